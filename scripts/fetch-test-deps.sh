@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# fetch-test-deps.sh installs the test-only data the Go tests read but the repository does not
+# commit. It is idempotent (a second run with everything in place does nothing) and CI calls it
+# before `go test`. Each section below owns one directory under third_party/ (all git-ignored).
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# npm_install_pinned DIR PKG@VERSION... installs exact versions into DIR unless they are there.
+npm_install_pinned() {
+	local dir="$1"
+	shift
+	local missing=()
+	local spec name version have
+	for spec in "$@"; do
+		name="${spec%@*}"
+		version="${spec##*@}"
+		have=""
+		if [[ -f "$dir/node_modules/$name/package.json" ]]; then
+			have="$(node -p "require(process.argv[1]).version" "$dir/node_modules/$name/package.json")"
+		fi
+		if [[ "$have" != "$version" ]]; then
+			missing+=("$spec")
+		fi
+	done
+	if ((${#missing[@]} == 0)); then
+		echo "fetch-test-deps: $dir up to date"
+		return 0
+	fi
+	mkdir -p "$dir"
+	echo "fetch-test-deps: installing ${missing[*]} into $dir"
+	npm install --prefix "$dir" --no-audit --no-fund --ignore-scripts --no-package-lock "$@" >/dev/null
+}
+
+# --- GitHub (internal/github/githubtest) ---------------------------------------------------------
+# GitHub's published REST OpenAPI description (the fake GitHub validates every request against it)
+# and GitHub's example webhook payloads (the webhook parser is tested on them).
+npm_install_pinned "$root/third_party/octokit" \
+	"@octokit/openapi@23.0.2" \
+	"@octokit/webhooks-examples@7.6.1"
