@@ -1,0 +1,346 @@
+package github
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Event is one parsed webhook delivery: *PullRequestEvent, *ReviewCommandEvent,
+// *InstallationEvent, or *Ignored for everything Aster does not act on.
+type Event interface {
+	// Delivery is the X-GitHub-Delivery id the event came with.
+	Delivery() string
+	isEvent()
+}
+
+// Repo names a repository. Owner and Name are validated to be safe in an API path.
+type Repo struct {
+	ID       int64
+	Owner    string
+	Name     string
+	CloneURL string
+	Private  bool
+}
+
+// FullName is "owner/name".
+func (r Repo) FullName() string { return r.Owner + "/" + r.Name }
+
+// Branch is one side of a pull request.
+type Branch struct {
+	SHA  string
+	Ref  string
+	Repo Repo // for the head of a fork PR, the fork; zero when the fork was deleted
+}
+
+// PullRequestEvent is a pull_request delivery with an action Aster reviews on.
+type PullRequestEvent struct {
+	DeliveryID     string
+	Action         string // opened, reopened, synchronize, ready_for_review
+	InstallationID int64
+	Repo           Repo // the base repository: where the review is posted
+	Number         int
+	Title          string
+	Draft          bool
+	Fork           bool // head lives in another repository (or in a deleted fork)
+	Head           Branch
+	Base           Branch
+	Sender         string
+	// Before is the previous head SHA on synchronize ("" otherwise): the start of an
+	// incremental review.
+	Before string
+}
+
+// ReviewCommandEvent is an issue_comment "created" on a pull request whose body asks for a
+// review (/aster review). The sender's write permission is NOT checked here: it needs the API.
+type ReviewCommandEvent struct {
+	DeliveryID     string
+	InstallationID int64
+	Repo           Repo
+	Number         int
+	CommentID      int64
+	Sender         string
+}
+
+// InstallationEvent is an installation delivery (created, deleted, suspend, unsuspend,
+// new_permissions_accepted), recorded so operators can see who installed the App where.
+type InstallationEvent struct {
+	DeliveryID     string
+	Action         string
+	InstallationID int64
+	Account        string
+	Repositories   []string // full names, when GitHub lists them
+	Sender         string
+}
+
+// Ignored is the outcome for a verified delivery Aster does not act on: another event, another
+// action, a comment that is not a command, a bot sender, a delivery without an installation.
+type Ignored struct {
+	DeliveryID string
+	Event      string
+	Action     string
+	Reason     string
+}
+
+func (e *PullRequestEvent) Delivery() string   { return e.DeliveryID }
+func (e *ReviewCommandEvent) Delivery() string { return e.DeliveryID }
+func (e *InstallationEvent) Delivery() string  { return e.DeliveryID }
+func (e *Ignored) Delivery() string            { return e.DeliveryID }
+func (*PullRequestEvent) isEvent()             {}
+func (*ReviewCommandEvent) isEvent()           {}
+func (*InstallationEvent) isEvent()            {}
+func (*Ignored) isEvent()                      {}
+
+// ReviewCommand is the comment that asks Aster for a (re-)review. It must be the whole first
+// line of the comment, so a quote or a sentence that mentions it does not trigger.
+const ReviewCommand = "/aster review"
+
+// reviewActions are the pull_request actions that start a review.
+var reviewActions = map[string]bool{
+	"opened": true, "reopened": true, "synchronize": true, "ready_for_review": true,
+}
+
+var (
+	namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}$`)
+	shaPattern  = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
+)
+
+// The wire shapes: only the fields Aster reads.
+type wireAccount struct {
+	Login string `json:"login"`
+	Type  string `json:"type"`
+}
+
+type wireRepo struct {
+	ID       int64       `json:"id"`
+	Name     string      `json:"name"`
+	FullName string      `json:"full_name"`
+	Owner    wireAccount `json:"owner"`
+	Private  bool        `json:"private"`
+	CloneURL string      `json:"clone_url"`
+}
+
+type wireBranch struct {
+	SHA  string    `json:"sha"`
+	Ref  string    `json:"ref"`
+	Repo *wireRepo `json:"repo"`
+}
+
+type wireCommon struct {
+	Action       string       `json:"action"`
+	Repository   *wireRepo    `json:"repository"`
+	Installation *struct {
+		ID      int64       `json:"id"`
+		Account wireAccount `json:"account"`
+	} `json:"installation"`
+	Sender wireAccount `json:"sender"`
+}
+
+type wirePullRequest struct {
+	wireCommon
+	Number      int    `json:"number"`
+	Before      string `json:"before"`
+	PullRequest *struct {
+		Number int        `json:"number"`
+		Title  string     `json:"title"`
+		Draft  bool       `json:"draft"`
+		Head   wireBranch `json:"head"`
+		Base   wireBranch `json:"base"`
+	} `json:"pull_request"`
+}
+
+type wireIssueComment struct {
+	wireCommon
+	Issue *struct {
+		Number      int             `json:"number"`
+		PullRequest json.RawMessage `json:"pull_request"`
+	} `json:"issue"`
+	Comment *struct {
+		ID   int64       `json:"id"`
+		Body string      `json:"body"`
+		User wireAccount `json:"user"`
+	} `json:"comment"`
+}
+
+type wireInstallation struct {
+	wireCommon
+	Repositories []struct {
+		FullName string `json:"full_name"`
+	} `json:"repositories"`
+}
+
+// ParseEvent turns a verified delivery into an Event. Call it only after VerifySignature: it
+// trusts nothing but the shape. A body that is not the JSON GitHub sends for the event wraps
+// ErrMalformedPayload; an event or action Aster does not handle is an *Ignored, not an error.
+func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
+	ignored := func(action, reason string) (Event, error) {
+		return &Ignored{DeliveryID: deliveryID, Event: event, Action: action, Reason: reason}, nil
+	}
+	switch event {
+	case "pull_request", "issue_comment", "installation":
+	case "":
+		return nil, fmt.Errorf("%w: missing X-GitHub-Event", ErrMalformedPayload)
+	default:
+		return ignored("", "event not handled")
+	}
+	if !json.Valid(body) || !bytes.HasPrefix(bytes.TrimLeft(body, " \t\r\n"), []byte("{")) {
+		return nil, fmt.Errorf("%w: %s body is not a JSON object", ErrMalformedPayload, event)
+	}
+
+	switch event {
+	case "pull_request":
+		var w wirePullRequest
+		if err := json.Unmarshal(body, &w); err != nil {
+			return nil, malformed(event, err)
+		}
+		if !reviewActions[w.Action] {
+			return ignored(w.Action, "action not handled")
+		}
+		if w.Installation == nil || w.Installation.ID <= 0 {
+			return ignored(w.Action, "no installation: not a GitHub App delivery")
+		}
+		return parsePullRequest(deliveryID, &w)
+	case "issue_comment":
+		var w wireIssueComment
+		if err := json.Unmarshal(body, &w); err != nil {
+			return nil, malformed(event, err)
+		}
+		if w.Action != "created" {
+			return ignored(w.Action, "action not handled")
+		}
+		if w.Installation == nil || w.Installation.ID <= 0 {
+			return ignored(w.Action, "no installation: not a GitHub App delivery")
+		}
+		if w.Issue == nil || w.Comment == nil {
+			return nil, fmt.Errorf("%w: issue_comment without issue or comment", ErrMalformedPayload)
+		}
+		if len(w.Issue.PullRequest) == 0 || string(w.Issue.PullRequest) == "null" {
+			return ignored(w.Action, "comment on an issue, not a pull request")
+		}
+		if strings.EqualFold(w.Sender.Type, "Bot") {
+			return ignored(w.Action, "comment by a bot")
+		}
+		if !IsReviewCommand(w.Comment.Body) {
+			return ignored(w.Action, "comment is not "+ReviewCommand)
+		}
+		repo, err := parseRepo(w.Repository)
+		if err != nil {
+			return nil, err
+		}
+		if w.Issue.Number <= 0 {
+			return nil, fmt.Errorf("%w: issue number %d", ErrMalformedPayload, w.Issue.Number)
+		}
+		return &ReviewCommandEvent{
+			DeliveryID:     deliveryID,
+			InstallationID: w.Installation.ID,
+			Repo:           repo,
+			Number:         w.Issue.Number,
+			CommentID:      w.Comment.ID,
+			Sender:         w.Sender.Login,
+		}, nil
+	default: // installation
+		var w wireInstallation
+		if err := json.Unmarshal(body, &w); err != nil {
+			return nil, malformed(event, err)
+		}
+		if w.Installation == nil || w.Installation.ID <= 0 {
+			return nil, fmt.Errorf("%w: installation event without installation id", ErrMalformedPayload)
+		}
+		ev := &InstallationEvent{
+			DeliveryID:     deliveryID,
+			Action:         w.Action,
+			InstallationID: w.Installation.ID,
+			Account:        w.Installation.Account.Login,
+			Sender:         w.Sender.Login,
+		}
+		for _, r := range w.Repositories {
+			ev.Repositories = append(ev.Repositories, r.FullName)
+		}
+		return ev, nil
+	}
+}
+
+func parsePullRequest(deliveryID string, w *wirePullRequest) (Event, error) {
+	pr := w.PullRequest
+	if pr == nil {
+		return nil, fmt.Errorf("%w: pull_request event without pull_request", ErrMalformedPayload)
+	}
+	repo, err := parseRepo(w.Repository)
+	if err != nil {
+		return nil, err
+	}
+	number := w.Number
+	if number == 0 {
+		number = pr.Number
+	}
+	if number <= 0 {
+		return nil, fmt.Errorf("%w: pull request number %d", ErrMalformedPayload, number)
+	}
+	if !shaPattern.MatchString(pr.Head.SHA) || !shaPattern.MatchString(pr.Base.SHA) {
+		return nil, fmt.Errorf("%w: head or base sha is not a commit id", ErrMalformedPayload)
+	}
+	ev := &PullRequestEvent{
+		DeliveryID:     deliveryID,
+		Action:         w.Action,
+		InstallationID: w.Installation.ID,
+		Repo:           repo,
+		Number:         number,
+		Title:          pr.Title,
+		Draft:          pr.Draft,
+		Head:           Branch{SHA: pr.Head.SHA, Ref: pr.Head.Ref},
+		Base:           Branch{SHA: pr.Base.SHA, Ref: pr.Base.Ref, Repo: repo},
+		Sender:         w.Sender.Login,
+	}
+	if w.Action == "synchronize" && shaPattern.MatchString(w.Before) {
+		ev.Before = w.Before
+	}
+	if pr.Head.Repo == nil {
+		ev.Fork = true // the fork was deleted; the commits are still in the base repository
+	} else {
+		head, err := parseRepo(pr.Head.Repo)
+		if err != nil {
+			return nil, err
+		}
+		ev.Head.Repo = head
+		ev.Fork = head.ID != repo.ID || !strings.EqualFold(head.FullName(), repo.FullName())
+	}
+	return ev, nil
+}
+
+func parseRepo(w *wireRepo) (Repo, error) {
+	if w == nil {
+		return Repo{}, fmt.Errorf("%w: missing repository", ErrMalformedPayload)
+	}
+	owner, name := w.Owner.Login, w.Name
+	if owner == "" || name == "" {
+		owner, name, _ = strings.Cut(w.FullName, "/")
+	}
+	if !validName(owner) || !validName(name) {
+		return Repo{}, fmt.Errorf("%w: repository name %q is not a GitHub name", ErrMalformedPayload, w.FullName)
+	}
+	return Repo{ID: w.ID, Owner: owner, Name: name, CloneURL: w.CloneURL, Private: w.Private}, nil
+}
+
+func validName(s string) bool {
+	return namePattern.MatchString(s) && s != "." && s != ".."
+}
+
+func malformed(event string, err error) error {
+	return fmt.Errorf("%w: %s: %v", ErrMalformedPayload, event, err)
+}
+
+// IsReviewCommand reports whether a comment body asks for a review: its first non-blank line,
+// trimmed, is ReviewCommand, optionally followed by whitespace and more words.
+func IsReviewCommand(body string) bool {
+	for line := range strings.Lines(body) {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		rest, ok := strings.CutPrefix(line, ReviewCommand)
+		return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t')
+	}
+	return false
+}

@@ -1,0 +1,208 @@
+package github
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+	"regexp"
+)
+
+// MaxWebhookBodyBytes is GitHub's own cap on a webhook payload (25 MB); larger bodies get 413.
+const MaxWebhookBodyBytes int64 = 25 << 20
+
+// Headers GitHub sends with every delivery. They are not covered by the signature.
+const (
+	EventHeader    = "X-GitHub-Event"
+	DeliveryHeader = "X-GitHub-Delivery"
+)
+
+var deliveryPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
+
+// Sink stores an accepted event durably (a job, an installation record). It is declared here,
+// by its consumer, and implemented by the queue. Return ErrDuplicateDelivery for a delivery id
+// already stored; any other error makes the handler answer 503.
+type Sink interface {
+	Accept(ctx context.Context, ev Event) error
+}
+
+// Outcome is what happened to one delivery, for metrics and logs.
+type Outcome struct {
+	Delivery string
+	Event    string
+	Action   string
+	Result   string // accepted, ignored, duplicate, rejected, failed
+	Reason   string
+	Status   int
+}
+
+// WebhookOptions configures NewWebhookHandler.
+type WebhookOptions struct {
+	Secret       []byte // the App's webhook secret; required
+	Sink         Sink   // required
+	MaxBodyBytes int64  // 0 means MaxWebhookBodyBytes
+	ReviewDrafts bool   // act on draft pull requests too (default: ignore them)
+	Logger       *slog.Logger
+	OnOutcome    func(Outcome) // optional, called once per request
+}
+
+// WebhookHandler receives GitHub App deliveries: cap the body, verify the signature on the raw
+// bytes, parse, hand actionable events to the Sink, answer 202 (accepted), 200 (ignored or
+// duplicate), 401, 400, 413, or 503.
+type WebhookHandler struct {
+	opts WebhookOptions
+	log  *slog.Logger
+}
+
+var _ http.Handler = (*WebhookHandler)(nil)
+
+// NewWebhookHandler checks opts and returns the handler.
+func NewWebhookHandler(opts WebhookOptions) (*WebhookHandler, error) {
+	if len(opts.Secret) == 0 {
+		return nil, errors.New("webhook handler: empty secret")
+	}
+	if opts.Sink == nil {
+		return nil, errors.New("webhook handler: nil sink")
+	}
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = MaxWebhookBodyBytes
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &WebhookHandler{opts: opts, log: log}, nil
+}
+
+// ServeHTTP implements http.Handler.
+func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeWebhookReply(w, http.StatusMethodNotAllowed, "rejected", "method not allowed")
+		return
+	}
+	out := h.handle(r)
+	if h.opts.OnOutcome != nil {
+		h.opts.OnOutcome(out)
+	}
+	log := h.log.With("delivery", out.Delivery, "event", out.Event, "action", out.Action,
+		"result", out.Result, "status", out.Status)
+	if out.Status >= 400 {
+		log.Warn("webhook", "reason", out.Reason)
+	} else {
+		log.Info("webhook", "reason", out.Reason)
+	}
+	writeWebhookReply(w, out.Status, out.Result, out.Reason)
+}
+
+func (h *WebhookHandler) handle(r *http.Request) Outcome {
+	out := Outcome{Delivery: r.Header.Get(DeliveryHeader), Event: r.Header.Get(EventHeader)}
+	if !deliveryPattern.MatchString(out.Delivery) {
+		out.Delivery = "" // unsigned and unvalidated: never echo it into logs
+	}
+	fail := func(err error) Outcome {
+		out.Status = WebhookStatus(err)
+		out.Result = "rejected"
+		if out.Status >= 500 {
+			out.Result = "failed"
+		}
+		out.Reason = err.Error()
+		return out
+	}
+
+	body, err := ReadBody(r, h.opts.MaxBodyBytes)
+	if err != nil {
+		return fail(err)
+	}
+	if err := VerifySignature(h.opts.Secret, body, r.Header.Get(SignatureHeader)); err != nil {
+		return fail(err)
+	}
+	if out.Delivery == "" {
+		return fail(fmt.Errorf("%w: missing or malformed %s", ErrMalformedPayload, DeliveryHeader))
+	}
+	payload, err := jsonPayload(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		return fail(err)
+	}
+	ev, err := ParseEvent(out.Event, out.Delivery, payload)
+	if err != nil {
+		return fail(err)
+	}
+	if pr, ok := ev.(*PullRequestEvent); ok && pr.Draft && !h.opts.ReviewDrafts {
+		ev = &Ignored{DeliveryID: pr.DeliveryID, Event: out.Event, Action: pr.Action, Reason: "draft pull request"}
+	}
+	if ig, ok := ev.(*Ignored); ok {
+		out.Action, out.Result, out.Reason, out.Status = ig.Action, "ignored", ig.Reason, http.StatusOK
+		return out
+	}
+	out.Action = actionOf(ev)
+	if err := h.opts.Sink.Accept(r.Context(), ev); err != nil {
+		if errors.Is(err, ErrDuplicateDelivery) {
+			out.Result, out.Reason, out.Status = "duplicate", "delivery already stored", WebhookStatus(err)
+			return out
+		}
+		o := fail(err)
+		o.Reason = "could not store the event"
+		h.log.Error("webhook sink", "delivery", out.Delivery, "err", err)
+		return o
+	}
+	out.Result, out.Status = "accepted", WebhookStatus(nil)
+	return out
+}
+
+func actionOf(ev Event) string {
+	switch e := ev.(type) {
+	case *PullRequestEvent:
+		return e.Action
+	case *InstallationEvent:
+		return e.Action
+	case *ReviewCommandEvent:
+		return "created"
+	}
+	return ""
+}
+
+// ReadBody reads a request body of at most maxBytes. A declared or actual size past the cap
+// wraps ErrBodyTooLarge; a declared one is refused before reading anything.
+func ReadBody(r *http.Request, maxBytes int64) ([]byte, error) {
+	if r.ContentLength > maxBytes {
+		return nil, fmt.Errorf("%w: %d bytes declared, cap %d", ErrBodyTooLarge, r.ContentLength, maxBytes)
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read body: %v", ErrMalformedPayload, err)
+	}
+	if int64(len(body)) > maxBytes {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, maxBytes)
+	}
+	return body, nil
+}
+
+// jsonPayload returns the JSON document of a delivery: the body itself, or the payload field of
+// a form-encoded one (a webhook configured with content type application/x-www-form-urlencoded).
+func jsonPayload(contentType string, body []byte) ([]byte, error) {
+	mt, _, _ := mime.ParseMediaType(contentType)
+	if mt != "application/x-www-form-urlencoded" {
+		return body, nil
+	}
+	form, err := url.ParseQuery(string(body))
+	if err != nil {
+		return nil, fmt.Errorf("%w: form body: %v", ErrMalformedPayload, err)
+	}
+	return []byte(form.Get("payload")), nil
+}
+
+func writeWebhookReply(w http.ResponseWriter, status int, result, reason string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(struct {
+		Result string `json:"result"`
+		Reason string `json:"reason,omitempty"`
+	}{result, reason})
+}
