@@ -56,7 +56,7 @@ func (e *APIError) Error() string {
 		msg += fmt.Sprintf(" (%d)", e.Status)
 	}
 	if e.Message != "" {
-		msg += ": " + e.Message
+		msg += ": " + redactText(e.Message)
 	}
 	return msg
 }

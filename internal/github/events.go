@@ -129,8 +129,8 @@ type wireBranch struct {
 }
 
 type wireCommon struct {
-	Action       string       `json:"action"`
-	Repository   *wireRepo    `json:"repository"`
+	Action       string    `json:"action"`
+	Repository   *wireRepo `json:"repository"`
 	Installation *struct {
 		ID      int64       `json:"id"`
 		Account wireAccount `json:"account"`

@@ -1,0 +1,135 @@
+package github
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	gh "github.com/google/go-github/v81/github"
+)
+
+// MaxAnnotationsPerRequest is GitHub's limit of annotations in one check-run request.
+const MaxAnnotationsPerRequest = 50
+
+// Annotation is one line-anchored note of a check run.
+type Annotation struct {
+	Path      string
+	StartLine int
+	EndLine   int    // 0 means StartLine
+	Level     string // notice, warning, failure
+	Title     string
+	Message   string
+}
+
+// CheckRunOptions is the state of a check run to create or update. Name and HeadSHA are used
+// only on create. Output (Title, Summary, Text, Annotations) is sent when Title is set.
+type CheckRunOptions struct {
+	Name        string
+	HeadSHA     string
+	Status      string // queued, in_progress, completed
+	Conclusion  string // with completed: success, failure, neutral, skipped, ...
+	ExternalID  string
+	DetailsURL  string
+	StartedAt   time.Time
+	CompletedAt time.Time
+	Title       string
+	Summary     string
+	Text        string
+	Annotations []Annotation // at most MaxAnnotationsPerRequest; see PublishCheckRun for more
+}
+
+// CheckRun identifies a check run.
+type CheckRun struct {
+	ID         int64
+	Status     string
+	Conclusion string
+}
+
+func (o CheckRunOptions) output() (*gh.CheckRunOutput, error) {
+	if len(o.Annotations) > MaxAnnotationsPerRequest {
+		return nil, &APIError{Op: "check run", class: ErrInvalid,
+			Message: fmt.Sprintf("%d annotations in one request, GitHub takes %d", len(o.Annotations), MaxAnnotationsPerRequest)}
+	}
+	if o.Title == "" {
+		return nil, nil
+	}
+	out := &gh.CheckRunOutput{Title: gh.Ptr(o.Title), Summary: gh.Ptr(o.Summary)}
+	if o.Text != "" {
+		out.Text = gh.Ptr(o.Text)
+	}
+	for _, a := range o.Annotations {
+		end := a.EndLine
+		if end < a.StartLine {
+			end = a.StartLine
+		}
+		ann := &gh.CheckRunAnnotation{Path: gh.Ptr(a.Path), StartLine: gh.Ptr(a.StartLine), EndLine: gh.Ptr(end),
+			AnnotationLevel: gh.Ptr(a.Level), Message: gh.Ptr(a.Message)}
+		if a.Title != "" {
+			ann.Title = gh.Ptr(a.Title)
+		}
+		out.Annotations = append(out.Annotations, ann)
+	}
+	return out, nil
+}
+
+func timestamp(t time.Time) *gh.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return &gh.Timestamp{Time: t.UTC().Truncate(time.Second)}
+}
+
+func strPtr(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// CreateCheckRun creates a check run on opts.HeadSHA.
+func (c *Client) CreateCheckRun(ctx context.Context, opts CheckRunOptions) (CheckRun, error) {
+	output, err := opts.output()
+	if err != nil {
+		return CheckRun{}, err
+	}
+	req := gh.CreateCheckRunOptions{
+		Name: opts.Name, HeadSHA: opts.HeadSHA, Status: strPtr(opts.Status), Conclusion: strPtr(opts.Conclusion),
+		ExternalID: strPtr(opts.ExternalID), DetailsURL: strPtr(opts.DetailsURL),
+		StartedAt: timestamp(opts.StartedAt), CompletedAt: timestamp(opts.CompletedAt), Output: output,
+	}
+	var run *gh.CheckRun
+	err = c.retry.do(ctx, "create check run", func(ctx context.Context) (resp *gh.Response, err error) {
+		run, resp, err = c.api.Checks.CreateCheckRun(ctx, c.owner, c.repo, req)
+		return resp, err
+	})
+	if err != nil {
+		return CheckRun{}, err
+	}
+	return CheckRun{ID: run.GetID(), Status: run.GetStatus(), Conclusion: run.GetConclusion()}, nil
+}
+
+// UpdateCheckRun updates a check run; opts.Name is required (GitHub renames otherwise).
+// Annotations sent here are added to the ones the run already has.
+func (c *Client) UpdateCheckRun(ctx context.Context, id int64, opts CheckRunOptions) (CheckRun, error) {
+	if opts.Name == "" {
+		return CheckRun{}, &APIError{Op: "update check run", class: ErrInvalid, Message: "empty name"}
+	}
+	output, err := opts.output()
+	if err != nil {
+		return CheckRun{}, err
+	}
+	req := gh.UpdateCheckRunOptions{
+		Name: opts.Name, Status: strPtr(opts.Status), Conclusion: strPtr(opts.Conclusion),
+		ExternalID: strPtr(opts.ExternalID), DetailsURL: strPtr(opts.DetailsURL),
+		CompletedAt: timestamp(opts.CompletedAt), Output: output,
+	}
+	var run *gh.CheckRun
+	err = c.retry.do(ctx, "update check run", func(ctx context.Context) (resp *gh.Response, err error) {
+		run, resp, err = c.api.Checks.UpdateCheckRun(ctx, c.owner, c.repo, id, req)
+		return resp, err
+	})
+	if err != nil {
+		return CheckRun{}, err
+	}
+	return CheckRun{ID: run.GetID(), Status: run.GetStatus(), Conclusion: run.GetConclusion()}, nil
+}

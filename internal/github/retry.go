@@ -1,0 +1,215 @@
+package github
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	gh "github.com/google/go-github/v81/github"
+)
+
+// RetryPolicy bounds how a Client retries rate limits, 5xx and transport failures.
+type RetryPolicy struct {
+	MaxAttempts      int           // tries per operation, including the first; default 5
+	BaseDelay        time.Duration // first backoff; doubles each try, with jitter; default 1s
+	MaxDelay         time.Duration // cap of one backoff; default 30s
+	MaxRateLimitWait time.Duration // a rate-limit wait longer than this is returned, not slept; default 2m
+}
+
+// DefaultRetryPolicy is the policy a zero RetryPolicy means.
+var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: 30 * time.Second, MaxRateLimitWait: 2 * time.Minute}
+
+func (p RetryPolicy) withDefaults() RetryPolicy {
+	d := DefaultRetryPolicy
+	if p.MaxAttempts > 0 {
+		d.MaxAttempts = p.MaxAttempts
+	}
+	if p.BaseDelay > 0 {
+		d.BaseDelay = p.BaseDelay
+	}
+	if p.MaxDelay > 0 {
+		d.MaxDelay = p.MaxDelay
+	}
+	if p.MaxRateLimitWait > 0 {
+		d.MaxRateLimitWait = p.MaxRateLimitWait
+	}
+	return d
+}
+
+// retrier runs one API operation with the policy. It is shared by App and Client.
+type retrier struct {
+	policy RetryPolicy
+	log    *slog.Logger
+	sleep  func(context.Context, time.Duration) error
+}
+
+// sleepCtx waits d or until ctx is done.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// do calls fn until it succeeds, fails in a way that is not worth retrying, or the policy is
+// spent. Every error it returns is an *APIError or the context's error.
+func (r *retrier) do(ctx context.Context, op string, fn func(context.Context) (*gh.Response, error)) error {
+	for attempt := 1; ; attempt++ {
+		resp, err := fn(ctx)
+		if err == nil {
+			return nil
+		}
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("github %s: %w", op, ctxErr)
+		}
+		apiErr, retry := classify(op, resp, err)
+		if !retry || attempt >= r.policy.MaxAttempts {
+			return apiErr
+		}
+		wait := r.backoff(attempt)
+		if apiErr.RetryAfter > 0 {
+			if apiErr.RetryAfter > r.policy.MaxRateLimitWait {
+				return apiErr
+			}
+			wait = apiErr.RetryAfter
+		}
+		r.log.Warn("github retry", "op", op, "status", apiErr.Status, "class", apiErr.class.Error(),
+			"attempt", attempt, "wait", wait)
+		if err := r.sleep(ctx, wait); err != nil {
+			return fmt.Errorf("github %s: %w", op, err)
+		}
+	}
+}
+
+// backoff is exponential with equal jitter: half fixed, half random.
+func (r *retrier) backoff(attempt int) time.Duration {
+	d := r.policy.BaseDelay << min(attempt-1, 20)
+	if d <= 0 || d > r.policy.MaxDelay {
+		d = r.policy.MaxDelay
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// classify is the one place that turns a go-github failure into an error class and decides
+// whether it is worth another try.
+func classify(op string, resp *gh.Response, err error) (*APIError, bool) {
+	var inner *APIError // the token exchange failed inside the transport; it was retried there
+	if errors.As(err, &inner) {
+		return &APIError{Op: op + ": " + inner.Op, Status: inner.Status, Message: inner.Message,
+			RetryAfter: inner.RetryAfter, class: inner.class, cause: inner.cause}, false
+	}
+	e := &APIError{Op: op, cause: err}
+	if resp != nil && resp.Response != nil {
+		e.Status = resp.StatusCode
+	}
+	var (
+		rateErr   *gh.RateLimitError
+		abuseErr  *gh.AbuseRateLimitError
+		respErr   *gh.ErrorResponse
+		acceptErr *gh.AcceptedError
+		urlErr    *url.Error
+	)
+	switch {
+	case errors.As(err, &rateErr):
+		e.class, e.Message = ErrRateLimited, rateErr.Message
+		e.Status = statusOf(rateErr.Response, e.Status)
+		e.RetryAfter = max(time.Until(rateErr.Rate.Reset.Time), time.Second)
+		return e, true
+	case errors.As(err, &abuseErr):
+		e.class, e.Message = ErrRateLimited, abuseErr.Message
+		e.Status = statusOf(abuseErr.Response, e.Status)
+		switch {
+		case abuseErr.RetryAfter == nil:
+			e.RetryAfter = time.Minute // GitHub: without a hint, wait at least a minute
+		case *abuseErr.RetryAfter <= 0:
+			e.RetryAfter = time.Millisecond // retry at once, but still as a rate-limit wait
+		default:
+			e.RetryAfter = *abuseErr.RetryAfter
+		}
+		return e, true
+	case errors.As(err, &respErr):
+		e.Message = respErr.Message
+		e.Status = statusOf(respErr.Response, e.Status)
+		var h http.Header
+		if respErr.Response != nil {
+			h = respErr.Response.Header
+		}
+		return e, classifyStatus(e, h)
+	case errors.As(err, &acceptErr):
+		e.class, e.Message, e.Status = ErrUnavailable, "accepted, still processing", http.StatusAccepted
+		return e, true
+	case errors.As(err, &urlErr):
+		e.class, e.Message = ErrUnavailable, urlErr.Op+" "+redactURL(urlErr.URL)+": "+redactText(urlErr.Err.Error())
+		e.cause = nil // its URL may carry a query token
+		return e, true
+	default:
+		e.class, e.Message = ErrUnavailable, redactText(err.Error())
+		e.cause = nil
+		return e, false
+	}
+}
+
+// classifyStatus sets e's class from an HTTP status (and rate-limit headers) and says whether
+// to retry.
+func classifyStatus(e *APIError, h http.Header) bool {
+	rateLimited := h.Get("Retry-After") != "" || h.Get("X-RateLimit-Remaining") == "0"
+	switch {
+	case e.Status == http.StatusTooManyRequests || (e.Status == http.StatusForbidden && rateLimited):
+		e.class = ErrRateLimited
+		e.RetryAfter = retryAfter(h)
+		return true
+	case e.Status >= 500:
+		e.class = ErrUnavailable
+		return true
+	case e.Status == http.StatusNotFound || e.Status == http.StatusGone:
+		e.class = ErrNotFound
+	case e.Status == http.StatusForbidden:
+		e.class = ErrForbidden
+	case e.Status == http.StatusUnauthorized:
+		e.class = ErrUnauthorized
+	case e.Status == http.StatusNotAcceptable:
+		e.class = ErrTooLarge
+	default:
+		e.class = ErrInvalid
+	}
+	return false
+}
+
+// retryAfter reads Retry-After (seconds) or x-ratelimit-reset (epoch seconds); 0 means
+// "use the backoff".
+func retryAfter(h http.Header) time.Duration {
+	if s, err := strconv.ParseInt(h.Get("Retry-After"), 10, 64); err == nil && s >= 0 {
+		return max(time.Duration(s)*time.Second, time.Millisecond)
+	}
+	if s, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
+		return max(time.Until(time.Unix(s, 0)), time.Second)
+	}
+	return 0
+}
+
+func statusOf(r *http.Response, fallback int) int {
+	if r != nil {
+		return r.StatusCode
+	}
+	return fallback
+}
+
+// redactURL drops user info, query and fragment: archive links carry a token in the query.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "<url>"
+	}
+	u.User, u.RawQuery, u.Fragment, u.ForceQuery = nil, "", "", false
+	return u.String()
+}
