@@ -1,0 +1,65 @@
+package github
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"regexp"
+	"strings"
+)
+
+// Hidden markers. GitHub renders HTML comments as nothing, so they ride along in comment bodies
+// and are read back on the next run.
+const (
+	// SummaryMarker marks Aster's summary comment, the one edited in place on every run.
+	SummaryMarker = "<!-- aster:summary -->"
+	fpOpen        = "<!-- aster:fp="
+	fpClose       = " -->"
+)
+
+var fingerprintMarker = regexp.MustCompile(`<!-- aster:fp=([0-9a-f]{16,64}) -->`)
+
+// anyAsterMarker matches every marker Aster reads, so text from elsewhere (a model's output, a
+// quoted comment) cannot smuggle one in.
+var anyAsterMarker = regexp.MustCompile(`<!--\s*aster:[^>]*-->`)
+
+// Fingerprint is a stable id for a comment: the hex of SHA-256 over the parts (separated so
+// ("ab","c") and ("a","bc") differ), cut to 16 bytes. Build it from what identifies the finding
+// across pushes (path, rule, normalised message), not from the line number, which moves.
+func Fingerprint(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// WithFingerprint returns body, stripped of any Aster marker it carried, with the fingerprint
+// marker for fp appended on its own line.
+func WithFingerprint(body, fp string) string {
+	return strings.TrimRight(StripMarkers(body), "\n") + "\n\n" + fpOpen + fp + fpClose
+}
+
+// Fingerprints returns the fingerprints hidden in body, in order.
+func Fingerprints(body string) []string {
+	var out []string
+	for _, m := range fingerprintMarker.FindAllStringSubmatch(body, -1) {
+		out = append(out, m[1])
+	}
+	return out
+}
+
+// StripMarkers removes every Aster marker from body.
+func StripMarkers(body string) string {
+	return anyAsterMarker.ReplaceAllString(body, "")
+}
+
+// WithSummaryMarker returns body, stripped of Aster markers, starting with SummaryMarker.
+func WithSummaryMarker(body string) string {
+	return SummaryMarker + "\n" + StripMarkers(body)
+}
+
+// IsSummary reports whether body is an Aster summary comment.
+func IsSummary(body string) bool {
+	return strings.HasPrefix(body, SummaryMarker)
+}

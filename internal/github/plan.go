@@ -1,0 +1,138 @@
+package github
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxInlineComments is how many inline comments one review carries; the rest are folded into
+// the review body.
+const MaxInlineComments = 30
+
+// MaxBodyChars is the longest comment or review body GitHub accepts.
+const MaxBodyChars = 65536
+
+// Comment is a review comment the pipeline wants to post: already anchored to a line of the
+// diff, already sanitised.
+type Comment struct {
+	Path        string
+	Line        int
+	StartLine   int
+	Side        string
+	Body        string
+	Fingerprint string // from Fingerprint(...); "" means Fingerprint(Path, Body)
+}
+
+// PlanOptions is the input of PlanReview.
+type PlanOptions struct {
+	Body      string          // the review's own text (before folded comments)
+	Comments  []Comment       // in priority order: the first ones go inline
+	Posted    map[string]bool // fingerprints already on the pull request
+	MaxInline int             // 0 means MaxInlineComments
+}
+
+// ReviewPlan is what to post, and what was held back and why.
+type ReviewPlan struct {
+	Inline  []InlineComment // bodies carry their fingerprint marker
+	Folded  []Comment       // past MaxInline: listed in Body, with their markers
+	Skipped []Comment       // already posted (or repeated within this run)
+	Dropped []Comment       // folded but cut because Body would pass MaxBodyChars
+	Body    string
+}
+
+// Empty reports whether the plan has nothing new to say.
+func (p ReviewPlan) Empty() bool {
+	return len(p.Inline) == 0 && len(p.Folded) == 0 && strings.TrimSpace(p.Body) == ""
+}
+
+// PlanReview decides which comments go inline, which are folded into the body, and which are
+// skipped because an earlier run already posted them. It is pure.
+func PlanReview(opts PlanOptions) ReviewPlan {
+	maxInline := opts.MaxInline
+	if maxInline <= 0 {
+		maxInline = MaxInlineComments
+	}
+	var plan ReviewPlan
+	seen := map[string]bool{}
+	for _, c := range opts.Comments {
+		if c.Fingerprint == "" {
+			c.Fingerprint = Fingerprint(c.Path, c.Body)
+		}
+		if opts.Posted[c.Fingerprint] || seen[c.Fingerprint] {
+			plan.Skipped = append(plan.Skipped, c)
+			continue
+		}
+		seen[c.Fingerprint] = true
+		if len(plan.Inline) < maxInline {
+			plan.Inline = append(plan.Inline, InlineComment{
+				Path: c.Path, Line: c.Line, StartLine: c.StartLine, Side: c.Side,
+				Body: WithFingerprint(truncate(c.Body, MaxBodyChars-len(fpOpen)-len(fpClose)-72), c.Fingerprint),
+			})
+			continue
+		}
+		plan.Folded = append(plan.Folded, c)
+	}
+
+	body := strings.TrimRight(StripMarkers(opts.Body), "\n")
+	if len(plan.Folded) > 0 {
+		var b strings.Builder
+		b.WriteString(body)
+		fmt.Fprintf(&b, "\n\n<details><summary>%d more comment(s) not posted inline</summary>\n\n", len(plan.Folded))
+		const tail = "\n</details>"
+		kept := plan.Folded[:0:0]
+		for i, c := range plan.Folded {
+			entry := foldedEntry(c)
+			if b.Len()+len(entry)+len(tail)+200 > MaxBodyChars {
+				plan.Dropped = append(plan.Dropped, plan.Folded[i:]...)
+				fmt.Fprintf(&b, "\n…and %d more that do not fit in one review.\n", len(plan.Folded)-i)
+				break
+			}
+			b.WriteString(entry)
+			kept = append(kept, c)
+		}
+		b.WriteString(tail)
+		plan.Folded = kept
+		body = b.String()
+	}
+	plan.Body = body
+	return plan
+}
+
+// foldedEntry renders one folded comment as a list item that keeps its marker.
+func foldedEntry(c Comment) string {
+	loc := fmt.Sprintf("%s:%d", c.Path, c.Line)
+	if c.StartLine > 0 && c.StartLine < c.Line {
+		loc = fmt.Sprintf("%s:%d-%d", c.Path, c.StartLine, c.Line)
+	}
+	text := strings.TrimSpace(StripMarkers(c.Body))
+	text = strings.ReplaceAll(text, "\n", "\n  ")
+	return fmt.Sprintf("- `%s`: %s %s%s%s\n", strings.ReplaceAll(loc, "`", "'"), text, fpOpen, c.Fingerprint, fpClose)
+}
+
+// truncate cuts s to at most n bytes on a rune boundary, saying so.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const note = "\n\n…(truncated)"
+	cut := n - len(note)
+	for cut > 0 && !utf8RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + note
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+// AnnotationBatches splits annotations into requests of at most MaxAnnotationsPerRequest.
+func AnnotationBatches(anns []Annotation) [][]Annotation {
+	var out [][]Annotation
+	for len(anns) > MaxAnnotationsPerRequest {
+		out = append(out, anns[:MaxAnnotationsPerRequest:MaxAnnotationsPerRequest])
+		anns = anns[MaxAnnotationsPerRequest:]
+	}
+	if len(anns) > 0 {
+		out = append(out, anns)
+	}
+	return out
+}
