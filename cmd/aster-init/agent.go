@@ -1,0 +1,491 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/workspace"
+)
+
+type agent struct {
+	in      *initproto.Reader
+	out     *initproto.Writer
+	workDir string
+	pid1    bool
+
+	hostGone atomic.Bool
+}
+
+// run executes one job and returns init's own exit code.
+func (a *agent) run() int {
+	hello, _ := json.Marshal(initproto.Hello{Version: initproto.Version, PID: os.Getpid()})
+	if err := a.out.WriteFrame(initproto.TypeHello, hello); err != nil {
+		return 1
+	}
+	f, err := a.in.Next()
+	if err != nil {
+		// The host went away before sending a job (a pooled sandbox being
+		// discarded, or a host crash). Nothing to report.
+		return 0
+	}
+	if f.Type != initproto.TypeJob {
+		return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: fmt.Sprintf("first frame is %s, want job", f.Type)})
+	}
+	var job initproto.JobHeader
+	if err := json.Unmarshal(f.Payload, &job); err != nil {
+		return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: "job header: " + err.Error()})
+	}
+	if err := job.Validate(); err != nil {
+		return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: "job header: " + err.Error()})
+	}
+	if job.Workspace {
+		if err := a.unpack(job); err != nil {
+			return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: "workspace: " + err.Error()})
+		}
+	}
+	return a.finish(a.execute(job))
+}
+
+func (a *agent) finish(r initproto.ResultFrame) int {
+	p, _ := json.Marshal(r)
+	if err := a.out.WriteFrame(initproto.TypeResult, p); err != nil {
+		return 1
+	}
+	return 0
+}
+
+// unpack streams the workspace tar frames into the work directory.
+func (a *agent) unpack(job initproto.JobHeader) error {
+	root, err := os.OpenRoot(a.workDir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
+	fr := &frameStream{in: a.in, data: initproto.TypeTar, end: initproto.TypeTarEnd}
+	_, err = workspace.Unpack(fr, root, workspace.Caps{MaxBytes: job.WorkspaceMaxBytes, MaxFiles: job.WorkspaceMaxFiles})
+	if err != nil {
+		return err
+	}
+	// Drain whatever the tar reader did not consume (padding, trailing blocks).
+	if _, err := io.Copy(io.Discard, fr); err != nil {
+		return err
+	}
+	return nil
+}
+
+// frameStream turns a run of data frames ended by an end frame into a reader.
+type frameStream struct {
+	in        *initproto.Reader
+	data, end initproto.Type
+	buf       []byte
+	done      bool
+}
+
+func (s *frameStream) Read(p []byte) (int, error) {
+	for len(s.buf) == 0 {
+		if s.done {
+			return 0, io.EOF
+		}
+		f, err := s.in.Next()
+		if err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, err
+		}
+		switch f.Type {
+		case s.data:
+			s.buf = f.Payload
+		case s.end:
+			s.done = true
+		default:
+			return 0, fmt.Errorf("unexpected %s frame inside %s stream", f.Type, s.data)
+		}
+	}
+	n := copy(p, s.buf)
+	s.buf = s.buf[n:]
+	return n, nil
+}
+
+// execute runs the command and gathers its result.
+func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
+	res := initproto.ResultFrame{ExitCode: -1}
+	dir := job.Dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		res.SetupError = fmt.Sprintf("working directory %s: %v", dir, err)
+		return res
+	}
+	env := jobEnv(job.Env)
+	argv0, err := lookPath(job.Argv[0], envValue(env, "PATH"), dir)
+	if err != nil {
+		res.ExitCode = 127
+		if !errors.Is(err, os.ErrNotExist) {
+			res.ExitCode = 126
+		}
+		res.SetupError = err.Error()
+		_ = a.out.WriteFrame(initproto.TypeStderr, []byte("aster-init: "+err.Error()+"\n"))
+		return res
+	}
+
+	oomBefore := readOOMKills()
+
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		res.SetupError = err.Error()
+		return res
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		res.SetupError = err.Error()
+		return res
+	}
+	var stdinR, stdinW *os.File
+	if job.Stdin {
+		if stdinR, stdinW, err = os.Pipe(); err != nil {
+			res.SetupError = err.Error()
+			return res
+		}
+	} else if stdinR, err = os.Open(os.DevNull); err != nil {
+		res.SetupError = err.Error()
+		return res
+	}
+
+	sigchld := make(chan os.Signal, 64)
+	signal.Notify(sigchld, syscall.SIGCHLD)
+	defer signal.Stop(sigchld)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(term)
+
+	syscall.Umask(0o022)
+	start := time.Now()
+	pid, err := syscall.ForkExec(argv0, job.Argv, &syscall.ProcAttr{
+		Dir:   dir,
+		Env:   env,
+		Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
+		Sys:   &syscall.SysProcAttr{Setpgid: true},
+	})
+	stdinR.Close()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		res.ExitCode = 126
+		if errors.Is(err, syscall.ENOENT) {
+			res.ExitCode = 127
+		}
+		res.SetupError = fmt.Sprintf("exec %s: %v", job.Argv[0], err)
+		_ = a.out.WriteFrame(initproto.TypeStderr, []byte("aster-init: "+res.SetupError+"\n"))
+		stdoutR.Close()
+		stderrR.Close()
+		if stdinW != nil {
+			stdinW.Close()
+		}
+		return res
+	}
+
+	// kill is how every reason to stop the job (deadline, output ceiling, host
+	// gone, SIGTERM) ends it: SIGTERM to everything, then SIGKILL after the
+	// grace; a zero grace sends SIGKILL at once.
+	var termOnce, hardOnce sync.Once
+	hardKill := make(chan struct{})
+	kill := func(grace time.Duration) {
+		termOnce.Do(func() {
+			a.signalAll(pid, syscall.SIGTERM)
+			go func() {
+				select {
+				case <-time.After(grace):
+				case <-hardKill:
+				}
+				a.signalAll(pid, syscall.SIGKILL)
+			}()
+		})
+		if grace == 0 {
+			hardOnce.Do(func() { close(hardKill) })
+		}
+	}
+	grace := time.Duration(job.KillGraceMS) * time.Millisecond
+
+	// Output relays. Each counts its stream and ends the job at the ceiling.
+	var limitMu sync.Mutex
+	limitStream := ""
+	var counts [2]atomic.Int64
+	var relays sync.WaitGroup
+	relay := func(r *os.File, t initproto.Type, idx int, name string) {
+		defer relays.Done()
+		defer r.Close()
+		buf := make([]byte, 32<<10)
+		over := false
+		for {
+			n, err := r.Read(buf)
+			if n > 0 && !over {
+				total := counts[idx].Add(int64(n))
+				chunk := buf[:n]
+				if total > job.OutputCeilingBytes {
+					// Relay up to the ceiling, then stop the job.
+					keep := int64(n) - (total - job.OutputCeilingBytes)
+					chunk = buf[:max(keep, 0)]
+					over = true
+					limitMu.Lock()
+					if limitStream == "" {
+						limitStream = name
+					}
+					limitMu.Unlock()
+					kill(0)
+				}
+				if len(chunk) > 0 {
+					if werr := a.out.WriteFrame(t, chunk); werr != nil {
+						a.hostGone.Store(true)
+						over = true
+						kill(0)
+					}
+				}
+			} else if n > 0 {
+				counts[idx].Add(int64(n))
+			}
+			if err != nil {
+				return
+			}
+		}
+	}
+	relays.Add(2)
+	go relay(stdoutR, initproto.TypeStdout, 0, "stdout")
+	go relay(stderrR, initproto.TypeStderr, 1, "stderr")
+
+	// The caller's stdin, then watch for the host going away.
+	hostGone := make(chan struct{})
+	go a.pumpStdin(stdinW, hostGone)
+
+	deadline := time.NewTimer(time.Duration(job.TimeoutMS) * time.Millisecond)
+	defer deadline.Stop()
+
+	var (
+		status   syscall.WaitStatus
+		exited   bool
+		timedOut bool
+		end      time.Time
+		reaped   int
+	)
+	reap := func() {
+		for {
+			var ws syscall.WaitStatus
+			var ru syscall.Rusage
+			p, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
+			if err == syscall.EINTR {
+				continue
+			}
+			if p <= 0 || err != nil {
+				return
+			}
+			if p == pid {
+				status, exited, end = ws, true, time.Now()
+			} else {
+				reaped++
+			}
+		}
+	}
+	for !exited {
+		select {
+		case <-sigchld:
+			reap()
+		case <-deadline.C:
+			timedOut = true
+			kill(grace)
+		case <-hostGone:
+			hostGone = nil
+			kill(0)
+		case <-term:
+			kill(grace)
+		}
+	}
+
+	// The command is done: nothing of the job may outlive it.
+	before := reaped
+	a.signalAll(pid, syscall.SIGKILL)
+	a.reapAll(sigchld, &reaped)
+	leftovers := reaped - before
+
+	// Every writer of the pipes is dead, so the relays reach EOF; bound the wait
+	// anyway in case something we could not signal still holds a pipe.
+	done := make(chan struct{})
+	go func() { relays.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		logf("output pipes still open 2s after the job ended; closing")
+	}
+
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	res.CPUTimeMS = (tvMS(ru.Utime) + tvMS(ru.Stime))
+	res.PeakRSSBytes = ru.Maxrss * 1024
+	res.CgroupPeakBytes = readCgroupPeak()
+	res.OOMKills = max(readOOMKills()-oomBefore, 0)
+	res.TimedOut = timedOut
+	limitMu.Lock()
+	res.OutputLimit = limitStream
+	limitMu.Unlock()
+	res.StdoutBytes = counts[0].Load()
+	res.StderrBytes = counts[1].Load()
+	res.DurationMS = end.Sub(start).Milliseconds()
+	res.Leftovers = leftovers
+	switch {
+	case status.Exited():
+		res.ExitCode = status.ExitStatus()
+	case status.Signaled():
+		res.Signal = int(status.Signal())
+	}
+	return res
+}
+
+// pumpStdin copies stdin frames to the command until the stdin end frame, then
+// keeps reading so that it notices the host closing the stream: the host holds
+// it open until the result arrives, so EOF here means the host is gone.
+func (a *agent) pumpStdin(w *os.File, hostGone chan<- struct{}) {
+	defer close(hostGone)
+	closeW := func() {
+		if w != nil {
+			w.Close()
+			w = nil
+		}
+	}
+	defer closeW()
+	for {
+		f, err := a.in.Next()
+		if err != nil {
+			a.hostGone.Store(true)
+			return
+		}
+		switch f.Type {
+		case initproto.TypeStdin:
+			if w != nil {
+				if _, err := w.Write(f.Payload); err != nil {
+					closeW() // the command closed its stdin; drop the rest
+				}
+			}
+		case initproto.TypeStdinEnd:
+			closeW()
+		default:
+			// Nothing else is expected after the job starts; ignore it.
+		}
+	}
+}
+
+// signalAll signals the job's process group and, as PID 1, every other process
+// in the sandbox (daemons that left the group with setsid included).
+func (a *agent) signalAll(pgid int, sig syscall.Signal) {
+	_ = syscall.Kill(-pgid, sig)
+	if a.pid1 {
+		_ = syscall.Kill(-1, sig)
+	}
+}
+
+// reapAll waits for every remaining child, for at most a few seconds.
+func (a *agent) reapAll(sigchld <-chan os.Signal, reaped *int) {
+	limit := time.After(3 * time.Second)
+	for {
+		var ws syscall.WaitStatus
+		p, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, nil)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.ECHILD:
+			return
+		case p > 0:
+			*reaped++
+			continue
+		}
+		select {
+		case <-sigchld:
+		case <-time.After(20 * time.Millisecond):
+			if a.pid1 {
+				_ = syscall.Kill(-1, syscall.SIGKILL)
+			}
+		case <-limit:
+			logf("children still running after SIGKILL")
+			return
+		}
+	}
+}
+
+func tvMS(tv syscall.Timeval) int64 { return tv.Sec*1000 + tv.Usec/1000 }
+
+// jobEnv is the command's whole environment: the job's variables plus defaults
+// for PATH, HOME and LANG when the job did not set them. Init's own environment
+// (whatever the engine or image put there) is never passed on.
+func jobEnv(vars []string) []string {
+	env := make([]string, 0, len(vars)+3)
+	env = append(env, vars...)
+	for _, d := range []string{
+		"PATH=/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin",
+		"HOME=/tmp",
+		"LANG=C.UTF-8",
+	} {
+		k, _, _ := strings.Cut(d, "=")
+		if envValue(vars, k) == "" {
+			env = append(env, d)
+		}
+	}
+	return env
+}
+
+func envValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if k, v, ok := strings.Cut(env[i], "="); ok && k == key {
+			return v
+		}
+	}
+	return ""
+}
+
+// lookPath finds the executable like a shell would, using the job's PATH.
+func lookPath(file, pathEnv, dir string) (string, error) {
+	if strings.Contains(file, "/") {
+		p := file
+		if !path.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := executable(p); err != nil {
+			return "", fmt.Errorf("exec %s: %w", file, err)
+		}
+		return p, nil
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, file)
+		if !path.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if executable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("exec %s: executable file not found in PATH: %w", file, os.ErrNotExist)
+}
+
+func executable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("is a directory: %w", os.ErrPermission)
+	}
+	if fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("not executable: %w", os.ErrPermission)
+	}
+	return nil
+}

@@ -1,0 +1,364 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/workspace"
+)
+
+type execFlags struct {
+	image         string
+	timeout       string
+	memory        string
+	cpus          string
+	pids          string
+	outputLimit   string
+	outputCeiling string
+	workdirSize   string
+	tmpSize       string
+	dir           string
+	files         []string
+	env           []string
+	stdin         string
+	workdir       string
+	json          bool
+}
+
+func newExecCmd(g *globals) *cobra.Command {
+	f := &execFlags{}
+	cmd := &cobra.Command{
+		Use:   "exec [flags] -- COMMAND [ARGS...]",
+		Short: "Run one command in a fresh, hardened sandbox and print its result",
+		Long: `Run one command in a sandbox made for it and destroyed after it.
+
+The sandbox has no network (only loopback), no capabilities, a read-only root
+filesystem, a non-root user, and caps on memory (no swap), CPU, processes,
+output and wall time. /work (the workspace) and /tmp are size-capped tmpfs.
+The command is executed directly — there is no implicit shell — and sees only
+the environment you pass with --env. Nothing here can turn the isolation off.
+
+Output: in text mode the command's stdout and stderr appear on ours as they
+arrive. Past --output-limit a stream keeps its first and last halves with a
+"[... aster: N bytes dropped ...]" marker; a stream that passes
+--output-ceiling ends the job (status output_limit). With --json, exactly one
+JSON object is printed on stdout; output that is not valid UTF-8 is base64 with
+stdout_encoding/stderr_encoding set to "base64".
+
+Exit status: the command's own (0 for ok), 124 timeout, 125 output_limit,
+137 oom, 128+N killed by signal N, 126 the sandbox could not run the job,
+2 bad flags (nothing was started).`,
+		Example: `  aster exec -- python3 -c 'print(6*7)'
+  aster exec --timeout 5s --memory 256m -- sh -c 'echo hi; sleep 10'
+  aster exec --dir ./project --workdir project -- python3 -m pytest -q
+  aster exec --file script.py:main.py --env MODE=test -- python3 main.py
+  echo '{"a":1}' | aster exec --stdin - --json -- python3 -c 'import sys,json; print(json.load(sys.stdin))'`,
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return runExec(cmd, g, f, args)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.image, "image", "", "sandbox image (default from config: "+config.DefaultImage+")")
+	fl.StringVar(&f.timeout, "timeout", "", "wall-clock limit, e.g. 30s, 2m (default 30s)")
+	fl.StringVar(&f.memory, "memory", "", "memory limit, no swap, e.g. 512m, 1g (default 512m)")
+	fl.StringVar(&f.cpus, "cpus", "", "CPU limit, e.g. 1, 0.5 (default 1)")
+	fl.StringVar(&f.pids, "pids", "", "process/thread limit (default 128)")
+	fl.StringVar(&f.outputLimit, "output-limit", "", "bytes kept per output stream, head and tail (default 1m)")
+	fl.StringVar(&f.outputCeiling, "output-ceiling", "", "per-stream bytes after which the job is ended (default 64m)")
+	fl.StringVar(&f.workdirSize, "workdir-size", "", "size of the /work tmpfs (default 256m)")
+	fl.StringVar(&f.tmpSize, "tmp-size", "", "size of the /tmp tmpfs (default 64m)")
+	fl.StringVar(&f.dir, "dir", "", "local directory copied into /work (symlinks are copied as links, never followed)")
+	fl.StringArrayVar(&f.files, "file", nil, "local file copied into /work, as LOCAL or LOCAL:DEST (repeatable)")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for the command (repeatable); nothing else is passed")
+	fl.StringVar(&f.stdin, "stdin", "", "file to feed the command's stdin, or - for ours (default: empty stdin)")
+	fl.StringVar(&f.workdir, "workdir", "", "working directory relative to /work (default /work)")
+	fl.BoolVar(&f.json, "json", false, "print one JSON result object instead of the command's output")
+	return cmd
+}
+
+func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error {
+	dash := cmd.ArgsLenAtDash()
+	switch {
+	case len(args) == 0:
+		return usageErr("no command given: put it after --, e.g. aster exec -- echo hello")
+	case dash != 0:
+		return usageErr("missing -- before the command: use aster exec [flags] -- %s", strings.Join(args, " "))
+	}
+	c, err := g.load(cmd)
+	if err != nil {
+		return err
+	}
+	spec, cleanup, err := f.spec(c, args, g.stdio)
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil {
+		return err
+	}
+	log := g.logger(c)
+	rt, closeRT, err := openRuntime(c, log)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return &exitError{code: ExitSandbox, err: err}
+	}
+	defer closeRT()
+
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime:        rt,
+		Images:         []string{spec.Image},
+		Defaults:       spec.Limits,
+		ValidateLimits: config.ValidateLimits,
+		MaxConcurrent:  1,
+		Logger:         log,
+	})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	spec, err = mgr.Normalize(spec)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	ctx := cmd.Context()
+	if err := rt.Check(ctx); err != nil {
+		return &exitError{code: ExitSandbox, err: err}
+	}
+	if _, err := rt.ImageInfo(ctx, spec.Image); err != nil {
+		if errors.Is(err, sandbox.ErrUnknownImage) {
+			return usageErr("%v", err)
+		}
+		return &exitError{code: ExitSandbox, err: err}
+	}
+
+	var live *liveOutput
+	if !f.json {
+		live = newLiveOutput(g.stdio.Stdout, g.stdio.Stderr, spec.Limits.OutputBytes)
+		spec.OnOutput = live.write
+	}
+	res, runErr := mgr.Run(ctx, spec)
+	if f.json {
+		enc := json.NewEncoder(g.stdio.Stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res.Wire()); err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+	} else {
+		live.finish(res)
+		if note := statusNote(res, spec.Limits); note != "" {
+			fmt.Fprintf(g.stdio.Stderr, "aster: %s\n", note)
+		}
+	}
+	if runErr != nil && res.Status == "" {
+		return &exitError{code: ExitSandbox, err: runErr}
+	}
+	if code := res.CLIExitCode(); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// spec builds the sandbox spec from the flags over the configuration.
+func (f *execFlags) spec(c config.Config, argv []string, stdio IO) (sandbox.Spec, func(), error) {
+	lc := c.Limits
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&lc.Timeout, f.timeout)
+	set(&lc.Memory, f.memory)
+	set(&lc.CPUs, f.cpus)
+	set(&lc.Pids, f.pids)
+	set(&lc.OutputLimit, f.outputLimit)
+	set(&lc.OutputCeiling, f.outputCeiling)
+	set(&lc.WorkdirSize, f.workdirSize)
+	set(&lc.TmpSize, f.tmpSize)
+	limits, err := lc.Parse()
+	if err != nil {
+		return sandbox.Spec{}, nil, usageErr("%v", strings.TrimPrefix(err.Error(), sandbox.ErrInvalidSpec.Error()+": "))
+	}
+	spec := sandbox.Spec{Argv: argv, Limits: limits, Workdir: f.workdir, Env: map[string]string{}}
+	spec.Image = f.image
+	if spec.Image == "" && len(c.Images) > 0 {
+		spec.Image = c.Images[0]
+	}
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return spec, nil, usageErr("--env %q: want KEY=VALUE", kv)
+		}
+		spec.Env[k] = v
+	}
+	var cleanups []func()
+	cleanup := func() {
+		for _, c := range cleanups {
+			c()
+		}
+	}
+	files := map[string][]byte{}
+	for _, fv := range f.files {
+		local, dest, ok := strings.Cut(fv, ":")
+		if !ok {
+			dest = filepathBase(local)
+		}
+		b, err := readCapped(local, limits.WorkdirBytes)
+		if err != nil {
+			return spec, cleanup, usageErr("--file %s: %v", local, err)
+		}
+		if _, err := workspace.CleanName(dest); err != nil {
+			return spec, cleanup, usageErr("--file %s: destination: %v", fv, err)
+		}
+		files[dest] = b
+	}
+	caps := workspace.Caps{MaxBytes: limits.WorkdirBytes}
+	switch {
+	case f.dir != "":
+		tmp, err := os.CreateTemp("", "aster-workspace-*.tar")
+		if err != nil {
+			return spec, cleanup, &exitError{code: ExitFailure, err: err}
+		}
+		cleanups = append(cleanups, func() { tmp.Close(); os.Remove(tmp.Name()) })
+		if _, skipped, err := workspace.PackDirWithFiles(f.dir, files, tmp, caps); err != nil {
+			return spec, cleanup, usageErr("--dir: %v", err)
+		} else if len(skipped) > 0 {
+			fmt.Fprintf(stdio.Stderr, "aster: skipped %d special files (sockets, devices, FIFOs) in %s\n", len(skipped), f.dir)
+		}
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return spec, cleanup, &exitError{code: ExitFailure, err: err}
+		}
+		spec.Workspace.Tar = tmp
+	case len(files) > 0:
+		spec.Workspace.Files = files
+	}
+	switch f.stdin {
+	case "":
+	case "-":
+		spec.Stdin = stdio.Stdin
+	default:
+		fh, err := os.Open(f.stdin)
+		if err != nil {
+			return spec, cleanup, usageErr("--stdin: %v", err)
+		}
+		cleanups = append(cleanups, func() { fh.Close() })
+		spec.Stdin = fh
+	}
+	return spec, cleanup, nil
+}
+
+func filepathBase(p string) string {
+	p = strings.TrimRight(p, "/")
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		return p[i+1:]
+	}
+	return p
+}
+
+func readCapped(path string, limit int64) ([]byte, error) {
+	fh, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than the workspace size %s", config.FormatBytes(limit))
+	}
+	return b, nil
+}
+
+// statusNote explains a non-ok status in one line for text mode.
+func statusNote(r sandbox.Result, l sandbox.Limits) string {
+	switch r.Status {
+	case sandbox.StatusTimeout:
+		return fmt.Sprintf("timeout: the job ran past its %s limit and was killed", l.Timeout())
+	case sandbox.StatusOOM:
+		return fmt.Sprintf("oom: the job ran out of its %s of memory and was killed", config.FormatBytes(l.MemoryBytes))
+	case sandbox.StatusOutputLimit:
+		return fmt.Sprintf("output_limit: the job wrote more than %s to one stream and was ended", config.FormatBytes(l.OutputCeilingBytes))
+	case sandbox.StatusKilled:
+		return "killed: " + r.Error
+	case sandbox.StatusError:
+		return "error: " + r.Error
+	}
+	return ""
+}
+
+// liveOutput prints the job's output as it arrives, up to the head half of the
+// per-stream budget, and the rest of the kept output (marker and tail) at the
+// end, so the terminal shows exactly what the Result keeps.
+type liveOutput struct {
+	mu      sync.Mutex
+	out     map[sandbox.Stream]io.Writer
+	printed map[sandbox.Stream]int64
+	budget  int64
+}
+
+func newLiveOutput(stdout, stderr io.Writer, limit int64) *liveOutput {
+	return &liveOutput{
+		out:     map[sandbox.Stream]io.Writer{sandbox.Stdout: stdout, sandbox.Stderr: stderr},
+		printed: map[sandbox.Stream]int64{},
+		budget:  limit / 2,
+	}
+}
+
+func (l *liveOutput) write(s sandbox.Stream, p []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	room := l.budget - l.printed[s]
+	if room <= 0 {
+		return
+	}
+	if int64(len(p)) > room {
+		p = p[:room]
+	}
+	n, _ := l.out[s].Write(p)
+	l.printed[s] += int64(n)
+}
+
+func (l *liveOutput) finish(r sandbox.Result) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, s := range []sandbox.Stream{sandbox.Stdout, sandbox.Stderr} {
+		o := r.Stdout
+		if s == sandbox.Stderr {
+			o = r.Stderr
+		}
+		rest := restAfter(o, l.printed[s])
+		if len(rest) > 0 {
+			_, _ = l.out[s].Write(rest)
+		}
+	}
+}
+
+// restAfter returns the part of the kept output not yet printed live.
+func restAfter(o sandbox.Output, printed int64) []byte {
+	if !o.Truncated {
+		if printed >= int64(len(o.Data)) {
+			return nil
+		}
+		return o.Data[printed:]
+	}
+	i := strings.Index(string(o.Data), "\n[... aster: ")
+	if i < 0 {
+		return nil
+	}
+	return o.Data[i:]
+}
+
+var _ = context.Background

@@ -1,0 +1,172 @@
+// Package cli holds Aster's cobra commands. Commands turn flags into
+// configuration and call the packages that do the work; no business logic
+// lives here.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asterhq/aster/internal/config"
+)
+
+// IO is what a command reads and writes, so every command is testable.
+type IO struct {
+	Stdin  io.Reader
+	Stdout io.Writer
+	Stderr io.Writer
+	Getenv func(string) string
+}
+
+// Run executes the aster command line and returns the process exit code.
+func Run(ctx context.Context, args []string, stdio IO) int {
+	if stdio.Getenv == nil {
+		stdio.Getenv = os.Getenv
+	}
+	root := newRoot(stdio)
+	root.SetArgs(args)
+	root.SetIn(stdio.Stdin)
+	root.SetOut(stdio.Stdout)
+	root.SetErr(stdio.Stderr)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stdio.Stderr, "aster: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// Anything else is a usage error from cobra or flag parsing.
+	fmt.Fprintf(stdio.Stderr, "aster: %v\n", err)
+	if !strings.Contains(err.Error(), "--help") {
+		fmt.Fprintln(stdio.Stderr, "Run 'aster --help' for usage.")
+	}
+	return ExitUsage
+}
+
+// Exit codes of aster itself (as opposed to a sandboxed command's).
+const (
+	ExitUsage   = 2   // bad flags or arguments; nothing was started
+	ExitFailure = 1   // a command of aster's own failed
+	ExitSandbox = 126 // the sandbox could not run the job (status "error")
+)
+
+// exitError carries an exit code through cobra; err, when set, is printed.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// globals are the flags every command shares.
+type globals struct {
+	stdio         IO
+	configPath    string
+	logLevel      string
+	runtime       string
+	dockerHost    string
+	initPath      string
+	engineRuntime string
+}
+
+// load reads the configuration and applies the global flags over it.
+func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
+	c, err := config.Load(g.configPath, g.stdio.Getenv)
+	if err != nil {
+		return c, usageErr("%v", err)
+	}
+	flags := cmd.Flags()
+	override := func(name string, dst *string, v string) {
+		if flags.Changed(name) {
+			*dst = v
+		}
+	}
+	override("log-level", &c.LogLevel, g.logLevel)
+	override("runtime", &c.Runtime, g.runtime)
+	override("docker-host", &c.DockerHost, g.dockerHost)
+	override("init-path", &c.InitPath, g.initPath)
+	override("engine-runtime", &c.EngineRuntime, g.engineRuntime)
+	return c, nil
+}
+
+func (g *globals) logger(c config.Config) *slog.Logger {
+	var level slog.Level
+	switch strings.ToLower(c.LogLevel) {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn", "warning":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	default:
+		level = slog.LevelInfo
+	}
+	return slog.New(slog.NewTextHandler(g.stdio.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+func newRoot(stdio IO) *cobra.Command {
+	g := &globals{stdio: stdio}
+	root := &cobra.Command{
+		Use:   "aster",
+		Short: "Aster runs untrusted code in throwaway hardened sandboxes, and reviews pull requests with it",
+		Long: `Aster runs untrusted code — tests, analyzers, snippets an agent wants to try —
+in a container made for that one request: no network, capped memory, CPU,
+processes, disk, output and time, destroyed afterwards. On top of that sandbox
+it reviews pull requests: a cheap static gate first, tests when asked, a model
+last, one review posted.
+
+Start here:
+  aster exec -- python3 -c 'print("hello from the sandbox")'
+  aster exec --json --timeout 5s -- sh -c 'echo out; echo err >&2; exit 3'
+  aster sandbox reap --dry-run
+
+Configuration comes from flags, then ASTER_* environment variables, then
+aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version(),
+	}
+	root.SetVersionTemplate("aster {{.Version}}\n")
+	pf := root.PersistentFlags()
+	pf.StringVar(&g.configPath, "config", "", "configuration file (default ./aster.yaml, then ~/.config/aster/aster.yaml)")
+	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker")
+	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker engine address (default DOCKER_HOST or unix:///var/run/docker.sock)")
+	pf.StringVar(&g.initPath, "init-path", "", "path of the aster-init binary (default: next to aster, or ./bin/aster-init)")
+	pf.StringVar(&g.engineRuntime, "engine-runtime", "", "engine runtime for sandboxes, e.g. runsc (gVisor) or kata-runtime")
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v (see '%s --help')", err, c.CommandPath())
+	})
+
+	root.AddCommand(newVersionCmd(g))
+	root.AddCommand(newExecCmd(g))
+	root.AddCommand(newSandboxCmd(g))
+	for _, add := range extraCommands {
+		root.AddCommand(add(g))
+	}
+	return root
+}
+
+// extraCommands lets other files register top-level commands from init()-free
+// code paths: each command file appends its constructor in a var block.
+var extraCommands []func(*globals) *cobra.Command

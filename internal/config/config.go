@@ -1,0 +1,304 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Config is Aster's whole configuration. Precedence, lowest first: the
+// defaults here, aster.yaml, ASTER_* environment variables, command-line flags.
+type Config struct {
+	// Runtime names the sandbox runtime: "docker".
+	Runtime string `yaml:"runtime"`
+	// DockerHost is the engine address; empty uses DOCKER_HOST or the default socket.
+	DockerHost string `yaml:"docker_host"`
+	// EngineRuntime selects an engine runtime such as runsc (gVisor).
+	EngineRuntime string `yaml:"engine_runtime"`
+	// InitPath is the host path of the aster-init binary.
+	InitPath string `yaml:"init_path"`
+	// Images is the image allowlist; the first is the default.
+	Images []string `yaml:"images"`
+	// Limits are the defaults for every run, in human units.
+	Limits LimitsConfig `yaml:"limits"`
+	Reaper ReaperConfig `yaml:"reaper"`
+	// LogLevel is debug, info, warn or error.
+	LogLevel string `yaml:"log_level"`
+
+	// Extra holds the sections other commands read (serve, app, llm, ...),
+	// decoded by their owners.
+	Extra map[string]yaml.Node `yaml:",inline"`
+}
+
+// LimitsConfig is Limits as a person writes them.
+type LimitsConfig struct {
+	Timeout       string `yaml:"timeout"`
+	Memory        string `yaml:"memory"`
+	CPUs          string `yaml:"cpus"`
+	Pids          string `yaml:"pids"`
+	OutputLimit   string `yaml:"output_limit"`
+	OutputCeiling string `yaml:"output_ceiling"`
+	WorkdirSize   string `yaml:"workdir_size"`
+	TmpSize       string `yaml:"tmp_size"`
+}
+
+// ReaperConfig tunes the leaked-sandbox reaper.
+type ReaperConfig struct {
+	Grace  string `yaml:"grace"`
+	Period string `yaml:"period"`
+}
+
+// Default returns the configuration with every default filled in.
+func Default() Config {
+	return Config{
+		Runtime:  "docker",
+		Images:   []string{DefaultImage},
+		LogLevel: "info",
+		Limits: LimitsConfig{
+			Timeout:       "30s",
+			Memory:        "512m",
+			CPUs:          "1",
+			Pids:          "128",
+			OutputLimit:   "1m",
+			OutputCeiling: "64m",
+			WorkdirSize:   "256m",
+			TmpSize:       "64m",
+		},
+		Reaper: ReaperConfig{Grace: "30s", Period: "1m"},
+	}
+}
+
+// Load builds the configuration from the defaults, the file at path (when
+// path is empty: ./aster.yaml, then $XDG_CONFIG_HOME/aster/aster.yaml, each
+// only if present) and the environment (getenv, usually os.Getenv).
+func Load(path string, getenv func(string) string) (Config, error) {
+	c := Default()
+	explicit := path != ""
+	if !explicit {
+		for _, p := range candidatePaths(getenv) {
+			if _, err := os.Stat(p); err == nil {
+				path = p
+				break
+			}
+		}
+	}
+	if path != "" {
+		b, err := os.ReadFile(path)
+		switch {
+		case err == nil:
+			if err := decodeFile(b, &c); err != nil {
+				return c, fmt.Errorf("config %s: %w", path, err)
+			}
+		case explicit || !errors.Is(err, fs.ErrNotExist):
+			return c, fmt.Errorf("config: %w", err)
+		}
+	}
+	applyEnv(&c, getenv)
+	return c, nil
+}
+
+func candidatePaths(getenv func(string) string) []string {
+	paths := []string{"aster.yaml"}
+	if x := getenv("XDG_CONFIG_HOME"); x != "" {
+		paths = append(paths, filepath.Join(x, "aster", "aster.yaml"))
+	} else if h := getenv("HOME"); h != "" {
+		paths = append(paths, filepath.Join(h, ".config", "aster", "aster.yaml"))
+	}
+	return paths
+}
+
+func decodeFile(b []byte, c *Config) error {
+	if len(b) > 1<<20 {
+		return errors.New("file is larger than 1 MiB")
+	}
+	var file Config
+	if err := yaml.Unmarshal(b, &file); err != nil {
+		return err
+	}
+	merge(c, file)
+	return nil
+}
+
+// merge copies every non-zero field of src into dst.
+func merge(dst *Config, src Config) {
+	set := func(d *string, s string) {
+		if s != "" {
+			*d = s
+		}
+	}
+	set(&dst.Runtime, src.Runtime)
+	set(&dst.DockerHost, src.DockerHost)
+	set(&dst.EngineRuntime, src.EngineRuntime)
+	set(&dst.InitPath, src.InitPath)
+	set(&dst.LogLevel, src.LogLevel)
+	if len(src.Images) > 0 {
+		dst.Images = src.Images
+	}
+	l, s := &dst.Limits, src.Limits
+	set(&l.Timeout, s.Timeout)
+	set(&l.Memory, s.Memory)
+	set(&l.CPUs, s.CPUs)
+	set(&l.Pids, s.Pids)
+	set(&l.OutputLimit, s.OutputLimit)
+	set(&l.OutputCeiling, s.OutputCeiling)
+	set(&l.WorkdirSize, s.WorkdirSize)
+	set(&l.TmpSize, s.TmpSize)
+	set(&dst.Reaper.Grace, src.Reaper.Grace)
+	set(&dst.Reaper.Period, src.Reaper.Period)
+	if len(src.Extra) > 0 {
+		if dst.Extra == nil {
+			dst.Extra = map[string]yaml.Node{}
+		}
+		for k, v := range src.Extra {
+			dst.Extra[k] = v
+		}
+	}
+}
+
+// EnvVars lists the variables Load reads, for --help and the README.
+var EnvVars = map[string]string{
+	"ASTER_RUNTIME":        "sandbox runtime (docker)",
+	"ASTER_DOCKER_HOST":    "engine address (default: DOCKER_HOST or the local socket)",
+	"ASTER_ENGINE_RUNTIME": "engine runtime, e.g. runsc for gVisor",
+	"ASTER_INIT_PATH":      "path of the aster-init binary",
+	"ASTER_IMAGES":         "comma-separated image allowlist; the first is the default",
+	"ASTER_TIMEOUT":        "default wall-clock timeout",
+	"ASTER_MEMORY":         "default memory limit",
+	"ASTER_CPUS":           "default CPU limit",
+	"ASTER_PIDS":           "default process limit",
+	"ASTER_OUTPUT_LIMIT":   "default bytes kept per output stream",
+	"ASTER_OUTPUT_CEILING": "default per-stream ceiling that ends a job",
+	"ASTER_WORKDIR_SIZE":   "default size of /work",
+	"ASTER_TMP_SIZE":       "default size of /tmp",
+	"ASTER_LOG_LEVEL":      "debug, info, warn or error",
+}
+
+func applyEnv(c *Config, getenv func(string) string) {
+	set := func(d *string, key string) {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			*d = v
+		}
+	}
+	set(&c.Runtime, "ASTER_RUNTIME")
+	set(&c.DockerHost, "ASTER_DOCKER_HOST")
+	set(&c.EngineRuntime, "ASTER_ENGINE_RUNTIME")
+	set(&c.InitPath, "ASTER_INIT_PATH")
+	set(&c.LogLevel, "ASTER_LOG_LEVEL")
+	if v := getenv("ASTER_IMAGES"); v != "" {
+		c.Images = SplitList(v)
+	}
+	set(&c.Limits.Timeout, "ASTER_TIMEOUT")
+	set(&c.Limits.Memory, "ASTER_MEMORY")
+	set(&c.Limits.CPUs, "ASTER_CPUS")
+	set(&c.Limits.Pids, "ASTER_PIDS")
+	set(&c.Limits.OutputLimit, "ASTER_OUTPUT_LIMIT")
+	set(&c.Limits.OutputCeiling, "ASTER_OUTPUT_CEILING")
+	set(&c.Limits.WorkdirSize, "ASTER_WORKDIR_SIZE")
+	set(&c.Limits.TmpSize, "ASTER_TMP_SIZE")
+}
+
+// SplitList splits a comma-separated list, dropping blanks.
+func SplitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// SandboxLimits parses the limits section into sandbox.Limits and validates them.
+func (c Config) SandboxLimits() (sandbox.Limits, error) {
+	return c.Limits.Parse()
+}
+
+// Parse turns the human-unit limits into sandbox.Limits and validates them.
+func (lc LimitsConfig) Parse() (sandbox.Limits, error) {
+	var l sandbox.Limits
+	var errs []error
+	dur := func(name, v string, dst *int64) {
+		d, err := ParseDuration(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		*dst = d.Milliseconds()
+	}
+	size := func(name, v string, dst *int64) {
+		n, err := ParseBytes(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			return
+		}
+		*dst = n
+	}
+	dur("timeout", lc.Timeout, &l.TimeoutMS)
+	size("memory", lc.Memory, &l.MemoryBytes)
+	if m, err := ParseCPUs(lc.CPUs); err != nil {
+		errs = append(errs, err)
+	} else {
+		l.MilliCPUs = m
+	}
+	if n, err := strconv.ParseInt(strings.TrimSpace(lc.Pids), 10, 64); err != nil {
+		errs = append(errs, fmt.Errorf("pids: %q is not a whole number", lc.Pids))
+	} else {
+		l.Pids = n
+	}
+	size("output-limit", lc.OutputLimit, &l.OutputBytes)
+	size("output-ceiling", lc.OutputCeiling, &l.OutputCeilingBytes)
+	size("workdir-size", lc.WorkdirSize, &l.WorkdirBytes)
+	size("tmp-size", lc.TmpSize, &l.TmpBytes)
+	if len(errs) > 0 {
+		return l, fmt.Errorf("%w: %w", sandbox.ErrInvalidSpec, errors.Join(errs...))
+	}
+	return l, ValidateLimits(l)
+}
+
+// ReaperDurations parses the reaper section.
+func (c Config) ReaperDurations() (grace, period time.Duration, err error) {
+	if grace, err = ParseDuration(c.Reaper.Grace); err != nil {
+		return 0, 0, fmt.Errorf("reaper grace: %w", err)
+	}
+	if period, err = ParseDuration(c.Reaper.Period); err != nil {
+		return 0, 0, fmt.Errorf("reaper period: %w", err)
+	}
+	if period < time.Second {
+		return 0, 0, fmt.Errorf("reaper period %s is under a second", period)
+	}
+	return grace, period, nil
+}
+
+// ResolveInitPath finds aster-init: the configured path, else next to the
+// running executable, else ./bin/aster-init.
+func (c Config) ResolveInitPath() (string, error) {
+	if c.InitPath != "" {
+		return c.InitPath, nil
+	}
+	var tried []string
+	if exe, err := os.Executable(); err == nil {
+		if real, err := filepath.EvalSymlinks(exe); err == nil {
+			exe = real
+		}
+		p := filepath.Join(filepath.Dir(exe), "aster-init")
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			return p, nil
+		}
+		tried = append(tried, p)
+	}
+	p := filepath.Join("bin", "aster-init")
+	if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+		return p, nil
+	}
+	tried = append(tried, p)
+	return "", fmt.Errorf("aster-init not found (looked at %s); run `make build` or set --init-path / ASTER_INIT_PATH", strings.Join(tried, ", "))
+}

@@ -1,0 +1,196 @@
+// Package config holds Aster's typed configuration: every default in one place,
+// parsing of human units ("512m", "30s", "1.5"), validation with messages a
+// person can act on, and loading from aster.yaml and ASTER_* variables.
+package config
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Defaults for a sandbox run. Every one has a name and a unit.
+const (
+	DefaultImage              = "aster-sandbox:latest"
+	DefaultTimeoutMS          = 30_000
+	DefaultMemoryBytes        = 512 << 20
+	DefaultMilliCPUs          = 1000
+	DefaultPids               = 128
+	DefaultOutputBytes        = 1 << 20
+	DefaultOutputCeilingBytes = 64 << 20
+	DefaultWorkdirBytes       = 256 << 20
+	DefaultTmpBytes           = 64 << 20
+)
+
+// Bounds beyond which a limit is absurd and rejected rather than clamped.
+const (
+	MinTimeoutMS          = 100
+	MaxTimeoutMS          = 6 * 60 * 60 * 1000 // six hours
+	MinMemoryBytes        = 16 << 20
+	MaxMemoryBytes        = 64 << 30
+	MinMilliCPUs          = 10
+	MaxMilliCPUs          = 64_000
+	MinPids               = 8
+	MaxPids               = 32_768
+	MinOutputBytes        = 1 << 10
+	MaxOutputBytes        = 64 << 20
+	MaxOutputCeilingBytes = 1 << 30
+	MinTmpfsBytes         = 1 << 20
+	MaxTmpfsBytes         = 16 << 30
+)
+
+// DefaultLimits returns the limits a run gets when it asks for nothing.
+func DefaultLimits() sandbox.Limits {
+	return sandbox.Limits{
+		TimeoutMS:          DefaultTimeoutMS,
+		MemoryBytes:        DefaultMemoryBytes,
+		MilliCPUs:          DefaultMilliCPUs,
+		Pids:               DefaultPids,
+		OutputBytes:        DefaultOutputBytes,
+		OutputCeilingBytes: DefaultOutputCeilingBytes,
+		WorkdirBytes:       DefaultWorkdirBytes,
+		TmpBytes:           DefaultTmpBytes,
+	}
+}
+
+// WithDefaults fills every zero field of l from base.
+func WithDefaults(l, base sandbox.Limits) sandbox.Limits {
+	fill := func(v *int64, d int64) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	fill(&l.TimeoutMS, base.TimeoutMS)
+	fill(&l.MemoryBytes, base.MemoryBytes)
+	fill(&l.MilliCPUs, base.MilliCPUs)
+	fill(&l.Pids, base.Pids)
+	fill(&l.OutputBytes, base.OutputBytes)
+	fill(&l.OutputCeilingBytes, base.OutputCeilingBytes)
+	fill(&l.WorkdirBytes, base.WorkdirBytes)
+	fill(&l.TmpBytes, base.TmpBytes)
+	return l
+}
+
+// ValidateLimits rejects negative, zero or absurd limits with a message that
+// names the field, the value and the allowed range. It expects defaults applied.
+func ValidateLimits(l sandbox.Limits) error {
+	type check struct {
+		name      string
+		v, lo, hi int64
+		unit      func(int64) string
+	}
+	checks := []check{
+		{"timeout", l.TimeoutMS, MinTimeoutMS, MaxTimeoutMS, fmtMS},
+		{"memory", l.MemoryBytes, MinMemoryBytes, MaxMemoryBytes, FormatBytes},
+		{"cpus", l.MilliCPUs, MinMilliCPUs, MaxMilliCPUs, fmtCPUs},
+		{"pids", l.Pids, MinPids, MaxPids, fmtInt},
+		{"output-limit", l.OutputBytes, MinOutputBytes, MaxOutputBytes, FormatBytes},
+		{"output-ceiling", l.OutputCeilingBytes, MinOutputBytes, MaxOutputCeilingBytes, FormatBytes},
+		{"workdir-size", l.WorkdirBytes, MinTmpfsBytes, MaxTmpfsBytes, FormatBytes},
+		{"tmp-size", l.TmpBytes, MinTmpfsBytes, MaxTmpfsBytes, FormatBytes},
+	}
+	for _, c := range checks {
+		if c.v < c.lo || c.v > c.hi {
+			return sandbox.Invalidf("%s %s is out of range (%s to %s)", c.name, c.unit(c.v), c.unit(c.lo), c.unit(c.hi))
+		}
+	}
+	if l.OutputCeilingBytes < l.OutputBytes {
+		return sandbox.Invalidf("output-ceiling %s is below output-limit %s", FormatBytes(l.OutputCeilingBytes), FormatBytes(l.OutputBytes))
+	}
+	return nil
+}
+
+func fmtMS(v int64) string   { return (time.Duration(v) * time.Millisecond).String() }
+func fmtInt(v int64) string  { return strconv.FormatInt(v, 10) }
+func fmtCPUs(v int64) string { return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64) }
+
+// ParseBytes reads a size such as "512m", "64MiB", "1g", "1048576" or "1.5g".
+// Suffixes are binary (k = 1024). Negative, fractional-byte or overflowing
+// values are errors.
+func ParseBytes(s string) (int64, error) {
+	orig := s
+	s = strings.TrimSpace(strings.ToLower(s))
+	if s == "" {
+		return 0, fmt.Errorf("empty size")
+	}
+	mult := float64(1)
+	for _, suf := range []struct {
+		s string
+		m float64
+	}{
+		{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
+		{"kb", 1 << 10}, {"mb", 1 << 20}, {"gb", 1 << 30}, {"tb", 1 << 40},
+		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40}, {"b", 1},
+	} {
+		if strings.HasSuffix(s, suf.s) {
+			mult = suf.m
+			s = strings.TrimSpace(strings.TrimSuffix(s, suf.s))
+			break
+		}
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a size (try 512m, 1g, 1048576)", orig)
+	}
+	if f < 0 {
+		return 0, fmt.Errorf("size %q is negative", orig)
+	}
+	v := f * mult
+	if v > math.MaxInt64/2 {
+		return 0, fmt.Errorf("size %q is too large", orig)
+	}
+	return int64(v), nil
+}
+
+// FormatBytes renders a size the way ParseBytes reads it, e.g. 512MiB.
+func FormatBytes(v int64) string {
+	switch {
+	case v >= 1<<30 && v%(1<<30) == 0:
+		return fmt.Sprintf("%dGiB", v>>30)
+	case v >= 1<<20 && v%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", v>>20)
+	case v >= 1<<10 && v%(1<<10) == 0:
+		return fmt.Sprintf("%dKiB", v>>10)
+	default:
+		return fmt.Sprintf("%dB", v)
+	}
+}
+
+// ParseCPUs reads a CPU count such as "1", "0.5" or "2" into milli-CPUs.
+func ParseCPUs(s string) (int64, error) {
+	f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a CPU count (try 1 or 0.5)", s)
+	}
+	if f <= 0 {
+		return 0, fmt.Errorf("cpus %q must be positive", s)
+	}
+	if f > 1e6 {
+		return 0, fmt.Errorf("cpus %q is too large", s)
+	}
+	return int64(math.Round(f * 1000)), nil
+}
+
+// ParseDuration reads a duration such as "30s", "2m" or "1500ms". A bare number
+// is seconds.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if n, err := strconv.ParseFloat(s, 64); err == nil {
+		if n < 0 || n > 1e9 {
+			return 0, fmt.Errorf("duration %q is out of range", s)
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (try 30s, 2m, 1500ms)", s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("duration %q is negative", s)
+	}
+	return d, nil
+}

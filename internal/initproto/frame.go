@@ -1,0 +1,171 @@
+// Package initproto is the framed protocol between the host and aster-init, the
+// small agent that runs as PID 1 inside every sandbox. The host writes a job
+// (header, workspace tar, stdin) to the sandbox's stdin; aster-init answers on
+// its stdout with output chunks and one final result.
+//
+// A frame is one type byte, a big-endian uint32 payload length, and the payload.
+// Payloads are at most MaxPayload bytes; a larger length is a protocol error, so
+// neither side ever allocates what the other claims.
+package initproto
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// Version is the protocol version carried in the job header and the hello.
+const Version = 1
+
+// MaxPayload is the largest payload a frame may carry.
+const MaxPayload = 1 << 20
+
+// HeaderSize is the size of a frame header.
+const HeaderSize = 5
+
+// Type is a frame type.
+type Type byte
+
+// Frames the host sends to aster-init.
+const (
+	TypeJob      Type = 'J' // JSON JobHeader; always first
+	TypeTar      Type = 'T' // a chunk of the workspace tar stream
+	TypeTarEnd   Type = 't' // end of the workspace tar stream
+	TypeStdin    Type = 'I' // a chunk of the command's stdin
+	TypeStdinEnd Type = 'i' // the command's stdin is closed
+)
+
+// Frames aster-init sends to the host.
+const (
+	TypeHello  Type = 'H' // JSON Hello; sent once at start, before the job arrives
+	TypeStdout Type = 'O' // a chunk of the command's stdout
+	TypeStderr Type = 'E' // a chunk of the command's stderr
+	TypeResult Type = 'R' // JSON ResultFrame; always last
+)
+
+func (t Type) String() string {
+	switch t {
+	case TypeJob:
+		return "job"
+	case TypeTar:
+		return "tar"
+	case TypeTarEnd:
+		return "tar-end"
+	case TypeStdin:
+		return "stdin"
+	case TypeStdinEnd:
+		return "stdin-end"
+	case TypeHello:
+		return "hello"
+	case TypeStdout:
+		return "stdout"
+	case TypeStderr:
+		return "stderr"
+	case TypeResult:
+		return "result"
+	}
+	return fmt.Sprintf("unknown(%#x)", byte(t))
+}
+
+func (t Type) known() bool { return t.String()[0] != 'u' }
+
+// ErrFrame is returned for a malformed frame: unknown type or oversize length.
+var ErrFrame = errors.New("malformed frame")
+
+// Frame is one decoded frame. Payload is owned by the caller.
+type Frame struct {
+	Type    Type
+	Payload []byte
+}
+
+// Writer writes frames; it is safe for concurrent use and splits data payloads
+// larger than MaxPayload into several frames of the same type.
+type Writer struct {
+	mu  sync.Mutex
+	w   io.Writer
+	hdr [HeaderSize]byte
+}
+
+// NewWriter returns a Writer on w.
+func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
+
+// WriteFrame writes p as one or more frames of type t. An empty p writes one
+// empty frame (used for end markers).
+func (fw *Writer) WriteFrame(t Type, p []byte) error {
+	fw.mu.Lock()
+	defer fw.mu.Unlock()
+	for {
+		n := min(len(p), MaxPayload)
+		fw.hdr[0] = byte(t)
+		binary.BigEndian.PutUint32(fw.hdr[1:], uint32(n))
+		if _, err := fw.w.Write(fw.hdr[:]); err != nil {
+			return err
+		}
+		if n > 0 {
+			if _, err := fw.w.Write(p[:n]); err != nil {
+				return err
+			}
+		}
+		p = p[n:]
+		if len(p) == 0 {
+			return nil
+		}
+	}
+}
+
+// Reader reads frames.
+type Reader struct {
+	r   *bufio.Reader
+	hdr [HeaderSize]byte
+}
+
+// NewReader returns a Reader on r.
+func NewReader(r io.Reader) *Reader {
+	if br, ok := r.(*bufio.Reader); ok {
+		return &Reader{r: br}
+	}
+	return &Reader{r: bufio.NewReaderSize(r, 64<<10)}
+}
+
+// Next reads the next frame. It returns io.EOF only at a clean frame boundary and
+// io.ErrUnexpectedEOF for a stream cut inside a frame.
+func (fr *Reader) Next() (Frame, error) {
+	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
+		return Frame{}, err
+	}
+	t := Type(fr.hdr[0])
+	n := binary.BigEndian.Uint32(fr.hdr[1:])
+	if !t.known() {
+		return Frame{}, fmt.Errorf("%w: unknown type %#x", ErrFrame, fr.hdr[0])
+	}
+	if n > MaxPayload {
+		return Frame{}, fmt.Errorf("%w: %s payload of %d bytes exceeds %d", ErrFrame, t, n, MaxPayload)
+	}
+	p := make([]byte, n)
+	if _, err := io.ReadFull(fr.r, p); err != nil {
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return Frame{}, err
+	}
+	return Frame{Type: t, Payload: p}, nil
+}
+
+// ChunkWriter adapts a frame type to io.Writer: each Write becomes frames of t.
+type ChunkWriter struct {
+	W    *Writer
+	Type Type
+}
+
+func (c ChunkWriter) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	if err := c.W.WriteFrame(c.Type, p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}

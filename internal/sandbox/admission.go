@@ -1,0 +1,97 @@
+package sandbox
+
+import (
+	"container/list"
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+)
+
+// admission bounds the sandboxes alive at once and keeps a bounded FIFO of the
+// runs waiting for a slot. A slot is handed directly from a finishing run to the
+// first waiter, so the order is first come, first served.
+type admission struct {
+	mu      sync.Mutex
+	max     int
+	running int
+	waiters *list.List // of chan struct{}
+	queue   int
+	obs     Observer
+}
+
+func newAdmission(max, queue int, obs Observer) *admission {
+	return &admission{max: max, queue: queue, waiters: list.New(), obs: obs}
+}
+
+// acquire takes a slot, waiting in the queue at most timeout.
+func (a *admission) acquire(ctx context.Context, timeout time.Duration) error {
+	a.mu.Lock()
+	if a.running < a.max && a.waiters.Len() == 0 {
+		a.running++
+		a.obs.Running(a.running)
+		a.mu.Unlock()
+		return nil
+	}
+	if a.waiters.Len() >= a.queue {
+		a.mu.Unlock()
+		a.obs.Rejected("queue_full")
+		return fmt.Errorf("%w: %d sandboxes running and %d waiting; try again later", ErrBusy, a.max, a.queue)
+	}
+	ready := make(chan struct{})
+	el := a.waiters.PushBack(ready)
+	a.obs.QueueDepth(a.waiters.Len())
+	a.mu.Unlock()
+
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	var cause error
+	select {
+	case <-ready:
+		return nil
+	case <-timer.C:
+		cause = fmt.Errorf("%w: waited %s in the queue for a free sandbox slot", ErrBusy, timeout)
+	case <-ctx.Done():
+		cause = context.Cause(ctx)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	select {
+	case <-ready:
+		// The slot arrived as we gave up: pass it on.
+		a.releaseLocked()
+	default:
+		a.waiters.Remove(el)
+		a.obs.QueueDepth(a.waiters.Len())
+	}
+	if errors.Is(cause, ErrBusy) {
+		a.obs.Rejected("queue_timeout")
+	}
+	return cause
+}
+
+// release frees a slot or hands it to the first waiter.
+func (a *admission) release() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.releaseLocked()
+}
+
+func (a *admission) releaseLocked() {
+	if front := a.waiters.Front(); front != nil {
+		a.waiters.Remove(front)
+		a.obs.QueueDepth(a.waiters.Len())
+		close(front.Value.(chan struct{}))
+		return
+	}
+	a.running--
+	a.obs.Running(a.running)
+}
+
+// stats returns the running count and queue depth.
+func (a *admission) stats() (running, queued int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.running, a.waiters.Len()
+}

@@ -1,0 +1,87 @@
+package docker
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// containerConfig builds the container for one sandbox. Nothing here comes from
+// the request except the image (already checked against the allowlist), the
+// sizes in limits (already validated) and the run id; every hardening setting
+// is fixed.
+func (r *Runtime) containerConfig(opts sandbox.PrepareOptions) (*container.Config, *container.HostConfig) {
+	l := opts.Limits
+	cfg := &container.Config{
+		Image:        opts.Image,
+		User:         SandboxUser,
+		Hostname:     "sandbox",
+		Entrypoint:   []string{InitMountPath},
+		Cmd:          nil,
+		WorkingDir:   "/work",
+		Env:          []string{}, // init gives the job only what the caller passed
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+		OpenStdin:    true,
+		StdinOnce:    true,
+		Tty:          false,
+		Labels: map[string]string{
+			LabelManaged:  "true",
+			LabelRun:      opts.RunID,
+			LabelDeadline: strconv.FormatInt(opts.Deadline.Unix(), 10),
+		},
+		NetworkDisabled: true,
+		StopTimeout:     ptr(1),
+	}
+	memory := l.MemoryBytes
+	tmpfsOpts := func(size int64) string {
+		return fmt.Sprintf("rw,nosuid,nodev,size=%d,uid=1000,gid=1000,mode=0755", size)
+	}
+	host := &container.HostConfig{
+		NetworkMode:    "none",
+		AutoRemove:     true,
+		Privileged:     false,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		ReadonlyRootfs: true,
+		IpcMode:        "private",
+		PidMode:        "",
+		UTSMode:        "",
+		CgroupnsMode:   "private",
+		LogConfig:      container.LogConfig{Type: "none"},
+		RestartPolicy:  container.RestartPolicy{Name: container.RestartPolicyDisabled},
+		Init:           ptr(false),
+		ShmSize:        16 << 20,
+		Tmpfs: map[string]string{
+			"/work": tmpfsOpts(l.WorkdirBytes),
+			"/tmp":  tmpfsOpts(l.TmpBytes),
+		},
+		Mounts: []mount.Mount{{
+			Type:        mount.TypeBind,
+			Source:      r.initAbs,
+			Target:      InitMountPath,
+			ReadOnly:    true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate},
+		}},
+		Resources: container.Resources{
+			Memory:         memory,
+			MemorySwap:     memory, // swap equal to memory: no swap at all
+			NanoCPUs:       l.MilliCPUs * 1_000_000,
+			PidsLimit:      ptr(l.Pids),
+			OomKillDisable: ptr(false),
+			Ulimits: []*container.Ulimit{
+				{Name: "nofile", Soft: 1024, Hard: 1024},
+				{Name: "core", Soft: 0, Hard: 0},
+			},
+		},
+		Runtime: r.opts.EngineRuntime,
+	}
+	return cfg, host
+}
+
+func ptr[T any](v T) *T { return &v }

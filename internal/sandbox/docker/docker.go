@@ -1,0 +1,189 @@
+// Package docker runs Aster sandboxes on a Docker-compatible engine (Docker, or
+// Podman's compatible socket) over the moby client. Every container gets the
+// full hardening set regardless of what the request asked for, and is
+// force-removed on every exit path.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Labels every Aster container carries. The reaper selects on LabelManaged and
+// removes containers whose LabelDeadline (unix seconds) has passed.
+const (
+	LabelManaged  = "aster.managed"
+	LabelRun      = "aster.run"
+	LabelDeadline = "aster.deadline"
+)
+
+// InitMountPath is where aster-init is mounted, read-only, in every sandbox.
+const InitMountPath = "/.aster/init"
+
+// SandboxUser is the uid:gid every job runs as, whatever the image says.
+const SandboxUser = "1000:1000"
+
+// engine is the part of the Docker API this package uses.
+type engine interface {
+	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
+	ContainerAttach(ctx context.Context, containerID string, options client.ContainerAttachOptions) (client.ContainerAttachResult, error)
+	ContainerWait(ctx context.Context, containerID string, options client.ContainerWaitOptions) client.ContainerWaitResult
+	ContainerStart(ctx context.Context, containerID string, options client.ContainerStartOptions) (client.ContainerStartResult, error)
+	ContainerRemove(ctx context.Context, containerID string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
+	ImageInspect(ctx context.Context, imageID string, inspectOpts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
+}
+
+var _ engine = (*client.Client)(nil)
+
+// Options configure the runtime.
+type Options struct {
+	// Host is the engine address (unix:///var/run/docker.sock when empty, or
+	// DOCKER_HOST when set).
+	Host string
+	// InitPath is the host path of the static aster-init binary.
+	InitPath string
+	// EngineRuntime selects an engine runtime such as "runsc" (gVisor) or
+	// "kata-runtime"; empty uses the engine's default.
+	EngineRuntime string
+	Logger        *slog.Logger
+}
+
+// Runtime is the Docker implementation of sandbox.Runtime.
+type Runtime struct {
+	api     engine
+	closer  func() error
+	opts    Options
+	log     *slog.Logger
+	initAbs string
+}
+
+var _ sandbox.Runtime = (*Runtime)(nil)
+
+// New connects to the engine. It does not contact it yet: Check does.
+func New(opts Options) (*Runtime, error) {
+	if opts.InitPath == "" {
+		return nil, errors.New("docker runtime: no aster-init path")
+	}
+	abs, err := filepath.Abs(opts.InitPath)
+	if err != nil {
+		return nil, fmt.Errorf("aster-init path: %w", err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return nil, fmt.Errorf("aster-init: %w (build it with `make build`, or pass --init-path)", err)
+	}
+	if fi.Mode()&0o111 == 0 {
+		return nil, fmt.Errorf("aster-init at %s is not executable", abs)
+	}
+	copts := []client.Opt{client.WithAPIVersionNegotiation()}
+	switch {
+	case opts.Host != "":
+		copts = append(copts, client.WithHost(opts.Host))
+	case os.Getenv("DOCKER_HOST") != "":
+		copts = append(copts, client.WithHostFromEnv())
+	}
+	c, err := client.New(copts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runtime{api: c, closer: c.Close, opts: opts, log: log, initAbs: abs}, nil
+}
+
+// Close releases the client.
+func (r *Runtime) Close() error {
+	if r.closer != nil {
+		return r.closer()
+	}
+	return nil
+}
+
+// Name implements sandbox.Runtime.
+func (r *Runtime) Name() string { return "docker" }
+
+// Check implements sandbox.Runtime.
+func (r *Runtime) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if _, err := r.api.Ping(ctx, client.PingOptions{}); err != nil {
+		return fmt.Errorf("%w: docker engine: %v", sandbox.ErrUnavailable, err)
+	}
+	return nil
+}
+
+// ImageInfo implements sandbox.Runtime.
+func (r *Runtime) ImageInfo(ctx context.Context, image string) (sandbox.ImageInfo, error) {
+	res, err := r.api.ImageInspect(ctx, image)
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return sandbox.ImageInfo{}, fmt.Errorf("%w: %s is not present on the engine (build it with `make image`)", sandbox.ErrUnknownImage, image)
+		}
+		return sandbox.ImageInfo{}, classify("inspect image", err)
+	}
+	return sandbox.ImageInfo{Name: image, Digest: res.ID}, nil
+}
+
+// List implements sandbox.Runtime.
+func (r *Runtime) List(ctx context.Context) ([]sandbox.Managed, error) {
+	res, err := r.api.ContainerList(ctx, client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", LabelManaged+"=true"),
+	})
+	if err != nil {
+		return nil, classify("list containers", err)
+	}
+	out := make([]sandbox.Managed, 0, len(res.Items))
+	for _, c := range res.Items {
+		m := sandbox.Managed{ID: c.ID, RunID: c.Labels[LabelRun], State: string(c.State), Created: time.Unix(c.Created, 0)}
+		if s, ok := c.Labels[LabelDeadline]; ok {
+			if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+				m.Deadline = time.Unix(n, 0)
+			}
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
+
+// Remove implements sandbox.Runtime: force-remove, "already gone" is success.
+func (r *Runtime) Remove(ctx context.Context, id string) error {
+	_, err := r.api.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err == nil || cerrdefs.IsNotFound(err) || isRemovalInProgress(err) {
+		return nil
+	}
+	return classify("remove container", err)
+}
+
+func isRemovalInProgress(err error) bool {
+	return cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
+}
+
+// classify maps engine errors onto sandbox error classes.
+func classify(op string, err error) error {
+	switch {
+	case client.IsErrConnectionFailed(err), errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled):
+		return fmt.Errorf("%s: %w: %v", op, sandbox.ErrUnavailable, err)
+	case cerrdefs.IsNotFound(err):
+		return fmt.Errorf("%s: %w", op, err)
+	case cerrdefs.IsUnavailable(err), cerrdefs.IsInternal(err) && strings.Contains(err.Error(), "connect"):
+		return fmt.Errorf("%s: %w: %v", op, sandbox.ErrUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

@@ -1,0 +1,197 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// helloTimeout bounds how long a started sandbox may take to show that
+// aster-init is up.
+const helloTimeout = 30 * time.Second
+
+// removeTimeout bounds each force-remove, which runs on a context detached from
+// the request so that a cancelled request still cleans up.
+const removeTimeout = 30 * time.Second
+
+// Prepare implements sandbox.Runtime: create → attach → wait registered →
+// start → hello. On any failure after create the container is force-removed.
+func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ sandbox.Instance, err error) {
+	t0 := time.Now()
+	cfg, host := r.containerConfig(opts)
+	created, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
+	if err != nil {
+		return nil, classify("create container", err)
+	}
+	inst := &instance{rt: r, id: created.ID, exited: make(chan struct{}), timings: map[string]time.Duration{"create": time.Since(t0)}}
+	defer func() {
+		if err != nil {
+			inst.Close(context.WithoutCancel(ctx))
+		}
+	}()
+
+	attached, err := r.api.ContainerAttach(ctx, created.ID, client.ContainerAttachOptions{Stream: true, Stdin: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return nil, classify("attach container", err)
+	}
+	inst.conn = attached.HijackedResponse
+
+	// Register the wait before start, on a context that outlives the request,
+	// so the exit is seen however the run ends. With AutoRemove the container
+	// is gone once "removed" fires.
+	wait := r.api.ContainerWait(context.WithoutCancel(ctx), created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
+	go inst.watch(wait)
+
+	// Demultiplex the attach stream: stdout carries init's frames, stderr its
+	// own diagnostics (capped).
+	pr, pw := io.Pipe()
+	inst.initLog = sandbox.NewCapture(16 << 10)
+	go func() {
+		_, err := stdcopy.StdCopy(pw, inst.initLog, attached.Reader)
+		pw.CloseWithError(err)
+	}()
+	inst.frames = initproto.NewReader(pr)
+
+	t1 := time.Now()
+	if _, err := r.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+		return nil, classify("start container", err)
+	}
+	inst.setTiming("start", time.Since(t1))
+
+	t2 := time.Now()
+	if err := inst.awaitHello(ctx); err != nil {
+		return nil, err
+	}
+	inst.setTiming("init", time.Since(t2))
+	return inst, nil
+}
+
+// instance is one prepared container.
+type instance struct {
+	rt       *Runtime
+	id       string
+	conn     client.HijackedResponse
+	frames   *initproto.Reader
+	initLog  *sandbox.Capture
+	exited   chan struct{}
+	exit     container.WaitResponse
+	timingMu sync.Mutex
+	timings  map[string]time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
+	ran       bool
+}
+
+func (i *instance) ID() string { return i.id }
+
+func (i *instance) setTiming(name string, d time.Duration) {
+	i.timingMu.Lock()
+	i.timings[name] = d
+	i.timingMu.Unlock()
+}
+
+func (i *instance) watch(wait client.ContainerWaitResult) {
+	defer close(i.exited)
+	select {
+	case res := <-wait.Result:
+		i.exit = res
+	case <-wait.Error:
+	}
+}
+
+func (i *instance) awaitHello(ctx context.Context) error {
+	type result struct {
+		f   initproto.Frame
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		f, err := i.frames.Next()
+		ch <- result{f, err}
+	}()
+	timer := time.NewTimer(helloTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return fmt.Errorf("%w: aster-init did not start: %v%s", sandbox.ErrProtocol, r.err, i.initDiagnostics())
+		}
+		if r.f.Type != initproto.TypeHello {
+			return fmt.Errorf("%w: first frame from aster-init is %s", sandbox.ErrProtocol, r.f.Type)
+		}
+		if _, err := initproto.DecodeHello(r.f.Payload); err != nil {
+			return fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
+		}
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("%w: aster-init did not say hello within %s", sandbox.ErrProtocol, helloTimeout)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+func (i *instance) initDiagnostics() string {
+	out := i.initLog.Output()
+	if len(out.Data) == 0 {
+		return ""
+	}
+	return " (" + string(out.Data) + ")"
+}
+
+// Run implements sandbox.Instance.
+func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	if i.ran {
+		err := errors.New("sandbox instance already used: a sandbox runs exactly one job")
+		return sandbox.Result{Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+	}
+	i.ran = true
+	s := &sandbox.Session{
+		W:         i.conn.Conn,
+		R:         i.frames,
+		Destroy:   func() { i.Close(context.WithoutCancel(ctx)) },
+		Exited:    i.exited,
+		HelloSeen: true,
+	}
+	t0 := time.Now()
+	res, err := s.Run(ctx, job)
+	i.setTiming("job", time.Since(t0))
+	res.ID = i.id
+	res.Runtime = "docker"
+	i.timingMu.Lock()
+	res.Timings = maps.Clone(i.timings)
+	i.timingMu.Unlock()
+	if res.Status == sandbox.StatusError && res.Error != "" {
+		res.Error += i.initDiagnostics()
+	}
+	return res, err
+}
+
+// Close implements sandbox.Instance: force-remove, on a detached context.
+func (i *instance) Close(ctx context.Context) error {
+	i.closeOnce.Do(func() {
+		t0 := time.Now()
+		if i.conn.Conn != nil {
+			i.conn.Close()
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
+		defer cancel()
+		i.closeErr = i.rt.Remove(rctx, i.id)
+		if i.closeErr != nil {
+			i.rt.log.Warn("remove sandbox container", "container", i.id, "err", i.closeErr)
+		}
+		i.setTiming("remove", time.Since(t0))
+	})
+	return i.closeErr
+}

@@ -1,0 +1,260 @@
+package sandbox
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Observer receives the Manager's events, for metrics. Every method must be
+// cheap and safe for concurrent use.
+type Observer interface {
+	RunStarted()
+	RunFinished(status Status, d time.Duration)
+	Rejected(reason string) // "queue_full", "queue_timeout"
+	QueueDepth(n int)
+	Running(n int)
+}
+
+// ManagerOptions configure a Manager.
+type ManagerOptions struct {
+	Runtime Runtime
+	// Images is the allowlist; the first is the default image.
+	Images []string
+	// Defaults fill the limits a request leaves zero.
+	Defaults Limits
+	// ValidateLimits rejects absurd limits (config.ValidateLimits).
+	ValidateLimits func(Limits) error
+	// MaxConcurrent bounds live sandboxes; QueueSize bounds the waiters behind
+	// them, and QueueTimeout how long each may wait.
+	MaxConcurrent int
+	QueueSize     int
+	QueueTimeout  time.Duration
+	// PrepareAllowance is added to a sandbox's deadline label to cover its
+	// creation and teardown.
+	PrepareAllowance time.Duration
+	Observer         Observer
+	Logger           *slog.Logger
+}
+
+// Manager is the single entry point for running sandboxes: it validates specs,
+// applies admission control, prepares a fresh sandbox per run, runs the job and
+// destroys the sandbox.
+type Manager struct {
+	opts  ManagerOptions
+	adm   *admission
+	log   *slog.Logger
+	obs   Observer
+	clock func() time.Time
+
+	imgMu    sync.Mutex
+	imgCache map[string]imageEntry
+}
+
+type imageEntry struct {
+	info ImageInfo
+	at   time.Time
+}
+
+// NewManager returns a Manager.
+func NewManager(opts ManagerOptions) (*Manager, error) {
+	if opts.Runtime == nil {
+		return nil, errors.New("manager: no runtime")
+	}
+	if len(opts.Images) == 0 {
+		return nil, errors.New("manager: empty image allowlist")
+	}
+	if opts.MaxConcurrent <= 0 {
+		opts.MaxConcurrent = 1
+	}
+	if opts.QueueSize < 0 {
+		opts.QueueSize = 0
+	}
+	if opts.QueueTimeout <= 0 {
+		opts.QueueTimeout = 30 * time.Second
+	}
+	if opts.PrepareAllowance <= 0 {
+		opts.PrepareAllowance = 2 * time.Minute
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	obs := opts.Observer
+	if obs == nil {
+		obs = nopObserver{}
+	}
+	return &Manager{
+		opts:     opts,
+		adm:      newAdmission(opts.MaxConcurrent, opts.QueueSize, obs),
+		log:      log,
+		obs:      obs,
+		clock:    time.Now,
+		imgCache: map[string]imageEntry{},
+	}, nil
+}
+
+// Runtime returns the runtime the Manager drives.
+func (m *Manager) Runtime() Runtime { return m.opts.Runtime }
+
+// DefaultImage returns the image used when a spec names none.
+func (m *Manager) DefaultImage() string { return m.opts.Images[0] }
+
+// Images returns the allowlist.
+func (m *Manager) Images() []string { return slices.Clone(m.opts.Images) }
+
+// Limits returns the default limits.
+func (m *Manager) Limits() Limits { return m.opts.Defaults }
+
+var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Normalize applies defaults to spec and validates it. It starts nothing.
+func (m *Manager) Normalize(spec Spec) (Spec, error) {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return spec, Invalidf("no command given")
+	}
+	if spec.Image == "" {
+		spec.Image = m.DefaultImage()
+	}
+	if !slices.Contains(m.opts.Images, spec.Image) {
+		return spec, fmt.Errorf("%w: %q is not on the image allowlist (%v)", ErrUnknownImage, spec.Image, m.opts.Images)
+	}
+	spec.Limits = withDefaults(spec.Limits, m.opts.Defaults)
+	if m.opts.ValidateLimits != nil {
+		if err := m.opts.ValidateLimits(spec.Limits); err != nil {
+			return spec, err
+		}
+	}
+	for k := range spec.Env {
+		if !envKey.MatchString(k) {
+			return spec, Invalidf("environment variable name %q is not valid", k)
+		}
+	}
+	if spec.Workspace.Tar != nil && len(spec.Workspace.Files) > 0 {
+		return spec, Invalidf("give files or a tar archive, not both")
+	}
+	if spec.ID == "" {
+		spec.ID = NewRunID()
+	}
+	if _, err := jobHeader(JobFromSpec(spec)); err != nil {
+		return spec, err
+	}
+	return spec, nil
+}
+
+// Run runs spec in a fresh sandbox and destroys it. The returned Result always
+// has a Status; err classifies failures (ErrInvalidSpec, ErrBusy, ...).
+func (m *Manager) Run(ctx context.Context, spec Spec) (Result, error) {
+	spec, err := m.Normalize(spec)
+	if err != nil {
+		return failed(spec, err), err
+	}
+	if err := m.adm.acquire(ctx, m.opts.QueueTimeout); err != nil {
+		return failed(spec, err), err
+	}
+	defer m.adm.release()
+	m.obs.RunStarted()
+	start := m.clock()
+	res, err := m.run(ctx, spec)
+	m.obs.RunFinished(res.Status, time.Since(start))
+	return res, err
+}
+
+func (m *Manager) run(ctx context.Context, spec Spec) (Result, error) {
+	log := m.log.With("run", spec.ID)
+	img, err := m.imageInfo(ctx, spec.Image)
+	if err != nil {
+		return failed(spec, err), err
+	}
+	t0 := m.clock()
+	inst, err := m.opts.Runtime.Prepare(ctx, PrepareOptions{
+		RunID:    spec.ID,
+		Image:    spec.Image,
+		Limits:   spec.Limits,
+		Deadline: t0.Add(spec.Limits.Timeout() + KillGrace + HostGrace + m.opts.PrepareAllowance),
+	})
+	if err != nil {
+		log.Warn("prepare sandbox", "err", err)
+		res := failed(spec, err)
+		res.ImageDigest = img.Digest
+		return res, err
+	}
+	prepared := m.clock().Sub(t0)
+	res, runErr := inst.Run(ctx, JobFromSpec(spec))
+	closeErr := inst.Close(context.WithoutCancel(ctx))
+	res.ID = spec.ID
+	res.Image = spec.Image
+	res.ImageDigest = img.Digest
+	res.Runtime = m.opts.Runtime.Name()
+	if res.Timings == nil {
+		res.Timings = map[string]time.Duration{}
+	}
+	res.Timings["prepare"] = prepared
+	res.Timings["total"] = m.clock().Sub(t0)
+	if closeErr != nil {
+		log.Warn("destroy sandbox", "err", closeErr)
+	}
+	log.Debug("run finished", "status", res.Status, "exit", res.ExitCode, "ms", res.Timings["total"].Milliseconds())
+	return res, runErr
+}
+
+func (m *Manager) imageInfo(ctx context.Context, image string) (ImageInfo, error) {
+	m.imgMu.Lock()
+	e, ok := m.imgCache[image]
+	m.imgMu.Unlock()
+	if ok && m.clock().Sub(e.at) < 30*time.Second {
+		return e.info, nil
+	}
+	info, err := m.opts.Runtime.ImageInfo(ctx, image)
+	if err != nil {
+		return ImageInfo{}, err
+	}
+	m.imgMu.Lock()
+	m.imgCache[image] = imageEntry{info: info, at: m.clock()}
+	m.imgMu.Unlock()
+	return info, nil
+}
+
+// failed is the Result for a run that never started.
+func failed(spec Spec, err error) Result {
+	return Result{ID: spec.ID, Status: StatusError, ExitCode: -1, Image: spec.Image, Error: err.Error(), Timings: map[string]time.Duration{}}
+}
+
+func withDefaults(l, d Limits) Limits {
+	fill := func(v *int64, def int64) {
+		if *v == 0 {
+			*v = def
+		}
+	}
+	fill(&l.TimeoutMS, d.TimeoutMS)
+	fill(&l.MemoryBytes, d.MemoryBytes)
+	fill(&l.MilliCPUs, d.MilliCPUs)
+	fill(&l.Pids, d.Pids)
+	fill(&l.OutputBytes, d.OutputBytes)
+	fill(&l.OutputCeilingBytes, d.OutputCeilingBytes)
+	fill(&l.WorkdirBytes, d.WorkdirBytes)
+	fill(&l.TmpBytes, d.TmpBytes)
+	return l
+}
+
+// NewRunID returns a fresh run id such as "r-3f9a0c1d2e4b".
+func NewRunID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "r-" + hex.EncodeToString(b[:])
+}
+
+type nopObserver struct{}
+
+func (nopObserver) RunStarted()                       {}
+func (nopObserver) RunFinished(Status, time.Duration) {}
+func (nopObserver) Rejected(string)                   {}
+func (nopObserver) QueueDepth(int)                    {}
+func (nopObserver) Running(int)                       {}

@@ -1,0 +1,184 @@
+// Package sandbox is the domain of Aster's isolation layer: what a caller asks
+// for (Spec, Limits), what it gets back (Result, Status), the error classes every
+// layer maps to, and the Runtime interface that each isolation backend (Docker,
+// a direct OCI runtime, Kubernetes) implements without changing its callers.
+package sandbox
+
+import (
+	"context"
+	"io"
+	"time"
+)
+
+// Status says how a run ended. Every Result carries exactly one.
+type Status string
+
+// The statuses a run can end with.
+const (
+	StatusOK          Status = "ok"           // the command exited 0
+	StatusExitNonzero Status = "exit_nonzero" // the command exited with a non-zero code
+	StatusTimeout     Status = "timeout"      // the wall-clock deadline passed; the job was killed
+	StatusOOM         Status = "oom"          // the kernel's OOM killer ended a process of the job
+	StatusOutputLimit Status = "output_limit" // the job wrote past the hard output ceiling and was ended
+	StatusKilled      Status = "killed"       // ended by a signal that no limit explains, or cancelled by the caller
+	StatusError       Status = "error"        // the sandbox could not run the job (engine, image, protocol)
+)
+
+// Statuses lists every status, in documentation order.
+var Statuses = []Status{StatusOK, StatusExitNonzero, StatusTimeout, StatusOOM, StatusOutputLimit, StatusKilled, StatusError}
+
+// Limits caps one run. Zero values are replaced by the configured defaults before a
+// run starts (see internal/config); Validate rejects negative or absurd values.
+type Limits struct {
+	TimeoutMS          int64 `json:"timeout_ms,omitempty"`
+	MemoryBytes        int64 `json:"memory_bytes,omitempty"`
+	MilliCPUs          int64 `json:"milli_cpus,omitempty"` // 1000 = one CPU
+	Pids               int64 `json:"pids,omitempty"`
+	OutputBytes        int64 `json:"output_bytes,omitempty"`         // bytes kept per stream (head + tail)
+	OutputCeilingBytes int64 `json:"output_ceiling_bytes,omitempty"` // past this per stream the job is ended
+	WorkdirBytes       int64 `json:"workdir_bytes,omitempty"`        // size of the /work tmpfs
+	TmpBytes           int64 `json:"tmp_bytes,omitempty"`            // size of the /tmp tmpfs
+}
+
+// Timeout returns the wall-clock limit as a duration.
+func (l Limits) Timeout() time.Duration { return time.Duration(l.TimeoutMS) * time.Millisecond }
+
+// Workspace is what is placed at /work before the command starts. At most one of
+// Files and Tar is used; both empty means an empty /work.
+type Workspace struct {
+	// Files maps a relative path to its content.
+	Files map[string][]byte
+	// Tar is an uncompressed tar stream. It is validated (no absolute or ../ paths,
+	// no links leaving the tree, no device nodes, size and entry caps) while it is
+	// streamed to the sandbox; the host never unpacks it.
+	Tar io.Reader
+}
+
+// Spec is one request to run a command in a fresh sandbox.
+type Spec struct {
+	// ID names the run; empty means one is generated.
+	ID    string
+	Image string
+	// Argv is executed directly: there is no implicit shell.
+	Argv []string
+	// Env is the whole environment of the command (plus PATH, HOME and LANG
+	// defaults when absent). The host's environment never reaches a sandbox.
+	Env       map[string]string
+	Workdir   string // relative to /work; empty means /work
+	Workspace Workspace
+	Stdin     io.Reader
+	Limits    Limits
+	// OnOutput, when set, receives the job's output as it arrives, before capping.
+	// It is called from one goroutine at a time; it must not block for long.
+	OnOutput func(stream Stream, data []byte)
+}
+
+// Stream names an output stream.
+type Stream string
+
+// The two output streams.
+const (
+	Stdout Stream = "stdout"
+	Stderr Stream = "stderr"
+)
+
+// Output is one captured stream: its first and last bytes when it was longer
+// than the cap, with a marker between them saying how much was dropped.
+type Output struct {
+	Data         []byte
+	Truncated    bool
+	TotalBytes   int64 // bytes the job wrote to this stream
+	DroppedBytes int64 // bytes not kept
+}
+
+// Result is what a run produced. Every field is filled for every status: a run
+// that was killed still returns the output it wrote before it was killed.
+type Result struct {
+	ID              string
+	Status          Status
+	ExitCode        int    // -1 when the command never exited on its own
+	Signal          string // e.g. "SIGKILL" when a signal ended the command
+	Stdout          Output
+	Stderr          Output
+	Duration        time.Duration // wall time from job start to result
+	CPUTime         time.Duration // user+system time of the job's processes
+	PeakMemoryBytes int64         // peak resident memory of the job's largest process
+	OOMKilled       bool
+	Runtime         string // "docker", "oci", "kubernetes"
+	Image           string
+	ImageDigest     string
+	// Error explains StatusError (and adds context to other statuses); never a secret.
+	Error string
+	// Timings records where the wall time went (create, start, job, teardown).
+	Timings map[string]time.Duration
+}
+
+// Runtime runs sandboxes. Implementations apply every hardening setting
+// themselves; nothing in a Spec can relax them.
+type Runtime interface {
+	// Name is the runtime's short name, as reported in Result.Runtime.
+	Name() string
+	// Prepare creates and starts a sandbox for an image and limits profile, with
+	// aster-init running and waiting for a job. The caller must Close it.
+	Prepare(ctx context.Context, opts PrepareOptions) (Instance, error)
+	// Check reports whether the runtime can run sandboxes now (engine reachable).
+	Check(ctx context.Context) error
+	// ImageInfo resolves an image to its digest; ErrUnknownImage when absent.
+	ImageInfo(ctx context.Context, image string) (ImageInfo, error)
+	// List returns every sandbox this runtime manages (for the reaper).
+	List(ctx context.Context) ([]Managed, error)
+	// Remove destroys a sandbox by id; an already-gone sandbox is not an error.
+	Remove(ctx context.Context, id string) error
+}
+
+// PrepareOptions describes the sandbox to get ready. The limits that shape the
+// container (memory, CPU, pids, tmpfs sizes) are fixed here; the per-job ones
+// (timeout, output) travel with the job.
+type PrepareOptions struct {
+	RunID  string
+	Image  string
+	Limits Limits
+	// Deadline is when the reaper may remove this sandbox regardless of its state.
+	Deadline time.Time
+}
+
+// Instance is one prepared sandbox. It runs exactly one job and is then destroyed.
+type Instance interface {
+	ID() string
+	// Run sends the job and blocks until the result. It never returns a nil
+	// Result with a nil error; on failure the Result says StatusError.
+	Run(ctx context.Context, job Job) (Result, error)
+	// Close destroys the sandbox. Safe to call more than once and after Run.
+	Close(ctx context.Context) error
+}
+
+// Job is the per-run part of a Spec, sent to a prepared Instance.
+type Job struct {
+	Argv      []string
+	Env       map[string]string
+	Workdir   string
+	Workspace Workspace
+	Stdin     io.Reader
+	Limits    Limits
+	OnOutput  func(stream Stream, data []byte)
+}
+
+// JobFromSpec returns the per-run part of a spec.
+func JobFromSpec(s Spec) Job {
+	return Job{Argv: s.Argv, Env: s.Env, Workdir: s.Workdir, Workspace: s.Workspace, Stdin: s.Stdin, Limits: s.Limits, OnOutput: s.OnOutput}
+}
+
+// ImageInfo describes a resolved image.
+type ImageInfo struct {
+	Name   string
+	Digest string
+}
+
+// Managed is a sandbox found by listing the runtime.
+type Managed struct {
+	ID       string
+	RunID    string
+	Deadline time.Time // zero when the label is missing or unreadable
+	State    string
+	Created  time.Time
+}

@@ -1,0 +1,371 @@
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"path"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/workspace"
+)
+
+// HostGrace is how long past a job's own timeout the host waits for aster-init
+// to report before it destroys the sandbox itself.
+const HostGrace = 5 * time.Second
+
+// KillGrace is how long a job has between SIGTERM and SIGKILL at its deadline.
+const KillGrace = 500 * time.Millisecond
+
+// ceilingSlack is how far past the output ceiling the host tolerates before it
+// stops trusting init to end the job and destroys the sandbox itself.
+const ceilingSlack = 2 << 20
+
+// Session drives one job through aster-init over a pair of streams. Every
+// runtime uses it, so the protocol and the Result are the same on all of them.
+type Session struct {
+	// W carries frames to init's stdin. Session never closes it: init reads EOF
+	// as "the host is gone" and ends the job.
+	W io.Writer
+	// R carries init's frames.
+	R *initproto.Reader
+	// Destroy ends the sandbox now (host deadline, cancellation, runaway output).
+	Destroy func()
+	// Exited, when not nil, is closed when the sandbox is known to be gone; a
+	// sandbox that goes away without a result is then reported without waiting.
+	Exited <-chan struct{}
+	// HelloSeen says the hello frame was already consumed (by Prepare).
+	HelloSeen bool
+}
+
+// Run sends job and gathers its result. It always returns a Result whose
+// Status is set; err is non-nil only with StatusError.
+func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
+	start := time.Now()
+	res := Result{ExitCode: -1}
+	hdr, err := jobHeader(job)
+	if err != nil {
+		return errorResult(res, err), err
+	}
+
+	var (
+		mu          sync.Mutex
+		reason      Status // why the host ended the run, if it did
+		reasonError string
+	)
+	endRun := func(st Status, msg string) {
+		mu.Lock()
+		if reason == "" {
+			reason, reasonError = st, msg
+		}
+		mu.Unlock()
+		s.Destroy()
+	}
+
+	// The host's own deadline: init enforces the timeout, the host enforces
+	// that init does.
+	hostDeadline := time.AfterFunc(job.Limits.Timeout()+KillGrace+HostGrace, func() {
+		endRun(StatusTimeout, "aster-init did not report by the deadline; the sandbox was destroyed")
+	})
+	defer hostDeadline.Stop()
+	stopCancel := context.AfterFunc(ctx, func() {
+		endRun(StatusKilled, "cancelled: "+context.Cause(ctx).Error())
+	})
+	defer stopCancel()
+
+	// Send the job from its own goroutine: stdin may be larger than what the
+	// command reads, and output must be drained meanwhile.
+	fw := initproto.NewWriter(s.W)
+	sendErr := make(chan error, 1)
+	var workspaceErr error
+	go func() {
+		err := sendJob(fw, hdr, job)
+		sendErr <- err
+		var we *workspaceError
+		if errors.As(err, &we) {
+			// init is waiting for the rest of an archive that will never come.
+			mu.Lock()
+			workspaceErr = we.err
+			mu.Unlock()
+			endRun(StatusError, err.Error())
+		}
+	}()
+
+	stdout := NewCapture(job.Limits.OutputBytes)
+	stderr := NewCapture(job.Limits.OutputBytes)
+	var rf *initproto.ResultFrame
+	var readErr error
+	helloSeen := s.HelloSeen
+	for rf == nil && readErr == nil {
+		f, err := s.R.Next()
+		if err != nil {
+			readErr = err
+			break
+		}
+		switch f.Type {
+		case initproto.TypeHello:
+			if helloSeen {
+				readErr = fmt.Errorf("%w: second hello frame", ErrProtocol)
+			} else if _, err := initproto.DecodeHello(f.Payload); err != nil {
+				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+			}
+			helloSeen = true
+		case initproto.TypeStdout, initproto.TypeStderr:
+			c, name := stdout, Stdout
+			if f.Type == initproto.TypeStderr {
+				c, name = stderr, Stderr
+			}
+			c.Write(f.Payload)
+			if job.OnOutput != nil {
+				job.OnOutput(name, f.Payload)
+			}
+			if c.Total() > job.Limits.OutputCeilingBytes+ceilingSlack {
+				endRun(StatusOutputLimit, fmt.Sprintf("%s passed the output ceiling and aster-init did not stop it", name))
+			}
+		case initproto.TypeResult:
+			r, err := initproto.DecodeResult(f.Payload)
+			if err != nil {
+				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+				break
+			}
+			rf = &r
+		default:
+			readErr = fmt.Errorf("%w: unexpected %s frame from init", ErrProtocol, f.Type)
+		}
+	}
+	hostDeadline.Stop()
+
+	res.Stdout = stdout.Output()
+	res.Stderr = stderr.Output()
+	res.Duration = time.Since(start)
+	mu.Lock()
+	hostReason, hostMsg, wsErr := reason, reasonError, workspaceErr
+	mu.Unlock()
+
+	if rf == nil {
+		switch {
+		case wsErr != nil:
+			err := fmt.Errorf("%w: workspace: %w", ErrProtocol, wsErr)
+			if errors.Is(wsErr, workspace.ErrUnsafe) {
+				err = fmt.Errorf("%w: workspace: %w", ErrInvalidSpec, wsErr)
+			} else if errors.Is(wsErr, workspace.ErrTooLarge) {
+				err = fmt.Errorf("%w: workspace: %w", ErrTooLarge, wsErr)
+			}
+			return errorResult(res, err), err
+		case hostReason != "":
+			res.Status, res.Error = hostReason, hostMsg
+			return res, nil
+		default:
+			msg := "sandbox ended without a result"
+			if readErr != nil && !errors.Is(readErr, io.EOF) && !errors.Is(readErr, io.ErrUnexpectedEOF) {
+				msg += ": " + readErr.Error()
+			}
+			select {
+			case err := <-sendErr:
+				if err != nil {
+					msg += " (sending the job: " + err.Error() + ")"
+				}
+			default:
+			}
+			s.Destroy()
+			err := fmt.Errorf("%w: %s", ErrProtocol, msg)
+			return errorResult(res, err), err
+		}
+	}
+	if readErr != nil {
+		s.Destroy()
+	}
+	applyResultFrame(&res, *rf, hostReason, hostMsg)
+	if res.Status == StatusError {
+		// A workspace or header problem that init found: the caller's fault.
+		return res, fmt.Errorf("%w: %s", ErrInvalidSpec, res.Error)
+	}
+	return res, nil
+}
+
+func errorResult(res Result, err error) Result {
+	res.Status = StatusError
+	res.Error = err.Error()
+	return res
+}
+
+// applyResultFrame turns init's report into the Result's status and numbers.
+// The order of the checks decides which limit is named when several were hit.
+func applyResultFrame(res *Result, rf initproto.ResultFrame, hostReason Status, hostMsg string) {
+	res.ExitCode = rf.ExitCode
+	if rf.Signal != 0 {
+		res.Signal = SignalName(rf.Signal)
+	}
+	res.CPUTime = time.Duration(rf.CPUTimeMS) * time.Millisecond
+	res.PeakMemoryBytes = rf.PeakRSSBytes
+	res.OOMKilled = rf.OOMKills > 0
+	if rf.DurationMS > 0 {
+		res.Duration = time.Duration(rf.DurationMS) * time.Millisecond
+	}
+	switch {
+	case rf.SetupError != "" && rf.ExitCode < 0 && rf.Signal == 0:
+		res.Status, res.Error = StatusError, rf.SetupError
+	case rf.OutputLimit != "" || hostReason == StatusOutputLimit:
+		res.Status = StatusOutputLimit
+		res.Error = fmt.Sprintf("%s passed the output ceiling; the job was ended", rf.OutputLimit)
+		if rf.OutputLimit == "" {
+			res.Error = hostMsg
+		}
+	case rf.TimedOut || hostReason == StatusTimeout:
+		res.Status, res.Error = StatusTimeout, "the job passed its wall-clock timeout and was killed"
+	case rf.OOMKills > 0 && (rf.ExitCode != 0 || rf.Signal != 0):
+		res.Status, res.Error = StatusOOM, "a process of the job was killed for running out of memory"
+	case hostReason == StatusKilled:
+		res.Status, res.Error = StatusKilled, hostMsg
+	case rf.Signal != 0:
+		res.Status, res.Error = StatusKilled, "the command was ended by "+res.Signal
+	case rf.ExitCode == 0:
+		res.Status = StatusOK
+	default:
+		res.Status = StatusExitNonzero
+		if rf.SetupError != "" {
+			res.Error = rf.SetupError
+		}
+	}
+}
+
+// jobHeader builds and validates the header init will act on.
+func jobHeader(job Job) (initproto.JobHeader, error) {
+	dir := "/work"
+	if job.Workdir != "" {
+		rel, err := workspace.CleanName(job.Workdir)
+		if err != nil {
+			return initproto.JobHeader{}, Invalidf("workdir: %v", err)
+		}
+		dir = path.Join("/work", rel)
+	}
+	env := make([]string, 0, len(job.Env))
+	for _, k := range slices.Sorted(maps.Keys(job.Env)) {
+		env = append(env, k+"="+job.Env[k])
+	}
+	hdr := initproto.JobHeader{
+		Version:            initproto.Version,
+		Argv:               job.Argv,
+		Env:                env,
+		Dir:                dir,
+		TimeoutMS:          job.Limits.TimeoutMS,
+		KillGraceMS:        KillGrace.Milliseconds(),
+		OutputCeilingBytes: job.Limits.OutputCeilingBytes,
+		Workspace:          job.Workspace.Tar != nil || len(job.Workspace.Files) > 0,
+		WorkspaceMaxBytes:  job.Limits.WorkdirBytes,
+		WorkspaceMaxFiles:  workspace.DefaultMaxFiles,
+		Stdin:              job.Stdin != nil,
+	}
+	if err := hdr.Validate(); err != nil {
+		return hdr, Invalidf("%v", err)
+	}
+	return hdr, nil
+}
+
+// sendJob writes the header, the workspace and stdin as frames.
+func sendJob(fw *initproto.Writer, hdr initproto.JobHeader, job Job) error {
+	p, err := json.Marshal(hdr)
+	if err != nil {
+		return err
+	}
+	if err := fw.WriteFrame(initproto.TypeJob, p); err != nil {
+		return fmt.Errorf("send job header: %w", err)
+	}
+	if hdr.Workspace {
+		w := bufferedChunks(fw, initproto.TypeTar)
+		caps := workspace.Caps{MaxBytes: job.Limits.WorkdirBytes}
+		if job.Workspace.Tar != nil {
+			_, err = workspace.Filter(job.Workspace.Tar, w, caps)
+		} else {
+			_, err = workspace.PackFiles(job.Workspace.Files, w, caps)
+		}
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			return &workspaceError{err}
+		}
+		if err := fw.WriteFrame(initproto.TypeTarEnd, nil); err != nil {
+			return fmt.Errorf("send workspace: %w", err)
+		}
+	}
+	if hdr.Stdin {
+		w := bufferedChunks(fw, initproto.TypeStdin)
+		_, err := io.Copy(w, job.Stdin)
+		if err == nil {
+			err = w.Flush()
+		}
+		if err != nil {
+			return fmt.Errorf("send stdin: %w", err)
+		}
+		if err := fw.WriteFrame(initproto.TypeStdinEnd, nil); err != nil {
+			return fmt.Errorf("send stdin: %w", err)
+		}
+	}
+	return nil
+}
+
+// workspaceError is a failure to send the workspace: a refused archive, or a
+// broken stream to init. Either way the job cannot start.
+type workspaceError struct{ err error }
+
+func (e *workspaceError) Error() string { return "send workspace: " + e.err.Error() }
+func (e *workspaceError) Unwrap() error { return e.err }
+
+// chunkBuffer gathers small writes (tar headers are 512 bytes) into frames of
+// up to 256 KiB.
+type chunkBuffer struct {
+	fw  *initproto.Writer
+	t   initproto.Type
+	buf []byte
+}
+
+func bufferedChunks(fw *initproto.Writer, t initproto.Type) *chunkBuffer {
+	return &chunkBuffer{fw: fw, t: t, buf: make([]byte, 0, 256<<10)}
+}
+
+func (c *chunkBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := min(cap(c.buf)-len(c.buf), len(p))
+		c.buf = append(c.buf, p[:k]...)
+		p = p[k:]
+		if len(c.buf) == cap(c.buf) {
+			if err := c.Flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (c *chunkBuffer) Flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	err := c.fw.WriteFrame(c.t, c.buf)
+	c.buf = c.buf[:0]
+	return err
+}
+
+// SignalName names a signal number the way people write it ("SIGKILL").
+func SignalName(n int) string {
+	names := map[syscall.Signal]string{
+		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
+		syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
+		syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
+		syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM", syscall.SIGXCPU: "SIGXCPU",
+		syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS",
+	}
+	if s, ok := names[syscall.Signal(n)]; ok {
+		return s
+	}
+	return fmt.Sprintf("SIG%d", n)
+}

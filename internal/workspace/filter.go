@@ -1,0 +1,128 @@
+package workspace
+
+import (
+	"archive/tar"
+	"fmt"
+	"io"
+)
+
+// Stats describe a validated or unpacked workspace.
+type Stats struct {
+	Files int64 // entries of any kind
+	Bytes int64 // bytes of regular files
+}
+
+// Filter reads an untrusted tar stream from r, checks every entry, and writes a
+// normalised tar to w: regular files, directories, symlinks (kept verbatim: inside
+// the sandbox they can only point at the sandbox's own files) and hard links to an
+// earlier member of the same archive. Device nodes, FIFOs, absolute or escaping
+// names, links to anything outside the archive, and archives over the caps are
+// refused with ErrUnsafe or ErrTooLarge before the offending entry is written.
+// Ownership is dropped and setuid/setgid/sticky bits are cleared.
+func Filter(r io.Reader, w io.Writer, caps Caps) (Stats, error) {
+	caps = caps.withDefaults()
+	tr := tar.NewReader(r)
+	tw := tar.NewWriter(w)
+	var st Stats
+	seen := make(map[string]byte) // cleaned name → typeflag
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return st, fmt.Errorf("%w: read archive: %v", ErrUnsafe, err)
+		}
+		out, err := checkHeader(hdr, seen)
+		if err != nil {
+			return st, err
+		}
+		if out == nil {
+			continue
+		}
+		st.Files++
+		if st.Files > caps.MaxFiles {
+			return st, fmt.Errorf("%w: more than %d entries", ErrTooLarge, caps.MaxFiles)
+		}
+		if out.Typeflag == tar.TypeReg {
+			if out.Size > caps.MaxBytes-st.Bytes {
+				return st, fmt.Errorf("%w: more than %d bytes of files (at %s)", ErrTooLarge, caps.MaxBytes, Quote(out.Name))
+			}
+			st.Bytes += out.Size
+		}
+		if err := tw.WriteHeader(out); err != nil {
+			return st, fmt.Errorf("write archive: %w", err)
+		}
+		if out.Typeflag == tar.TypeReg {
+			n, err := io.Copy(tw, tr)
+			if err != nil {
+				return st, fmt.Errorf("copy %s: %w", Quote(out.Name), err)
+			}
+			if n != out.Size {
+				return st, fmt.Errorf("%w: %s is truncated", ErrUnsafe, Quote(out.Name))
+			}
+		}
+		seen[out.Name] = out.Typeflag
+	}
+	if err := tw.Close(); err != nil {
+		return st, fmt.Errorf("write archive: %w", err)
+	}
+	return st, nil
+}
+
+// checkHeader returns the normalised header to write, nil to skip the entry, or
+// an error that refuses the whole archive.
+func checkHeader(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
+	switch hdr.Typeflag {
+	case tar.TypeXGlobalHeader:
+		return nil, nil // git archive writes one with the commit id
+	case tar.TypeReg, tar.TypeRegA, tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
+	case tar.TypeChar, tar.TypeBlock:
+		return nil, fmt.Errorf("%w: device node %s", ErrUnsafe, Quote(hdr.Name))
+	case tar.TypeFifo:
+		return nil, fmt.Errorf("%w: FIFO %s", ErrUnsafe, Quote(hdr.Name))
+	default:
+		return nil, fmt.Errorf("%w: entry %s of unsupported type %q", ErrUnsafe, Quote(hdr.Name), hdr.Typeflag)
+	}
+	name, err := CleanName(hdr.Name)
+	if err != nil {
+		return nil, err
+	}
+	if name == "." {
+		return nil, nil
+	}
+	if hdr.Size < 0 {
+		return nil, fmt.Errorf("%w: %s has a negative size", ErrUnsafe, Quote(hdr.Name))
+	}
+	out := &tar.Header{
+		Name:    name,
+		Mode:    hdr.Mode & 0o777,
+		ModTime: hdr.ModTime,
+		Format:  tar.FormatPAX,
+	}
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeRegA:
+		out.Typeflag = tar.TypeReg
+		out.Size = hdr.Size
+	case tar.TypeDir:
+		out.Typeflag = tar.TypeDir
+		out.Name += "/"
+	case tar.TypeSymlink:
+		if hdr.Linkname == "" || len(hdr.Linkname) > MaxPathBytes {
+			return nil, fmt.Errorf("%w: symlink %s has an invalid target", ErrUnsafe, Quote(hdr.Name))
+		}
+		out.Typeflag = tar.TypeSymlink
+		out.Linkname = hdr.Linkname
+	case tar.TypeLink:
+		target, err := CleanName(hdr.Linkname)
+		if err != nil {
+			return nil, fmt.Errorf("%w: hard link %s points outside the archive", ErrUnsafe, Quote(hdr.Name))
+		}
+		if seen[target] != tar.TypeReg {
+			return nil, fmt.Errorf("%w: hard link %s names %s, which is not an earlier file of the archive", ErrUnsafe, Quote(hdr.Name), Quote(hdr.Linkname))
+		}
+		out.Typeflag = tar.TypeLink
+		out.Linkname = target
+	}
+	return out, nil
+}
