@@ -38,6 +38,11 @@ func (r *Runtime) containerConfig(opts sandbox.PrepareOptions) (*container.Confi
 		NetworkDisabled: true,
 		StopTimeout:     ptr(1),
 	}
+	for k, v := range r.opts.Labels {
+		if _, reserved := cfg.Labels[k]; !reserved {
+			cfg.Labels[k] = v
+		}
+	}
 	memory := l.MemoryBytes
 	tmpfsOpts := func(size int64) string {
 		return fmt.Sprintf("rw,nosuid,nodev,size=%d,uid=1000,gid=1000,mode=0755", size)

@@ -59,7 +59,10 @@ type Options struct {
 	// EngineRuntime selects an engine runtime such as "runsc" (gVisor) or
 	// "kata-runtime"; empty uses the engine's default.
 	EngineRuntime string
-	Logger        *slog.Logger
+	// Labels are added to every container (tests use them to find their own);
+	// they cannot override the aster.* labels.
+	Labels map[string]string
+	Logger *slog.Logger
 }
 
 // Runtime is the Docker implementation of sandbox.Runtime.

@@ -1,0 +1,129 @@
+// Package sandboxtest helps tests that need a real sandbox runtime: it builds
+// aster-init once per test binary, connects to the Docker engine, and decides
+// whether a missing engine skips the test (a developer laptop) or fails it (CI,
+// where ASTER_REQUIRE_DOCKER=1: a suite that silently skips proves nothing).
+package sandboxtest
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/docker"
+)
+
+// Image is the image integration tests run (ASTER_TEST_IMAGE overrides).
+func Image() string {
+	if v := os.Getenv("ASTER_TEST_IMAGE"); v != "" {
+		return v
+	}
+	return config.DefaultImage
+}
+
+var (
+	initOnce sync.Once
+	initPath string
+	initErr  error
+)
+
+// RepoRoot returns the module root (the directory holding go.mod).
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// InitBinary builds cmd/aster-init (static) once per test process and returns
+// its path. ASTER_INIT_PATH, when set, is used instead.
+func InitBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("ASTER_INIT_PATH"); p != "" {
+		return p
+	}
+	initOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "aster-init-test-")
+		if err != nil {
+			initErr = err
+			return
+		}
+		initPath = filepath.Join(dir, "aster-init")
+		cmd := exec.Command("go", "build", "-trimpath", "-o", initPath, "./cmd/aster-init")
+		cmd.Dir = RepoRoot(t)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			initErr = &buildError{out: string(out), err: err}
+		}
+		// Docker bind-mounts the file, so it must be readable by the engine.
+		_ = os.Chmod(dir, 0o755)
+	})
+	if initErr != nil {
+		t.Fatalf("build aster-init: %v", initErr)
+	}
+	return initPath
+}
+
+type buildError struct {
+	out string
+	err error
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
+
+// Required reports whether a missing engine must fail tests rather than skip.
+func Required() bool { return os.Getenv("ASTER_REQUIRE_DOCKER") == "1" }
+
+// Docker returns a Docker runtime on the local engine, with the test image
+// present. Containers it creates carry the label aster.test=<t.Name()> so a
+// test can count its own. Without an engine the test is skipped, or failed
+// when Required.
+func Docker(t testing.TB) *docker.Runtime {
+	t.Helper()
+	rt, err := docker.New(docker.Options{
+		InitPath: InitBinary(t),
+		Labels:   map[string]string{"aster.test": filepath.Base(t.Name())},
+	})
+	if err != nil {
+		t.Fatalf("docker runtime: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := rt.Check(ctx); err != nil {
+		if Required() {
+			t.Fatalf("ASTER_REQUIRE_DOCKER=1 but the engine is unreachable: %v", err)
+		}
+		t.Skipf("no Docker engine (set ASTER_REQUIRE_DOCKER=1 to fail instead): %v", err)
+	}
+	if _, err := rt.ImageInfo(ctx, Image()); err != nil {
+		if Required() {
+			t.Fatalf("image %s missing (run `make image`): %v", Image(), err)
+		}
+		t.Skipf("image %s missing (run `make image`): %v", Image(), err)
+	}
+	return rt
+}
+
+// Manager returns a Manager over rt with production defaults.
+func Manager(t testing.TB, rt sandbox.Runtime, maxConcurrent int) *sandbox.Manager {
+	t.Helper()
+	m, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime:        rt,
+		Images:         []string{Image()},
+		Defaults:       config.DefaultLimits(),
+		ValidateLimits: config.ValidateLimits,
+		MaxConcurrent:  maxConcurrent,
+		QueueSize:      1024,
+		QueueTimeout:   10 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
