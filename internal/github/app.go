@@ -17,13 +17,10 @@ import (
 // DefaultBaseURL is the REST API root of github.com.
 const DefaultBaseURL = "https://api.github.com/"
 
-// TokenPermissions are the only permissions Aster asks for in an installation token, a subset of
-// what the App itself is granted: read the code and metadata, write reviews, comments, checks.
-var TokenPermissions = map[string]string{
-	"metadata":      "read",
-	"contents":      "read",
-	"pull_requests": "write",
-	"checks":        "write",
+// TokenPermissions returns the only permissions Aster asks for in an installation token (the
+// App's manifest grants the same): read code and metadata, write reviews, comments and checks.
+func TokenPermissions() map[string]string {
+	return map[string]string{"metadata": "read", "contents": "read", "pull_requests": "write", "checks": "write"}
 }
 
 // AppOptions configures NewApp.
@@ -183,7 +180,7 @@ func (s *tokenSource) Token(ctx context.Context) (string, error) {
 		return s.token, nil
 	}
 	perms := &gh.InstallationPermissions{}
-	for name, level := range TokenPermissions {
+	for name, level := range TokenPermissions() {
 		l := gh.Ptr(level)
 		switch name {
 		case "metadata":

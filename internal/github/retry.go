@@ -22,11 +22,13 @@ type RetryPolicy struct {
 	MaxRateLimitWait time.Duration // a rate-limit wait longer than this is returned, not slept; default 2m
 }
 
-// DefaultRetryPolicy is the policy a zero RetryPolicy means.
-var DefaultRetryPolicy = RetryPolicy{MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: 30 * time.Second, MaxRateLimitWait: 2 * time.Minute}
+// DefaultRetryPolicy returns the policy a zero RetryPolicy means.
+func DefaultRetryPolicy() RetryPolicy {
+	return RetryPolicy{MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: 30 * time.Second, MaxRateLimitWait: 2 * time.Minute}
+}
 
 func (p RetryPolicy) withDefaults() RetryPolicy {
-	d := DefaultRetryPolicy
+	d := DefaultRetryPolicy()
 	if p.MaxAttempts > 0 {
 		d.MaxAttempts = p.MaxAttempts
 	}
