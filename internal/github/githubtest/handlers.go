@@ -196,8 +196,8 @@ func (s *Server) getPull(w http.ResponseWriter, req *apiRequest) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": int64(pr.Number) + rs.id*1000, "number": pr.Number, "state": "open", "title": pr.Title, "body": pr.Body,
 		"draft": pr.Draft, "merged": false, "user": s.account(pr.Author),
-		"head": map[string]any{"ref": pr.HeadRef, "sha": pr.HeadSHA, "label": headOwner + ":" + pr.HeadRef, "repo": s.repoJSON(headOwner, headName)},
-		"base": map[string]any{"ref": pr.BaseRef, "sha": pr.BaseSHA, "label": rs.Owner + ":" + pr.BaseRef, "repo": s.repoJSON(rs.Owner, rs.Name)},
+		"head":          map[string]any{"ref": pr.HeadRef, "sha": pr.HeadSHA, "label": headOwner + ":" + pr.HeadRef, "repo": s.repoJSON(headOwner, headName)},
+		"base":          map[string]any{"ref": pr.BaseRef, "sha": pr.BaseSHA, "label": rs.Owner + ":" + pr.BaseRef, "repo": s.repoJSON(rs.Owner, rs.Name)},
 		"changed_files": files, "additions": adds, "deletions": dels, "commits": 1,
 	})
 }

@@ -52,7 +52,7 @@ const schemaDocURL = "https://openapi.aster.test/api.github.com.json"
 // Spec is GitHub's REST OpenAPI description, indexed for request matching and body validation.
 // Load it with LoadSpec: it is read once per test process.
 type Spec struct {
-	Version string // the description's info.version
+	Version  string // the description's info.version
 	byMethod map[string][]*Operation
 
 	mu       sync.Mutex
