@@ -117,13 +117,18 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 	}
 	defer closeRT()
 
+	allowance, err := c.ReaperAllowance()
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:        rt,
-		Images:         []string{spec.Image},
-		Defaults:       spec.Limits,
-		ValidateLimits: config.ValidateLimits,
-		MaxConcurrent:  1,
-		Logger:         log,
+		Runtime:          rt,
+		Images:           []string{spec.Image},
+		Defaults:         spec.Limits,
+		ValidateLimits:   config.ValidateLimits,
+		MaxConcurrent:    1,
+		PrepareAllowance: allowance,
+		Logger:           log,
 	})
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}

@@ -18,7 +18,7 @@ func newDockerRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(
 	if err != nil {
 		return nil, nil, err
 	}
-	rt, err := docker.New(docker.Options{Host: c.DockerHost, InitPath: initPath, EngineRuntime: c.EngineRuntime, Logger: log})
+	rt, err := docker.New(docker.Options{Host: c.DockerHost, InitPath: initPath, EngineRuntime: c.EngineRuntime, Labels: c.Labels, Logger: log})
 	if err != nil {
 		return nil, nil, err
 	}

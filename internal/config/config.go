@@ -31,6 +31,9 @@ type Config struct {
 	// Limits are the defaults for every run, in human units.
 	Limits LimitsConfig `yaml:"limits"`
 	Reaper ReaperConfig `yaml:"reaper"`
+	// Labels are added to every sandbox (for operators' own selection); the
+	// aster.* labels cannot be overridden.
+	Labels map[string]string `yaml:"labels"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
 
@@ -55,6 +58,9 @@ type LimitsConfig struct {
 type ReaperConfig struct {
 	Grace  string `yaml:"grace"`
 	Period string `yaml:"period"`
+	// Allowance is added to every sandbox's deadline label to cover its
+	// creation and teardown on a busy engine.
+	Allowance string `yaml:"allowance"`
 }
 
 // Default returns the configuration with every default filled in.
@@ -73,7 +79,7 @@ func Default() Config {
 			WorkdirSize:   "256m",
 			TmpSize:       "64m",
 		},
-		Reaper: ReaperConfig{Grace: "30s", Period: "1m"},
+		Reaper: ReaperConfig{Grace: "30s", Period: "1m", Allowance: "2m"},
 	}
 }
 
@@ -154,6 +160,10 @@ func merge(dst *Config, src Config) {
 	set(&l.TmpSize, s.TmpSize)
 	set(&dst.Reaper.Grace, src.Reaper.Grace)
 	set(&dst.Reaper.Period, src.Reaper.Period)
+	set(&dst.Reaper.Allowance, src.Reaper.Allowance)
+	if len(src.Labels) > 0 {
+		dst.Labels = src.Labels
+	}
 	if len(src.Extra) > 0 {
 		if dst.Extra == nil {
 			dst.Extra = map[string]yaml.Node{}
@@ -166,20 +176,24 @@ func merge(dst *Config, src Config) {
 
 // EnvVars lists the variables Load reads, for --help and the README.
 var EnvVars = map[string]string{
-	"ASTER_RUNTIME":        "sandbox runtime (docker)",
-	"ASTER_DOCKER_HOST":    "engine address (default: DOCKER_HOST or the local socket)",
-	"ASTER_ENGINE_RUNTIME": "engine runtime, e.g. runsc for gVisor",
-	"ASTER_INIT_PATH":      "path of the aster-init binary",
-	"ASTER_IMAGES":         "comma-separated image allowlist; the first is the default",
-	"ASTER_TIMEOUT":        "default wall-clock timeout",
-	"ASTER_MEMORY":         "default memory limit",
-	"ASTER_CPUS":           "default CPU limit",
-	"ASTER_PIDS":           "default process limit",
-	"ASTER_OUTPUT_LIMIT":   "default bytes kept per output stream",
-	"ASTER_OUTPUT_CEILING": "default per-stream ceiling that ends a job",
-	"ASTER_WORKDIR_SIZE":   "default size of /work",
-	"ASTER_TMP_SIZE":       "default size of /tmp",
-	"ASTER_LOG_LEVEL":      "debug, info, warn or error",
+	"ASTER_RUNTIME":          "sandbox runtime (docker)",
+	"ASTER_DOCKER_HOST":      "engine address (default: DOCKER_HOST or the local socket)",
+	"ASTER_ENGINE_RUNTIME":   "engine runtime, e.g. runsc for gVisor",
+	"ASTER_INIT_PATH":        "path of the aster-init binary",
+	"ASTER_IMAGES":           "comma-separated image allowlist; the first is the default",
+	"ASTER_TIMEOUT":          "default wall-clock timeout",
+	"ASTER_MEMORY":           "default memory limit",
+	"ASTER_CPUS":             "default CPU limit",
+	"ASTER_PIDS":             "default process limit",
+	"ASTER_OUTPUT_LIMIT":     "default bytes kept per output stream",
+	"ASTER_OUTPUT_CEILING":   "default per-stream ceiling that ends a job",
+	"ASTER_WORKDIR_SIZE":     "default size of /work",
+	"ASTER_TMP_SIZE":         "default size of /tmp",
+	"ASTER_LOG_LEVEL":        "debug, info, warn or error",
+	"ASTER_LABELS":           "extra sandbox labels, k=v,k2=v2",
+	"ASTER_REAPER_GRACE":     "how long past its deadline a sandbox is left alone",
+	"ASTER_REAPER_PERIOD":    "how often long-running commands reap",
+	"ASTER_REAPER_ALLOWANCE": "time added to every sandbox deadline for create and teardown",
 }
 
 func applyEnv(c *Config, getenv func(string) string) {
@@ -204,6 +218,16 @@ func applyEnv(c *Config, getenv func(string) string) {
 	set(&c.Limits.OutputCeiling, "ASTER_OUTPUT_CEILING")
 	set(&c.Limits.WorkdirSize, "ASTER_WORKDIR_SIZE")
 	set(&c.Limits.TmpSize, "ASTER_TMP_SIZE")
+	set(&c.Reaper.Grace, "ASTER_REAPER_GRACE")
+	set(&c.Reaper.Period, "ASTER_REAPER_PERIOD")
+	set(&c.Reaper.Allowance, "ASTER_REAPER_ALLOWANCE")
+	if v := getenv("ASTER_LABELS"); v != "" {
+		c.Labels = map[string]string{}
+		for _, kv := range SplitList(v) {
+			k, val, _ := strings.Cut(kv, "=")
+			c.Labels[strings.TrimSpace(k)] = strings.TrimSpace(val)
+		}
+	}
 }
 
 // SplitList splits a comma-separated list, dropping blanks.
@@ -276,6 +300,15 @@ func (c Config) ReaperDurations() (grace, period time.Duration, err error) {
 		return 0, 0, fmt.Errorf("reaper period %s is under a second", period)
 	}
 	return grace, period, nil
+}
+
+// ReaperAllowance parses reaper.allowance.
+func (c Config) ReaperAllowance() (time.Duration, error) {
+	d, err := ParseDuration(c.Reaper.Allowance)
+	if err != nil {
+		return 0, fmt.Errorf("reaper allowance: %w", err)
+	}
+	return d, nil
 }
 
 // ResolveInitPath finds aster-init: the configured path, else next to the

@@ -56,6 +56,9 @@ type Manager struct {
 
 	imgMu    sync.Mutex
 	imgCache map[string]imageEntry
+
+	liveMu sync.Mutex
+	live   map[string]struct{} // sandboxes this Manager holds, by runtime id
 }
 
 type imageEntry struct {
@@ -98,6 +101,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		obs:      obs,
 		clock:    time.Now,
 		imgCache: map[string]imageEntry{},
+		live:     map[string]struct{}{},
 	}, nil
 }
 
@@ -187,8 +191,10 @@ func (m *Manager) run(ctx context.Context, spec Spec) (Result, error) {
 		return res, err
 	}
 	prepared := m.clock().Sub(t0)
+	m.track(inst.ID(), true)
 	res, runErr := inst.Run(ctx, JobFromSpec(spec))
 	closeErr := inst.Close(context.WithoutCancel(ctx))
+	m.track(inst.ID(), false)
 	res.ID = spec.ID
 	res.Image = spec.Image
 	res.ImageDigest = img.Digest
@@ -203,6 +209,26 @@ func (m *Manager) run(ctx context.Context, spec Spec) (Result, error) {
 	}
 	log.Debug("run finished", "status", res.Status, "exit", res.ExitCode, "ms", res.Timings["total"].Milliseconds())
 	return res, runErr
+}
+
+func (m *Manager) track(id string, alive bool) {
+	m.liveMu.Lock()
+	defer m.liveMu.Unlock()
+	if alive {
+		m.live[id] = struct{}{}
+	} else {
+		delete(m.live, id)
+	}
+}
+
+// Holds reports whether this Manager currently holds the sandbox with the given
+// runtime id. The reaper skips those: a slow engine can push a live run past
+// its deadline label, and this process knows it is still wanted.
+func (m *Manager) Holds(id string) bool {
+	m.liveMu.Lock()
+	defer m.liveMu.Unlock()
+	_, ok := m.live[id]
+	return ok
 }
 
 func (m *Manager) imageInfo(ctx context.Context, image string) (ImageInfo, error) {

@@ -44,8 +44,11 @@ func (r *Runtime) containerConfig(opts sandbox.PrepareOptions) (*container.Confi
 		}
 	}
 	memory := l.MemoryBytes
+	// exec: the engine adds noexec to tmpfs mounts by default, and jobs run
+	// scripts from /work and build binaries in /tmp. nr_inodes caps the number
+	// of files, which a size cap alone does not.
 	tmpfsOpts := func(size int64) string {
-		return fmt.Sprintf("rw,nosuid,nodev,size=%d,uid=1000,gid=1000,mode=0755", size)
+		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,uid=1000,gid=1000,mode=0755", size, sandbox.TmpfsInodes(size))
 	}
 	host := &container.HostConfig{
 		NetworkMode:    "none",
