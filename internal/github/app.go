@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -173,11 +174,13 @@ type tokenSource struct {
 // tokenRefreshMargin: a token this close to its expiry is replaced before use.
 const tokenRefreshMargin = 5 * time.Minute
 
-func (s *tokenSource) Token(ctx context.Context) (string, error) {
+// Token returns the cached token, minting a new one when there is none or it is about to
+// expire. fresh says whether this call minted it.
+func (s *tokenSource) Token(ctx context.Context) (token string, fresh bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.token != "" && time.Until(s.expires) > tokenRefreshMargin {
-		return s.token, nil
+		return s.token, false, nil
 	}
 	perms := &gh.InstallationPermissions{}
 	for name, level := range TokenPermissions() {
@@ -195,21 +198,31 @@ func (s *tokenSource) Token(ctx context.Context) (string, error) {
 	}
 	opts := &gh.InstallationTokenOptions{Repositories: []string{s.repo}, Permissions: perms}
 	var tok *gh.InstallationToken
-	err := s.app.retry.do(ctx, "create installation token", func(ctx context.Context) (resp *gh.Response, err error) {
+	err = s.app.retry.do(ctx, "create installation token", func(ctx context.Context) (resp *gh.Response, err error) {
 		tok, resp, err = s.app.jwt.Apps.CreateInstallationToken(ctx, s.installationID, opts)
 		return resp, err
 	})
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	if tok.GetToken() == "" {
-		return "", errors.New("github create installation token: empty token")
+		return "", false, errors.New("github create installation token: empty token")
 	}
 	s.token, s.expires = tok.GetToken(), tok.GetExpiresAt().Time
 	if s.expires.IsZero() {
 		s.expires = time.Now().Add(time.Hour)
 	}
-	return s.token, nil
+	return s.token, true, nil
+}
+
+// invalidate drops token if it is still the cached one (GitHub refused it: revoked, or the
+// clock is off).
+func (s *tokenSource) invalidate(token string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.token == token {
+		s.token = ""
+	}
 }
 
 // tokenTransport adds the installation token to every API request.
@@ -218,8 +231,9 @@ type tokenTransport struct {
 	src  *tokenSource
 }
 
+// A cached token GitHub answers 401 to is replaced and the request sent once more.
 func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	token, err := t.src.Token(req.Context())
+	token, fresh, err := t.src.Token(req.Context())
 	if err != nil {
 		if req.Body != nil {
 			req.Body.Close()
@@ -227,6 +241,23 @@ func (t *tokenTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", "token "+token)
+	resp, err := t.base.RoundTrip(r)
+	if err != nil || resp.StatusCode != http.StatusUnauthorized || fresh || (req.Body != nil && req.GetBody == nil) {
+		return resp, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	t.src.invalidate(token)
+	if token, _, err = t.src.Token(req.Context()); err != nil {
+		return nil, err
+	}
+	r = req.Clone(req.Context())
+	if req.GetBody != nil {
+		if r.Body, err = req.GetBody(); err != nil {
+			return nil, err
+		}
+	}
 	r.Header.Set("Authorization", "token "+token)
 	return t.base.RoundTrip(r)
 }

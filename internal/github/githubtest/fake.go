@@ -294,7 +294,7 @@ func (s *Server) checkToken(w http.ResponseWriter, req *apiRequest, perm, level 
 		return false
 	}
 	if time.Now().After(grant.ExpiresAt) {
-		s.reject(w, http.StatusUnauthorized, "installation token expired")
+		writeError(w, http.StatusUnauthorized, "Bad credentials") // what GitHub says; not a client bug
 		return false
 	}
 	req.grant = grant
