@@ -16,10 +16,21 @@ type admission struct {
 	mu      sync.Mutex
 	max     int
 	running int
-	waiters *list.List // of chan struct{}
+	waiters *list.List // of *waiter
 	queue   int
 	obs     Observer
+	closed  bool // draining: no new runs, no more waiting
 }
+
+// waiter is one queued run. ready is closed when it gets a slot, or when the
+// admission is drained (err is then set, under the mutex, before the close).
+type waiter struct {
+	ready chan struct{}
+	err   error
+}
+
+// errDraining refuses runs once the Manager is shutting down.
+var errDraining = fmt.Errorf("%w: shutting down", ErrUnavailable)
 
 func newAdmission(max, queue int, obs Observer) *admission {
 	return &admission{max: max, queue: queue, waiters: list.New(), obs: obs}
@@ -28,6 +39,10 @@ func newAdmission(max, queue int, obs Observer) *admission {
 // acquire takes a slot, waiting in the queue at most timeout.
 func (a *admission) acquire(ctx context.Context, timeout time.Duration) error {
 	a.mu.Lock()
+	if a.closed {
+		a.mu.Unlock()
+		return errDraining
+	}
 	if a.running < a.max && a.waiters.Len() == 0 {
 		a.running++
 		a.obs.Running(a.running)
@@ -39,8 +54,8 @@ func (a *admission) acquire(ctx context.Context, timeout time.Duration) error {
 		a.obs.Rejected("queue_full")
 		return fmt.Errorf("%w: %d sandboxes running and %d waiting; try again later", ErrBusy, a.max, a.queue)
 	}
-	ready := make(chan struct{})
-	el := a.waiters.PushBack(ready)
+	w := &waiter{ready: make(chan struct{})}
+	el := a.waiters.PushBack(w)
 	a.obs.QueueDepth(a.waiters.Len())
 	a.mu.Unlock()
 
@@ -48,8 +63,10 @@ func (a *admission) acquire(ctx context.Context, timeout time.Duration) error {
 	defer timer.Stop()
 	var cause error
 	select {
-	case <-ready:
-		return nil
+	case <-w.ready:
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return w.err
 	case <-timer.C:
 		cause = fmt.Errorf("%w: waited %s in the queue for a free sandbox slot", ErrBusy, timeout)
 	case <-ctx.Done():
@@ -58,9 +75,11 @@ func (a *admission) acquire(ctx context.Context, timeout time.Duration) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	select {
-	case <-ready:
-		// The slot arrived as we gave up: pass it on.
-		a.releaseLocked()
+	case <-w.ready:
+		// The slot arrived as we gave up: pass it on (unless it was a drain).
+		if w.err == nil {
+			a.releaseLocked()
+		}
 	default:
 		a.waiters.Remove(el)
 		a.obs.QueueDepth(a.waiters.Len())
@@ -82,7 +101,7 @@ func (a *admission) releaseLocked() {
 	if front := a.waiters.Front(); front != nil {
 		a.waiters.Remove(front)
 		a.obs.QueueDepth(a.waiters.Len())
-		close(front.Value.(chan struct{}))
+		close(front.Value.(*waiter).ready)
 		return
 	}
 	a.running--
@@ -94,4 +113,18 @@ func (a *admission) stats() (running, queued int) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.running, a.waiters.Len()
+}
+
+// drain refuses every later acquire and fails the queued ones; running runs
+// keep their slots until they release them.
+func (a *admission) drain() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.closed = true
+	for a.waiters.Len() > 0 {
+		w := a.waiters.Remove(a.waiters.Front()).(*waiter)
+		w.err = errDraining
+		close(w.ready)
+	}
+	a.obs.QueueDepth(0)
 }

@@ -117,6 +117,26 @@ func (m *Manager) Images() []string { return slices.Clone(m.opts.Images) }
 // Limits returns the default limits.
 func (m *Manager) Limits() Limits { return m.opts.Defaults }
 
+// Stats is a snapshot of admission control.
+type Stats struct {
+	Running       int           // runs holding a sandbox slot
+	Queued        int           // runs waiting for one
+	MaxConcurrent int           // slots
+	QueueSize     int           // places in the queue
+	QueueTimeout  time.Duration // how long a run may wait
+}
+
+// Stats returns the admission counters now.
+func (m *Manager) Stats() Stats {
+	running, queued := m.adm.stats()
+	return Stats{Running: running, Queued: queued, MaxConcurrent: m.opts.MaxConcurrent, QueueSize: m.opts.QueueSize, QueueTimeout: m.opts.QueueTimeout}
+}
+
+// Drain stops admitting runs: later calls to Run and the runs still queued
+// fail with ErrUnavailable ("shutting down"); runs already holding a slot
+// continue. Used for graceful shutdown.
+func (m *Manager) Drain() { m.adm.drain() }
+
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Normalize applies defaults to spec and validates it. It starts nothing.
@@ -156,6 +176,18 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 // Run runs spec in a fresh sandbox and destroys it. The returned Result always
 // has a Status; err classifies failures (ErrInvalidSpec, ErrBusy, ...).
 func (m *Manager) Run(ctx context.Context, spec Spec) (Result, error) {
+	return m.RunWithOptions(ctx, spec, RunOptions{})
+}
+
+// RunOptions are per-call hooks of RunWithOptions.
+type RunOptions struct {
+	// Admitted, when set, is called once the run holds a sandbox slot, before
+	// its sandbox is prepared (the HTTP API sends its streaming headers then).
+	Admitted func()
+}
+
+// RunWithOptions is Run with per-call hooks.
+func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions) (Result, error) {
 	spec, err := m.Normalize(spec)
 	if err != nil {
 		return failed(spec, err), err
@@ -164,6 +196,9 @@ func (m *Manager) Run(ctx context.Context, spec Spec) (Result, error) {
 		return failed(spec, err), err
 	}
 	defer m.adm.release()
+	if opts.Admitted != nil {
+		opts.Admitted()
+	}
 	m.obs.RunStarted()
 	start := m.clock()
 	res, err := m.run(ctx, spec)
