@@ -38,3 +38,22 @@ npm_install_pinned() {
 npm_install_pinned "$root/third_party/octokit" \
 	"@octokit/openapi@23.0.2" \
 	"@octokit/webhooks-examples@7.6.1"
+
+# --- MCP (scripts/mcp-conformance.sh) ------------------------------------------------------------
+# The official MCP conformance suite (run against `aster mcp --http`) and the official inspector,
+# whose CLI mode drives `aster mcp` over stdio.
+npm_install_pinned "$root/third_party/mcp" \
+	"@modelcontextprotocol/conformance@0.1.16" \
+	"@modelcontextprotocol/inspector@2.12.0"
+
+# --- SARIF (scripts/validate-sarif.sh, internal/finding) -----------------------------------------
+# Microsoft's SARIF multitool: its `validate` command checks Aster's SARIF output against the
+# SARIF 2.1.0 schema and its own rules. The package pulls the Linux build as an optional
+# dependency; --ignore-scripts is fine because the binary ships inside that package.
+npm_install_pinned "$root/third_party/sarif" \
+	"@microsoft/sarif-multitool@5.7.0" \
+	"@microsoft/sarif-multitool-linux@5.7.0"
+# Keep the installed tree out of git without touching the shared .gitignore.
+[[ -f "$root/third_party/sarif/.gitignore" ]] || printf '*\n' >"$root/third_party/sarif/.gitignore"
+# npm does not keep the executable bit of the bundled .NET binary.
+chmod +x "$root/third_party/sarif/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool" 2>/dev/null || true
