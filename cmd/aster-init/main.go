@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime"
+	"sync"
 	"syscall"
 
 	"github.com/asterhq/aster/internal/initproto"
@@ -33,10 +35,43 @@ func main() {
 		_ = prctl(PR_SET_CHILD_SUBREAPER, 1)
 	}
 
-	in := initproto.NewReader(os.Stdin)
-	out := initproto.NewWriter(os.Stdout)
+	// The job shares init's pids limit, so a fork bomb leaves no room for new
+	// threads. Keep the runtime small, move stdio onto the poller so no thread
+	// blocks in read or write, and create the threads init will need now,
+	// while it still can: idle threads are kept and reused.
+	runtime.GOMAXPROCS(2)
+	stdin, stdout := pollable(0, "stdin"), pollable(1, "stdout")
+	reserveThreads(8)
+
+	in := initproto.NewReader(stdin)
+	out := initproto.NewWriter(stdout)
 	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1}
 	os.Exit(a.run())
+}
+
+// pollable returns fd as a non-blocking *os.File served by the runtime's poller.
+func pollable(fd int, name string) *os.File {
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return os.NewFile(uintptr(fd), name)
+	}
+	return os.NewFile(uintptr(fd), name)
+}
+
+// reserveThreads makes the runtime create n OS threads and park them idle.
+func reserveThreads(n int) {
+	var ready, release sync.WaitGroup
+	release.Add(1)
+	for range n {
+		ready.Add(1)
+		go func() {
+			runtime.LockOSThread()
+			ready.Done()
+			release.Wait()
+			runtime.UnlockOSThread()
+		}()
+	}
+	ready.Wait()
+	release.Done()
 }
 
 // PR_SET_CHILD_SUBREAPER is not in package syscall.

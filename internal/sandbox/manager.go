@@ -6,11 +6,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"os"
 	"regexp"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/asterhq/aster/internal/workspace"
 )
 
 // Observer receives the Manager's events, for metrics. Every method must be
@@ -164,6 +168,13 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	if spec.Workspace.Tar != nil && len(spec.Workspace.Files) > 0 {
 		return spec, Invalidf("give files or a tar archive, not both")
 	}
+	if len(spec.Workspace.Files) > 0 {
+		// Packing validates names and sizes; do it now so that a bad name is
+		// refused before anything starts.
+		if _, err := workspace.PackFiles(spec.Workspace.Files, io.Discard, workspace.Caps{MaxBytes: spec.Limits.WorkdirBytes}); err != nil {
+			return spec, workspaceClass(err)
+		}
+	}
 	if spec.ID == "" {
 		spec.ID = NewRunID()
 	}
@@ -281,6 +292,37 @@ func (m *Manager) imageInfo(ctx context.Context, image string) (ImageInfo, error
 	m.imgCache[image] = imageEntry{info: info, at: m.clock()}
 	m.imgMu.Unlock()
 	return info, nil
+}
+
+// spoolWorkspace validates an untrusted archive into a temporary file before
+// admission, so a hostile archive is refused with nothing started and no slot
+// taken, and the copy sent to the sandbox is the normalised one.
+func spoolWorkspace(r io.Reader, maxBytes int64) (io.Reader, func(), error) {
+	f, err := os.CreateTemp("", "aster-workspace-*.tar")
+	if err != nil {
+		return nil, nil, fmt.Errorf("spool workspace: %w", err)
+	}
+	cleanup := func() { f.Close(); os.Remove(f.Name()) }
+	if _, err := workspace.Filter(r, f, workspace.Caps{MaxBytes: maxBytes}); err != nil {
+		cleanup()
+		return nil, nil, workspaceClass(err)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		cleanup()
+		return nil, nil, fmt.Errorf("spool workspace: %w", err)
+	}
+	return f, cleanup, nil
+}
+
+// workspaceClass maps a workspace error onto the sandbox error classes.
+func workspaceClass(err error) error {
+	switch {
+	case errors.Is(err, workspace.ErrTooLarge):
+		return fmt.Errorf("%w: workspace: %w", ErrTooLarge, err)
+	case errors.Is(err, workspace.ErrUnsafe):
+		return fmt.Errorf("%w: workspace: %w", ErrInvalidSpec, err)
+	}
+	return fmt.Errorf("%w: workspace: %w", ErrInvalidSpec, err)
 }
 
 // failed is the Result for a run that never started.

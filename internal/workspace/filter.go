@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"fmt"
 	"io"
+	"path"
+	"strings"
 )
 
 // Stats describe a validated or unpacked workspace.
@@ -62,7 +64,7 @@ func Filter(r io.Reader, w io.Writer, caps Caps) (Stats, error) {
 				return st, fmt.Errorf("%w: %s is truncated", ErrUnsafe, Quote(out.Name))
 			}
 		}
-		seen[out.Name] = out.Typeflag
+		seen[strings.TrimSuffix(out.Name, "/")] = out.Typeflag
 	}
 	if err := tw.Close(); err != nil {
 		return st, fmt.Errorf("write archive: %w", err)
@@ -73,6 +75,21 @@ func Filter(r io.Reader, w io.Writer, caps Caps) (Stats, error) {
 // checkHeader returns the normalised header to write, nil to skip the entry, or
 // an error that refuses the whole archive.
 func checkHeader(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
+	out, err := checkEntry(hdr, seen)
+	if err != nil || out == nil {
+		return out, err
+	}
+	// An entry below an earlier symlink would be written through it.
+	name := strings.TrimSuffix(out.Name, "/")
+	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+		if seen[dir] == tar.TypeSymlink {
+			return nil, fmt.Errorf("%w: %s passes through the symlink %s", ErrUnsafe, Quote(hdr.Name), Quote(dir))
+		}
+	}
+	return out, nil
+}
+
+func checkEntry(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
 	switch hdr.Typeflag {
 	case tar.TypeXGlobalHeader:
 		return nil, nil // git archive writes one with the commit id

@@ -1,0 +1,200 @@
+package docker_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/docker"
+	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/sandbox/securitytest"
+)
+
+// TestSecurity runs SECURITY.md sections B–F against the Docker runtime.
+func TestSecurity(t *testing.T) {
+	rt := sandboxtest.Docker(t)
+	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image()})
+}
+
+// TestLiveSandboxSettings is SECURITY.md section A: the settings of a live
+// sandbox, inspected from the host while it runs.
+func TestLiveSandboxSettings(t *testing.T) {
+	rt := sandboxtest.Docker(t)
+	ctx := t.Context()
+	limits := config.DefaultLimits()
+	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{
+		RunID:    sandbox.NewRunID(),
+		Image:    sandboxtest.Image(),
+		Limits:   limits,
+		Deadline: time.Now().Add(time.Minute),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.Background())
+
+	api, err := client.New(client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	got, err := api.ContainerInspect(ctx, inst.ID(), client.ContainerInspectOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := got.Container
+	hc := c.HostConfig
+	if !c.State.Running {
+		t.Fatalf("sandbox not running while inspected: %+v", c.State)
+	}
+
+	// A1: not privileged; no added capabilities; all dropped; no-new-privileges;
+	// seccomp and AppArmor not unconfined.
+	if hc.Privileged {
+		t.Error("A1: privileged")
+	}
+	if len(hc.CapAdd) != 0 {
+		t.Errorf("A1: capabilities added: %v", hc.CapAdd)
+	}
+	if len(hc.CapDrop) != 1 || !strings.EqualFold(hc.CapDrop[0], "ALL") {
+		t.Errorf("A1: CapDrop %v, want [ALL]", hc.CapDrop)
+	}
+	nnp := false
+	for _, o := range hc.SecurityOpt {
+		if strings.HasPrefix(o, "no-new-privileges") && !strings.HasSuffix(o, "false") {
+			nnp = true
+		}
+		if strings.Contains(o, "unconfined") {
+			t.Errorf("A1: security option %q", o)
+		}
+	}
+	if !nnp {
+		t.Errorf("A1: no-new-privileges missing from %v", hc.SecurityOpt)
+	}
+	if c.AppArmorProfile == "unconfined" {
+		t.Error("A1: AppArmor unconfined")
+	}
+
+	// A2: read-only root; every tmpfs has a size; network none.
+	if !hc.ReadonlyRootfs {
+		t.Error("A2: root filesystem writable")
+	}
+	if len(hc.Tmpfs) == 0 {
+		t.Error("A2: no tmpfs")
+	}
+	for dst, opts := range hc.Tmpfs {
+		if !strings.Contains(opts, "size=") || !strings.Contains(opts, "nr_inodes=") {
+			t.Errorf("A2: tmpfs %s without size/inode cap: %q", dst, opts)
+		}
+	}
+	if hc.NetworkMode != "none" {
+		t.Errorf("A2: network mode %q", hc.NetworkMode)
+	}
+	for name := range c.NetworkSettings.Networks {
+		if name != "none" {
+			t.Errorf("A2: attached to network %q", name)
+		}
+	}
+
+	// A3: memory limit, swap equal to it; CPU quota; pids limit.
+	if hc.Memory != limits.MemoryBytes || hc.MemorySwap != hc.Memory {
+		t.Errorf("A3: memory %d swap %d, want %d both", hc.Memory, hc.MemorySwap, limits.MemoryBytes)
+	}
+	if hc.NanoCPUs <= 0 && hc.CPUQuota <= 0 {
+		t.Error("A3: no CPU quota")
+	}
+	if hc.PidsLimit == nil || *hc.PidsLimit != limits.Pids {
+		t.Errorf("A3: pids limit %v, want %d", hc.PidsLimit, limits.Pids)
+	}
+	ulimits := map[string]int64{}
+	for _, u := range hc.Ulimits {
+		ulimits[u.Name] = u.Hard
+	}
+	if ulimits["nofile"] <= 0 || ulimits["core"] != 0 {
+		t.Errorf("A3: ulimits %v, want nofile and core=0", ulimits)
+	} else if _, ok := ulimits["core"]; !ok {
+		t.Error("A3: no core ulimit")
+	}
+
+	// A4: not root; no host pid/ipc/uts/userns/cgroup namespace sharing.
+	if c.Config.User == "" || c.Config.User == "root" || strings.HasPrefix(c.Config.User, "0") {
+		t.Errorf("A4: user %q", c.Config.User)
+	}
+	if string(hc.PidMode) == "host" || string(hc.IpcMode) == "host" || string(hc.UTSMode) == "host" || string(hc.UsernsMode) == "host" || string(hc.CgroupnsMode) == "host" {
+		t.Errorf("A4: host namespace shared: pid=%q ipc=%q uts=%q userns=%q cgroupns=%q", hc.PidMode, hc.IpcMode, hc.UTSMode, hc.UsernsMode, hc.CgroupnsMode)
+	}
+
+	// A5: no engine socket, /, /proc, /sys, /dev, /etc mounts; no devices; no
+	// shared propagation. The only mount is aster-init, read-only.
+	if len(hc.Devices) != 0 || len(hc.DeviceRequests) != 0 || len(hc.Binds) != 0 {
+		t.Errorf("A5: devices %v, device requests %v, binds %v", hc.Devices, hc.DeviceRequests, hc.Binds)
+	}
+	for _, m := range c.Mounts {
+		switch {
+		case m.Destination == docker.InitMountPath:
+			if m.RW {
+				t.Error("A5: aster-init mounted read-write")
+			}
+			if strings.Contains(string(m.Propagation), "shared") || strings.Contains(string(m.Propagation), "slave") {
+				t.Errorf("A5: propagation %q", m.Propagation)
+			}
+		case string(m.Type) == "tmpfs":
+		default:
+			t.Errorf("A5: unexpected mount %s → %s (%s)", m.Source, m.Destination, m.Type)
+		}
+		for _, bad := range []string{"docker.sock", "containerd.sock"} {
+			if strings.Contains(m.Source, bad) {
+				t.Errorf("A5: engine socket mounted: %s", m.Source)
+			}
+		}
+		if m.Source == "/" || m.Source == "/proc" || m.Source == "/sys" || m.Source == "/dev" || m.Source == "/etc" {
+			t.Errorf("A5: host %s mounted", m.Source)
+		}
+	}
+
+	// A6: labels present; logging driver none.
+	for _, l := range []string{docker.LabelManaged, docker.LabelRun, docker.LabelDeadline} {
+		if c.Config.Labels[l] == "" {
+			t.Errorf("A6: label %s missing", l)
+		}
+	}
+	if hc.LogConfig.Type != "none" {
+		t.Errorf("A6: logging driver %q", hc.LogConfig.Type)
+	}
+
+	// The inspected sandbox still runs its one job normally.
+	res, err := inst.Run(ctx, sandbox.Job{Argv: []string{"echo", "ok"}, Limits: limits})
+	if err != nil || res.Status != sandbox.StatusOK || string(res.Stdout.Data) != "ok\n" {
+		t.Fatalf("job after inspection: %v %+v", err, res.Wire())
+	}
+}
+
+// TestNoRequestCanRelaxHardening feeds the runtime the most permissive limits
+// the API accepts and checks the container is hardened all the same.
+func TestNoRequestCanRelaxHardening(t *testing.T) {
+	rt := sandboxtest.Docker(t)
+	ctx := t.Context()
+	l := sandbox.Limits{TimeoutMS: config.MaxTimeoutMS, MemoryBytes: 2 << 30, MilliCPUs: 2000, Pids: config.MaxPids,
+		OutputBytes: config.MaxOutputBytes, OutputCeilingBytes: config.MaxOutputCeilingBytes, WorkdirBytes: 1 << 30, TmpBytes: 1 << 30}
+	if err := config.ValidateLimits(l); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: "r-relax", Image: sandboxtest.Image(), Limits: l, Deadline: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.Background())
+	res, err := inst.Run(ctx, sandbox.Job{Argv: []string{"sh", "-c", "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -d '\\t'; ls /sys/class/net; touch /etc/x 2>&1 | grep -c 'Read-only'"}, Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "1000\nCapEff:0000000000000000\nNoNewPrivs:1\nlo\n1\n"
+	if string(res.Stdout.Data) != want {
+		t.Fatalf("hardening relaxed by limits: got %q want %q", res.Stdout.Data, want)
+	}
+}

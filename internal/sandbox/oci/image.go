@@ -1,0 +1,337 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// ImageSource is where the runtime gets images from: their digest, and their
+// root filesystem as one flattened tar stream. The runtime exports each digest
+// once into its cache and mounts that copy read-only into every sandbox.
+type ImageSource interface {
+	// Resolve returns the digest of an image; sandbox.ErrUnknownImage when the
+	// source does not have it, sandbox.ErrUnavailable when it cannot be asked.
+	Resolve(ctx context.Context, image string) (string, error)
+	// Export writes the image's flattened root filesystem as a tar stream.
+	Export(ctx context.Context, image string, w io.Writer) error
+}
+
+// dockerAPI is the part of the Docker API the image source uses.
+type dockerAPI interface {
+	ImageInspect(ctx context.Context, imageID string, inspectOpts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	ContainerCreate(ctx context.Context, options client.ContainerCreateOptions) (client.ContainerCreateResult, error)
+	ContainerExport(ctx context.Context, containerID string, options client.ContainerExportOptions) (client.ContainerExportResult, error)
+	ContainerRemove(ctx context.Context, containerID string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
+}
+
+var _ dockerAPI = (*client.Client)(nil)
+
+// DockerSource reads images from a Docker-compatible engine. The engine is only
+// needed to resolve and export an image; sandboxes run without it.
+type DockerSource struct {
+	api    dockerAPI
+	closer func() error
+}
+
+// NewDockerSource connects to the engine at host (DOCKER_HOST or the default
+// socket when empty). It does not contact it yet.
+func NewDockerSource(host string) (*DockerSource, error) {
+	copts := []client.Opt{client.WithAPIVersionNegotiation()}
+	switch {
+	case host != "":
+		copts = append(copts, client.WithHost(host))
+	case os.Getenv("DOCKER_HOST") != "":
+		copts = append(copts, client.WithHostFromEnv())
+	}
+	c, err := client.New(copts...)
+	if err != nil {
+		return nil, fmt.Errorf("docker client: %w", err)
+	}
+	return &DockerSource{api: c, closer: c.Close}, nil
+}
+
+// Close releases the client.
+func (d *DockerSource) Close() error {
+	if d.closer != nil {
+		return d.closer()
+	}
+	return nil
+}
+
+// Resolve implements ImageSource.
+func (d *DockerSource) Resolve(ctx context.Context, image string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	res, err := d.api.ImageInspect(ctx, image)
+	switch {
+	case err == nil:
+		return res.ID, nil
+	case cerrdefs.IsNotFound(err):
+		return "", fmt.Errorf("%w: %s is not present on the engine (build it with `make image`)", sandbox.ErrUnknownImage, image)
+	case client.IsErrConnectionFailed(err), errors.Is(err, context.DeadlineExceeded):
+		return "", fmt.Errorf("%w: docker engine: %v", sandbox.ErrUnavailable, err)
+	}
+	return "", fmt.Errorf("inspect image: %w", err)
+}
+
+// exportDeadline bounds how long the throwaway container of an export may live
+// before the label reaper removes it.
+const exportDeadline = 30 * time.Minute
+
+// Export implements ImageSource: it creates (never starts) a container of the
+// image, streams its filesystem and removes it.
+func (d *DockerSource) Export(ctx context.Context, image string, w io.Writer) error {
+	created, err := d.api.ContainerCreate(ctx, client.ContainerCreateOptions{
+		Config: &container.Config{
+			Image:      image,
+			Entrypoint: []string{"/nonexistent"},
+			Labels: map[string]string{
+				"aster.managed":  "true",
+				"aster.run":      "export",
+				"aster.deadline": strconv.FormatInt(time.Now().Add(exportDeadline).Unix(), 10),
+			},
+			NetworkDisabled: true,
+		},
+		HostConfig: &container.HostConfig{NetworkMode: "none"},
+	})
+	if err != nil {
+		return fmt.Errorf("create export container: %w", err)
+	}
+	defer func() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		_, _ = d.api.ContainerRemove(rctx, created.ID, client.ContainerRemoveOptions{Force: true})
+	}()
+	rc, err := d.api.ContainerExport(ctx, created.ID, client.ContainerExportOptions{})
+	if err != nil {
+		return fmt.Errorf("export container: %w", err)
+	}
+	defer rc.Close()
+	if _, err := io.Copy(w, rc); err != nil {
+		return fmt.Errorf("export container: %w", err)
+	}
+	return nil
+}
+
+// imageCache keeps exported root filesystems, one directory per digest, and an
+// index from image name to digest so that sandboxes start without asking the
+// source once an image is exported.
+type imageCache struct {
+	dir string
+	src ImageSource
+
+	mu     sync.Mutex
+	byName map[string]cachedImage
+	export map[string]*sync.Mutex // per digest: one export at a time
+}
+
+type cachedImage struct {
+	digest string
+	rootfs string
+	at     time.Time
+}
+
+// indexFile maps image names to digests.
+const indexFile = "images.json"
+
+// resolveTTL is how long a name→digest answer is trusted before the source is
+// asked again (a re-tagged image is picked up after at most this long).
+const resolveTTL = 30 * time.Second
+
+func newImageCache(dir string, src ImageSource) *imageCache {
+	return &imageCache{dir: dir, src: src, byName: map[string]cachedImage{}, export: map[string]*sync.Mutex{}}
+}
+
+func digestDir(digest string) string {
+	return strings.NewReplacer(":", "-", "/", "-").Replace(digest)
+}
+
+// info resolves an image, falling back to the index when the source is
+// unreachable and the image was exported before.
+func (c *imageCache) info(ctx context.Context, image string) (sandbox.ImageInfo, error) {
+	c.mu.Lock()
+	e, ok := c.byName[image]
+	c.mu.Unlock()
+	if ok && time.Since(e.at) < resolveTTL {
+		return sandbox.ImageInfo{Name: image, Digest: e.digest}, nil
+	}
+	var digest string
+	var err error
+	if c.src != nil {
+		digest, err = c.src.Resolve(ctx, image)
+	} else {
+		err = fmt.Errorf("%w: no image source configured", sandbox.ErrUnavailable)
+	}
+	if err != nil {
+		if errors.Is(err, sandbox.ErrUnknownImage) {
+			return sandbox.ImageInfo{}, err
+		}
+		// Daemonless: an image exported before still runs.
+		if d, ok := c.readIndex()[image]; ok && c.present(d) {
+			c.remember(image, d)
+			return sandbox.ImageInfo{Name: image, Digest: d}, nil
+		}
+		return sandbox.ImageInfo{}, err
+	}
+	c.remember(image, digest)
+	return sandbox.ImageInfo{Name: image, Digest: digest}, nil
+}
+
+func (c *imageCache) remember(image, digest string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byName[image] = cachedImage{digest: digest, rootfs: c.rootfsPath(digest), at: time.Now()}
+}
+
+func (c *imageCache) rootfsPath(digest string) string {
+	return filepath.Join(c.dir, "rootfs", digestDir(digest))
+}
+
+func (c *imageCache) present(digest string) bool {
+	fi, err := os.Stat(filepath.Join(c.rootfsPath(digest), InitMountPath))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// rootfs returns the read-only root filesystem of image, exporting it first
+// when this digest was never exported.
+func (c *imageCache) rootfs(ctx context.Context, image string) (string, error) {
+	c.mu.Lock()
+	e, ok := c.byName[image]
+	c.mu.Unlock()
+	if !ok {
+		info, err := c.info(ctx, image)
+		if err != nil {
+			return "", err
+		}
+		e = cachedImage{digest: info.Digest, rootfs: c.rootfsPath(info.Digest)}
+	}
+	if c.present(e.digest) {
+		return e.rootfs, nil
+	}
+	return e.rootfs, c.exportOnce(ctx, image, e.digest)
+}
+
+func (c *imageCache) exportOnce(ctx context.Context, image, digest string) error {
+	c.mu.Lock()
+	mu, ok := c.export[digest]
+	if !ok {
+		mu = &sync.Mutex{}
+		c.export[digest] = mu
+	}
+	c.mu.Unlock()
+	mu.Lock()
+	defer mu.Unlock()
+	if c.present(digest) {
+		return nil
+	}
+	if c.src == nil {
+		return fmt.Errorf("%w: image %s is not exported and there is no image source", sandbox.ErrUnavailable, image)
+	}
+	if err := os.MkdirAll(filepath.Join(c.dir, "rootfs"), 0o755); err != nil {
+		return fmt.Errorf("image cache: %w", err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Join(c.dir, "rootfs"), ".export-")
+	if err != nil {
+		return fmt.Errorf("image cache: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return fmt.Errorf("image cache: %w", err)
+	}
+	pr, pw := io.Pipe()
+	exportErr := make(chan error, 1)
+	go func() {
+		err := c.src.Export(ctx, image, pw)
+		pw.CloseWithError(err)
+		exportErr <- err
+	}()
+	_, err = extractRootfs(pr, tmp)
+	pr.CloseWithError(errors.New("extraction ended"))
+	if xerr := <-exportErr; xerr != nil && err == nil {
+		err = xerr
+	}
+	if err != nil {
+		return fmt.Errorf("export %s: %w", image, err)
+	}
+	if err := addMountpoints(tmp); err != nil {
+		return fmt.Errorf("export %s: %w", image, err)
+	}
+	if err := os.Rename(tmp, c.rootfsPath(digest)); err != nil {
+		if !c.present(digest) {
+			return fmt.Errorf("image cache: %w", err)
+		}
+	}
+	return c.writeIndex(image, digest)
+}
+
+// addMountpoints creates what the sandbox mounts over, so that the runtime
+// never has to write into the shared, read-only tree.
+func addMountpoints(root string) error {
+	for _, d := range []string{"proc", "sys", "dev", "work", "tmp", filepath.Dir(strings.TrimPrefix(InitMountPath, "/"))} {
+		p := filepath.Join(root, d)
+		if fi, err := os.Lstat(p); err == nil && fi.IsDir() {
+			continue
+		}
+		_ = os.Remove(p)
+		if err := os.Mkdir(p, 0o755); err != nil {
+			return err
+		}
+	}
+	f, err := os.OpenFile(filepath.Join(root, strings.TrimPrefix(InitMountPath, "/")), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o755)
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func (c *imageCache) readIndex() map[string]string {
+	idx := map[string]string{}
+	b, err := os.ReadFile(filepath.Join(c.dir, indexFile))
+	if err == nil {
+		_ = json.Unmarshal(b, &idx)
+	}
+	return idx
+}
+
+func (c *imageCache) writeIndex(image, digest string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	idx := c.readIndex()
+	idx[image] = digest
+	b, err := json.MarshalIndent(idx, "", "  ")
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(c.dir, ".images-")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), filepath.Join(c.dir, indexFile))
+}

@@ -1,0 +1,239 @@
+// Package securitytest is the sandbox security suite: one test per case of
+// SECURITY.md sections B to F (section A is runtime-specific and lives beside
+// each runtime, since it inspects the live sandbox from the host). Every case
+// runs a real job on a real runtime with production settings and asserts the
+// outcome AND that the next job runs normally.
+//
+// Each runtime instantiates it:
+//
+//	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: img})
+package securitytest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Target is the runtime under test.
+type Target struct {
+	Runtime sandbox.Runtime
+	Image   string
+	// Live lists the runtime ids of sandboxes still present for a run id; it
+	// proves that nothing of a job remains. Nil uses Runtime.List.
+	Live func(ctx context.Context, runID string) ([]string, error)
+}
+
+type suite struct {
+	t   *testing.T
+	tgt Target
+	mgr *sandbox.Manager
+}
+
+// Run runs every case of sections B–F against the target.
+func Run(t *testing.T, tgt Target) {
+	if tgt.Live == nil {
+		tgt.Live = func(ctx context.Context, runID string) ([]string, error) {
+			all, err := tgt.Runtime.List(ctx)
+			if err != nil {
+				return nil, err
+			}
+			var ids []string
+			for _, m := range all {
+				if m.RunID == runID {
+					ids = append(ids, m.ID)
+				}
+			}
+			return ids, nil
+		}
+	}
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime:        tgt.Runtime,
+		Images:         []string{tgt.Image},
+		Defaults:       config.DefaultLimits(),
+		ValidateLimits: config.ValidateLimits,
+		MaxConcurrent:  4,
+		QueueSize:      256,
+		QueueTimeout:   10 * time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &suite{t: t, tgt: tgt, mgr: mgr}
+	cases := []struct {
+		name string
+		fn   func(t *testing.T)
+	}{
+		{"B1_fork_bomb_shell", s.b1ForkBombShell},
+		{"B1_fork_bomb_python", s.b1ForkBombPython},
+		{"B2_memory_oom", s.b2Memory},
+		{"B3_threads", s.b3Threads},
+		{"B4_fill_work_and_tmp", s.b4Fill},
+		{"B5_readonly_root", s.b5ReadOnly},
+		{"B6_million_files_and_fallocate", s.b6Files},
+		{"B7_busy_loop", s.b7BusyLoop},
+		{"B8_sleep_past_deadline", s.b8Sleep},
+		{"B9_gigabytes_of_output", s.b9Output},
+		{"B10_long_line_invalid_utf8_nul", s.b10Bytes},
+		{"C1_setsid_daemon", s.c1Daemon},
+		{"C2_double_fork_ignores_sigterm", s.c2DoubleFork},
+		{"C3_zombies", s.c3Zombies},
+		{"C4_trap_sigterm_at_deadline", s.c4TrapTerm},
+		{"D1_tcp", s.d1TCP},
+		{"D2_udp_dns", s.d2UDPDNS},
+		{"D3_icmp_raw", s.d3Raw},
+		{"D4_ipv6", s.d4IPv6},
+		{"D5_metadata_and_host", s.d5Host},
+		{"E1_proc_status", s.e1Status},
+		{"E2_setuid_binary", s.e2Setuid},
+		{"E3_refused_syscalls", s.e3Syscalls},
+		{"E4_no_engine_socket", s.e4Socket},
+		{"E5_masked_proc_sys", s.e5Masked},
+		{"E6_cgroup_release_agent", s.e6ReleaseAgent},
+		{"E7_environment", s.e7Env},
+		{"F1_hostile_archives", s.f1Archives},
+		{"F2_symlink_to_host_file", s.f2Symlink},
+		{"F4_hostile_file_names", s.f4Names},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.fn(t)
+			s.assertHealthy(t)
+		})
+	}
+}
+
+// run runs a job and fails the test on a Manager error.
+func (s *suite) run(t *testing.T, spec sandbox.Spec) sandbox.Result {
+	t.Helper()
+	if spec.Image == "" {
+		spec.Image = s.tgt.Image
+	}
+	res, err := s.mgr.Run(t.Context(), spec)
+	if err != nil {
+		t.Fatalf("run %q: %v (result %+v)", spec.Argv, err, res.Wire())
+	}
+	return res
+}
+
+// py runs a Python program with the given limits.
+func (s *suite) py(t *testing.T, prog string, l sandbox.Limits) sandbox.Result {
+	t.Helper()
+	return s.run(t, sandbox.Spec{Argv: []string{"python3", "-c", prog}, Limits: l})
+}
+
+// assertHealthy proves the service still runs a normal job correctly.
+func (s *suite) assertHealthy(t *testing.T) {
+	t.Helper()
+	res := s.run(t, sandbox.Spec{Argv: []string{"sh", "-c", "echo healthy"}})
+	if res.Status != sandbox.StatusOK || string(res.Stdout.Data) != "healthy\n" {
+		t.Fatalf("next job did not run normally: %+v", res.Wire())
+	}
+}
+
+// assertGone proves nothing of the run remains on the runtime.
+func (s *suite) assertGone(t *testing.T, runID string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ids, err := s.tgt.Live(t.Context(), runID)
+		if err != nil {
+			t.Fatalf("list sandboxes: %v", err)
+		}
+		if len(ids) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sandbox of run %s still present: %v", runID, ids)
+		}
+		select {
+		case <-t.Context().Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+func wantStatus(t *testing.T, res sandbox.Result, want sandbox.Status) {
+	t.Helper()
+	if res.Status != want {
+		t.Fatalf("status %q, want %q; result %+v", res.Status, want, short(res))
+	}
+}
+
+func short(r sandbox.Result) string {
+	w := r.Wire()
+	cut := func(s string) string {
+		if len(s) > 600 {
+			return s[:300] + "…" + s[len(s)-300:]
+		}
+		return s
+	}
+	return fmt.Sprintf("status=%s exit=%d signal=%s err=%q stdout=%q stderr=%q dur=%dms", w.Status, w.ExitCode, w.Signal, w.Error, cut(w.Stdout), cut(w.Stderr), w.DurationMS)
+}
+
+// lines returns stdout's lines as key=value pairs.
+func kv(res sandbox.Result) map[string]string {
+	out := map[string]string{}
+	for _, l := range strings.Split(string(res.Stdout.Data), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func hostDiskFree(t *testing.T) (bytes, inodes uint64) {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs("/", &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Bavail * uint64(st.Bsize), st.Ffree
+}
+
+func tarOf(t *testing.T, entries ...*tar.Header) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, h := range entries {
+		body := []byte{}
+		if h.Typeflag == tar.TypeReg {
+			body = []byte("content of " + h.Name + "\n")
+			h.Size = int64(len(body))
+		}
+		if h.Mode == 0 {
+			h.Mode = 0o644
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf
+}
+
+var (
+	_ = errors.New
+	_ = os.Getpid
+	_ = filepath.Join
+	_ = runtime.GC
+)
