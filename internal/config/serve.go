@@ -23,7 +23,6 @@ const (
 	DefaultBodyReadTimeout      = 60 * time.Second
 	DefaultWriteTimeout         = 30 * time.Second
 	DefaultIdleTimeout          = 90 * time.Second
-	DefaultPrepareAllowance     = 2 * time.Minute
 	DefaultQueuePerSlot         = 4    // queue places per sandbox slot
 	MaxConcurrentCeiling        = 1024 // --max-concurrent above this is refused
 	HostMemoryShareForSandboxes = 0.8  // share of MemTotal sandboxes may use by default
@@ -60,9 +59,7 @@ type ServeConfig struct {
 	BodyReadTimeout   string            `yaml:"body_read_timeout"`
 	WriteTimeout      string            `yaml:"write_timeout"`
 	IdleTimeout       string            `yaml:"idle_timeout"`
-	PrepareAllowance  string            `yaml:"prepare_allowance"`
 	Ceilings          LimitsConfig      `yaml:"ceilings"`
-	Labels            map[string]string `yaml:"labels"`
 }
 
 // ServeEnvVars lists the variables ServeSection reads.
@@ -73,7 +70,6 @@ var ServeEnvVars = map[string]string{
 	"ASTER_QUEUE_TIMEOUT":  "how long a run may wait in the queue",
 	"ASTER_TOKEN_FILE":     "bearer tokens, one a line",
 	"ASTER_MAX_BODY":       "largest request body",
-	"ASTER_EXTRA_LABELS":   "extra container labels k=v,k2=v2 (tests use it to find their sandboxes)",
 }
 
 // ServeSection decodes the `serve:` section of c (absent: all defaults) and
@@ -96,18 +92,6 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	set(&s.QueueTimeout, "ASTER_QUEUE_TIMEOUT")
 	set(&s.TokenFile, "ASTER_TOKEN_FILE")
 	set(&s.MaxBody, "ASTER_MAX_BODY")
-	if v := getenv("ASTER_EXTRA_LABELS"); v != "" {
-		labels, err := ParseLabels(v)
-		if err != nil {
-			return s, fmt.Errorf("ASTER_EXTRA_LABELS: %w", err)
-		}
-		if s.Labels == nil {
-			s.Labels = map[string]string{}
-		}
-		for k, v := range labels {
-			s.Labels[k] = v
-		}
-	}
 	def := DefaultCeilings()
 	fill := func(d *string, v string) {
 		if strings.TrimSpace(*d) == "" {
@@ -122,7 +106,6 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	fill(&s.BodyReadTimeout, DefaultBodyReadTimeout.String())
 	fill(&s.WriteTimeout, DefaultWriteTimeout.String())
 	fill(&s.IdleTimeout, DefaultIdleTimeout.String())
-	fill(&s.PrepareAllowance, DefaultPrepareAllowance.String())
 	fill(&s.Ceilings.Timeout, def.Timeout)
 	fill(&s.Ceilings.Memory, def.Memory)
 	fill(&s.Ceilings.CPUs, def.CPUs)
@@ -132,25 +115,6 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	fill(&s.Ceilings.WorkdirSize, def.WorkdirSize)
 	fill(&s.Ceilings.TmpSize, def.TmpSize)
 	return s, nil
-}
-
-// ParseLabels reads "k=v,k2=v2". Keys may not use the reserved aster.managed,
-// aster.run and aster.deadline names.
-func ParseLabels(s string) (map[string]string, error) {
-	out := map[string]string{}
-	for _, kv := range SplitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("label %q: want key=value", kv)
-		}
-		switch k {
-		case "aster.managed", "aster.run", "aster.deadline":
-			return nil, fmt.Errorf("label %q is reserved", k)
-		}
-		out[k] = strings.TrimSpace(v)
-	}
-	return out, nil
 }
 
 // ServeSettings are the parsed, validated values of a ServeConfig.
@@ -166,16 +130,14 @@ type ServeSettings struct {
 	BodyReadTimeout   time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
-	PrepareAllowance  time.Duration
 	Ceilings          sandbox.Limits
-	Labels            map[string]string
 }
 
 // Parse validates s. defaultMemoryBytes is the per-run default memory limit,
 // used to size MaxConcurrent when it is "auto"; hostMemory returns the host's
 // memory in bytes (HostMemoryBytes in production).
 func (s ServeConfig) Parse(defaultMemoryBytes int64, hostMemory func() (int64, error)) (ServeSettings, error) {
-	out := ServeSettings{Addr: strings.TrimSpace(s.Addr), TokenFile: s.TokenFile, Labels: s.Labels}
+	out := ServeSettings{Addr: strings.TrimSpace(s.Addr), TokenFile: s.TokenFile}
 	var errs []error
 	dur := func(name, v string, dst *time.Duration, min time.Duration) {
 		d, err := ParseDuration(v)
@@ -194,7 +156,6 @@ func (s ServeConfig) Parse(defaultMemoryBytes int64, hostMemory func() (int64, e
 	dur("body-read-timeout", s.BodyReadTimeout, &out.BodyReadTimeout, 10*time.Millisecond)
 	dur("write-timeout", s.WriteTimeout, &out.WriteTimeout, 10*time.Millisecond)
 	dur("idle-timeout", s.IdleTimeout, &out.IdleTimeout, 10*time.Millisecond)
-	dur("prepare-allowance", s.PrepareAllowance, &out.PrepareAllowance, time.Second)
 	if n, err := ParseBytes(s.MaxBody); err != nil {
 		errs = append(errs, fmt.Errorf("max-body: %w", err))
 	} else if n < 1<<10 {

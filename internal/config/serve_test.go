@@ -47,11 +47,11 @@ func TestServeSectionFileEnvAndDefaults(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "aster.yaml")
-	yaml := "serve:\n  addr: 0.0.0.0:9000\n  queue: 3\n  ceilings:\n    memory: 1g\n  labels:\n    team: infra\n"
+	yaml := "serve:\n  addr: 0.0.0.0:9000\n  queue: 3\n  ceilings:\n    memory: 1g\n"
 	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := map[string]string{"ASTER_MAX_CONCURRENT": "5", "ASTER_EXTRA_LABELS": "aster.test=x, k=v"}
+	env := map[string]string{"ASTER_MAX_CONCURRENT": "5"}
 	c, err := Load(p, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
@@ -69,9 +69,6 @@ func TestServeSectionFileEnvAndDefaults(t *testing.T) {
 	}
 	if st.Ceilings.MemoryBytes != 1<<30 || st.Ceilings.TimeoutMS != 10*60*1000 {
 		t.Errorf("ceilings = %+v", st.Ceilings)
-	}
-	if st.Labels["team"] != "infra" || st.Labels["aster.test"] != "x" || st.Labels["k"] != "v" {
-		t.Errorf("labels = %v", st.Labels)
 	}
 	if st.QueueTimeout != DefaultQueueTimeout || st.MaxBodyBytes != DefaultMaxBodyBytes {
 		t.Errorf("queue timeout %s, max body %d", st.QueueTimeout, st.MaxBodyBytes)
@@ -101,9 +98,6 @@ func TestServeParseAutoAndErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}
-	}
-	if _, err := ParseLabels("aster.run=x"); err == nil {
-		t.Error("reserved label accepted")
 	}
 }
 
