@@ -50,16 +50,16 @@ type ServeConfig struct {
 	// MaxConcurrent is a number, or "auto"/empty: sized from host memory.
 	MaxConcurrent string `yaml:"max_concurrent"`
 	// Queue is a number, or empty: DefaultQueuePerSlot × MaxConcurrent.
-	Queue             string            `yaml:"queue"`
-	QueueTimeout      string            `yaml:"queue_timeout"`
-	TokenFile         string            `yaml:"token_file"`
-	MaxBody           string            `yaml:"max_body"`
-	ShutdownGrace     string            `yaml:"shutdown_grace"`
-	ReadHeaderTimeout string            `yaml:"read_header_timeout"`
-	BodyReadTimeout   string            `yaml:"body_read_timeout"`
-	WriteTimeout      string            `yaml:"write_timeout"`
-	IdleTimeout       string            `yaml:"idle_timeout"`
-	Ceilings          LimitsConfig      `yaml:"ceilings"`
+	Queue             string       `yaml:"queue"`
+	QueueTimeout      string       `yaml:"queue_timeout"`
+	TokenFile         string       `yaml:"token_file"`
+	MaxBody           string       `yaml:"max_body"`
+	ShutdownGrace     string       `yaml:"shutdown_grace"`
+	ReadHeaderTimeout string       `yaml:"read_header_timeout"`
+	BodyReadTimeout   string       `yaml:"body_read_timeout"`
+	WriteTimeout      string       `yaml:"write_timeout"`
+	IdleTimeout       string       `yaml:"idle_timeout"`
+	Ceilings          LimitsConfig `yaml:"ceilings"`
 }
 
 // ServeEnvVars lists the variables ServeSection reads.
