@@ -1,0 +1,140 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is where the streamable HTTP transport is served.
+const Path = "/mcp"
+
+// HTTP defaults.
+const (
+	DefaultMaxBodyBytes   = 64 << 20
+	DefaultSessionTimeout = 30 * time.Minute
+)
+
+// HTTPOptions configure the streamable HTTP transport.
+type HTTPOptions struct {
+	// Tokens are the accepted bearer tokens; empty means no authentication,
+	// which ListenHTTP allows only on a loopback address.
+	Tokens []string
+	// MaxBodyBytes caps one request body (the files of a call travel in it).
+	MaxBodyBytes int64
+	// SessionTimeout closes sessions idle for that long.
+	SessionTimeout time.Duration
+}
+
+// Handler returns the HTTP handler: the streamable transport at /mcp behind
+// bearer-token auth (when tokens are set), the SDK's DNS-rebinding protection
+// (a request that reached a loopback address with a foreign Host is refused)
+// and cross-origin protection against browsers; /healthz answers without auth.
+func (s *Server) Handler(o HTTPOptions) http.Handler {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:              sdkLogger(s.log),
+		SessionTimeout:      o.SessionTimeout,
+		MaxRequestBodyBytes: o.MaxBodyBytes,
+	})
+	if len(o.Tokens) > 0 {
+		h = auth.RequireBearerToken(newTokenSet(o.Tokens).verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	h = http.NewCrossOriginProtection().Handler(h)
+	mux := http.NewServeMux()
+	mux.Handle(Path, h)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}
+
+// ErrOpenListener is returned for a non-loopback address without tokens.
+var ErrOpenListener = errors.New("refusing to serve MCP without bearer tokens on a non-loopback address: anyone who can reach it could run code on this host (give a token file, or listen on 127.0.0.1)")
+
+// ListenHTTP binds addr and refuses, before serving anything, a listener that
+// is not on a loopback address when no tokens are configured. The check is on
+// the bound address, so "", "0.0.0.0", "[::]" and host names that resolve
+// elsewhere are all caught.
+func ListenHTTP(addr string, o HTTPOptions) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if len(o.Tokens) == 0 && !isLoopback(ln.Addr()) {
+		ln.Close()
+		return nil, fmt.Errorf("%w (address %s)", ErrOpenListener, addr)
+	}
+	return ln, nil
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// ServeHTTP serves the handler on ln until ctx ends; then it cancels every
+// running tool call (their sandboxes are destroyed) and shuts down.
+func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) error {
+	srv := &http.Server{
+		Handler:           s.Handler(o),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          nil,
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	closeErr := s.Close(shutdown)
+	// Open SSE streams never go idle, so Shutdown gets a short grace only.
+	sctx, scancel := context.WithTimeout(shutdown, 2*time.Second)
+	defer scancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		_ = srv.Close()
+	}
+	return closeErr
+}
+
+// ServeStdio serves one session of newline-delimited JSON-RPC on r and w (the
+// process's stdin and stdout) until the client closes it or ctx ends; then it
+// cancels running calls and waits for their sandboxes to be destroyed.
+func (s *Server) ServeStdio(ctx context.Context, r io.Reader, w io.Writer) error {
+	return s.ServeTransport(ctx, &mcp.IOTransport{Reader: io.NopCloser(r), Writer: nopWriteCloser{w}})
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+// ServeTransport serves one session on any transport, as ServeStdio does.
+func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
+	err := s.mcp.Run(ctx, t)
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	if cerr := s.Close(shutdown); cerr != nil {
+		return cerr
+	}
+	if errors.Is(err, context.Canceled) && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,101 @@
+package mcpserver
+
+import (
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// renderResult is the short text form of a run that goes beside the
+// structured result: one status line, what the limits did, then both
+// streams. Truncation is said in words, not left to a flag.
+func renderResult(r sandbox.Result, l sandbox.Limits) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "status: %s", r.Status)
+	switch {
+	case r.Status == sandbox.StatusOK || r.Status == sandbox.StatusExitNonzero:
+		fmt.Fprintf(&b, " (exit code %d)", r.ExitCode)
+	case r.Signal != "":
+		fmt.Fprintf(&b, " (%s)", r.Signal)
+	}
+	fmt.Fprintf(&b, " · %s wall · %s CPU · peak memory %s · run %s\n",
+		round(r.Duration), round(r.CPUTime), humanBytes(r.PeakMemoryBytes), r.ID)
+	if note := statusNote(r, l); note != "" {
+		b.WriteString(note)
+		b.WriteByte('\n')
+	}
+	renderStream(&b, "stdout", r.Stdout, l)
+	renderStream(&b, "stderr", r.Stderr, l)
+	return b.String()
+}
+
+// statusNote explains a status that is not a plain exit.
+func statusNote(r sandbox.Result, l sandbox.Limits) string {
+	switch r.Status {
+	case sandbox.StatusTimeout:
+		return fmt.Sprintf("The job ran past its %s wall-clock limit and was killed.", fmtMS(l.TimeoutMS))
+	case sandbox.StatusOOM:
+		return fmt.Sprintf("The job ran out of its %s of memory and was killed by the OOM killer.", config.FormatBytes(l.MemoryBytes))
+	case sandbox.StatusOutputLimit:
+		return fmt.Sprintf("The job wrote more than %s to one output stream and was ended (output_limit).", config.FormatBytes(l.OutputCeilingBytes))
+	case sandbox.StatusKilled:
+		if r.Error != "" {
+			return "The job was killed: " + r.Error
+		}
+		return "The job was killed by a signal."
+	case sandbox.StatusError:
+		return "The sandbox could not run the job: " + r.Error
+	}
+	return ""
+}
+
+func renderStream(b *strings.Builder, name string, o sandbox.Output, l sandbox.Limits) {
+	if o.TotalBytes == 0 && len(o.Data) == 0 {
+		fmt.Fprintf(b, "%s: (empty)\n", name)
+		return
+	}
+	fmt.Fprintf(b, "%s (%s", name, humanBytes(o.TotalBytes))
+	if o.Truncated {
+		fmt.Fprintf(b, ", TRUNCATED: only the first and last %s of %s are kept, %s dropped in the middle where the marker is",
+			humanBytes(l.OutputBytes/2), humanBytes(o.TotalBytes), humanBytes(o.DroppedBytes))
+	}
+	data := o.Data
+	if !utf8.Valid(data) {
+		b.WriteString(", not valid UTF-8: shown with replacement characters here; the exact bytes are base64 in the structured result")
+		data = []byte(strings.ToValidUTF8(string(data), "\uFFFD"))
+	}
+	b.WriteString("):\n")
+	b.Write(data)
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		b.WriteByte('\n')
+	}
+}
+
+func round(d time.Duration) string {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(100 * time.Millisecond).String()
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
+	default:
+		return d.Round(time.Millisecond).String()
+	}
+}
+
+// humanBytes renders a size for people: 0 B, 812 B, 1.2 KiB, 5.0 GiB.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}

@@ -1,0 +1,163 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// DefaultProgressInterval is how often a running tool call reports progress.
+const DefaultProgressInterval = time.Second
+
+// Options configure a Server.
+type Options struct {
+	// Executor runs sandboxes (required): Local{Manager} in-process, or the
+	// remote orchestrator client.
+	Executor Executor
+	// Images is the image allowlist the tools advertise; the first is the
+	// default. The Executor enforces its own allowlist as well.
+	Images []string
+	// Defaults fill the limits a call leaves zero.
+	Defaults sandbox.Limits
+	// Ceilings are the most a call may ask for, field by field; a zero field
+	// leaves only the absolute bounds of config.ValidateLimits.
+	Ceilings sandbox.Limits
+	// ProgressInterval is the period of progress notifications.
+	ProgressInterval time.Duration
+	// Version is reported as the server's implementation version.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Server is Aster's MCP server: the sandbox tools bound to an mcp.Server,
+// plus the bookkeeping that lets a shutdown cancel every running call and wait
+// until its sandbox is destroyed.
+type Server struct {
+	opts Options
+	mcp  *mcp.Server
+	log  *slog.Logger
+
+	base     context.Context
+	cancel   context.CancelFunc
+	inflight sync.WaitGroup
+}
+
+// New returns a Server with its tools registered.
+func New(opts Options) (*Server, error) {
+	if opts.Executor == nil {
+		return nil, errors.New("mcpserver: no executor")
+	}
+	if len(opts.Images) == 0 {
+		return nil, errors.New("mcpserver: empty image allowlist")
+	}
+	if opts.Defaults == (sandbox.Limits{}) {
+		opts.Defaults = config.DefaultLimits()
+	}
+	if opts.ProgressInterval <= 0 {
+		opts.ProgressInterval = DefaultProgressInterval
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if _, err := resolveLimits(nil, opts.Defaults, opts.Ceilings); err != nil {
+		return nil, fmt.Errorf("mcpserver: default limits: %w", err)
+	}
+	s := &Server{opts: opts, log: log}
+	s.base, s.cancel = context.WithCancel(context.Background())
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "aster", Title: "Aster sandbox", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: instructions,
+		Logger:       sdkLogger(log),
+	})
+	if err := s.addExecute(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+const instructions = `Aster runs code in throwaway, hardened Linux sandboxes: one fresh container per
+call, destroyed afterwards, with no network (only loopback), no capabilities, a
+non-root user, a read-only root filesystem, and caps on memory (no swap), CPU,
+processes, output and wall-clock time. Files you pass are placed under /work,
+the writable working directory; /tmp is writable too. Nothing survives between
+calls: send everything a run needs with the call. Results carry a status (ok,
+exit_nonzero, timeout, oom, output_limit, killed, error), the exit code, and
+stdout and stderr (capped; truncation is stated).`
+
+// MCP returns the underlying SDK server, to serve on any transport.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Close cancels every running tool call and waits, until ctx ends, for their
+// sandboxes to be destroyed.
+func (s *Server) Close(ctx context.Context) error {
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("mcpserver: tool calls still running at shutdown: %w", context.Cause(ctx))
+	}
+}
+
+// track ties a tool call's context to the server's lifetime and counts it,
+// so Close can cancel it and wait for its clean-up.
+func (s *Server) track(ctx context.Context) (context.Context, func()) {
+	s.inflight.Add(1)
+	ctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(s.base, func() { cancel(errors.New("aster mcp is shutting down")) })
+	return ctx, func() {
+		stop()
+		cancel(nil)
+		s.inflight.Done()
+	}
+}
+
+// toolError is the error a tool returns for a call it cannot run: the SDK
+// sends it as a tool result with isError set, so the model can read it and
+// correct the call. The class name leads the message.
+func toolError(err error) error {
+	code := sandbox.ErrorCode(err)
+	msg := err.Error()
+	switch code {
+	case "busy":
+		msg += " (every sandbox slot is taken and the queue is full; retry in a few seconds)"
+	case "unavailable":
+		msg += " (the sandbox runtime is unreachable; this is a server problem, not your input)"
+	}
+	return fmt.Errorf("%s: %s", code, msg)
+}
+
+// limitsSummary renders limits for tool descriptions.
+func limitsSummary(l sandbox.Limits) string {
+	parts := make([]string, 0, len(limitFields))
+	for _, f := range limitFields {
+		if v := *f.get(&l); v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", f.json, f.fmt(v)))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// imageList renders the allowlist for descriptions.
+func imageList(images []string) string {
+	q := slices.Clone(images)
+	for i := range q {
+		q[i] = fmt.Sprintf("%q", q[i])
+	}
+	return strings.Join(q, ", ")
+}
