@@ -1,0 +1,155 @@
+package testrun
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Plan is how a project's tests are run in a sandbox and how their report is
+// read back.
+type Plan struct {
+	// Framework is "go", "pytest", "npm" or "custom".
+	Framework string
+	// Argv is what the sandbox executes.
+	Argv []string
+	// Env holds variables the runner needs in a sandbox (writable caches under
+	// /tmp, no network fetches); the caller's own variables win over these.
+	Env map[string]string
+	// Format is the report the run leaves on stdout.
+	Format Format
+	// ReportPath is where a JUnit runner writes its report in the sandbox; the
+	// wrapper in Argv copies it to stdout after the run.
+	ReportPath string
+}
+
+// ErrNotDetected says no known test runner matches a project.
+var ErrNotDetected = errors.New("no test runner detected")
+
+// DefaultReportPath is where detected JUnit runners write their report.
+const DefaultReportPath = "/tmp/.aster-test-report.xml"
+
+// junitWrapper runs a command with its stdout sent to stderr, then copies the
+// JUnit report to stdout, so stdout carries only the report and the exit
+// status is the command's. $1 is the report path; the command follows.
+const junitWrapper = `report=$1; shift; "$@" 1>&2; rc=$?; cat -- "$report" 2>/dev/null; exit $rc`
+
+// goEnv makes `go test` work in a sandbox: writable caches in /tmp, no module
+// downloads (there is no network), no toolchain switching, no C compiler.
+var goEnv = map[string]string{
+	"GOCACHE":     "/tmp/.cache/go-build",
+	"GOPATH":      "/tmp/go",
+	"GOTOOLCHAIN": "local",
+	"GOPROXY":     "off",
+	"GOTELEMETRY": "off",
+	"CGO_ENABLED": "0",
+}
+
+// pytestMarkers are files that say a directory is a pytest project.
+var pytestMarkers = []string{"pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg", "conftest.py"}
+
+// Detect picks the test command for a project from the names of its files,
+// relative to the directory the tests run in. The first match wins, in this
+// order: go.mod → `go test -json ./...`; pytest.ini, pyproject.toml, tox.ini,
+// setup.cfg, conftest.py or test_*.py / *_test.py files → pytest with a JUnit
+// report; package.json → `npm test` (no machine-readable report).
+func Detect(names []string) (Plan, error) {
+	top := map[string]bool{}
+	pyTests := false
+	for _, n := range names {
+		n = strings.TrimPrefix(path.Clean(strings.TrimPrefix(n, "./")), "/")
+		if !strings.Contains(n, "/") {
+			top[n] = true
+		}
+		base := path.Base(n)
+		if strings.HasSuffix(base, ".py") && (strings.HasPrefix(base, "test_") || strings.HasSuffix(base, "_test.py")) {
+			pyTests = true
+		}
+	}
+	switch {
+	case top["go.mod"]:
+		return GoPlan(), nil
+	case slices.ContainsFunc(pytestMarkers, func(m string) bool { return top[m] }) || pyTests:
+		return PytestPlan(), nil
+	case top["package.json"]:
+		return Plan{Framework: "npm", Argv: []string{"npm", "test"}, Env: map[string]string{"CI": "true"}, Format: FormatNone}, nil
+	}
+	return Plan{}, fmt.Errorf("%w: no go.mod, pytest configuration or test_*.py, or package.json in the test directory", ErrNotDetected)
+}
+
+// GoPlan runs every package's tests with `go test -json ./...`.
+func GoPlan() Plan {
+	return Plan{Framework: "go", Argv: []string{"go", "test", "-json", "./..."}, Env: cloneEnv(goEnv), Format: FormatGoJSON}
+}
+
+// PytestPlan runs pytest with a JUnit report (and without its cache, which
+// would only write into the throwaway workspace).
+func PytestPlan() Plan {
+	p, _ := Custom([]string{"python3", "-m", "pytest", "-p", "no:cacheprovider", "--junitxml=" + DefaultReportPath}, FormatJUnit, DefaultReportPath)
+	p.Framework = "pytest"
+	p.Env = map[string]string{"PYTHONDONTWRITEBYTECODE": "1"}
+	return p
+}
+
+// Custom is the plan for a caller's own command. With format "" it is
+// FormatGoJSON when the command looks like `go test -json ...`, else
+// FormatNone. FormatJUnit needs the path the command writes its report to:
+// the command then runs with its stdout sent to stderr, and the report is
+// copied to stdout afterwards.
+func Custom(argv []string, format Format, reportPath string) (Plan, error) {
+	if len(argv) == 0 || argv[0] == "" {
+		return Plan{}, errors.New("empty test command")
+	}
+	p := Plan{Framework: "custom", Argv: slices.Clone(argv), Format: format}
+	if format == "" {
+		p.Format = FormatNone
+		if looksLikeGoTestJSON(argv) {
+			p.Format = FormatGoJSON
+			p.Env = cloneEnv(goEnv)
+		}
+	}
+	switch p.Format {
+	case FormatGoJSON, FormatNone:
+		if reportPath != "" {
+			return Plan{}, fmt.Errorf("a report path is only used with the %s format", FormatJUnit)
+		}
+	case FormatJUnit:
+		if reportPath == "" {
+			return Plan{}, fmt.Errorf("the %s format needs the path the command writes its report to", FormatJUnit)
+		}
+		if strings.IndexByte(reportPath, 0) >= 0 || len(reportPath) > 4096 {
+			return Plan{}, errors.New("report path is not a valid path")
+		}
+		p.ReportPath = reportPath
+		p.Argv = append([]string{"sh", "-c", junitWrapper, "aster-test", reportPath}, argv...)
+	default:
+		return Plan{}, fmt.Errorf("unknown report format %q (want %s, %s or %s)", format, FormatGoJSON, FormatJUnit, FormatNone)
+	}
+	return p, nil
+}
+
+func looksLikeGoTestJSON(argv []string) bool {
+	if path.Base(argv[0]) != "go" || len(argv) < 2 || argv[1] != "test" {
+		return false
+	}
+	return slices.ContainsFunc(argv[2:], func(a string) bool { return a == "-json" || a == "--json" || a == "-json=true" })
+}
+
+// MergeEnv returns the plan's variables overlaid with the caller's.
+func (p Plan) MergeEnv(caller map[string]string) map[string]string {
+	out := cloneEnv(p.Env)
+	for k, v := range caller {
+		out[k] = v
+	}
+	return out
+}
+
+func cloneEnv(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

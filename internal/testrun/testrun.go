@@ -1,0 +1,104 @@
+// Package testrun decides how to run a repository's tests in a sandbox and
+// reads what the runner reports: `go test -json` event streams and JUnit XML
+// (pytest --junitxml, and most other runners). Reports come from untrusted
+// code, so every read is capped and the summary is data about the run, never
+// a security decision.
+package testrun
+
+import (
+	"errors"
+	"strings"
+	"unicode/utf8"
+)
+
+// Format names a machine-readable report format.
+type Format string
+
+// The formats a Collector reads.
+const (
+	FormatGoJSON Format = "go-test-json" // `go test -json` events on stdout
+	FormatJUnit  Format = "junit-xml"    // a JUnit XML file, copied to stdout after the run
+	FormatNone   Format = "none"         // no machine-readable report
+)
+
+// Caps on what is read and kept from a report.
+const (
+	// MaxReportBytes bounds the report bytes a Collector reads; past it the
+	// summary says the report was cut.
+	MaxReportBytes = 16 << 20
+	// MaxLineBytes bounds one `go test -json` line; longer ones are skipped.
+	MaxLineBytes = 1 << 20
+	// MaxFailures bounds the failures listed; the rest are only counted.
+	MaxFailures = 100
+	// MaxMessageBytes bounds each failure message (its last bytes are kept).
+	MaxMessageBytes = 4 << 10
+	// maxTracked bounds the tests whose output is held while they run.
+	maxTracked = 10_000
+)
+
+// Summary is what a test run reported. Counts are of leaf tests: a Go test
+// with subtests counts its subtests, not itself; a pytest parametrised test
+// counts each case.
+type Summary struct {
+	// Framework is "go", "pytest", "npm" or "custom".
+	Framework string `json:"framework"`
+	// Format is the report format that was read.
+	Format Format `json:"format"`
+	// Parsed says a report was found and read (fully, unless Error says otherwise).
+	Parsed  bool `json:"parsed"`
+	Passed  int  `json:"passed"`
+	Failed  int  `json:"failed"`
+	Skipped int  `json:"skipped"`
+	// Failures lists failed tests (errors included), at most MaxFailures.
+	Failures []Failure `json:"failures"`
+	// FailuresOmitted counts failed tests not listed in Failures.
+	FailuresOmitted int `json:"failures_omitted"`
+	// Error says why the report could not be read, or was read only in part.
+	Error string `json:"error,omitempty"`
+}
+
+// Failure is one failed test.
+type Failure struct {
+	Name string `json:"name"`
+	// Suite is the Go package, or the JUnit classname (pytest: the module).
+	Suite   string `json:"suite,omitempty"`
+	Message string `json:"message"`
+}
+
+// ErrReportTooLarge marks a report cut at MaxReportBytes.
+var ErrReportTooLarge = errors.New("test report too large")
+
+// addFailure records a failure, keeping at most MaxFailures.
+func (s *Summary) addFailure(suite, name, message string) {
+	s.Failed++
+	if len(s.Failures) >= MaxFailures {
+		s.FailuresOmitted++
+		return
+	}
+	s.Failures = append(s.Failures, Failure{Name: clip(name, 1024), Suite: clip(suite, 1024), Message: tail(message, MaxMessageBytes)})
+}
+
+// tail keeps the last n bytes of s, on a rune boundary, with a marker when cut.
+func tail(s string, n int) string {
+	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
+	if len(s) <= n {
+		return s
+	}
+	cut := len(s) - n
+	for cut < len(s) && !utf8.RuneStart(s[cut]) {
+		cut++
+	}
+	return "[...] " + s[cut:]
+}
+
+// clip keeps the first n bytes of s, on a rune boundary.
+func clip(s string, n int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "[...]"
+}
