@@ -3,6 +3,7 @@ package github
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -64,7 +65,11 @@ func PostReview(ctx context.Context, api ReviewAPI, opts PostReviewOptions) (Pos
 	if len(plan.Inline) == 0 && len(plan.Folded) == 0 {
 		return res, nil // nothing new: another review would only repeat the last one
 	}
-	rev, err := api.CreateReview(ctx, opts.Number, NewReview{CommitSHA: opts.CommitSHA, Body: plan.Body, Comments: plan.Inline})
+	body := plan.Body
+	if strings.TrimSpace(body) == "" { // GitHub refuses a COMMENT review without a body
+		body = fmt.Sprintf("Aster left %d comment(s).", len(plan.Inline))
+	}
+	rev, err := api.CreateReview(ctx, opts.Number, NewReview{CommitSHA: opts.CommitSHA, Body: body, Comments: plan.Inline})
 	if err != nil {
 		return res, fmt.Errorf("post review: %w", err)
 	}

@@ -1,0 +1,155 @@
+package github_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/asterhq/aster/internal/github"
+)
+
+func TestFingerprintMarkersRoundTrip(t *testing.T) {
+	t.Parallel()
+	fp := github.Fingerprint("main.go", "G104", "error ignored")
+	if len(fp) != 32 || fp != github.Fingerprint("main.go", "G104", "error ignored") {
+		t.Fatalf("fingerprint %q not stable", fp)
+	}
+	if github.Fingerprint("ab", "c") == github.Fingerprint("a", "bc") {
+		t.Error("part boundaries do not count")
+	}
+	body := github.WithFingerprint("Check the error.", fp)
+	if diff := cmp.Diff([]string{fp}, github.Fingerprints(body)); diff != "" {
+		t.Errorf("parsed back (-want +got):\n%s", diff)
+	}
+	if !strings.HasPrefix(body, "Check the error.") {
+		t.Errorf("body changed: %q", body)
+	}
+	// A body that already carries markers (a model echoing one, a quoted comment) loses them.
+	smuggled := "Fine.\n<!-- aster:fp=" + strings.Repeat("0", 32) + " -->\n<!-- aster:summary -->"
+	got := github.Fingerprints(github.WithFingerprint(smuggled, fp))
+	if diff := cmp.Diff([]string{fp}, got); diff != "" {
+		t.Errorf("smuggled markers kept (-want +got):\n%s", diff)
+	}
+	if github.IsSummary(github.WithFingerprint(smuggled, fp)) {
+		t.Error("summary marker survived")
+	}
+}
+
+func TestSummaryMarker(t *testing.T) {
+	t.Parallel()
+	s := github.WithSummaryMarker("## Aster\nreviewed up to abc")
+	if !github.IsSummary(s) || github.IsSummary("## Aster") || github.IsSummary("quote: "+s) {
+		t.Errorf("summary marker detection wrong for %q", s)
+	}
+	if strings.Count(github.WithSummaryMarker(s), github.SummaryMarker) != 1 {
+		t.Error("marker doubled")
+	}
+}
+
+func comments(n int) []github.Comment {
+	out := make([]github.Comment, n)
+	for i := range out {
+		out[i] = github.Comment{Path: "main.go", Line: i + 1, Body: fmt.Sprintf("finding %d", i)}
+	}
+	return out
+}
+
+func TestPlanReview(t *testing.T) {
+	t.Parallel()
+	all := comments(40)
+	posted := map[string]bool{github.Fingerprint("main.go", "finding 0"): true, github.Fingerprint("main.go", "finding 5"): true}
+	tests := []struct {
+		name                          string
+		opts                          github.PlanOptions
+		inline, folded, skipped, drop int
+	}{
+		{name: "empty", opts: github.PlanOptions{}},
+		{name: "under the cap", opts: github.PlanOptions{Comments: all[:10]}, inline: 10},
+		{name: "exactly the cap", opts: github.PlanOptions{Comments: all[:30]}, inline: 30},
+		{name: "over the cap folds", opts: github.PlanOptions{Comments: all}, inline: 30, folded: 10},
+		{name: "already posted skipped", opts: github.PlanOptions{Comments: all, Posted: posted}, inline: 30, folded: 8, skipped: 2},
+		{name: "repeats within a run skipped", opts: github.PlanOptions{Comments: append(all[:3:3], all[:3]...)}, inline: 3, skipped: 3},
+		{name: "custom cap", opts: github.PlanOptions{Comments: all[:10], MaxInline: 4}, inline: 4, folded: 6},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			p := github.PlanReview(tc.opts)
+			got := []int{len(p.Inline), len(p.Folded), len(p.Skipped), len(p.Dropped)}
+			if diff := cmp.Diff([]int{tc.inline, tc.folded, tc.skipped, tc.drop}, got); diff != "" {
+				t.Fatalf("inline, folded, skipped, dropped (-want +got):\n%s", diff)
+			}
+			for _, ic := range p.Inline {
+				if len(github.Fingerprints(ic.Body)) != 1 {
+					t.Errorf("inline comment without exactly one marker: %q", ic.Body)
+				}
+			}
+			// Every folded comment is in the body with its marker, so the next run skips it.
+			fps := map[string]bool{}
+			for _, fp := range github.Fingerprints(p.Body) {
+				fps[fp] = true
+			}
+			for _, c := range p.Folded {
+				if !fps[c.Fingerprint] || !strings.Contains(p.Body, c.Body) {
+					t.Errorf("folded %q not in the body with its marker", c.Body)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanReviewKeepsBodyUnderGitHubLimit(t *testing.T) {
+	t.Parallel()
+	big := comments(500)
+	for i := range big {
+		big[i].Body = strings.Repeat("long text ", 100) + fmt.Sprint(i)
+	}
+	huge := strings.Repeat("é", github.MaxBodyChars) // multi-byte: truncation must not split a rune
+	big[0].Body = huge
+	p := github.PlanReview(github.PlanOptions{Body: "summary", Comments: big})
+	if len(p.Body) > github.MaxBodyChars {
+		t.Errorf("review body %d bytes, GitHub takes %d", len(p.Body), github.MaxBodyChars)
+	}
+	if len(p.Dropped) == 0 || len(p.Folded)+len(p.Dropped) != 470 {
+		t.Errorf("folded %d dropped %d, want 470 in total with some dropped", len(p.Folded), len(p.Dropped))
+	}
+	if !strings.Contains(p.Body, "do not fit") {
+		t.Error("body does not say comments were left out")
+	}
+	first := p.Inline[0].Body
+	if len(first) > github.MaxBodyChars || len(github.Fingerprints(first)) != 1 || !strings.Contains(first, "truncated") {
+		t.Errorf("huge inline body: %d bytes, markers %v", len(first), github.Fingerprints(first))
+	}
+	if !strings.HasPrefix(first, "éé") || strings.ContainsRune(first, '\uFFFD') {
+		t.Error("truncation broke UTF-8")
+	}
+}
+
+func TestAnnotationBatches(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 49, 50, 51, 100, 101, 237} {
+		anns := make([]github.Annotation, n)
+		for i := range anns {
+			anns[i].StartLine = i
+		}
+		batches := github.AnnotationBatches(anns)
+		total, next := 0, 0
+		for _, b := range batches {
+			if len(b) == 0 || len(b) > github.MaxAnnotationsPerRequest {
+				t.Errorf("n=%d: batch of %d", n, len(b))
+			}
+			for _, a := range b {
+				if a.StartLine != next {
+					t.Fatalf("n=%d: order broken at %d", n, next)
+				}
+				next++
+			}
+			total += len(b)
+		}
+		if want := (n + 49) / 50; len(batches) != want || total != n {
+			t.Errorf("n=%d: %d batches with %d annotations, want %d batches", n, len(batches), total, want)
+		}
+	}
+}
