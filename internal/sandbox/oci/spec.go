@@ -27,6 +27,10 @@ const (
 	SandboxGID = 1000
 )
 
+// ociVersion is the spec version bundles declare. The fields used here are all
+// in 1.0, and crun before 1.9 refuses any version without "1.0" in it.
+const ociVersion = "1.0.2"
+
 // shmBytes is the size of /dev/shm, as the Docker runtime sets it.
 const shmBytes = 16 << 20
 
@@ -92,7 +96,7 @@ func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, id, rootfs, initPath 
 	disableOOMKiller := false
 
 	s := &specs.Spec{
-		Version: specs.Version,
+		Version: ociVersion,
 		Process: &specs.Process{
 			Terminal: false,
 			User:     specs.User{UID: SandboxUID, GID: SandboxGID},
@@ -165,13 +169,13 @@ func deviceRules() []specs.LinuxDeviceCgroup {
 	}
 	return []specs.LinuxDeviceCgroup{
 		{Allow: false, Access: "rwm"},
-		dev(1, 3),   // null
-		dev(1, 5),   // zero
-		dev(1, 7),   // full
-		dev(1, 8),   // random
-		dev(1, 9),   // urandom
-		dev(5, 0),   // tty
-		dev(5, 2),   // ptmx
+		dev(1, 3),    // null
+		dev(1, 5),    // zero
+		dev(1, 7),    // full
+		dev(1, 8),    // random
+		dev(1, 9),    // urandom
+		dev(5, 0),    // tty
+		dev(5, 2),    // ptmx
 		dev(136, -1), // pts/*
 	}
 }

@@ -1,0 +1,98 @@
+// Package ocitest helps tests that need the direct OCI runtime: it builds
+// aster-init, points the runtime at a per-test state directory and a cache of
+// exported images shared by every test run, and decides whether a host that
+// cannot run it skips the test or fails it (ASTER_REQUIRE_OCI=1).
+package ocitest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox/oci"
+	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+)
+
+// CacheDir is where tests keep exported images (ASTER_OCI_CACHE_DIR
+// overrides): exporting the test image takes seconds, so it is done once.
+func CacheDir() string {
+	if v := os.Getenv("ASTER_OCI_CACHE_DIR"); v != "" {
+		return v
+	}
+	return filepath.Join(os.TempDir(), "aster-oci-test-cache")
+}
+
+// Binary is the OCI runtime binary tests use (ASTER_OCI_RUNTIME overrides).
+func Binary() string {
+	if v := os.Getenv("ASTER_OCI_RUNTIME"); v != "" {
+		return v
+	}
+	return config.DefaultOCIRuntime
+}
+
+// Required reports whether a host that cannot run the oci runtime must fail
+// tests rather than skip them.
+func Required() bool { return os.Getenv("ASTER_REQUIRE_OCI") == "1" }
+
+// Options returns runtime options for a test: a fresh state directory, the
+// shared cache, the Docker engine as the image source.
+func Options(t testing.TB) oci.Options {
+	t.Helper()
+	src, err := oci.NewDockerSource("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	state, err := os.MkdirTemp("", "aster-oci-state-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	return oci.Options{
+		Runtime:     Binary(),
+		StateDir:    state,
+		CacheDir:    CacheDir(),
+		InitPath:    sandboxtest.InitBinary(t),
+		Images:      src,
+		Annotations: map[string]string{"aster.test": filepath.Base(t.Name())},
+	}
+}
+
+// Runtime returns an oci runtime with the test image exported, or skips (fails
+// when Required) where it cannot run: not root, no runtime binary, no image.
+func Runtime(t testing.TB) *oci.Runtime {
+	t.Helper()
+	return New(t, Options(t))
+}
+
+// New is Runtime with the caller's options.
+func New(t testing.TB, opts oci.Options) *oci.Runtime {
+	t.Helper()
+	skip := func(format string, args ...any) {
+		t.Helper()
+		if Required() {
+			t.Fatalf(format, args...)
+		}
+		t.Skipf(format+" (set ASTER_REQUIRE_OCI=1 to fail instead)", args...)
+	}
+	if os.Geteuid() != 0 {
+		skip("the oci runtime needs root")
+	}
+	rt, err := oci.New(opts)
+	if err != nil {
+		skip("oci runtime: %v", err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := rt.Check(ctx); err != nil {
+		skip("oci runtime: %v", err)
+	}
+	if err := rt.EnsureImage(ctx, sandboxtest.Image()); err != nil {
+		skip("image %s: %v", sandboxtest.Image(), err)
+	}
+	return rt
+}

@@ -1,0 +1,359 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// helloTimeout bounds how long a started sandbox may take to show that
+// aster-init is up.
+const helloTimeout = 30 * time.Second
+
+// exitWait is how long Close waits for the runtime process to end on its own
+// (init exits after its result, or on stdin EOF) before killing the sandbox.
+const exitWait = 2 * time.Second
+
+// killWait bounds the wait for the runtime process after a SIGKILL.
+const killWait = 10 * time.Second
+
+// Prepare implements sandbox.Runtime: write the bundle, start `<runtime> run`
+// with pipes as the sandbox's stdio, and wait for aster-init's hello. On any
+// failure the sandbox and its state are removed.
+func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ sandbox.Instance, err error) {
+	if r.rootless {
+		return nil, r.Check(ctx)
+	}
+	id := opts.RunID
+	if id == "" {
+		id = sandbox.NewRunID()
+	}
+	if !validID.MatchString(id) {
+		return nil, sandbox.Invalidf("run id %q is not a valid container id", id)
+	}
+	t0 := time.Now()
+	rootfs, err := r.images.rootfs(ctx, opts.Image)
+	if err != nil {
+		return nil, err
+	}
+	dir := r.runDir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create bundle: %w", err)
+	}
+	inst := &instance{rt: r, id: id, dir: dir, pidfd: -1, exited: make(chan struct{}), timings: map[string]time.Duration{}}
+	defer func() {
+		if err != nil {
+			inst.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	rec := record{ID: id, RunID: opts.RunID, Deadline: opts.Deadline, Created: t0, Runtime: r.kind}
+	if err := writeRecord(dir, rec); err != nil {
+		return nil, fmt.Errorf("create bundle: %w", err)
+	}
+	spec := r.base.bundleSpec(opts, id, rootfs, r.initAbs, r.opts.Annotations)
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("create bundle: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, configFile), b, 0o600); err != nil {
+		return nil, fmt.Errorf("create bundle: %w", err)
+	}
+	inst.setTiming("create", time.Since(t0))
+
+	if err := inst.start(); err != nil {
+		return nil, err
+	}
+	t2 := time.Now()
+	if err := inst.awaitHello(ctx); err != nil {
+		return nil, err
+	}
+	inst.setTiming("init", time.Since(t2))
+	inst.openPidfd()
+	return inst, nil
+}
+
+// instance is one prepared sandbox: a `<runtime> run` process whose stdio are
+// the frame streams of aster-init.
+type instance struct {
+	rt  *Runtime
+	id  string
+	dir string
+
+	cmd     *os.Process
+	stdin   *os.File // host end: frames to init
+	stdout  *os.File // host end: frames from init
+	frames  *initproto.Reader
+	initLog *sandbox.Capture
+	logDone chan struct{}
+	exited  chan struct{}
+	exitErr error
+
+	pidMu sync.Mutex
+	pidfd int // of the sandbox's init, once known; -1 before
+
+	timingMu sync.Mutex
+	timings  map[string]time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
+	ranMu     sync.Mutex
+	ran       bool
+}
+
+func (i *instance) ID() string { return i.id }
+
+func (i *instance) setTiming(name string, d time.Duration) {
+	i.timingMu.Lock()
+	i.timings[name] = d
+	i.timingMu.Unlock()
+}
+
+// start launches the runtime process with three pipes as its stdio, which it
+// hands to the sandbox's init as they are (no terminal).
+func (i *instance) start() error {
+	t0 := time.Now()
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return err
+	}
+	stderrR, stderrW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		stdoutR.Close()
+		stdoutW.Close()
+		return err
+	}
+	i.stdin, i.stdout = stdinW, stdoutR
+	// The process outlives the request that prepared it (a pooled sandbox);
+	// its end is driven by Close and destroy, not by a context.
+	cmd := i.rt.command(context.Background(), "run", "--bundle", i.dir, "--pid-file", filepath.Join(i.dir, pidFile), i.id)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
+	err = i.rt.launch.start(cmd)
+	// The child holds its ends now; ours would keep the streams open forever.
+	stdinR.Close()
+	stdoutW.Close()
+	stderrW.Close()
+	if err != nil {
+		stderrR.Close()
+		close(i.exited)
+		return fmt.Errorf("%w: start %s: %v", sandbox.ErrUnavailable, i.rt.kind, err)
+	}
+	i.cmd = cmd.Process
+	i.initLog = sandbox.NewCapture(16 << 10)
+	i.logDone = make(chan struct{})
+	go func() {
+		defer close(i.logDone)
+		defer stderrR.Close()
+		_, _ = io.Copy(i.initLog, stderrR)
+	}()
+	go func() {
+		i.exitErr = cmd.Wait()
+		close(i.exited)
+	}()
+	i.frames = initproto.NewReader(stdoutR)
+	i.setTiming("start", time.Since(t0))
+	return nil
+}
+
+func (i *instance) awaitHello(ctx context.Context) error {
+	type result struct {
+		f   initproto.Frame
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		f, err := i.frames.Next()
+		ch <- result{f, err}
+	}()
+	timer := time.NewTimer(helloTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			return fmt.Errorf("%w: aster-init did not start: %v%s", sandbox.ErrProtocol, r.err, i.diagnostics())
+		}
+		if r.f.Type != initproto.TypeHello {
+			return fmt.Errorf("%w: first frame from aster-init is %s", sandbox.ErrProtocol, r.f.Type)
+		}
+		if _, err := initproto.DecodeHello(r.f.Payload); err != nil {
+			return fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
+		}
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("%w: aster-init did not say hello within %s", sandbox.ErrProtocol, helloTimeout)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// diagnostics returns what the runtime and init wrote on stderr, once the
+// runtime process has ended (or after a short wait), for error messages.
+func (i *instance) diagnostics() string {
+	select {
+	case <-i.logDone:
+	case <-time.After(time.Second):
+	}
+	out := i.initLog.Output()
+	s := strings.TrimSpace(string(out.Data))
+	if s == "" {
+		return ""
+	}
+	return " (" + s + ")"
+}
+
+// openPidfd pins the sandbox's init process. After hello init is alive and
+// blocked on its stdin, so the pid in the pid file is certainly init's; a
+// pidfd keeps a later kill from ever reaching a recycled pid.
+func (i *instance) openPidfd() {
+	b, err := os.ReadFile(filepath.Join(i.dir, pidFile))
+	if err != nil {
+		return // runc writes it after start; destroy falls back to `kill`
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || pid <= 1 {
+		return
+	}
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	i.pidMu.Lock()
+	i.pidfd = fd
+	i.pidMu.Unlock()
+}
+
+// Done is closed once the sandbox is gone; the warm pool uses it to skip
+// sandboxes that died while waiting.
+func (i *instance) Done() <-chan struct{} { return i.exited }
+
+// Run implements sandbox.Instance.
+func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	i.ranMu.Lock()
+	used := i.ran
+	i.ran = true
+	i.ranMu.Unlock()
+	if used {
+		err := errors.New("sandbox instance already used: a sandbox runs exactly one job")
+		return sandbox.Result{Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+	}
+	s := &sandbox.Session{
+		W:         i.stdin,
+		R:         i.frames,
+		Destroy:   i.destroy,
+		Exited:    i.exited,
+		HelloSeen: true,
+	}
+	t0 := time.Now()
+	res, err := s.Run(ctx, job)
+	i.setTiming("job", time.Since(t0))
+	res.ID = i.id
+	res.Runtime = "oci"
+	i.timingMu.Lock()
+	res.Timings = maps.Clone(i.timings)
+	i.timingMu.Unlock()
+	if res.Status == sandbox.StatusError && res.Error != "" {
+		res.Error += i.diagnostics()
+	}
+	return res, err
+}
+
+// destroy kills the sandbox now: SIGKILL to its init ends the whole PID
+// namespace, and the runtime process then cleans up and exits.
+func (i *instance) destroy() {
+	select {
+	case <-i.exited:
+		return
+	default:
+	}
+	i.pidMu.Lock()
+	fd := i.pidfd
+	i.pidMu.Unlock()
+	if fd >= 0 && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	if _, err := i.rt.output(ctx, "kill", i.id, "KILL"); err != nil && i.cmd != nil {
+		// Not created yet, or the runtime is wedged: end the runtime process;
+		// Close deletes whatever it left.
+		_ = i.cmd.Kill()
+	}
+}
+
+// Close implements sandbox.Instance. Closing stdin tells an idle init to exit
+// (a pooled sandbox) and a finished one is already exiting; anything still
+// running after a short wait is killed. Then the runtime's state and the
+// bundle are removed.
+func (i *instance) Close(ctx context.Context) error {
+	i.closeOnce.Do(func() {
+		t0 := time.Now()
+		if i.stdin != nil {
+			i.stdin.Close()
+		}
+		if !waitClosed(i.exited, exitWait) {
+			i.destroy()
+			if !waitClosed(i.exited, killWait) && i.cmd != nil {
+				_ = i.cmd.Kill()
+				waitClosed(i.exited, killWait)
+			}
+		}
+		if i.stdout != nil {
+			i.stdout.Close()
+		}
+		i.pidMu.Lock()
+		if i.pidfd >= 0 {
+			unix.Close(i.pidfd)
+			i.pidfd = -1
+		}
+		i.pidMu.Unlock()
+		// `run` deletes the container when it exits normally; after a kill of
+		// the runtime process itself, state may remain.
+		if _, err := os.Stat(filepath.Join(i.rt.rootDir, i.id)); err == nil {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killWait)
+			if out, err := i.rt.output(rctx, "delete", "--force", i.id); err != nil && !notExist(out) {
+				i.closeErr = fmt.Errorf("delete container: %v: %s", err, strings.TrimSpace(string(out)))
+			}
+			cancel()
+		}
+		if err := os.RemoveAll(i.dir); err != nil && i.closeErr == nil {
+			i.closeErr = fmt.Errorf("remove bundle: %w", err)
+		}
+		if i.closeErr != nil {
+			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", i.closeErr)
+		}
+		i.setTiming("remove", time.Since(t0))
+	})
+	return i.closeErr
+}
+
+func waitClosed(ch <-chan struct{}, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ch:
+		return true
+	case <-t.C:
+		return false
+	}
+}
