@@ -162,8 +162,8 @@ func TestGetPullRequest(t *testing.T) {
 	}
 	want := github.PullRequest{
 		Number: 7, Title: "Say hi", Body: "please review", State: "open", Author: "octocat",
-		Head: github.Branch{SHA: f.head, Ref: "feature", Repo: pr.Base.Repo},
-		Base: github.Branch{SHA: f.base, Ref: "main", Repo: pr.Base.Repo},
+		Head:         github.Branch{SHA: f.head, Ref: "feature", Repo: pr.Base.Repo},
+		Base:         github.Branch{SHA: f.base, Ref: "main", Repo: pr.Base.Repo},
 		ChangedFiles: 2, Additions: 6, Deletions: 2,
 	}
 	if diff := cmp.Diff(want, pr); diff != "" {
