@@ -1,0 +1,90 @@
+package finding
+
+import (
+	"io"
+	"strings"
+)
+
+// Bandit's -f json output.
+type banditOutput struct {
+	Errors  []banditError  `json:"errors"`
+	Results []banditResult `json:"results"`
+}
+
+type banditError struct {
+	Filename string `json:"filename"`
+	Reason   string `json:"reason"`
+}
+
+type banditResult struct {
+	Filename        string `json:"filename"`
+	LineNumber      int    `json:"line_number"`
+	ColOffset       *int   `json:"col_offset"`     // 0-based; bandit >= 1.7.3
+	EndColOffset    *int   `json:"end_col_offset"` // bandit >= 1.7.5
+	IssueSeverity   string `json:"issue_severity"`
+	IssueConfidence string `json:"issue_confidence"`
+	IssueText       string `json:"issue_text"`
+	TestID          string `json:"test_id"`
+	TestName        string `json:"test_name"`
+	MoreInfo        string `json:"more_info"`
+}
+
+// ReadBandit reads `bandit -f json` output, one or more documents. Severity
+// HIGH is error, MEDIUM warning, LOW note; a LOW-confidence result is lowered
+// one step, since Bandit itself says it is likely noise.
+func ReadBandit(r io.Reader, opts ReadOptions) (ReadResult, error) {
+	c := newCollector(opts)
+	data, err := readCapped(r, c.opts.MaxBytes)
+	if err != nil {
+		return ReadResult{}, err
+	}
+	docs, err := decodeDocuments[banditOutput](data, "Bandit JSON", "results")
+	if err != nil {
+		return ReadResult{}, err
+	}
+	for _, doc := range docs {
+		for _, e := range doc.Errors {
+			c.toolError(e.Filename + ": " + e.Reason)
+		}
+		for _, res := range doc.Results {
+			f := Finding{
+				RuleID:    res.TestID,
+				RuleName:  res.TestName,
+				Severity:  banditSeverity(res.IssueSeverity, res.IssueConfidence),
+				Path:      res.Filename,
+				StartLine: res.LineNumber,
+				EndLine:   res.LineNumber,
+				Message:   res.IssueText,
+				HelpURI:   res.MoreInfo,
+			}
+			// line_range is not used: Bandit pads it with following lines.
+			if res.ColOffset != nil && *res.ColOffset >= 0 {
+				f.StartColumn = *res.ColOffset + 1
+				if res.EndColOffset != nil && *res.EndColOffset > *res.ColOffset && f.EndLine == f.StartLine {
+					f.EndColumn = *res.EndColOffset + 1
+				}
+			}
+			c.add(f)
+		}
+	}
+	return c.result(), nil
+}
+
+func banditSeverity(sev, confidence string) Severity {
+	s := Warning
+	switch strings.ToUpper(sev) {
+	case "HIGH":
+		s = Error
+	case "LOW":
+		s = Note
+	}
+	if strings.EqualFold(confidence, "LOW") {
+		switch s {
+		case Error:
+			s = Warning
+		case Warning:
+			s = Note
+		}
+	}
+	return s
+}

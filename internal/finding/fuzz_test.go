@@ -1,0 +1,70 @@
+package finding
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func addSeeds(f *testing.F, glob string) {
+	files, _ := filepath.Glob(filepath.Join("testdata", glob))
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil {
+			f.Add(b)
+		}
+	}
+}
+
+// check asserts what every reader promises for any input: no panic, errors
+// classified, findings normalised.
+func check(t *testing.T, format Format, data []byte) {
+	res, err := Read(format, bytes.NewReader(data), ReadOptions{Analyzer: "fuzz", MaxFindings: 100})
+	if err != nil {
+		if !errors.Is(err, ErrInvalid) && !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("unclassified error: %v", err)
+		}
+		return
+	}
+	if len(res.Findings) > 100 {
+		t.Fatalf("%d findings past the cap", len(res.Findings))
+	}
+	for _, f := range res.Findings {
+		if f.Severity.Rank() == 0 || f.EndLine < f.StartLine || f.StartLine < 0 || len(f.Message) > maxMessageBytes+4 || f.Analyzer != "fuzz" || f.Fingerprint == "" {
+			t.Fatalf("bad finding %+v", f)
+		}
+	}
+	// Whatever was read can be written back as valid JSON SARIF and re-read.
+	var buf bytes.Buffer
+	if err := WriteSARIF(&buf, res.Findings, WriteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadSARIF(&buf, ReadOptions{}); err != nil {
+		t.Fatalf("re-read written SARIF: %v", err)
+	}
+}
+
+func FuzzReadSARIF(f *testing.F) {
+	addSeeds(f, "tools/*.sarif")
+	addSeeds(f, "published/*.sarif")
+	f.Add([]byte(`{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"x","rules":[{"id":"a","messageStrings":{"m":{"text":"{0}{{}}{9}"}}}]}},"results":[{"ruleIndex":0,"message":{"id":"m","arguments":["q"]},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"%zz"},"region":{"startLine":-4,"endLine":-9}}}]}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatSARIF, data) })
+}
+
+func FuzzReadSemgrep(f *testing.F) {
+	addSeeds(f, "semgrep/*.json")
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatSemgrep, data) })
+}
+
+func FuzzReadShellcheck(f *testing.F) {
+	addSeeds(f, "tools/*.json1")
+	f.Add([]byte(`[{"file":"a","line":1,"code":1,"level":"style","message":"m"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatShellcheck, data) })
+}
+
+func FuzzReadBandit(f *testing.F) {
+	addSeeds(f, "tools/bandit.json")
+	f.Add([]byte(`{"results":[{"filename":"./a.py","line_number":2,"col_offset":4,"end_col_offset":1,"issue_severity":"HIGH","issue_confidence":"LOW","test_id":"B1"}],"errors":[{"filename":"b.py","reason":"syntax error"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatBandit, data) })
+}

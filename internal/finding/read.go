@@ -1,0 +1,278 @@
+package finding
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"strings"
+	"unicode/utf8"
+)
+
+// Format names an analyzer output format.
+type Format string
+
+// The formats Aster reads.
+const (
+	FormatSARIF      Format = "sarif"           // SARIF 2.1.0
+	FormatSemgrep    Format = "semgrep-json"    // semgrep --json
+	FormatShellcheck Format = "shellcheck-json" // shellcheck -f json1 (or json)
+	FormatBandit     Format = "bandit-json"     // bandit -f json
+)
+
+// Formats lists the readable formats.
+var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit}
+
+// ParseFormat validates a format name.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json", s)
+}
+
+// ErrInvalid marks analyzer output that cannot be read.
+var ErrInvalid = errors.New("invalid analyzer output")
+
+// ErrTooLarge marks analyzer output over ReadOptions.MaxBytes.
+var ErrTooLarge = errors.New("analyzer output too large")
+
+// ReadOptions tune a reader.
+type ReadOptions struct {
+	// Analyzer is written into every Finding.
+	Analyzer string
+	// Root is the directory the analyzer ran in (e.g. /work); absolute paths
+	// under it, and file:// URIs, are made relative to it.
+	Root string
+	// MaxBytes bounds the input; MaxFindings the findings kept (the rest are
+	// counted in ReadResult.Dropped).
+	MaxBytes    int64
+	MaxFindings int
+}
+
+// Defaults for ReadOptions.
+const (
+	DefaultMaxBytes    = 32 << 20
+	DefaultMaxFindings = 5000
+	maxMessageBytes    = 4 << 10
+	maxIDBytes         = 256
+	maxToolErrors      = 20
+)
+
+func (o ReadOptions) withDefaults() ReadOptions {
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxFindings <= 0 {
+		o.MaxFindings = DefaultMaxFindings
+	}
+	if o.Root == "" {
+		o.Root = "/work"
+	}
+	return o
+}
+
+// ReadResult is what a reader found.
+type ReadResult struct {
+	Findings []Finding `json:"findings"`
+	// ToolErrors are problems the tool reported about its own run (a file it
+	// could not parse, a rule that failed), capped at a few.
+	ToolErrors []string `json:"tool_errors,omitempty"`
+	// Dropped counts findings past MaxFindings; Suppressed those the source
+	// marked as suppressed (nosemgrep, SARIF suppressions).
+	Dropped    int `json:"dropped,omitempty"`
+	Suppressed int `json:"suppressed,omitempty"`
+}
+
+// Read reads analyzer output of the given format.
+func Read(format Format, r io.Reader, opts ReadOptions) (ReadResult, error) {
+	switch format {
+	case FormatSARIF:
+		return ReadSARIF(r, opts)
+	case FormatSemgrep:
+		return ReadSemgrep(r, opts)
+	case FormatShellcheck:
+		return ReadShellcheck(r, opts)
+	case FormatBandit:
+		return ReadBandit(r, opts)
+	}
+	return ReadResult{}, fmt.Errorf("%w: unknown format %q", ErrInvalid, format)
+}
+
+// readCapped reads all of r up to max bytes.
+func readCapped(r io.Reader, max int64) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("read analyzer output: %w", err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%w: more than %d bytes", ErrTooLarge, max)
+	}
+	return b, nil
+}
+
+// decodeDocuments decodes one or more concatenated JSON documents (several
+// invocations of a tool through xargs each print one) into new values of T.
+// Each document must be an object with the required top-level keys, so that
+// an unrelated JSON value is not mistaken for an empty report.
+func decodeDocuments[T any](data []byte, what string, required ...string) ([]T, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var docs []T
+	for {
+		var raw json.RawMessage
+		err := dec.Decode(&raw)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
+		}
+		if len(required) > 0 {
+			var keys map[string]json.RawMessage
+			if err := json.Unmarshal(raw, &keys); err != nil {
+				return nil, fmt.Errorf("%w: %s: not a JSON object", ErrInvalid, what)
+			}
+			for _, k := range required {
+				if _, ok := keys[k]; !ok {
+					return nil, fmt.Errorf("%w: %s: no %q field", ErrInvalid, what, k)
+				}
+			}
+		}
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("%w: %s: %v", ErrInvalid, what, err)
+		}
+		docs = append(docs, v)
+	}
+	if len(docs) == 0 {
+		return nil, fmt.Errorf("%w: %s: empty output", ErrInvalid, what)
+	}
+	return docs, nil
+}
+
+// collector applies the caps and the common normalisation to findings.
+type collector struct {
+	opts ReadOptions
+	res  ReadResult
+}
+
+func newCollector(opts ReadOptions) *collector {
+	return &collector{opts: opts.withDefaults(), res: ReadResult{Findings: []Finding{}}}
+}
+
+func (c *collector) add(f Finding) {
+	if len(c.res.Findings) >= c.opts.MaxFindings {
+		c.res.Dropped++
+		return
+	}
+	f.Analyzer = c.opts.Analyzer
+	f.Path = cleanPath(f.Path, c.opts.Root)
+	f.RuleID = clip(oneLine(f.RuleID), maxIDBytes)
+	f.RuleName = clip(oneLine(f.RuleName), maxIDBytes)
+	f.Message = clip(strings.TrimSpace(f.Message), maxMessageBytes)
+	if f.Message == "" {
+		f.Message = f.RuleID
+	}
+	if f.Severity.Rank() == 0 {
+		f.Severity = Warning
+	}
+	if f.StartLine < 0 {
+		f.StartLine = 0
+	}
+	if f.EndLine < f.StartLine {
+		f.EndLine = f.StartLine
+	}
+	if f.StartColumn < 0 {
+		f.StartColumn = 0
+	}
+	if f.EndColumn < 0 || (f.EndLine == f.StartLine && f.EndColumn < f.StartColumn) {
+		f.EndColumn = 0
+	}
+	if !safeURL(f.HelpURI) {
+		f.HelpURI = ""
+	}
+	if f.Fix != nil {
+		f.Fix.Description = clip(f.Fix.Description, maxMessageBytes)
+		for i := range f.Fix.Replacements {
+			f.Fix.Replacements[i].Path = cleanPath(f.Fix.Replacements[i].Path, c.opts.Root)
+			f.Fix.Replacements[i].Text = clip(f.Fix.Replacements[i].Text, maxMessageBytes)
+		}
+		if len(f.Fix.Replacements) == 0 {
+			f.Fix = nil
+		}
+	}
+	f.Fingerprint = ComputeFingerprint(f)
+	c.res.Findings = append(c.res.Findings, f)
+}
+
+func (c *collector) toolError(msg string) {
+	if len(c.res.ToolErrors) < maxToolErrors {
+		c.res.ToolErrors = append(c.res.ToolErrors, clip(oneLine(msg), 512))
+	}
+}
+
+func (c *collector) result() ReadResult {
+	Sort(c.res.Findings)
+	c.res.Findings = Dedupe(c.res.Findings)
+	return c.res
+}
+
+// cleanPath turns what an analyzer printed (a relative path, "./x", an
+// absolute path under root, a file:// or relative URI) into a clean
+// repository-relative path. Paths outside root are kept, cleaned, so that they
+// match nothing in the diff.
+func cleanPath(p, root string) string {
+	if strings.HasPrefix(p, "file:") {
+		if u, err := url.Parse(p); err == nil && u.Path != "" {
+			p = u.Path
+		}
+	} else if strings.Contains(p, "%") {
+		if u, err := url.PathUnescape(p); err == nil {
+			p = u
+		}
+	}
+	p = strings.ReplaceAll(p, `\`, "/")
+	if strings.HasPrefix(p, "/") {
+		root = strings.TrimSuffix(path.Clean(root), "/")
+		if rel, ok := strings.CutPrefix(path.Clean(p), root+"/"); ok && root != "" {
+			p = rel
+		}
+	}
+	if p == "" {
+		return ""
+	}
+	p = path.Clean(p)
+	if p == "." {
+		return ""
+	}
+	return clip(p, 4096)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "…"
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}
+
+// safeURL keeps only absolute http(s) links.
+func safeURL(s string) bool {
+	if s == "" || len(s) > 2048 {
+		return false
+	}
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
