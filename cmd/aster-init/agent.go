@@ -122,9 +122,9 @@ func (s *frameStream) Read(p []byte) (int, error) {
 // execute runs the command and gathers its result.
 func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	res := initproto.ResultFrame{ExitCode: -1}
-	dir := job.Dir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		res.SetupError = fmt.Sprintf("working directory %s: %v", dir, err)
+	dir := filepath.Join(a.workDir, job.Dir)
+	if err := mkdirIn(a.workDir, job.Dir); err != nil {
+		res.SetupError = fmt.Sprintf("working directory %s: %v", job.Dir, err)
 		return res
 	}
 	env := jobEnv(job.Env)
@@ -347,6 +347,19 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 		res.Signal = int(status.Signal())
 	}
 	return res
+}
+
+// mkdirIn creates dir under root without following links out of it.
+func mkdirIn(root, dir string) error {
+	if dir == "." {
+		return nil
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.MkdirAll(dir, 0o755)
 }
 
 // pumpStdin copies stdin frames to the command until the stdin end frame, then

@@ -29,7 +29,7 @@ type JobHeader struct {
 	Argv    []string `json:"argv"`
 	// Env is the complete environment of the command, as KEY=VALUE.
 	Env []string `json:"env"`
-	// Dir is the working directory, absolute, inside /work.
+	// Dir is the working directory, relative to the workspace root (/work).
 	Dir       string `json:"dir"`
 	TimeoutMS int64  `json:"timeout_ms"`
 	// KillGraceMS is how long the job has between SIGTERM and SIGKILL at the deadline.
@@ -73,8 +73,8 @@ func (h *JobHeader) Validate() error {
 			return fmt.Errorf("malformed environment entry %q", truncate(e, 64))
 		}
 	}
-	if !strings.HasPrefix(h.Dir, "/") {
-		return fmt.Errorf("working directory %q is not absolute", h.Dir)
+	if h.Dir == "" || strings.HasPrefix(h.Dir, "/") || h.Dir == ".." || strings.HasPrefix(h.Dir, "../") || strings.Contains(h.Dir, "/../") || strings.HasSuffix(h.Dir, "/..") {
+		return fmt.Errorf("working directory %q is not relative to the workspace", h.Dir)
 	}
 	if h.TimeoutMS <= 0 || h.OutputCeilingBytes <= 0 {
 		return fmt.Errorf("timeout and output ceiling must be positive")

@@ -90,6 +90,20 @@ func (a *admission) acquire(ctx context.Context, timeout time.Duration) error {
 	return cause
 }
 
+// tryAcquire takes a free slot without waiting. It fails when none is free,
+// when runs are queued (they come first) and when draining. The warm pool
+// fills only this way, so it never delays a run.
+func (a *admission) tryAcquire() bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.closed || a.running >= a.max || a.waiters.Len() > 0 {
+		return false
+	}
+	a.running++
+	a.obs.Running(a.running)
+	return true
+}
+
 // release frees a slot or hands it to the first waiter.
 func (a *admission) release() {
 	a.mu.Lock()

@@ -44,8 +44,10 @@ type ManagerOptions struct {
 	// PrepareAllowance is added to a sandbox's deadline label to cover its
 	// creation and teardown.
 	PrepareAllowance time.Duration
-	Observer         Observer
-	Logger           *slog.Logger
+	// Pool configures the warm pool and background teardown (pool.go).
+	Pool     PoolOptions
+	Observer Observer
+	Logger   *slog.Logger
 }
 
 // Manager is the single entry point for running sandboxes: it validates specs,
@@ -63,6 +65,8 @@ type Manager struct {
 
 	liveMu sync.Mutex
 	live   map[string]struct{} // sandboxes this Manager holds, by runtime id
+
+	pool *pool
 }
 
 type imageEntry struct {
@@ -98,7 +102,7 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if obs == nil {
 		obs = nopObserver{}
 	}
-	return &Manager{
+	m := &Manager{
 		opts:     opts,
 		adm:      newAdmission(opts.MaxConcurrent, opts.QueueSize, obs),
 		log:      log,
@@ -106,7 +110,9 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 		clock:    time.Now,
 		imgCache: map[string]imageEntry{},
 		live:     map[string]struct{}{},
-	}, nil
+	}
+	m.pool = newPool(m, opts.Pool)
+	return m, nil
 }
 
 // Runtime returns the runtime the Manager drives.
@@ -139,7 +145,10 @@ func (m *Manager) Stats() Stats {
 // Drain stops admitting runs: later calls to Run and the runs still queued
 // fail with ErrUnavailable ("shutting down"); runs already holding a slot
 // continue. Used for graceful shutdown.
-func (m *Manager) Drain() { m.adm.drain() }
+func (m *Manager) Drain() {
+	m.adm.drain()
+	m.pool.shutdown()
+}
 
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
@@ -203,44 +212,58 @@ func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions
 	if err != nil {
 		return failed(spec, err), err
 	}
-	if err := m.adm.acquire(ctx, m.opts.QueueTimeout); err != nil {
+	warm, err := m.admit(ctx, spec)
+	if err != nil {
 		return failed(spec, err), err
 	}
-	defer m.adm.release()
 	if opts.Admitted != nil {
 		opts.Admitted()
 	}
 	m.obs.RunStarted()
 	start := m.clock()
-	res, err := m.run(ctx, spec)
+	res, err := m.run(ctx, spec, warm)
 	m.obs.RunFinished(res.Status, time.Since(start))
 	return res, err
 }
 
-func (m *Manager) run(ctx context.Context, spec Spec) (Result, error) {
+// run runs spec in warm (a pooled sandbox, already holding the run's slot) or
+// in a sandbox prepared now; either way the sandbox is destroyed and the slot
+// freed by finish.
+func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry) (Result, error) {
 	log := m.log.With("run", spec.ID)
 	img, err := m.imageInfo(ctx, spec.Image)
 	if err != nil {
+		if warm != nil {
+			m.finish(ctx, warm.inst, log)
+		} else {
+			m.adm.release()
+		}
 		return failed(spec, err), err
 	}
 	t0 := m.clock()
-	inst, err := m.opts.Runtime.Prepare(ctx, PrepareOptions{
-		RunID:    spec.ID,
-		Image:    spec.Image,
-		Limits:   spec.Limits,
-		Deadline: t0.Add(spec.Limits.Timeout() + KillGrace + HostGrace + m.opts.PrepareAllowance),
-	})
-	if err != nil {
-		log.Warn("prepare sandbox", "err", err)
-		res := failed(spec, err)
-		res.ImageDigest = img.Digest
-		return res, err
+	var inst Instance
+	if warm != nil {
+		inst = warm.inst
+	} else {
+		inst, err = m.opts.Runtime.Prepare(ctx, PrepareOptions{
+			RunID:    spec.ID,
+			Image:    spec.Image,
+			Limits:   spec.Limits,
+			Deadline: t0.Add(spec.Limits.Timeout() + KillGrace + HostGrace + m.opts.PrepareAllowance),
+		})
+		if err != nil {
+			m.adm.release()
+			log.Warn("prepare sandbox", "err", err)
+			res := failed(spec, err)
+			res.ImageDigest = img.Digest
+			return res, err
+		}
+		m.track(inst.ID(), true)
 	}
 	prepared := m.clock().Sub(t0)
-	m.track(inst.ID(), true)
 	res, runErr := inst.Run(ctx, JobFromSpec(spec))
-	closeErr := inst.Close(context.WithoutCancel(ctx))
-	m.track(inst.ID(), false)
+	ran := m.clock().Sub(t0)
+	closed := m.finish(ctx, inst, log)
 	res.ID = spec.ID
 	res.Image = spec.Image
 	res.ImageDigest = img.Digest
@@ -249,10 +272,10 @@ func (m *Manager) run(ctx context.Context, spec Spec) (Result, error) {
 		res.Timings = map[string]time.Duration{}
 	}
 	res.Timings["prepare"] = prepared
-	res.Timings["total"] = m.clock().Sub(t0)
-	if closeErr != nil {
-		log.Warn("destroy sandbox", "err", closeErr)
+	if warm != nil {
+		res.Timings["warm"] = t0.Sub(warm.created) // how long it waited in the pool
 	}
+	res.Timings["total"] = ran + closed
 	log.Debug("run finished", "status", res.Status, "exit", res.ExitCode, "ms", res.Timings["total"].Milliseconds())
 	return res, runErr
 }

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"path"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -238,13 +238,13 @@ func applyResultFrame(res *Result, rf initproto.ResultFrame, hostReason Status, 
 
 // jobHeader builds and validates the header init will act on.
 func jobHeader(job Job) (initproto.JobHeader, error) {
-	dir := "/work"
+	dir := "."
 	if job.Workdir != "" {
-		rel, err := workspace.CleanName(job.Workdir)
+		rel, err := workspace.CleanName(strings.TrimPrefix(job.Workdir, "/work/"))
 		if err != nil {
 			return initproto.JobHeader{}, Invalidf("workdir: %v", err)
 		}
-		dir = path.Join("/work", rel)
+		dir = rel
 	}
 	env := make([]string, 0, len(job.Env))
 	for _, k := range slices.Sorted(maps.Keys(job.Env)) {
