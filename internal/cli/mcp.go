@@ -16,42 +16,17 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/reaper"
 )
 
-// mcpConfig is the `mcp:` section of aster.yaml; flags override it.
+// mcpConfig is the `mcp:` section of aster.yaml. Admission, ceilings, the
+// token file and the body cap come from the `serve:` section (and its ASTER_*
+// variables), shared with `aster sandbox serve`; flags override both.
 type mcpConfig struct {
-	HTTP          string              `yaml:"http"`
-	TokenFile     string              `yaml:"token_file"`
-	SandboxURL    string              `yaml:"sandbox_url"`
-	MaxConcurrent int                 `yaml:"max_concurrent"`
-	QueueSize     int                 `yaml:"queue_size"`
-	QueueTimeout  string              `yaml:"queue_timeout"`
-	MaxBody       string              `yaml:"max_body"`
-	Ceilings      config.LimitsConfig `yaml:"ceilings"`
-}
-
-// defaultMCPConfig holds the MCP server's defaults: what one call may ask for
-// at most (ceilings), and how many sandboxes run at once.
-func defaultMCPConfig() mcpConfig {
-	return mcpConfig{
-		MaxConcurrent: 4,
-		QueueSize:     16,
-		QueueTimeout:  "60s",
-		MaxBody:       "64m",
-		Ceilings: config.LimitsConfig{
-			Timeout:       "10m",
-			Memory:        "4g",
-			CPUs:          "2",
-			Pids:          "1024",
-			OutputLimit:   "16m",
-			OutputCeiling: "1g",
-			WorkdirSize:   "2g",
-			TmpSize:       "1g",
-		},
-	}
+	HTTP       string `yaml:"http"`
+	SandboxURL string `yaml:"sandbox_url"`
 }
 
 type mcpFlags struct {
 	http, tokenFile, sandboxURL    string
-	maxConcurrent, queueSize       int
+	maxConcurrent, queue           string
 	queueTimeout, maxBody          string
 	maxTimeout, maxMemory, maxCPUs string
 	maxPids, maxOutput, maxWorkdir string
@@ -97,18 +72,19 @@ the sandbox.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.http, "http", "", "serve streamable HTTP at ADDR (path /mcp) instead of stdio, e.g. 127.0.0.1:8765")
-	fl.StringVar(&f.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line (required for a non-loopback --http address)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "accepted bearer tokens, one per line, as for 'aster sandbox serve' (required for a non-loopback --http address)")
 	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote 'aster sandbox serve' at URL instead of in-process")
-	fl.IntVar(&f.maxConcurrent, "max-concurrent", 0, "sandboxes running at once, in-process (default 4)")
-	fl.IntVar(&f.queueSize, "queue", 0, "calls that may wait for a sandbox slot before 'busy' (default 16)")
-	fl.StringVar(&f.queueTimeout, "queue-timeout", "", "how long a call may wait for a slot (default 60s)")
-	fl.StringVar(&f.maxBody, "max-body", "", "largest HTTP request body, i.e. the files of one call (default 64m)")
-	fl.StringVar(&f.maxTimeout, "max-timeout", "", "ceiling of limits.timeout_ms (default 10m)")
-	fl.StringVar(&f.maxMemory, "max-memory", "", "ceiling of limits.memory_bytes (default 4g)")
-	fl.StringVar(&f.maxCPUs, "max-cpus", "", "ceiling of limits.milli_cpus, in CPUs (default 2)")
-	fl.StringVar(&f.maxPids, "max-pids", "", "ceiling of limits.pids (default 1024)")
-	fl.StringVar(&f.maxOutput, "max-output-limit", "", "ceiling of limits.output_bytes (default 16m)")
-	fl.StringVar(&f.maxWorkdir, "max-workdir-size", "", "ceiling of limits.workdir_bytes (default 2g)")
+	def := config.DefaultCeilings()
+	fl.StringVar(&f.maxConcurrent, "max-concurrent", "auto", "sandboxes running at once, in-process (auto: sized from host memory)")
+	fl.StringVar(&f.queue, "queue", "", fmt.Sprintf("calls that may wait for a sandbox slot before 'busy' (default %d × max-concurrent)", config.DefaultQueuePerSlot))
+	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a call may wait for a slot")
+	fl.StringVar(&f.maxBody, "max-body", config.FormatBytes(config.DefaultMaxBodyBytes), "largest HTTP request body (the files of one call travel in it)")
+	fl.StringVar(&f.maxTimeout, "max-timeout", def.Timeout, "ceiling of a call's limits.timeout_ms")
+	fl.StringVar(&f.maxMemory, "max-memory", def.Memory, "ceiling of a call's limits.memory_bytes")
+	fl.StringVar(&f.maxCPUs, "max-cpus", def.CPUs, "ceiling of a call's limits.milli_cpus, in CPUs")
+	fl.StringVar(&f.maxPids, "max-pids", def.Pids, "ceiling of a call's limits.pids")
+	fl.StringVar(&f.maxOutput, "max-output-limit", def.OutputLimit, "ceiling of a call's limits.output_bytes")
+	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "ceiling of a call's limits.workdir_bytes")
 	fl.DurationVar(&f.progressInterval, "progress-interval", mcpserver.DefaultProgressInterval, "period of progress notifications")
 	_ = fl.MarkHidden("progress-interval")
 	return cmd
@@ -123,6 +99,10 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
+	sc, err := c.ServeSection(g.stdio.Getenv)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	fl := cmd.Flags()
 	str := func(name string, dst *string, v string) {
 		if fl.Changed(name) {
@@ -130,50 +110,35 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		}
 	}
 	str("http", &mc.HTTP, f.http)
-	str("token-file", &mc.TokenFile, f.tokenFile)
 	str("sandbox-url", &mc.SandboxURL, f.sandboxURL)
-	str("queue-timeout", &mc.QueueTimeout, f.queueTimeout)
-	str("max-body", &mc.MaxBody, f.maxBody)
-	str("max-timeout", &mc.Ceilings.Timeout, f.maxTimeout)
-	str("max-memory", &mc.Ceilings.Memory, f.maxMemory)
-	str("max-cpus", &mc.Ceilings.CPUs, f.maxCPUs)
-	str("max-pids", &mc.Ceilings.Pids, f.maxPids)
-	str("max-output-limit", &mc.Ceilings.OutputLimit, f.maxOutput)
-	str("max-workdir-size", &mc.Ceilings.WorkdirSize, f.maxWorkdir)
-	if fl.Changed("max-concurrent") {
-		mc.MaxConcurrent = f.maxConcurrent
-	}
-	if fl.Changed("queue") {
-		mc.QueueSize = f.queueSize
-	}
+	str("token-file", &sc.TokenFile, f.tokenFile)
+	str("max-concurrent", &sc.MaxConcurrent, f.maxConcurrent)
+	str("queue", &sc.Queue, f.queue)
+	str("queue-timeout", &sc.QueueTimeout, f.queueTimeout)
+	str("max-body", &sc.MaxBody, f.maxBody)
+	str("max-timeout", &sc.Ceilings.Timeout, f.maxTimeout)
+	str("max-memory", &sc.Ceilings.Memory, f.maxMemory)
+	str("max-cpus", &sc.Ceilings.CPUs, f.maxCPUs)
+	str("max-pids", &sc.Ceilings.Pids, f.maxPids)
+	str("max-output-limit", &sc.Ceilings.OutputLimit, f.maxOutput)
+	str("max-workdir-size", &sc.Ceilings.WorkdirSize, f.maxWorkdir)
 
-	ceilings, err := mc.Ceilings.Parse()
-	if err != nil {
-		return usageErr("mcp ceilings: %v", trimInvalid(err))
-	}
 	defaults, err := c.Limits.Parse()
 	if err != nil {
 		return usageErr("limits: %v", trimInvalid(err))
 	}
-	queueTimeout, err := config.ParseDuration(mc.QueueTimeout)
+	set, err := sc.Parse(defaults.MemoryBytes, config.HostMemoryBytes)
 	if err != nil {
-		return usageErr("--queue-timeout: %v", err)
-	}
-	maxBody, err := config.ParseBytes(mc.MaxBody)
-	if err != nil {
-		return usageErr("--max-body: %v", err)
-	}
-	if mc.MaxConcurrent < 1 || mc.QueueSize < 0 {
-		return usageErr("--max-concurrent must be at least 1 and --queue at least 0")
+		return usageErr("%v", err)
 	}
 	var tokens []string
-	if mc.TokenFile != "" {
-		if tokens, err = mcpserver.LoadTokens(mc.TokenFile); err != nil {
+	if set.TokenFile != "" && mc.HTTP != "" {
+		if tokens, err = mcpserver.LoadTokens(set.TokenFile); err != nil {
 			return usageErr("%v", err)
 		}
 	}
-	if mc.HTTP == "" && len(tokens) > 0 {
-		return usageErr("--token-file needs --http: the stdio transport is not authenticated, the client that starts it owns it")
+	if mc.HTTP == "" && fl.Changed("token-file") {
+		return usageErr("--token-file needs --http: the stdio transport has no authentication, the client that starts it owns it")
 	}
 	if len(c.Images) == 0 {
 		return usageErr("empty image allowlist")
@@ -206,9 +171,9 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		Images:           c.Images,
 		Defaults:         defaults,
 		ValidateLimits:   config.ValidateLimits,
-		MaxConcurrent:    mc.MaxConcurrent,
-		QueueSize:        mc.QueueSize,
-		QueueTimeout:     queueTimeout,
+		MaxConcurrent:    set.MaxConcurrent,
+		QueueSize:        set.QueueSize,
+		QueueTimeout:     set.QueueTimeout,
 		PrepareAllowance: allowance,
 		Logger:           log,
 	})
@@ -224,7 +189,7 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		Executor:         exec,
 		Images:           c.Images,
 		Defaults:         defaults,
-		Ceilings:         ceilings,
+		Ceilings:         set.Ceilings,
 		ProgressInterval: f.progressInterval,
 		Version:          Version(),
 		Logger:           log,
@@ -234,13 +199,13 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	}
 
 	if mc.HTTP == "" {
-		log.Info("serving MCP on stdio", "images", c.Images, "max_concurrent", mc.MaxConcurrent)
+		log.Info("serving MCP on stdio", "images", c.Images, "max_concurrent", set.MaxConcurrent)
 		if err := srv.ServeStdio(ctx, g.stdio.Stdin, g.stdio.Stdout); err != nil {
 			return &exitError{code: ExitFailure, err: err}
 		}
 		return nil
 	}
-	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: maxBody}
+	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes}
 	ln, err := mcpserver.ListenHTTP(mc.HTTP, hopts)
 	if err != nil {
 		if errors.Is(err, mcpserver.ErrOpenListener) {
@@ -249,7 +214,7 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		return &exitError{code: ExitFailure, err: fmt.Errorf("listen %s: %w", mc.HTTP, err)}
 	}
 	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+mcpserver.Path,
-		"auth", len(tokens) > 0, "tokens", len(tokens), "images", c.Images, "max_concurrent", mc.MaxConcurrent)
+		"auth", len(tokens) > 0, "tokens", len(tokens), "images", c.Images, "max_concurrent", set.MaxConcurrent)
 	if err := srv.ServeHTTP(ctx, ln, hopts); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
@@ -270,40 +235,12 @@ func startReaper(ctx context.Context, c config.Config, rt sandbox.Runtime, mgr *
 }
 
 func loadMCPConfig(c config.Config) (mcpConfig, error) {
-	mc := defaultMCPConfig()
-	node, ok := c.Extra["mcp"]
-	if !ok {
-		return mc, nil
-	}
-	var file mcpConfig
-	if err := node.Decode(&file); err != nil {
-		return mc, fmt.Errorf("config mcp section: %w", err)
-	}
-	set := func(d *string, s string) {
-		if s != "" {
-			*d = s
+	var mc mcpConfig
+	if node, ok := c.Extra["mcp"]; ok {
+		if err := node.Decode(&mc); err != nil {
+			return mc, fmt.Errorf("config mcp section: %w", err)
 		}
 	}
-	set(&mc.HTTP, file.HTTP)
-	set(&mc.TokenFile, file.TokenFile)
-	set(&mc.SandboxURL, file.SandboxURL)
-	set(&mc.QueueTimeout, file.QueueTimeout)
-	set(&mc.MaxBody, file.MaxBody)
-	if file.MaxConcurrent != 0 {
-		mc.MaxConcurrent = file.MaxConcurrent
-	}
-	if file.QueueSize != 0 {
-		mc.QueueSize = file.QueueSize
-	}
-	fc, cc := file.Ceilings, &mc.Ceilings
-	set(&cc.Timeout, fc.Timeout)
-	set(&cc.Memory, fc.Memory)
-	set(&cc.CPUs, fc.CPUs)
-	set(&cc.Pids, fc.Pids)
-	set(&cc.OutputLimit, fc.OutputLimit)
-	set(&cc.OutputCeiling, fc.OutputCeiling)
-	set(&cc.WorkdirSize, fc.WorkdirSize)
-	set(&cc.TmpSize, fc.TmpSize)
 	return mc, nil
 }
 

@@ -1,0 +1,182 @@
+package mcpserver
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+const (
+	tokenA = "aster-test-token-aaaaaaaaaaaa"
+	tokenB = "aster-test-token-bbbbbbbbbbbb"
+)
+
+// bearer adds a fixed Authorization header to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	if b.token != "" {
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	return b.next.RoundTrip(r)
+}
+
+func httpClient(token string) *http.Client {
+	return &http.Client{Transport: bearer{token: token, next: http.DefaultTransport}}
+}
+
+func initializeBody() *strings.Reader {
+	return strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`)
+}
+
+func postInit(t *testing.T, url, token, host string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, initializeBody())
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+func TestHTTPAuth(t *testing.T) {
+	s := newTestServer(t, &fakeExecutor{}, nil)
+	hs := httptest.NewServer(s.Handler(HTTPOptions{Tokens: []string{tokenA, tokenB}}))
+	t.Cleanup(hs.Close)
+	url := hs.URL + Path
+
+	for name, tok := range map[string]string{"no token": "", "wrong token": "aster-test-token-cccccccccccc", "prefix of a token": tokenA[:20]} {
+		if resp := postInit(t, url, tok, ""); resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("%s: status %d, want 401", name, resp.StatusCode)
+		}
+	}
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url, initializeBody())
+	req.Header.Set("Authorization", "Basic "+tokenA)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("basic auth: %v %v, want 401", resp.StatusCode, err)
+	}
+
+	// Through the SDK client: refused without a token, served with one.
+	c := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "0"}, nil)
+	if _, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient("")}, nil); err == nil {
+		t.Fatal("connected without a token")
+	}
+	cs, err := c.Connect(t.Context(), &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: httpClient(tokenB)}, nil)
+	if err != nil {
+		t.Fatalf("connect with a valid token: %v", err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"echo"}}})
+	if err != nil || res.IsError {
+		t.Fatalf("call with a valid token: %v %v", err, res)
+	}
+
+	// A session opened with one token cannot be driven with another.
+	if id := cs.ID(); id == "" {
+		t.Error("streamable HTTP session has no id")
+	} else {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, url,
+			strings.NewReader(`{"jsonrpc":"2.0","id":9,"method":"tools/list","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", id)
+		req.Header.Set("Authorization", "Bearer "+tokenA)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("session of token B used with token A: status %d, want 403", resp.StatusCode)
+		}
+	}
+
+	// Health needs no token.
+	resp, err := http.Get(hs.URL + "/healthz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz: %v %v", resp, err)
+	}
+	resp.Body.Close()
+}
+
+func TestHTTPDNSRebinding(t *testing.T) {
+	s := newTestServer(t, &fakeExecutor{}, nil)
+	hs := httptest.NewServer(s.Handler(HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	if resp := postInit(t, hs.URL+Path, "", "evil.example.com"); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("foreign Host on loopback: status %d, want 403", resp.StatusCode)
+	}
+	if resp := postInit(t, hs.URL+Path, "", "localhost"); resp.StatusCode != http.StatusOK {
+		t.Errorf("Host localhost: status %d, want 200", resp.StatusCode)
+	}
+}
+
+func TestListenHTTPRefusesOpenAddress(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0"} {
+		ln, err := ListenHTTP(addr, HTTPOptions{})
+		if !errors.Is(err, ErrOpenListener) {
+			if ln != nil {
+				ln.Close()
+			}
+			t.Errorf("%s without tokens: err %v, want ErrOpenListener", addr, err)
+		}
+		ln, err = ListenHTTP(addr, HTTPOptions{Tokens: []string{tokenA}})
+		if err != nil {
+			t.Errorf("%s with tokens: %v", addr, err)
+		} else {
+			ln.Close()
+		}
+	}
+	for _, addr := range []string{"127.0.0.1:0", "localhost:0", "[::1]:0"} {
+		ln, err := ListenHTTP(addr, HTTPOptions{})
+		if err != nil {
+			if strings.Contains(addr, "::1") && !errors.Is(err, ErrOpenListener) {
+				continue // no IPv6 on this host
+			}
+			t.Errorf("%s without tokens: %v", addr, err)
+			continue
+		}
+		ln.Close()
+	}
+}
+
+func TestParseTokens(t *testing.T) {
+	toks, err := ParseTokens(strings.NewReader("# comment\n\n  " + tokenA + "  \r\n" + tokenB + "\n"))
+	if err != nil || len(toks) != 2 || toks[0] != tokenA || toks[1] != tokenB {
+		t.Fatalf("got %q %v", toks, err)
+	}
+	for name, in := range map[string]string{
+		"empty":    "# only a comment\n\n",
+		"short":    "abc\n",
+		"spaces":   "aster test token with spaces\n",
+		"no lines": "",
+	} {
+		if _, err := ParseTokens(strings.NewReader(in)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	ts := newTokenSet([]string{tokenA, tokenB})
+	if info, err := ts.verify(t.Context(), tokenB, nil); err != nil || info.UserID != "token-1" {
+		t.Errorf("verify B: %v %v", info, err)
+	}
+	if _, err := ts.verify(t.Context(), tokenB+"x", nil); err == nil {
+		t.Error("verify accepted a longer token")
+	}
+}
