@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"strings"
 	"time"
 
@@ -146,44 +147,28 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	log := g.logger(c)
 	ctx := cmd.Context()
 
-	var exec mcpserver.Executor
+	// Bind first: a refused address must fail before anything starts.
+	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes}
+	var ln net.Listener
+	if mc.HTTP != "" {
+		ln, err = mcpserver.ListenHTTP(mc.HTTP, hopts)
+		if err != nil {
+			if errors.Is(err, mcpserver.ErrOpenListener) {
+				return usageErr("%v", err)
+			}
+			return &exitError{code: ExitFailure, err: fmt.Errorf("listen %s: %w", mc.HTTP, err)}
+		}
+		defer ln.Close()
+	}
+
 	if mc.SandboxURL != "" {
 		return usageErr("--sandbox-url: the remote orchestrator client is not built yet; run without it to use in-process sandboxes")
 	}
-	rt, closeRT, err := openRuntime(c, log)
+	exec, closeExec, err := localExecutor(ctx, c, defaults, set, log)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return err
-		}
-		return &exitError{code: ExitFailure, err: err}
+		return err
 	}
-	defer closeRT()
-	if err := rt.Check(ctx); err != nil {
-		return &exitError{code: ExitFailure, err: err}
-	}
-	allowance, err := c.ReaperAllowance()
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:          rt,
-		Images:           c.Images,
-		Defaults:         defaults,
-		ValidateLimits:   config.ValidateLimits,
-		MaxConcurrent:    set.MaxConcurrent,
-		QueueSize:        set.QueueSize,
-		QueueTimeout:     set.QueueTimeout,
-		PrepareAllowance: allowance,
-		Logger:           log,
-	})
-	if err != nil {
-		return &exitError{code: ExitFailure, err: err}
-	}
-	exec = mcpserver.Local{Manager: mgr}
-	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
-		return usageErr("%v", err)
-	}
+	defer closeExec()
 
 	srv, err := mcpserver.New(mcpserver.Options{
 		Executor:         exec,
@@ -198,20 +183,12 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		return usageErr("%v", err)
 	}
 
-	if mc.HTTP == "" {
+	if ln == nil {
 		log.Info("serving MCP on stdio", "images", c.Images, "max_concurrent", set.MaxConcurrent)
 		if err := srv.ServeStdio(ctx, g.stdio.Stdin, g.stdio.Stdout); err != nil {
 			return &exitError{code: ExitFailure, err: err}
 		}
 		return nil
-	}
-	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes}
-	ln, err := mcpserver.ListenHTTP(mc.HTTP, hopts)
-	if err != nil {
-		if errors.Is(err, mcpserver.ErrOpenListener) {
-			return usageErr("%v", err)
-		}
-		return &exitError{code: ExitFailure, err: fmt.Errorf("listen %s: %w", mc.HTTP, err)}
 	}
 	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+mcpserver.Path,
 		"auth", len(tokens) > 0, "tokens", len(tokens), "images", c.Images, "max_concurrent", set.MaxConcurrent)
@@ -219,6 +196,49 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	return nil
+}
+
+// localExecutor runs sandboxes in this process: the configured runtime, a
+// Manager with the serve section's admission, and the reaper in the
+// background until ctx ends.
+func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits, set config.ServeSettings, log *slog.Logger) (mcpserver.Executor, func(), error) {
+	rt, closeRT, err := openRuntime(c, log)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, nil, err
+		}
+		return nil, nil, &exitError{code: ExitFailure, err: err}
+	}
+	fail := func(err error) (mcpserver.Executor, func(), error) {
+		closeRT()
+		return nil, nil, err
+	}
+	if err := rt.Check(ctx); err != nil {
+		return fail(&exitError{code: ExitFailure, err: err})
+	}
+	allowance, err := c.ReaperAllowance()
+	if err != nil {
+		return fail(usageErr("%v", err))
+	}
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime:          rt,
+		Images:           c.Images,
+		Defaults:         defaults,
+		ValidateLimits:   config.ValidateLimits,
+		MaxConcurrent:    set.MaxConcurrent,
+		QueueSize:        set.QueueSize,
+		QueueTimeout:     set.QueueTimeout,
+		PrepareAllowance: allowance,
+		Logger:           log,
+	})
+	if err != nil {
+		return fail(&exitError{code: ExitFailure, err: err})
+	}
+	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
+		return fail(usageErr("%v", err))
+	}
+	return mcpserver.Local{Manager: mgr}, closeRT, nil
 }
 
 // startReaper removes leaked sandboxes now and every reaper period until ctx

@@ -149,6 +149,8 @@ func ParseBytes(s string) (int64, error) {
 // FormatBytes renders a size the way ParseBytes reads it, e.g. 512MiB.
 func FormatBytes(v int64) string {
 	switch {
+	case v >= 1<<40 && v%(1<<40) == 0:
+		return fmt.Sprintf("%dTiB", v>>40)
 	case v >= 1<<30 && v%(1<<30) == 0:
 		return fmt.Sprintf("%dGiB", v>>30)
 	case v >= 1<<20 && v%(1<<20) == 0:

@@ -1,0 +1,118 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+func TestParseBytes(t *testing.T) {
+	good := map[string]int64{"512m": 512 << 20, "1g": 1 << 30, "64MiB": 64 << 20, "1048576": 1 << 20, "1.5k": 1536, "2 GB": 2 << 30, "10b": 10, "0": 0}
+	for in, want := range good {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("ParseBytes(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{"", "-5m", "abc", "1q", "NaN", "Inf", "1e30g", "m"} {
+		if _, err := ParseBytes(bad); err == nil {
+			t.Errorf("ParseBytes(%q) accepted", bad)
+		}
+	}
+}
+
+func TestParseCPUsAndDuration(t *testing.T) {
+	if v, err := ParseCPUs("0.5"); err != nil || v != 500 {
+		t.Fatalf("0.5 cpus: %d %v", v, err)
+	}
+	for _, bad := range []string{"0", "-1", "x", "1e9"} {
+		if _, err := ParseCPUs(bad); err == nil {
+			t.Errorf("ParseCPUs(%q) accepted", bad)
+		}
+	}
+	if d, err := ParseDuration("1500ms"); err != nil || d != 1500*time.Millisecond {
+		t.Fatalf("1500ms: %v %v", d, err)
+	}
+	if d, err := ParseDuration("2"); err != nil || d != 2*time.Second {
+		t.Fatalf("bare number is seconds: %v %v", d, err)
+	}
+	for _, bad := range []string{"-1s", "soon", "-3"} {
+		if _, err := ParseDuration(bad); err == nil {
+			t.Errorf("ParseDuration(%q) accepted", bad)
+		}
+	}
+}
+
+func TestValidateLimits(t *testing.T) {
+	if err := ValidateLimits(DefaultLimits()); err != nil {
+		t.Fatal(err)
+	}
+	mut := map[string]func(*sandbox.Limits){
+		"timeout":        func(l *sandbox.Limits) { l.TimeoutMS = 10 },
+		"huge timeout":   func(l *sandbox.Limits) { l.TimeoutMS = 365 * 24 * 3600 * 1000 },
+		"memory":         func(l *sandbox.Limits) { l.MemoryBytes = 1 << 20 },
+		"cpus":           func(l *sandbox.Limits) { l.MilliCPUs = 0 },
+		"pids":           func(l *sandbox.Limits) { l.Pids = -1 },
+		"output":         func(l *sandbox.Limits) { l.OutputBytes = 1 << 40 },
+		"ceiling<output": func(l *sandbox.Limits) { l.OutputCeilingBytes = l.OutputBytes - 1 },
+		"workdir":        func(l *sandbox.Limits) { l.WorkdirBytes = 1 << 50 },
+		"tmp":            func(l *sandbox.Limits) { l.TmpBytes = 0 },
+	}
+	for name, m := range mut {
+		l := DefaultLimits()
+		m(&l)
+		err := ValidateLimits(l)
+		if !errors.Is(err, sandbox.ErrInvalidSpec) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	l := DefaultLimits()
+	l.MemoryBytes = 1 << 20
+	if err := ValidateLimits(l); !strings.Contains(err.Error(), "memory 1MiB is out of range (16MiB to 64GiB)") {
+		t.Errorf("message does not teach: %v", err)
+	}
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "aster.yaml")
+	yaml := "images: [custom:1, other:2]\nlimits:\n  memory: 256m\n  timeout: 10s\nreaper:\n  grace: 5s\nserve:\n  addr: 127.0.0.1:9999\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ASTER_TIMEOUT": "20s", "ASTER_LABELS": "team=a, tier=b"}
+	c, err := Load(path, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.SandboxLimits()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Images[0] != "custom:1" || l.MemoryBytes != 256<<20 || l.TimeoutMS != 20000 || l.Pids != DefaultPids {
+		t.Fatalf("precedence wrong: images %v limits %+v", c.Images, l)
+	}
+	if c.Labels["team"] != "a" || c.Labels["tier"] != "b" {
+		t.Fatalf("labels %v", c.Labels)
+	}
+	if _, ok := c.Extra["serve"]; !ok {
+		t.Fatal("unknown sections must be kept for their owners")
+	}
+	if _, err := Load(filepath.Join(dir, "missing.yaml"), func(string) string { return "" }); err == nil {
+		t.Fatal("an explicit missing config file must be an error")
+	}
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("limits: [not, a, map]\n"), 0o644)
+	if _, err := Load(bad, func(string) string { return "" }); err == nil {
+		t.Fatal("malformed config accepted")
+	}
+	env = map[string]string{"ASTER_MEMORY": "lots"}
+	c, _ = Load("", func(k string) string { return env[k] })
+	if _, err := c.SandboxLimits(); err == nil || !strings.Contains(err.Error(), "memory") {
+		t.Fatalf("bad env value: %v", err)
+	}
+}
