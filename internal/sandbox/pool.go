@@ -303,7 +303,11 @@ func (p *pool) fill() time.Duration {
 				stale, reasons = append(stale, e), append(reasons, "dead")
 			default:
 				keep = append(keep, e)
+				wake = min(wake, e.created.Add(p.opts.MaxIdle).Sub(now))
 			}
+		}
+		if until := wp.lastTake.Add(p.opts.ShrinkAfter).Sub(now); until > 0 {
+			wake = min(wake, until)
 		}
 		wp.idle = keep
 		// Newest first past the target: keep the oldest, which expire first.
