@@ -1,0 +1,278 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+)
+
+// runCLI runs the aster command line in-process.
+func runCLI(t *testing.T, env map[string]string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Run(t.Context(), args, IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: func(k string) string { return env[k] }})
+	return code, out.String(), errb.String()
+}
+
+func TestMCPRefusals(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"HOME": dir}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mcp", "--http", "0.0.0.0:0"}, "refusing to serve MCP without bearer tokens on a non-loopback address"},
+		{[]string{"mcp", "--http", ":0"}, "non-loopback"},
+		{[]string{"mcp", "--token-file", tokens}, "--token-file needs --http"},
+		{[]string{"mcp", "--http", "0.0.0.0:0", "--token-file", tokens}, "shorter than 16 characters"},
+		{[]string{"mcp", "--max-memory", "lots"}, "not a size"},
+		{[]string{"mcp", "--sandbox-url", "http://127.0.0.1:1", "--http", "127.0.0.1:0"}, "sandbox-url"},
+	}
+	for _, c := range cases {
+		code, _, stderr := runCLI(t, env, c.args...)
+		if code != ExitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("aster %s: exit %d, stderr %q; want exit %d and %q", strings.Join(c.args, " "), code, stderr, ExitUsage, c.want)
+		}
+	}
+}
+
+var (
+	buildOnce sync.Once
+	asterBin  string
+	buildErr  error
+)
+
+// binary builds cmd/aster once per test process, with aster-init beside it.
+func binary(t *testing.T) string {
+	t.Helper()
+	initPath := sandboxtest.InitBinary(t)
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "aster-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		asterBin = filepath.Join(dir, "aster")
+		cmd := exec.Command("go", "build", "-o", asterBin, "./cmd/aster")
+		cmd.Dir = sandboxtest.RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("%v\n%s", err, out)
+			return
+		}
+		data, err := os.ReadFile(initPath)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "aster-init"), data, 0o755)
+		}
+		buildErr = err
+		_ = os.Chmod(dir, 0o755)
+	})
+	if buildErr != nil {
+		t.Fatalf("build aster: %v", buildErr)
+	}
+	return asterBin
+}
+
+// asterCmd prepares the built binary with a clean environment: no config
+// file, containers labelled for this test.
+func asterCmd(t *testing.T, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
+	cmd.Env = []string{"HOME=" + t.TempDir(), "PATH=" + os.Getenv("PATH"), "ASTER_LABELS=aster.test=" + filepath.Base(t.Name())}
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		cmd.Env = append(cmd.Env, "DOCKER_HOST="+h)
+	}
+	if img := os.Getenv("ASTER_TEST_IMAGE"); img != "" {
+		cmd.Env = append(cmd.Env, "ASTER_IMAGES="+img)
+	}
+	return cmd
+}
+
+// TestMCPStdioBinary drives the built `aster mcp` over stdio with the SDK's
+// CommandTransport: list the tools, run code, close, and leave nothing behind.
+func TestMCPStdioBinary(t *testing.T) {
+	sandboxtest.Docker(t)
+	cmd := asterCmd(t, "mcp")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v\n%s", err, stderr.String())
+	}
+	tools, err := cs.ListTools(t.Context(), nil)
+	if err != nil || len(tools.Tools) == 0 || tools.Tools[0].Name != "execute" {
+		t.Fatalf("tools/list: %v %v", tools, err)
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
+		"argv": []string{"python3", "-c", "import sys; print(sys.stdin.read().upper())"}, "stdin": "hello",
+	}})
+	if err != nil {
+		t.Fatalf("execute: %v\n%s", err, stderr.String())
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if res.IsError || sc["status"] != "ok" || sc["stdout"] != "HELLO\n" {
+		t.Fatalf("execute result: %+v %v", res, sc)
+	}
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"true"}, "limits": map[string]any{"memory_bytes": 1 << 40}}})
+	if err != nil || !res.IsError {
+		t.Fatalf("over-ceiling call: %v %+v", err, res)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	if strings.Contains(stderr.String(), "panic") {
+		t.Fatalf("server panicked:\n%s", stderr.String())
+	}
+	assertNoTestContainers(t)
+}
+
+// TestMCPHTTPBinary starts `aster mcp --http` with a token file and checks
+// auth and a tool call over streamable HTTP.
+func TestMCPHTTPBinary(t *testing.T) {
+	sandboxtest.Docker(t)
+	const token = "mcp-binary-test-token-0123456789"
+	tokens := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(tokens, []byte("# test\n"+token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := freeAddr(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	cmd := asterCmd(t, "mcp", "--http", addr, "--token-file", tokens)
+	var stderr syncBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("aster mcp --http exited with %v after SIGINT\n%s", err, stderr.String())
+			}
+		case <-time.After(30 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Errorf("aster mcp --http did not stop on SIGINT\n%s", stderr.String())
+		}
+	})
+	url := "http://" + addr + "/mcp"
+	waitHTTP(t, "http://"+addr+"/healthz", &stderr)
+
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("no token: status %d, want 401", resp.StatusCode)
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tokenTransport(token)}}, nil)
+	if err != nil {
+		t.Fatalf("connect with token: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"script": "echo via http", "interpreter": "sh"}})
+	if err != nil {
+		t.Fatalf("execute: %v", err)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	if res.IsError || sc["stdout"] != "via http\n" {
+		t.Fatalf("execute result: %+v", res)
+	}
+}
+
+type tokenTransport string
+
+func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(tt))
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func waitHTTP(t *testing.T, url string, logs fmt.Stringer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(url)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s not up: %v\n%s", url, err, logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// assertNoTestContainers checks that no sandbox labelled for this test is
+// left (the subprocess labels its containers with ASTER_LABELS).
+func assertNoTestContainers(t *testing.T) {
+	t.Helper()
+	api, err := client.New(client.WithAPIVersionNegotiation(), client.WithHostFromEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	res, err := api.ContainerList(t.Context(), client.ContainerListOptions{
+		All:     true,
+		Filters: make(client.Filters).Add("label", "aster.test="+filepath.Base(t.Name())),
+	})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	if len(res.Items) > 0 {
+		t.Fatalf("%d containers left behind, first %s", len(res.Items), res.Items[0].ID)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
