@@ -23,7 +23,8 @@ const DefaultPeriod = time.Minute
 type Options struct {
 	List   func(ctx context.Context) ([]sandbox.Managed, error)
 	Remove func(ctx context.Context, id string) error
-	// Grace is added to each deadline; Period is the loop interval; CallTimeout
+	// Grace is added to each deadline (zero is allowed: reap right at the
+	// deadline; ForRuntime sets DefaultGrace); Period is the loop interval; CallTimeout
 	// bounds each engine call so a hung engine cannot wedge the loop.
 	Grace       time.Duration
 	Period      time.Duration
@@ -39,8 +40,8 @@ type Reaper struct{ o Options }
 
 // New returns a Reaper; zero options get defaults.
 func New(o Options) *Reaper {
-	if o.Grace <= 0 {
-		o.Grace = DefaultGrace
+	if o.Grace < 0 {
+		o.Grace = 0
 	}
 	if o.Period <= 0 {
 		o.Period = DefaultPeriod
@@ -59,7 +60,7 @@ func New(o Options) *Reaper {
 
 // ForRuntime returns options wired to a runtime's List and Remove.
 func ForRuntime(rt sandbox.Runtime) Options {
-	return Options{List: rt.List, Remove: rt.Remove}
+	return Options{List: rt.List, Remove: rt.Remove, Grace: DefaultGrace}
 }
 
 // Action is what the reaper did (or, in a dry run, would do) to one sandbox.
