@@ -1,0 +1,235 @@
+// Package gate is Aster's cheap static-analysis step: analyzers defined as
+// configuration (image, command template, output format, file globs), each run
+// in its own sandbox over a repository snapshot, their output normalised to
+// findings, and a diff-aware filter that marks (never drops) each finding by
+// where it lies relative to the change.
+package gate
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/finding"
+)
+
+// Analyzer is one static-analysis tool, described entirely by configuration.
+type Analyzer struct {
+	// Name identifies the analyzer in findings, reports and .aster.yml.
+	Name string `yaml:"name" json:"name"`
+	// Image runs the tool; empty means the runner's default image. It must be
+	// on the operator's image allowlist.
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// Command is the argv, run in /work (the snapshot). An element that is
+	// exactly "{files}" expands to the target files, one argument each.
+	Command []string `yaml:"command" json:"command"`
+	// Input "files0" feeds the target files on stdin, NUL-separated, for
+	// commands that take their list from xargs -0 (no argv limit).
+	Input string `yaml:"input,omitempty" json:"input,omitempty"`
+	// Format of the tool's stdout: sarif, semgrep-json, shellcheck-json,
+	// bandit-json.
+	Format finding.Format `yaml:"format" json:"format"`
+	// Files are the globs of files the tool applies to; empty means every
+	// file. An analyzer with no matching file is skipped.
+	Files []string `yaml:"files,omitempty" json:"files,omitempty"`
+	// Requires are globs of which at least one must match a file of the
+	// snapshot for the analyzer to run at all (Semgrep needs rule files).
+	Requires []string `yaml:"requires,omitempty" json:"requires,omitempty"`
+	// OKExitCodes are the exit codes that mean "ran, maybe found something"
+	// (default 0 and 1).
+	OKExitCodes []int `yaml:"ok_exit_codes,omitempty" json:"ok_exit_codes,omitempty"`
+	// Optional analyzers whose tool is missing from the image (exit 127) are
+	// skipped rather than failed: Semgrep runs only where the image has it.
+	Optional bool `yaml:"optional,omitempty" json:"optional,omitempty"`
+	// Severity, when set, replaces the severity of every finding (gitleaks
+	// reports secrets without a level; a leaked secret is an error).
+	Severity finding.Severity `yaml:"severity,omitempty" json:"severity,omitempty"`
+	// Timeout and Memory override the sandbox limits for this analyzer
+	// ("2m", "1g").
+	Timeout string `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	Memory  string `yaml:"memory,omitempty" json:"memory,omitempty"`
+	// Env is the tool's whole environment besides HOME; never host values.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// InformationURI is the tool's home page, for SARIF output.
+	InformationURI string `yaml:"information_uri,omitempty" json:"information_uri,omitempty"`
+}
+
+// Placeholders and inputs.
+const (
+	FilesPlaceholder = "{files}"
+	InputFiles0      = "files0"
+)
+
+// Limits on an analyzer definition (it may come from a repository's
+// .aster.yml, which is untrusted input).
+const (
+	MaxCommandArgs     = 64
+	MaxCommandArgBytes = 1024
+	MaxGlobs           = 64
+	MaxEnv             = 32
+	MaxAnalyzerTimeout = 30 * time.Minute
+	DefaultTimeout     = 2 * time.Minute
+	DefaultMemory      = "1g"
+)
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+var envKeyRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// Validate checks a definition and returns a message that names the field.
+func (a Analyzer) Validate() error {
+	if !nameRE.MatchString(a.Name) {
+		return fmt.Errorf("analyzer name %q: use 1-64 lower-case letters, digits, - or _", a.Name)
+	}
+	errf := func(format string, args ...any) error {
+		return fmt.Errorf("analyzer %s: %s", a.Name, fmt.Sprintf(format, args...))
+	}
+	if len(a.Command) == 0 || strings.TrimSpace(a.Command[0]) == "" {
+		return errf("command is empty")
+	}
+	if len(a.Command) > MaxCommandArgs {
+		return errf("command has %d arguments, more than %d", len(a.Command), MaxCommandArgs)
+	}
+	for _, arg := range a.Command {
+		if len(arg) > MaxCommandArgBytes || strings.ContainsRune(arg, 0) {
+			return errf("a command argument is longer than %d bytes or contains NUL", MaxCommandArgBytes)
+		}
+	}
+	if _, err := finding.ParseFormat(string(a.Format)); err != nil {
+		return errf("%v", err)
+	}
+	switch a.Input {
+	case "", InputFiles0:
+	default:
+		return errf("input %q is not files0", a.Input)
+	}
+	if len(a.Files) > MaxGlobs {
+		return errf("more than %d file globs", MaxGlobs)
+	}
+	if _, err := CompileGlobs(a.Files); err != nil {
+		return errf("files: %v", err)
+	}
+	if len(a.Requires) > MaxGlobs {
+		return errf("more than %d requires globs", MaxGlobs)
+	}
+	if _, err := CompileGlobs(a.Requires); err != nil {
+		return errf("requires: %v", err)
+	}
+	if a.Severity != "" && a.Severity.Rank() == 0 {
+		return errf("severity %q is not error, warning or note", a.Severity)
+	}
+	for _, c := range a.OKExitCodes {
+		if c < 0 || c > 255 {
+			return errf("ok_exit_codes: %d is not an exit code", c)
+		}
+	}
+	if a.Timeout != "" {
+		d, err := config.ParseDuration(a.Timeout)
+		if err != nil {
+			return errf("timeout: %v", err)
+		}
+		if d < time.Second || d > MaxAnalyzerTimeout {
+			return errf("timeout %s is outside 1s to %s", d, MaxAnalyzerTimeout)
+		}
+	}
+	if a.Memory != "" {
+		if _, err := config.ParseBytes(a.Memory); err != nil {
+			return errf("memory: %v", err)
+		}
+	}
+	if len(a.Env) > MaxEnv {
+		return errf("more than %d environment variables", MaxEnv)
+	}
+	for k, v := range a.Env {
+		if !envKeyRE.MatchString(k) || len(v) > MaxCommandArgBytes || strings.ContainsRune(v, 0) {
+			return errf("environment variable %q is not valid", k)
+		}
+	}
+	if len(a.Image) > 256 || len(a.InformationURI) > 2048 {
+		return errf("image or information_uri too long")
+	}
+	return nil
+}
+
+// usesFiles reports whether the command is given the target files.
+func (a Analyzer) usesFiles() bool {
+	return a.Input == InputFiles0 || slices.Contains(a.Command, FilesPlaceholder)
+}
+
+func (a Analyzer) okExit(code int) bool {
+	if len(a.OKExitCodes) == 0 {
+		return code == 0 || code == 1
+	}
+	return slices.Contains(a.OKExitCodes, code)
+}
+
+// Builtins returns the analyzers Aster ships with, in the order they run.
+// Semgrep is optional: it runs only where the image has it, and only with the
+// repository's own rules (.semgrep/ or .semgrep.yml) — never `--config auto`,
+// which needs the network.
+func Builtins() []Analyzer {
+	return []Analyzer{
+		{
+			Name: "gitleaks",
+			Command: []string{"gitleaks", "dir", "--report-format", "sarif", "--report-path", "/dev/stdout",
+				"--no-banner", "--no-color", "--log-level", "error", "--redact", "--exit-code", "0",
+				"--max-target-megabytes", "5", "."},
+			Format:         finding.FormatSARIF,
+			Severity:       finding.Error,
+			OKExitCodes:    []int{0},
+			InformationURI: "https://github.com/gitleaks/gitleaks",
+		},
+		{
+			Name: "shellcheck",
+			// xargs takes the list from stdin, so any number of files fits;
+			// each batch prints one json1 document. 123: some batch found issues.
+			Command:        []string{"xargs", "-0", "-r", "shellcheck", "--format=json1", "--severity=style", "--external-sources", "--"},
+			Input:          InputFiles0,
+			Format:         finding.FormatShellcheck,
+			Files:          []string{"*.sh", "*.bash", "*.ksh", "*.bats"},
+			OKExitCodes:    []int{0, 1, 123},
+			InformationURI: "https://www.shellcheck.net",
+		},
+		{
+			Name:           "bandit",
+			Command:        []string{"xargs", "-0", "-r", "bandit", "--format", "json", "--quiet", "--"},
+			Input:          InputFiles0,
+			Format:         finding.FormatBandit,
+			Files:          []string{"*.py"},
+			OKExitCodes:    []int{0, 1, 123},
+			InformationURI: "https://bandit.readthedocs.io",
+		},
+		{
+			Name: "semgrep",
+			Command: []string{"semgrep", "scan", "--config", ".semgrep", "--json", "--metrics", "off",
+				"--disable-version-check", "--no-git-ignore", "--quiet", "."},
+			Format:         finding.FormatSemgrep,
+			Requires:       []string{"/.semgrep/**/*.yml", "/.semgrep/**/*.yaml"},
+			OKExitCodes:    []int{0, 1},
+			Optional:       true,
+			Timeout:        "5m",
+			Env:            map[string]string{"SEMGREP_SEND_METRICS": "off", "SEMGREP_ENABLE_VERSION_CHECK": "0"},
+			InformationURI: "https://semgrep.dev",
+		},
+	}
+}
+
+// Lookup returns the analyzer named name from list.
+func Lookup(list []Analyzer, name string) (Analyzer, bool) {
+	i := slices.IndexFunc(list, func(a Analyzer) bool { return a.Name == name })
+	if i < 0 {
+		return Analyzer{}, false
+	}
+	return list[i], true
+}
+
+// Names returns the names of list.
+func Names(list []Analyzer) []string {
+	out := make([]string, len(list))
+	for i, a := range list {
+		out[i] = a.Name
+	}
+	return out
+}

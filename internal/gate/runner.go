@@ -1,0 +1,387 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Sandbox runs one spec in a fresh sandbox. *sandbox.Manager satisfies it, and
+// so can a client of a remote `aster sandbox serve`.
+type Sandbox interface {
+	Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error)
+}
+
+var _ Sandbox = (*sandbox.Manager)(nil)
+
+// Status is how one analyzer's run ended.
+type Status string
+
+// Analyzer statuses. Only ok means its findings are complete.
+const (
+	StatusOK      Status = "ok"      // ran and its output was read
+	StatusFailed  Status = "failed"  // bad exit code, unreadable output, OOM, output limit
+	StatusTimeout Status = "timeout" // killed at its deadline
+	StatusSkipped Status = "skipped" // nothing to analyse, or an optional tool is absent
+	StatusError   Status = "error"   // the sandbox could not run it (engine, image, admission)
+)
+
+// AnalyzerResult reports one analyzer's run.
+type AnalyzerResult struct {
+	Name   string `json:"name"`
+	Status Status `json:"status"`
+	// Reason explains every status but ok, in one line.
+	Reason     string `json:"reason,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+	Findings   int    `json:"findings"`
+	// TargetFiles is the number of files the analyzer was given (0 for
+	// analyzers that scan the whole snapshot).
+	TargetFiles int    `json:"target_files"`
+	ExitCode    int    `json:"exit_code"`
+	RunID       string `json:"run_id,omitempty"`
+	// ToolErrors are problems the tool itself reported (files it could not
+	// parse); Dropped and Suppressed come from the reader.
+	ToolErrors []string `json:"tool_errors,omitempty"`
+	Dropped    int      `json:"dropped,omitempty"`
+	Suppressed int      `json:"suppressed,omitempty"`
+	// Stderr is the tail of the tool's stderr when it did not succeed.
+	Stderr string `json:"stderr,omitempty"`
+}
+
+// Result is the gate's output: every finding, and every analyzer's status.
+type Result struct {
+	Findings   []finding.Finding `json:"findings"`
+	Analyzers  []AnalyzerResult  `json:"analyzers"`
+	DurationMS int64             `json:"duration_ms"`
+}
+
+// Complete reports whether every analyzer ended ok or skipped.
+func (r Result) Complete() bool {
+	for _, a := range r.Analyzers {
+		if a.Status != StatusOK && a.Status != StatusSkipped {
+			return false
+		}
+	}
+	return true
+}
+
+// Event is a progress notification.
+type Event struct {
+	Analyzer string
+	// Done is false when the analyzer starts and true when it has finished;
+	// Result is set then.
+	Done   bool
+	Result AnalyzerResult
+}
+
+// RunnerOptions configure a Runner.
+type RunnerOptions struct {
+	// Image is used by analyzers that name none.
+	Image string
+	// Limits are the base limits of every analyzer's sandbox; an analyzer's
+	// own timeout and memory replace those two. Zero fields take the
+	// sandbox's defaults.
+	Limits sandbox.Limits
+	// Parallel bounds analyzers running at once (default 4).
+	Parallel int
+	// Progress, when set, is called as analyzers start and finish, from
+	// several goroutines at once.
+	Progress func(Event)
+	Logger   *slog.Logger
+}
+
+// Runner runs analyzers, each in its own sandbox.
+type Runner struct {
+	sb   Sandbox
+	opts RunnerOptions
+	log  *slog.Logger
+}
+
+// NewRunner returns a Runner over sb.
+func NewRunner(sb Sandbox, opts RunnerOptions) *Runner {
+	if opts.Parallel <= 0 {
+		opts.Parallel = 4
+	}
+	if opts.Image == "" {
+		opts.Image = config.DefaultImage
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Runner{sb: sb, opts: opts, log: log}
+}
+
+// Request is one gate run.
+type Request struct {
+	Snapshot  *Snapshot
+	Analyzers []Analyzer
+	// Changed, when non-nil, limits the files given to analyzers that take a
+	// file list ({files} or input files0) to these paths. Analyzers that
+	// scan the whole tree still do.
+	Changed []string
+}
+
+// Output caps of an analyzer's sandbox: report formats are one JSON document,
+// so a cut-off stream is unreadable; keep far more than a log would need.
+const (
+	analyzerOutputBytes  = 32 << 20
+	analyzerCeilingBytes = 64 << 20
+	stderrTailBytes      = 2 << 10
+	// Argv caps of the init protocol, with room for the command itself.
+	maxArgvFiles = 3500
+	maxArgvBytes = 200 << 10
+)
+
+// Run runs every analyzer of req. It never fails as a whole: an analyzer that
+// fails, times out or cannot be started is reported in its AnalyzerResult and
+// the others go on. Findings are sorted.
+func (r *Runner) Run(ctx context.Context, req Request) Result {
+	start := time.Now()
+	results := make([]AnalyzerResult, len(req.Analyzers))
+	found := make([][]finding.Finding, len(req.Analyzers))
+	sem := make(chan struct{}, r.opts.Parallel)
+	var wg sync.WaitGroup
+	var changed map[string]bool
+	if req.Changed != nil {
+		changed = make(map[string]bool, len(req.Changed))
+		for _, p := range req.Changed {
+			changed[p] = true
+		}
+	}
+	for i, a := range req.Analyzers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				results[i] = AnalyzerResult{Name: a.Name, Status: StatusError, Reason: "cancelled: " + ctx.Err().Error(), ExitCode: -1}
+				return
+			}
+			defer func() { <-sem }()
+			r.progress(Event{Analyzer: a.Name})
+			results[i], found[i] = r.runOne(ctx, a, req.Snapshot, changed)
+			r.progress(Event{Analyzer: a.Name, Done: true, Result: results[i]})
+		}()
+	}
+	wg.Wait()
+	out := Result{Findings: []finding.Finding{}, Analyzers: results}
+	for _, fs := range found {
+		out.Findings = append(out.Findings, fs...)
+	}
+	finding.Sort(out.Findings)
+	out.DurationMS = time.Since(start).Milliseconds()
+	return out
+}
+
+func (r *Runner) progress(e Event) {
+	if r.opts.Progress != nil {
+		r.opts.Progress(e)
+	}
+}
+
+// targets returns the snapshot files an analyzer applies to.
+func targets(a Analyzer, snap *Snapshot, changed map[string]bool) []string {
+	globs, _ := CompileGlobs(a.Files)
+	var out []string
+	for _, f := range snap.Files() {
+		if changed != nil && !changed[f] {
+			continue
+		}
+		if len(globs) == 0 || globs.Match(f) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func anyMatch(globs []string, files []string) bool {
+	gs, _ := CompileGlobs(globs)
+	return slices.ContainsFunc(files, gs.Match)
+}
+
+func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed map[string]bool) (AnalyzerResult, []finding.Finding) {
+	t0 := time.Now()
+	res := AnalyzerResult{Name: a.Name, ExitCode: -1}
+	done := func(st Status, reason string) (AnalyzerResult, []finding.Finding) {
+		res.Status, res.Reason = st, reason
+		res.DurationMS = time.Since(t0).Milliseconds()
+		return res, nil
+	}
+	if err := a.Validate(); err != nil {
+		return done(StatusError, err.Error())
+	}
+	if len(a.Requires) > 0 && !anyMatch(a.Requires, snap.Files()) {
+		return done(StatusSkipped, "no file matches "+strings.Join(a.Requires, ", "))
+	}
+	var files []string
+	if a.usesFiles() || len(a.Files) > 0 {
+		files = targets(a, snap, changed)
+		if len(files) == 0 {
+			what := "the snapshot"
+			if changed != nil {
+				what = "the changed files"
+			}
+			if len(a.Files) > 0 {
+				return done(StatusSkipped, "no file of "+what+" matches "+strings.Join(a.Files, ", "))
+			}
+			return done(StatusSkipped, "no file of "+what+" to analyse")
+		}
+	}
+	if a.usesFiles() {
+		res.TargetFiles = len(files)
+	}
+	spec, err := r.spec(a, files)
+	if err != nil {
+		return done(StatusFailed, err.Error())
+	}
+	tr, err := snap.Open()
+	if err != nil {
+		return done(StatusError, "open snapshot: "+err.Error())
+	}
+	defer tr.Close()
+	spec.Workspace.Tar = tr
+	sres, runErr := r.sb.Run(ctx, spec)
+	res.RunID = sres.ID
+	res.ExitCode = sres.ExitCode
+	r.log.Debug("analyzer finished", "analyzer", a.Name, "run", sres.ID, "status", sres.Status, "exit", sres.ExitCode)
+	stderrTail := func() string { return tail(sres.Stderr.Data, stderrTailBytes) }
+	switch sres.Status {
+	case sandbox.StatusOK, sandbox.StatusExitNonzero:
+	case sandbox.StatusTimeout:
+		res.Stderr = stderrTail()
+		return done(StatusTimeout, fmt.Sprintf("killed after its %s limit", time.Duration(spec.Limits.TimeoutMS)*time.Millisecond))
+	case sandbox.StatusOOM:
+		res.Stderr = stderrTail()
+		return done(StatusFailed, fmt.Sprintf("ran out of its %s of memory", config.FormatBytes(spec.Limits.MemoryBytes)))
+	case sandbox.StatusOutputLimit:
+		return done(StatusFailed, "wrote more output than the sandbox allows")
+	case sandbox.StatusKilled:
+		res.Stderr = stderrTail()
+		return done(StatusFailed, "killed: "+oneLine(sres.Error))
+	default:
+		reason := sres.Error
+		if runErr != nil {
+			reason = runErr.Error()
+		}
+		if reason == "" {
+			reason = "the sandbox could not run the analyzer"
+		}
+		return done(StatusError, oneLine(reason))
+	}
+	if sres.ExitCode == 127 && a.Optional {
+		return done(StatusSkipped, fmt.Sprintf("%s is not installed in image %s", a.Command[0], spec.Image))
+	}
+	if !a.okExit(sres.ExitCode) {
+		res.Stderr = stderrTail()
+		return done(StatusFailed, fmt.Sprintf("exit status %d", sres.ExitCode))
+	}
+	if sres.Stdout.Truncated {
+		return done(StatusFailed, fmt.Sprintf("its report is larger than %s", config.FormatBytes(analyzerOutputBytes)))
+	}
+	rr, err := finding.Read(a.Format, bytes.NewReader(sres.Stdout.Data), finding.ReadOptions{Analyzer: a.Name, Root: "/work"})
+	if err != nil {
+		res.Stderr = stderrTail()
+		return done(StatusFailed, "unreadable "+string(a.Format)+" output: "+oneLine(err.Error()))
+	}
+	if a.Severity != "" {
+		for i := range rr.Findings {
+			rr.Findings[i].Severity = a.Severity
+		}
+	}
+	res.ToolErrors, res.Dropped, res.Suppressed = rr.ToolErrors, rr.Dropped, rr.Suppressed
+	res.Findings = len(rr.Findings)
+	res.Status = StatusOK
+	res.DurationMS = time.Since(t0).Milliseconds()
+	return res, rr.Findings
+}
+
+// spec builds the sandbox spec of an analyzer over its target files.
+func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
+	limits := r.opts.Limits
+	limits.TimeoutMS = DefaultTimeout.Milliseconds()
+	if a.Timeout != "" {
+		d, _ := config.ParseDuration(a.Timeout)
+		limits.TimeoutMS = d.Milliseconds()
+	}
+	mem := DefaultMemory
+	if a.Memory != "" {
+		mem = a.Memory
+	}
+	limits.MemoryBytes, _ = config.ParseBytes(mem)
+	limits.OutputBytes = analyzerOutputBytes
+	limits.OutputCeilingBytes = analyzerCeilingBytes
+	image := a.Image
+	if image == "" {
+		image = r.opts.Image
+	}
+	argv := make([]string, 0, len(a.Command)+len(files))
+	for _, arg := range a.Command {
+		if arg == FilesPlaceholder {
+			for _, f := range files {
+				argv = append(argv, safeArg(f))
+			}
+			continue
+		}
+		argv = append(argv, arg)
+	}
+	if n, size := len(argv), argBytes(argv); n > maxArgvFiles || size > maxArgvBytes {
+		return sandbox.Spec{}, fmt.Errorf("%d files (%d bytes) do not fit on a command line; use input: files0", len(files), size)
+	}
+	env := map[string]string{"HOME": "/tmp"}
+	for k, v := range a.Env {
+		env[k] = v
+	}
+	spec := sandbox.Spec{Image: image, Argv: argv, Env: env, Limits: limits}
+	if a.Input == InputFiles0 {
+		var b bytes.Buffer
+		for _, f := range files {
+			b.WriteString(safeArg(f))
+			b.WriteByte(0)
+		}
+		spec.Stdin = &b
+	}
+	return spec, nil
+}
+
+// safeArg keeps a file name from being read as an option ("-rf" → "./-rf").
+func safeArg(name string) string {
+	if strings.HasPrefix(name, "-") {
+		return "./" + name
+	}
+	return name
+}
+
+func argBytes(argv []string) int {
+	n := 0
+	for _, a := range argv {
+		n += len(a) + 1
+	}
+	return n
+}
+
+// tail returns the last n bytes of b as valid UTF-8 text.
+func tail(b []byte, n int) string {
+	if len(b) > n {
+		b = b[len(b)-n:]
+	}
+	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD")
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 500 {
+		s = s[:500] + "…"
+	}
+	return s
+}

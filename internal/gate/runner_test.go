@@ -1,0 +1,247 @@
+package gate
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/workspace"
+)
+
+// fakeSandbox answers per analyzer command, recording what it was asked.
+type fakeSandbox struct {
+	mu      sync.Mutex
+	specs   map[string]sandbox.Spec
+	stdin   map[string]string
+	answer  func(spec sandbox.Spec) (sandbox.Result, error)
+	running atomic.Int32
+	peak    atomic.Int32
+}
+
+func (f *fakeSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	n := f.running.Add(1)
+	defer f.running.Add(-1)
+	for {
+		p := f.peak.Load()
+		if n <= p || f.peak.CompareAndSwap(p, n) {
+			break
+		}
+	}
+	var in []byte
+	if spec.Stdin != nil {
+		in, _ = io.ReadAll(spec.Stdin)
+	}
+	if spec.Workspace.Tar != nil {
+		_, _ = io.Copy(io.Discard, spec.Workspace.Tar)
+	}
+	f.mu.Lock()
+	f.specs[spec.Argv[0]] = spec
+	f.stdin[spec.Argv[0]] = string(in)
+	f.mu.Unlock()
+	time.Sleep(5 * time.Millisecond)
+	return f.answer(spec)
+}
+
+func newFake(answer func(sandbox.Spec) (sandbox.Result, error)) *fakeSandbox {
+	return &fakeSandbox{specs: map[string]sandbox.Spec{}, stdin: map[string]string{}, answer: answer}
+}
+
+func testSnapshot(t *testing.T, files map[string]string) *Snapshot {
+	t.Helper()
+	m := map[string][]byte{}
+	for k, v := range files {
+		m[k] = []byte(v)
+	}
+	var buf bytes.Buffer
+	if _, err := workspace.PackFiles(m, &buf, workspace.Caps{}); err != nil {
+		t.Fatal(err)
+	}
+	s, err := SpoolSnapshot(&buf, t.TempDir(), workspace.Caps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ok(stdout string, code int) sandbox.Result {
+	st := sandbox.StatusOK
+	if code != 0 {
+		st = sandbox.StatusExitNonzero
+	}
+	return sandbox.Result{ID: "r-1", Status: st, ExitCode: code, Stdout: sandbox.Output{Data: []byte(stdout)}}
+}
+
+const oneSARIF = `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"t"}},"results":[{"ruleId":"R","message":{"text":"m"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"/work/a.sh"},"region":{"startLine":2}}}]}]}]}`
+
+func TestRunnerStatuses(t *testing.T) {
+	snap := testSnapshot(t, map[string]string{"a.sh": "#!/bin/sh\necho $1\n", "b.sh": "echo\n", "-rf.sh": "x\n", "c.py": "print(1)\n"})
+	fake := newFake(func(spec sandbox.Spec) (sandbox.Result, error) {
+		switch spec.Argv[0] {
+		case "good":
+			return ok(oneSARIF, 1), nil
+		case "slow":
+			return sandbox.Result{Status: sandbox.StatusTimeout, ExitCode: -1, Stderr: sandbox.Output{Data: []byte("still going")}}, nil
+		case "absent":
+			return ok("", 127), nil
+		case "crash":
+			return ok("", 2), nil
+		case "garbage":
+			return ok("Traceback (most recent call last):", 0), nil
+		case "huge":
+			r := ok(oneSARIF, 0)
+			r.Stdout.Truncated = true
+			return r, nil
+		case "broken-engine":
+			return sandbox.Result{Status: sandbox.StatusError, ExitCode: -1, Error: "engine down"}, sandbox.ErrUnavailable
+		}
+		t.Errorf("unexpected command %q", spec.Argv)
+		return sandbox.Result{}, nil
+	})
+	an := func(name string, mod func(*Analyzer)) Analyzer {
+		a := Analyzer{Name: name, Command: []string{name, "{files}"}, Format: finding.FormatSARIF, Files: []string{"*.sh"}}
+		if mod != nil {
+			mod(&a)
+		}
+		return a
+	}
+	req := Request{Snapshot: snap, Analyzers: []Analyzer{
+		an("good", func(a *Analyzer) { a.Severity = finding.Error }),
+		an("slow", nil),
+		an("absent", func(a *Analyzer) { a.Optional = true }),
+		an("crash", nil),
+		an("garbage", nil),
+		an("huge", nil),
+		an("broken-engine", nil),
+		an("nothing", func(a *Analyzer) { a.Files = []string{"*.rb"} }),
+		an("needs-rules", func(a *Analyzer) { a.Requires = []string{".semgrep/*.yml"} }),
+		{Name: "Bad Name", Command: []string{"x"}, Format: finding.FormatSARIF},
+	}}
+	var events []string
+	var mu sync.Mutex
+	r := NewRunner(fake, RunnerOptions{Parallel: 3, Progress: func(e Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Done {
+			events = append(events, e.Analyzer+":"+string(e.Result.Status))
+		}
+	}})
+	res := r.Run(t.Context(), req)
+	got := map[string]Status{}
+	for _, a := range res.Analyzers {
+		got[a.Name] = a.Status
+		if a.Status != StatusOK && a.Reason == "" {
+			t.Errorf("%s: status %s without a reason", a.Name, a.Status)
+		}
+	}
+	want := map[string]Status{
+		"good": StatusOK, "slow": StatusTimeout, "absent": StatusSkipped, "crash": StatusFailed,
+		"garbage": StatusFailed, "huge": StatusFailed, "broken-engine": StatusError,
+		"nothing": StatusSkipped, "needs-rules": StatusSkipped, "Bad Name": StatusError,
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("statuses (-want +got):\n%s", d)
+	}
+	if len(res.Findings) != 1 || res.Findings[0].Path != "a.sh" || res.Findings[0].Severity != finding.Error || res.Findings[0].Analyzer != "good" {
+		t.Errorf("findings %+v", res.Findings)
+	}
+	if res.Complete() {
+		t.Error("Complete() with failed analyzers")
+	}
+	if p := fake.peak.Load(); p > 3 {
+		t.Errorf("%d analyzers ran at once, limit 3", p)
+	}
+	if len(events) != len(req.Analyzers) {
+		t.Errorf("progress events %v", events)
+	}
+	// {files} expands to the matching files, option-like names made safe.
+	if d := cmp.Diff([]string{"good", "./-rf.sh", "a.sh", "b.sh"}, fake.specs["good"].Argv); d != "" {
+		t.Errorf("argv (-want +got):\n%s", d)
+	}
+	spec := fake.specs["good"]
+	if spec.Env["HOME"] != "/tmp" || len(spec.Env) != 1 || spec.Limits.OutputBytes != analyzerOutputBytes || spec.Limits.TimeoutMS != DefaultTimeout.Milliseconds() {
+		t.Errorf("spec env %v limits %+v", spec.Env, spec.Limits)
+	}
+	for _, a := range res.Analyzers {
+		if a.Name == "slow" && a.Stderr != "still going" {
+			t.Errorf("timeout keeps the stderr tail: %q", a.Stderr)
+		}
+	}
+}
+
+func TestRunnerChangedAndStdin(t *testing.T) {
+	snap := testSnapshot(t, map[string]string{"a.py": "x\n", "b.py": "y\n", "c.txt": "z\n"})
+	fake := newFake(func(spec sandbox.Spec) (sandbox.Result, error) {
+		return ok(`{"results":[],"errors":[]}`, 0), nil
+	})
+	a := Analyzer{Name: "bandit", Command: []string{"xargs", "-0", "bandit"}, Input: InputFiles0, Format: finding.FormatBandit, Files: []string{"*.py"}}
+	res := NewRunner(fake, RunnerOptions{}).Run(t.Context(), Request{Snapshot: snap, Analyzers: []Analyzer{a}, Changed: []string{"b.py", "c.txt", "gone.py"}})
+	if res.Analyzers[0].Status != StatusOK || res.Analyzers[0].TargetFiles != 1 {
+		t.Fatalf("%+v", res.Analyzers[0])
+	}
+	if got := fake.stdin["xargs"]; got != "b.py\x00" {
+		t.Errorf("stdin = %q, want only the changed .py file", got)
+	}
+	res = NewRunner(fake, RunnerOptions{}).Run(t.Context(), Request{Snapshot: snap, Analyzers: []Analyzer{a}, Changed: []string{"c.txt"}})
+	if res.Analyzers[0].Status != StatusSkipped {
+		t.Errorf("no changed .py file: %+v", res.Analyzers[0])
+	}
+}
+
+func TestRunnerArgvCap(t *testing.T) {
+	files := map[string]string{}
+	for i := 0; i < 4000; i++ {
+		files[filepath.Join("d", strings.Repeat("f", 10)+string(rune('a'+i%26))+strconv.Itoa(i)+".sh")] = "x"
+	}
+	snap := testSnapshot(t, files)
+	fake := newFake(func(spec sandbox.Spec) (sandbox.Result, error) { return ok(oneSARIF, 0), nil })
+	a := Analyzer{Name: "many", Command: []string{"tool", "{files}"}, Format: finding.FormatSARIF}
+	res := NewRunner(fake, RunnerOptions{}).Run(t.Context(), Request{Snapshot: snap, Analyzers: []Analyzer{a}})
+	if st := res.Analyzers[0]; st.Status != StatusFailed || !strings.Contains(st.Reason, "input: files0") {
+		t.Errorf("%+v", st)
+	}
+}
+
+
+func TestBuiltinsValid(t *testing.T) {
+	for _, a := range Builtins() {
+		if err := a.Validate(); err != nil {
+			t.Errorf("%s: %v", a.Name, err)
+		}
+	}
+}
+
+func TestSpoolSnapshotRejectsHostileTar(t *testing.T) {
+	var buf bytes.Buffer
+	if _, err := workspace.PackFiles(map[string][]byte{"ok.txt": []byte("x")}, &buf, workspace.Caps{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SpoolSnapshot(strings.NewReader("not a tar at all, just text that is long enough to fill a header block"+strings.Repeat(".", 600)), t.TempDir(), workspace.Caps{}); err == nil {
+		t.Error("garbage accepted as a snapshot")
+	}
+	dir := t.TempDir()
+	s, err := SpoolSnapshot(&buf, dir, workspace.Caps{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff([]string{"ok.txt"}, s.Files()); d != "" {
+		t.Error(d)
+	}
+	if err := s.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("spool file left behind: %v", left)
+	}
+}
