@@ -213,7 +213,6 @@ func TestRunnerArgvCap(t *testing.T) {
 	}
 }
 
-
 func TestBuiltinsValid(t *testing.T) {
 	for _, a := range Builtins() {
 		if err := a.Validate(); err != nil {
