@@ -11,6 +11,7 @@ import (
 // runtimeFactories builds a runtime by name. Other runtimes register here.
 var runtimeFactories = map[string]func(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error){
 	"docker": newDockerRuntime,
+	"oci":    newOCIRuntime,
 }
 
 func newDockerRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error) {

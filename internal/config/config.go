@@ -18,12 +18,14 @@ import (
 // Config is Aster's whole configuration. Precedence, lowest first: the
 // defaults here, aster.yaml, ASTER_* environment variables, command-line flags.
 type Config struct {
-	// Runtime names the sandbox runtime: "docker".
+	// Runtime names the sandbox runtime: "docker" or "oci".
 	Runtime string `yaml:"runtime"`
 	// DockerHost is the engine address; empty uses DOCKER_HOST or the default socket.
 	DockerHost string `yaml:"docker_host"`
 	// EngineRuntime selects an engine runtime such as runsc (gVisor).
 	EngineRuntime string `yaml:"engine_runtime"`
+	// OCI configures the direct OCI runtime (--runtime oci); see oci.go.
+	OCI OCIConfig `yaml:"oci"`
 	// InitPath is the host path of the aster-init binary.
 	InitPath string `yaml:"init_path"`
 	// Images is the image allowlist; the first is the default.
@@ -80,6 +82,7 @@ func Default() Config {
 			TmpSize:       "64m",
 		},
 		Reaper: ReaperConfig{Grace: "30s", Period: "1m", Allowance: "2m"},
+		OCI:    DefaultOCI(),
 	}
 }
 
@@ -144,6 +147,7 @@ func merge(dst *Config, src Config) {
 	set(&dst.Runtime, src.Runtime)
 	set(&dst.DockerHost, src.DockerHost)
 	set(&dst.EngineRuntime, src.EngineRuntime)
+	mergeOCI(&dst.OCI, src.OCI)
 	set(&dst.InitPath, src.InitPath)
 	set(&dst.LogLevel, src.LogLevel)
 	if len(src.Images) > 0 {
@@ -176,7 +180,10 @@ func merge(dst *Config, src Config) {
 
 // EnvVars lists the variables Load reads, for --help and the README.
 var EnvVars = map[string]string{
-	"ASTER_RUNTIME":          "sandbox runtime (docker)",
+	"ASTER_RUNTIME":          "sandbox runtime (docker or oci)",
+	"ASTER_OCI_RUNTIME":      "OCI runtime binary for --runtime oci: crun, runc or runsc",
+	"ASTER_OCI_STATE_DIR":    "per-sandbox bundles and run records of the oci runtime",
+	"ASTER_OCI_CACHE_DIR":    "exported image root filesystems of the oci runtime",
 	"ASTER_DOCKER_HOST":      "engine address (default: DOCKER_HOST or the local socket)",
 	"ASTER_ENGINE_RUNTIME":   "engine runtime, e.g. runsc for gVisor",
 	"ASTER_INIT_PATH":        "path of the aster-init binary",
@@ -205,6 +212,7 @@ func applyEnv(c *Config, getenv func(string) string) {
 	set(&c.Runtime, "ASTER_RUNTIME")
 	set(&c.DockerHost, "ASTER_DOCKER_HOST")
 	set(&c.EngineRuntime, "ASTER_ENGINE_RUNTIME")
+	applyOCIEnv(&c.OCI, getenv)
 	set(&c.InitPath, "ASTER_INIT_PATH")
 	set(&c.LogLevel, "ASTER_LOG_LEVEL")
 	if v := getenv("ASTER_IMAGES"); v != "" {

@@ -1,9 +1,6 @@
 package config
 
-import (
-	"fmt"
-	"strings"
-)
+import "strings"
 
 // Defaults of the direct OCI runtime (`--runtime oci`).
 const (
@@ -22,32 +19,29 @@ type OCIConfig struct {
 	CacheDir string `yaml:"cache_dir"`
 }
 
-// OCIEnvVars lists the variables OCISection reads.
-var OCIEnvVars = map[string]string{
-	"ASTER_OCI_RUNTIME":   "OCI runtime binary for --runtime oci: crun, runc or runsc",
-	"ASTER_OCI_STATE_DIR": "per-sandbox bundles and run records of the oci runtime",
-	"ASTER_OCI_CACHE_DIR": "exported image root filesystems of the oci runtime",
+// DefaultOCI returns the oci section with every default filled in.
+func DefaultOCI() OCIConfig {
+	return OCIConfig{Runtime: DefaultOCIRuntime, StateDir: DefaultOCIStateDir, CacheDir: DefaultOCICacheDir}
 }
 
-// OCISection decodes the `oci:` section of c (absent: all defaults) and
-// applies the ASTER_OCI_* variables over it.
-func (c Config) OCISection(getenv func(string) string) (OCIConfig, error) {
-	var o OCIConfig
-	if node, ok := c.Extra["oci"]; ok {
-		if err := node.Decode(&o); err != nil {
-			return o, fmt.Errorf("config oci section: %w", err)
+func mergeOCI(dst *OCIConfig, src OCIConfig) {
+	set := func(d *string, s string) {
+		if s != "" {
+			*d = s
 		}
 	}
-	set := func(d *string, key, def string) {
+	set(&dst.Runtime, src.Runtime)
+	set(&dst.StateDir, src.StateDir)
+	set(&dst.CacheDir, src.CacheDir)
+}
+
+func applyOCIEnv(o *OCIConfig, getenv func(string) string) {
+	set := func(d *string, key string) {
 		if v := strings.TrimSpace(getenv(key)); v != "" {
 			*d = v
 		}
-		if strings.TrimSpace(*d) == "" {
-			*d = def
-		}
 	}
-	set(&o.Runtime, "ASTER_OCI_RUNTIME", DefaultOCIRuntime)
-	set(&o.StateDir, "ASTER_OCI_STATE_DIR", DefaultOCIStateDir)
-	set(&o.CacheDir, "ASTER_OCI_CACHE_DIR", DefaultOCICacheDir)
-	return o, nil
+	set(&o.Runtime, "ASTER_OCI_RUNTIME")
+	set(&o.StateDir, "ASTER_OCI_STATE_DIR")
+	set(&o.CacheDir, "ASTER_OCI_CACHE_DIR")
 }
