@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# setup.sh makes this machine ready to run Aster, installing and starting only
+# what is missing, so running it twice does nothing the second time:
+#   1. Debian packages: the Docker engine (docker.io), debootstrap, crun, git...
+#   2. a Go toolchain (>= the go.mod version) if none is on PATH, fetched from
+#      the Go module proxy;
+#   3. a running Docker engine (systemd when present, else dockerd directly);
+#   4. bin/aster and bin/aster-init;
+#   5. the sandbox image aster-sandbox:latest (rebuilt only when its inputs change).
+#
+# Usage: scripts/setup.sh [--no-image]     Needs root (or sudo) for steps 1 and 3.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+say() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
+die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then
+	command -v sudo >/dev/null || die "run as root (or install sudo): packages and the Docker engine need it"
+	SUDO="sudo"
+fi
+
+want_image=1
+[[ "${1:-}" == "--no-image" ]] && want_image=0
+
+# --- 1. Debian packages --------------------------------------------------------------------------
+packages=(docker.io debootstrap crun git ca-certificates curl unzip iproute2 procps make)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+	say "installing Debian packages: ${missing[*]}"
+	# apt-get update only when the lists are missing or older than a day.
+	if [[ -z "$(find /var/lib/apt/lists -maxdepth 1 -name '*Packages*' -mtime -1 2>/dev/null | head -1)" ]]; then
+		$SUDO apt-get update -qq
+	fi
+	DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+	say "Debian packages present"
+fi
+
+# --- 2. Go ---------------------------------------------------------------------------------------
+need_go="$(awk '/^go /{print $2; exit}' go.mod)"
+export PATH="/usr/local/go/bin:$HOME/.cache/aster/go/bin:$PATH"
+version_ge() { [[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -1)" == "$2" ]]; }
+have_go="$(go env GOVERSION 2>/dev/null | sed 's/^go//' || true)"
+if [[ -z "$have_go" ]] || ! version_ge "$have_go" "$need_go"; then
+	# The Go toolchain is itself a module on the proxy (golang.org/toolchain).
+	proxy="${GOPROXY:-https://proxy.golang.org}"
+	proxy="${proxy%%,*}"
+	url="$proxy/golang.org/toolchain/@v/v0.0.1-go${need_go}.linux-$(dpkg --print-architecture).zip"
+	say "Go $need_go not found (have: ${have_go:-none}); fetching it from the module proxy"
+	tmp="$(mktemp -d)"
+	curl -fsSL "$url" -o "$tmp/go.zip"
+	rm -rf "$HOME/.cache/aster/go"
+	mkdir -p "$HOME/.cache/aster"
+	unzip -q "$tmp/go.zip" -d "$tmp/x"
+	mv "$tmp/x/golang.org/toolchain@v0.0.1-go${need_go}.linux-$(dpkg --print-architecture)" "$HOME/.cache/aster/go"
+	chmod +x "$HOME"/.cache/aster/go/bin/* "$HOME"/.cache/aster/go/pkg/tool/*/* 2>/dev/null || true
+	rm -rf "$tmp"
+	say "Go installed at $HOME/.cache/aster/go (add its bin/ to PATH)"
+else
+	say "Go $have_go present"
+fi
+
+# --- 3. Docker engine ----------------------------------------------------------------------------
+engine_up() { $SUDO docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
+if engine_up; then
+	say "Docker engine running ($($SUDO docker version --format '{{.Server.Version}}'))"
+else
+	if [[ -d /run/systemd/system ]] && command -v systemctl >/dev/null; then
+		say "starting the Docker engine with systemd"
+		$SUDO systemctl start docker
+	else
+		say "starting dockerd (log: /var/log/aster-dockerd.log)"
+		$SUDO sh -c 'nohup dockerd >/var/log/aster-dockerd.log 2>&1 &'
+	fi
+	for _ in $(seq 1 60); do
+		engine_up && break
+		sleep 1
+	done
+	engine_up || die "the Docker engine did not come up; see /var/log/aster-dockerd.log"
+	say "Docker engine running"
+fi
+
+# --- 4. binaries ---------------------------------------------------------------------------------
+say "building bin/aster and bin/aster-init"
+make --no-print-directory build >/dev/null
+
+# --- 5. sandbox image ----------------------------------------------------------------------------
+if ((want_image)); then
+	$SUDO env PATH="$PATH" images/sandbox/build.sh
+fi
+say "ready: try  bin/aster exec -- python3 -c 'print(\"hello from the sandbox\")'"
