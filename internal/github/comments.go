@@ -113,7 +113,8 @@ func issueCommentOf(c *gh.IssueComment) IssueComment {
 	return IssueComment{ID: c.GetID(), Author: c.GetUser().GetLogin(), Body: c.GetBody()}
 }
 
-// CreateReview posts one COMMENT review with its inline comments in a single request.
+// CreateReview posts one COMMENT review with its inline comments in a single request. Rate
+// limits are waited out; a 5xx is returned, not resent, since GitHub may have stored the review.
 func (c *Client) CreateReview(ctx context.Context, number int, r NewReview) (Review, error) {
 	req := &gh.PullRequestReviewRequest{Event: gh.Ptr(reviewEvent), Body: gh.Ptr(r.Body)}
 	if r.CommitSHA != "" {
@@ -131,7 +132,7 @@ func (c *Client) CreateReview(ctx context.Context, number int, r NewReview) (Rev
 		req.Comments = append(req.Comments, d)
 	}
 	var out *gh.PullRequestReview
-	err := c.retry.do(ctx, "create review", func(ctx context.Context) (resp *gh.Response, err error) {
+	err := c.retry.doCreate(ctx, "create review", func(ctx context.Context) (resp *gh.Response, err error) {
 		out, resp, err = c.api.PullRequests.CreateReview(ctx, c.owner, c.repo, number, req)
 		return resp, err
 	})
@@ -141,10 +142,11 @@ func (c *Client) CreateReview(ctx context.Context, number int, r NewReview) (Rev
 	return reviewOf(out), nil
 }
 
-// CreateIssueComment posts a conversation comment on the pull request.
+// CreateIssueComment posts a conversation comment on the pull request (a 5xx is returned, not
+// resent: see CreateReview).
 func (c *Client) CreateIssueComment(ctx context.Context, number int, body string) (IssueComment, error) {
 	var out *gh.IssueComment
-	err := c.retry.do(ctx, "create issue comment", func(ctx context.Context) (resp *gh.Response, err error) {
+	err := c.retry.doCreate(ctx, "create issue comment", func(ctx context.Context) (resp *gh.Response, err error) {
 		out, resp, err = c.api.Issues.CreateComment(ctx, c.owner, c.repo, number, &gh.IssueComment{Body: gh.Ptr(body)})
 		return resp, err
 	})

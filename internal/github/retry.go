@@ -66,6 +66,18 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // do calls fn until it succeeds, fails in a way that is not worth retrying, or the policy is
 // spent. Every error it returns is an *APIError or the context's error.
 func (r *retrier) do(ctx context.Context, op string, fn func(context.Context) (*gh.Response, error)) error {
+	return r.run(ctx, op, true, fn)
+}
+
+// doCreate is do for a request that must not be applied twice (a review, a comment): a rate
+// limit means GitHub refused it and it is retried, but a 5xx or a broken connection may come
+// after GitHub applied it, so that is returned (ErrUnavailable) for the job to retry; the job's
+// next run finds what landed by its fingerprints or marker and does not post it again.
+func (r *retrier) doCreate(ctx context.Context, op string, fn func(context.Context) (*gh.Response, error)) error {
+	return r.run(ctx, op, false, fn)
+}
+
+func (r *retrier) run(ctx context.Context, op string, repeatable bool, fn func(context.Context) (*gh.Response, error)) error {
 	for attempt := 1; ; attempt++ {
 		resp, err := fn(ctx)
 		if err == nil {
@@ -75,6 +87,9 @@ func (r *retrier) do(ctx context.Context, op string, fn func(context.Context) (*
 			return fmt.Errorf("github %s: %w", op, ctxErr)
 		}
 		apiErr, retry := classify(op, resp, err)
+		if !repeatable && !errors.Is(apiErr, ErrRateLimited) {
+			retry = false
+		}
 		if !retry || attempt >= r.policy.MaxAttempts {
 			return apiErr
 		}
@@ -141,6 +156,13 @@ func classify(op string, resp *gh.Response, err error) (*APIError, bool) {
 		return e, true
 	case errors.As(err, &respErr):
 		e.Message = respErr.Message
+		for _, d := range respErr.Errors {
+			if d.Message != "" {
+				e.Message += "; " + d.Message
+			} else if d.Field != "" {
+				e.Message += "; " + d.Field + " " + d.Code
+			}
+		}
 		e.Status = statusOf(respErr.Response, e.Status)
 		var h http.Header
 		if respErr.Response != nil {

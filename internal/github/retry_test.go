@@ -121,3 +121,22 @@ func TestTokenExchangeRetries5xx(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCreatesAreNotResentAfter5xx: a 5xx on a create may come after GitHub stored it, so the
+// client reports it instead of posting a second review; a rate limit is still waited out.
+func TestCreatesAreNotResentAfter5xx(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.fake.InjectFault(githubtest.ServerError("pulls/create-review", http.StatusBadGateway))
+	_, err := f.client.CreateReview(t.Context(), 7, github.NewReview{CommitSHA: f.head, Body: "x"})
+	if !errors.Is(err, github.ErrUnavailable) || countOp(f, "pulls/create-review") != 1 {
+		t.Fatalf("err = %v after %d requests, want ErrUnavailable after 1", err, countOp(f, "pulls/create-review"))
+	}
+	f.fake.InjectFault(githubtest.SecondaryRateLimit("pulls/create-review", 0))
+	if _, err := f.client.CreateReview(t.Context(), 7, github.NewReview{CommitSHA: f.head, Body: "x"}); err != nil {
+		t.Fatalf("rate-limited create not retried: %v", err)
+	}
+	if n := len(f.fake.Reviews(owner, name, 7)); n != 1 {
+		t.Errorf("%d reviews stored, want 1", n)
+	}
+}

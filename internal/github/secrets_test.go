@@ -76,9 +76,7 @@ func TestSecretsNeverInLogsOrErrors(t *testing.T) {
 	for _, g := range f.fake.Tokens() {
 		needles = append(needles, g.Token)
 	}
-	for _, line := range strings.Split(string(pemKey), "\n")[1:4] {
-		needles = append(needles, line)
-	}
+	needles = append(needles, strings.Split(string(pemKey), "\n")[1:4]...)
 	for _, n := range needles {
 		if n != "" && strings.Contains(haystack, n) {
 			t.Errorf("found %q in logs or errors", n)
