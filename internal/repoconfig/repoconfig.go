@@ -1,0 +1,336 @@
+// Package repoconfig is the schema and loader of a repository's .aster.yml:
+// which analyzers run (built-ins switched off or adjusted, extra ones added),
+// which paths are ignored, the test command, the severity that fails the
+// check, the filter mode and instructions for the model. Aster reads it from
+// the BASE revision of a change only, so a change cannot alter how it is
+// reviewed. The file is untrusted input: it is size-capped, unknown fields
+// are errors, and every value is bounded.
+package repoconfig
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
+)
+
+// FileName is where the configuration lives in a repository.
+const FileName = ".aster.yml"
+
+// Caps on the file and its values.
+const (
+	MaxFileBytes         = 64 << 10
+	MaxAnalyzers         = 32
+	MaxIgnoreGlobs       = 256
+	MaxInstructionsBytes = 8 << 10
+	MaxTestArgs          = 64
+	MaxTestTimeout       = time.Hour
+	// DefaultMaxFileBytes is the largest file given to analyzers; bigger
+	// files are skipped and listed in the report.
+	DefaultMaxFileBytes = 1 << 20
+	MaxMaxFileBytes     = 64 << 20
+)
+
+// Config is the parsed .aster.yml.
+type Config struct {
+	// Version of the schema; 1 (or absent).
+	Version int `yaml:"version" json:"version"`
+	// Analyzers adjusts built-ins by name (enabled: false, or any field to
+	// replace) and adds new ones (name → full definition).
+	Analyzers map[string]AnalyzerConfig `yaml:"analyzers" json:"analyzers,omitempty"`
+	Paths     Paths                     `yaml:"paths" json:"paths"`
+	Tests     Tests                     `yaml:"tests" json:"tests"`
+	// FailOn is the least severity of a reported finding that fails the
+	// check: error (default), warning, note or never.
+	FailOn string `yaml:"fail_on" json:"fail_on,omitempty"`
+	// FilterMode is added (default), diff_context, file or nofilter.
+	FilterMode string `yaml:"filter_mode" json:"filter_mode,omitempty"`
+	// Instructions are given to the model (as the repository owner's
+	// guidance, still framed as data).
+	Instructions string `yaml:"instructions" json:"instructions,omitempty"`
+	Limits       Limits `yaml:"limits" json:"limits"`
+}
+
+// Paths selects files.
+type Paths struct {
+	// Ignore globs: matching files are neither analysed nor reviewed.
+	Ignore []string `yaml:"ignore" json:"ignore,omitempty"`
+}
+
+// Tests configures the test step (aster review --tests).
+type Tests struct {
+	// Command is the test argv; a string is run with sh -c. Empty means
+	// detected from the repository (go.mod, pytest, package.json).
+	Command Command `yaml:"command" json:"command,omitempty"`
+	Timeout string  `yaml:"timeout" json:"timeout,omitempty"`
+}
+
+// Limits bound what the gate looks at.
+type Limits struct {
+	// MaxFileBytes: larger files are skipped ("1m", default 1 MiB).
+	MaxFileBytes string `yaml:"max_file_bytes" json:"max_file_bytes,omitempty"`
+}
+
+// Command is an argv written as a YAML list, or a string run by sh -c.
+type Command []string
+
+// UnmarshalYAML accepts a list of strings or one string.
+func (c *Command) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		var s string
+		if err := n.Decode(&s); err != nil {
+			return err
+		}
+		if strings.TrimSpace(s) == "" {
+			*c = nil
+			return nil
+		}
+		*c = Command{"sh", "-c", s}
+		return nil
+	case yaml.SequenceNode:
+		var list []string
+		if err := n.Decode(&list); err != nil {
+			return err
+		}
+		*c = list
+		return nil
+	}
+	return fmt.Errorf("line %d: command must be a string or a list of strings", n.Line)
+}
+
+// AnalyzerConfig is one entry of analyzers:. For a built-in, set fields
+// replace the built-in's; for a new name, command and format are required.
+type AnalyzerConfig struct {
+	Enabled     *bool             `yaml:"enabled" json:"enabled,omitempty"`
+	Image       string            `yaml:"image" json:"image,omitempty"`
+	Command     []string          `yaml:"command" json:"command,omitempty"`
+	Input       string            `yaml:"input" json:"input,omitempty"`
+	Format      string            `yaml:"format" json:"format,omitempty"`
+	Files       []string          `yaml:"files" json:"files,omitempty"`
+	Requires    []string          `yaml:"requires" json:"requires,omitempty"`
+	OKExitCodes []int             `yaml:"ok_exit_codes" json:"ok_exit_codes,omitempty"`
+	Optional    *bool             `yaml:"optional" json:"optional,omitempty"`
+	Severity    string            `yaml:"severity" json:"severity,omitempty"`
+	Timeout     string            `yaml:"timeout" json:"timeout,omitempty"`
+	Memory      string            `yaml:"memory" json:"memory,omitempty"`
+	Env         map[string]string `yaml:"env" json:"env,omitempty"`
+}
+
+// Default is the configuration of a repository without .aster.yml.
+func Default() Config { return Config{Version: 1} }
+
+// ErrInvalid marks a configuration that cannot be used.
+var ErrInvalid = errors.New("invalid " + FileName)
+
+// Parse reads and validates .aster.yml content.
+func Parse(data []byte) (Config, error) {
+	if len(data) > MaxFileBytes {
+		return Config{}, fmt.Errorf("%w: %d bytes, more than %d", ErrInvalid, len(data), MaxFileBytes)
+	}
+	c := Default()
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c, nil
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); errors.Is(err, io.EOF) {
+		return c, nil // only comments
+	} else if err != nil {
+		return Config{}, fmt.Errorf("%w: %s", ErrInvalid, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		return Config{}, fmt.Errorf("%w: more than one YAML document", ErrInvalid)
+	}
+	if c.Version == 0 {
+		c.Version = 1
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// Validate checks every value and says which one is wrong.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
+	}
+	if c.Version != 1 {
+		return bad("version %d is not supported (use 1)", c.Version)
+	}
+	if c.FailOn != "" && c.FailOn != "never" {
+		if _, err := finding.ParseSeverity(c.FailOn); err != nil {
+			return bad("fail_on: %q is not error, warning, note or never", c.FailOn)
+		}
+	}
+	if _, err := gate.ParseMode(c.FilterMode); err != nil {
+		return bad("filter_mode: %v", err)
+	}
+	if len(c.Paths.Ignore) > MaxIgnoreGlobs {
+		return bad("paths.ignore has %d globs, more than %d", len(c.Paths.Ignore), MaxIgnoreGlobs)
+	}
+	if _, err := gate.CompileGlobs(c.Paths.Ignore); err != nil {
+		return bad("paths.ignore: %v", err)
+	}
+	if len(c.Instructions) > MaxInstructionsBytes {
+		return bad("instructions are %d bytes, more than %d", len(c.Instructions), MaxInstructionsBytes)
+	}
+	if len(c.Tests.Command) > MaxTestArgs {
+		return bad("tests.command has more than %d arguments", MaxTestArgs)
+	}
+	for _, a := range c.Tests.Command {
+		if len(a) > 4096 || strings.ContainsRune(a, 0) {
+			return bad("tests.command: an argument is too long or contains NUL")
+		}
+	}
+	if c.Tests.Timeout != "" {
+		d, err := config.ParseDuration(c.Tests.Timeout)
+		if err != nil || d < time.Second || d > MaxTestTimeout {
+			return bad("tests.timeout %q must be a duration from 1s to %s", c.Tests.Timeout, MaxTestTimeout)
+		}
+	}
+	if c.Limits.MaxFileBytes != "" {
+		n, err := config.ParseBytes(c.Limits.MaxFileBytes)
+		if err != nil || n < 1024 || n > MaxMaxFileBytes {
+			return bad("limits.max_file_bytes %q must be a size from 1k to 64m", c.Limits.MaxFileBytes)
+		}
+	}
+	if len(c.Analyzers) > MaxAnalyzers {
+		return bad("%d analyzers, more than %d", len(c.Analyzers), MaxAnalyzers)
+	}
+	if _, err := c.Resolve(gate.Builtins()); err != nil {
+		return err
+	}
+	return nil
+}
+
+// Resolve applies the analyzers section to builtins: built-ins in their
+// order (minus the disabled ones, with overrides applied), then added
+// analyzers by name. Every result is validated.
+func (c Config) Resolve(builtins []gate.Analyzer) ([]gate.Analyzer, error) {
+	var out []gate.Analyzer
+	for _, b := range builtins {
+		ac, ok := c.Analyzers[b.Name]
+		if !ok {
+			out = append(out, b)
+			continue
+		}
+		if ac.Enabled != nil && !*ac.Enabled {
+			continue
+		}
+		a, err := ac.apply(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w: analyzers.%s: %v", ErrInvalid, b.Name, err)
+		}
+		out = append(out, a)
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.Analyzers)) {
+		if _, builtin := gate.Lookup(builtins, name); builtin {
+			continue
+		}
+		ac := c.Analyzers[name]
+		if ac.Enabled != nil && !*ac.Enabled {
+			continue
+		}
+		if len(ac.Command) == 0 || ac.Format == "" {
+			return nil, fmt.Errorf("%w: analyzers.%s: not a built-in (%s), so command and format are required", ErrInvalid, name, strings.Join(gate.Names(builtins), ", "))
+		}
+		a, err := ac.apply(gate.Analyzer{Name: name})
+		if err != nil {
+			return nil, fmt.Errorf("%w: analyzers.%s: %v", ErrInvalid, name, err)
+		}
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (ac AnalyzerConfig) apply(a gate.Analyzer) (gate.Analyzer, error) {
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&a.Image, ac.Image)
+	set(&a.Input, ac.Input)
+	set(&a.Timeout, ac.Timeout)
+	set(&a.Memory, ac.Memory)
+	if ac.Command != nil {
+		a.Command = slices.Clone(ac.Command)
+	}
+	if ac.Format != "" {
+		a.Format = finding.Format(ac.Format)
+	}
+	if ac.Files != nil {
+		a.Files = slices.Clone(ac.Files)
+	}
+	if ac.Requires != nil {
+		a.Requires = slices.Clone(ac.Requires)
+	}
+	if ac.OKExitCodes != nil {
+		a.OKExitCodes = slices.Clone(ac.OKExitCodes)
+	}
+	if ac.Optional != nil {
+		a.Optional = *ac.Optional
+	}
+	if ac.Severity != "" {
+		a.Severity = finding.Severity(ac.Severity)
+	}
+	if ac.Env != nil {
+		a.Env = maps.Clone(ac.Env)
+	}
+	return a, a.Validate()
+}
+
+// FailOnSeverity returns the fail_on threshold ("" for never).
+func (c Config) FailOnSeverity() finding.Severity {
+	switch c.FailOn {
+	case "":
+		return finding.Error
+	case "never":
+		return ""
+	}
+	s, _ := finding.ParseSeverity(c.FailOn)
+	return s
+}
+
+// Mode returns the filter mode.
+func (c Config) Mode() gate.Mode {
+	m, _ := gate.ParseMode(c.FilterMode)
+	return m
+}
+
+// MaxFileSize returns limits.max_file_bytes in bytes.
+func (c Config) MaxFileSize() int64 {
+	if c.Limits.MaxFileBytes == "" {
+		return DefaultMaxFileBytes
+	}
+	n, _ := config.ParseBytes(c.Limits.MaxFileBytes)
+	return n
+}
+
+// Ignore returns the compiled ignore globs.
+func (c Config) Ignore() gate.Globs {
+	g, _ := gate.CompileGlobs(c.Paths.Ignore)
+	return g
+}
+
+// TestTimeout returns tests.timeout, or def when unset.
+func (c Config) TestTimeout(def time.Duration) time.Duration {
+	if c.Tests.Timeout == "" {
+		return def
+	}
+	d, _ := config.ParseDuration(c.Tests.Timeout)
+	return d
+}
