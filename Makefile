@@ -67,7 +67,7 @@ fuzz:
 
 ## bench: sandbox start-up benchmarks (see README "Performance")
 bench: build
-	$(TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 20x ./internal/sandbox/docker/
+	$(TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 20x ./internal/sandbox/docker/ ./cmd/aster/
 
 clean:
 	rm -rf bin
