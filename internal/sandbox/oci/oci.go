@@ -17,6 +17,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
@@ -57,6 +58,9 @@ type Runtime struct {
 	launch   *launcher
 	log      *slog.Logger
 	rootless bool
+
+	bpfMu sync.Mutex
+	bpf   string // the seccomp profile as crun compiled it, base64; "" until seen
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)

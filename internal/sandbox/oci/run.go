@@ -64,7 +64,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	if err := writeRecord(dir, rec); err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)
 	}
-	spec := r.base.bundleSpec(opts, id, rootfs, r.initAbs, r.opts.Annotations)
+	spec := r.bundleSpec(opts, id, rootfs)
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)
@@ -83,6 +83,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	}
 	inst.setTiming("init", time.Since(t2))
 	inst.openPidfd()
+	r.learnSeccomp(id)
 	return inst, nil
 }
 
