@@ -16,6 +16,7 @@ func newSandboxCmd(g *globals) *cobra.Command {
 		Short: "Operate the sandbox layer: the orchestrator API and the leaked-sandbox reaper",
 	}
 	cmd.AddCommand(newReapCmd(g))
+	cmd.AddCommand(newServeCmd(g))
 	for _, add := range sandboxCommands {
 		cmd.AddCommand(add(g))
 	}

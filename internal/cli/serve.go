@@ -1,0 +1,224 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandboxapi"
+)
+
+type serveFlags struct {
+	addr, maxConcurrent, queue, queueTimeout, tokenFile, images, maxBody string
+	shutdownGrace, readHeaderTimeout, bodyReadTimeout, writeTimeout      string
+	idleTimeout, reaperPeriod, reaperGrace                               string
+	maxTimeout, maxMemory, maxCPUs, maxPids, maxOutput, maxCeiling       string
+	maxWorkdir, maxTmp                                                   string
+}
+
+func newServeCmd(g *globals) *cobra.Command {
+	f := &serveFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve the sandbox orchestrator HTTP API (/v1/execute, /v1/test)",
+		Long: `Serve the orchestrator API: every POST /v1/execute or /v1/test runs in a
+sandbox made for that request and destroyed after it (see 'aster exec --help'
+for what a sandbox is). GET /healthz, /readyz and /metrics (Prometheus) report
+on the service.
+
+Admission: at most --max-concurrent sandboxes are alive at once (default:
+80% of host memory divided by the default memory limit); up to --queue more
+runs wait in a FIFO queue for at most --queue-timeout; past that the answer
+is 429 with Retry-After. A client that disconnects cancels its run.
+
+Auth: with --token-file, every /v1/* and /metrics request needs
+"Authorization: Bearer <token>" with a token from the file (one a line).
+Without a token file the server only listens on a loopback address.
+
+Limits a request asks for are capped by the --max-* ceilings (a request over
+one is refused with 400, naming it). On SIGTERM the server stops accepting,
+lets running jobs finish for --shutdown-grace, then cancels the rest and
+destroys their sandboxes. Leaked sandboxes (after a crash) are reaped at
+start-up and every reaper period.
+
+Every flag has an aster.yaml equivalent in the serve: section (serve.addr,
+serve.max_concurrent, serve.ceilings.memory, ...) and the main ones an
+ASTER_* variable: ASTER_SERVE_ADDR, ASTER_MAX_CONCURRENT, ASTER_QUEUE,
+ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE, ASTER_MAX_BODY, ASTER_IMAGES.`,
+		Example: `  aster sandbox serve
+  aster sandbox serve --addr 0.0.0.0:8080 --token-file /etc/aster/tokens --max-concurrent 8
+  curl -s localhost:8080/v1/execute -d '{"argv":["python3","-c","print(6*7)"]}'`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, g, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", config.DefaultServeAddr, "listen address")
+	fl.StringVar(&f.maxConcurrent, "max-concurrent", "auto", "sandboxes alive at once, or auto (80% of host memory / default memory limit)")
+	fl.StringVar(&f.queue, "queue", "", "runs that may wait for a slot (default 4 × max-concurrent)")
+	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a run may wait in the queue before a 429")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file of bearer tokens, one a line; required to listen on a non-loopback address")
+	fl.StringVar(&f.images, "images", "", "comma-separated image allowlist; the first is the default (default "+config.DefaultImage+")")
+	fl.StringVar(&f.maxBody, "max-body", config.FormatBytes(config.DefaultMaxBodyBytes), "largest request body (413 past it)")
+	fl.StringVar(&f.shutdownGrace, "shutdown-grace", config.DefaultShutdownGrace.String(), "on SIGTERM, how long running jobs may finish before they are cancelled")
+	fl.StringVar(&f.readHeaderTimeout, "read-header-timeout", config.DefaultReadHeaderTimeout.String(), "time a client has to send its request headers")
+	fl.StringVar(&f.bodyReadTimeout, "body-read-timeout", config.DefaultBodyReadTimeout.String(), "time a client has to send its request body")
+	fl.StringVar(&f.writeTimeout, "write-timeout", config.DefaultWriteTimeout.String(), "time each write of a response may take before the client is dropped")
+	fl.StringVar(&f.idleTimeout, "idle-timeout", config.DefaultIdleTimeout.String(), "how long an idle keep-alive connection stays open")
+	fl.StringVar(&f.reaperPeriod, "reaper-period", "", "how often leaked sandboxes are reaped (default from config: 1m)")
+	fl.StringVar(&f.reaperGrace, "reaper-grace", "", "how long past its deadline a sandbox is left alone (default from config: 30s)")
+	def := config.DefaultCeilings()
+	fl.StringVar(&f.maxTimeout, "max-timeout", def.Timeout, "largest timeout a request may ask for")
+	fl.StringVar(&f.maxMemory, "max-memory", def.Memory, "largest memory limit a request may ask for")
+	fl.StringVar(&f.maxCPUs, "max-cpus", def.CPUs, "largest CPU limit a request may ask for")
+	fl.StringVar(&f.maxPids, "max-pids", def.Pids, "largest process limit a request may ask for")
+	fl.StringVar(&f.maxOutput, "max-output-limit", def.OutputLimit, "largest output_limit a request may ask for")
+	fl.StringVar(&f.maxCeiling, "max-output-ceiling", def.OutputCeiling, "largest output_ceiling a request may ask for")
+	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "largest /work a request may ask for (also caps snapshots)")
+	fl.StringVar(&f.maxTmp, "max-tmp-size", def.TmpSize, "largest /tmp a request may ask for")
+	return cmd
+}
+
+func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
+	c, err := g.load(cmd)
+	if err != nil {
+		return err
+	}
+	sc, err := c.ServeSection(g.stdio.Getenv)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	fl := cmd.Flags()
+	str := func(name string, dst *string, v string) {
+		if fl.Changed(name) {
+			*dst = v
+		}
+	}
+	str("addr", &sc.Addr, f.addr)
+	str("max-concurrent", &sc.MaxConcurrent, f.maxConcurrent)
+	str("queue", &sc.Queue, f.queue)
+	str("queue-timeout", &sc.QueueTimeout, f.queueTimeout)
+	str("token-file", &sc.TokenFile, f.tokenFile)
+	str("max-body", &sc.MaxBody, f.maxBody)
+	str("shutdown-grace", &sc.ShutdownGrace, f.shutdownGrace)
+	str("read-header-timeout", &sc.ReadHeaderTimeout, f.readHeaderTimeout)
+	str("body-read-timeout", &sc.BodyReadTimeout, f.bodyReadTimeout)
+	str("write-timeout", &sc.WriteTimeout, f.writeTimeout)
+	str("idle-timeout", &sc.IdleTimeout, f.idleTimeout)
+	str("max-timeout", &sc.Ceilings.Timeout, f.maxTimeout)
+	str("max-memory", &sc.Ceilings.Memory, f.maxMemory)
+	str("max-cpus", &sc.Ceilings.CPUs, f.maxCPUs)
+	str("max-pids", &sc.Ceilings.Pids, f.maxPids)
+	str("max-output-limit", &sc.Ceilings.OutputLimit, f.maxOutput)
+	str("max-output-ceiling", &sc.Ceilings.OutputCeiling, f.maxCeiling)
+	str("max-workdir-size", &sc.Ceilings.WorkdirSize, f.maxWorkdir)
+	str("max-tmp-size", &sc.Ceilings.TmpSize, f.maxTmp)
+	str("reaper-period", &c.Reaper.Period, f.reaperPeriod)
+	str("reaper-grace", &c.Reaper.Grace, f.reaperGrace)
+	if fl.Changed("images") {
+		c.Images = config.SplitList(f.images)
+	}
+	if len(c.Images) == 0 {
+		return usageErr("empty image allowlist")
+	}
+
+	defaults, err := c.Limits.Parse()
+	if err != nil {
+		return usageErr("limits: %v", trimInvalid(err))
+	}
+	set, err := sc.Parse(defaults.MemoryBytes, config.HostMemoryBytes)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if err := config.ExceedsCeiling(defaults, set.Ceilings); err != nil {
+		return usageErr("the default limits must be within the ceilings: %v", trimInvalid(err))
+	}
+	if _, _, err := c.ReaperDurations(); err != nil {
+		return usageErr("%v", err)
+	}
+	allowance, err := c.ReaperAllowance()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	var tokens *sandboxapi.Tokens
+	if set.TokenFile != "" {
+		if tokens, err = sandboxapi.LoadTokens(set.TokenFile); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	if err := sandboxapi.CheckListenAddr(set.Addr, tokens != nil); err != nil {
+		return usageErr("%v", err)
+	}
+	log := g.logger(c)
+	ctx := cmd.Context()
+
+	// Bind before starting anything, so a taken or refused address fails fast.
+	ln, err := net.Listen("tcp", set.Addr)
+	if err != nil {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("listen: %w", err)}
+	}
+	defer ln.Close()
+	if err := sandboxapi.CheckExposure(ln.Addr(), tokens != nil); err != nil {
+		return usageErr("%v", err)
+	}
+
+	rt, closeRT, err := openRuntime(c, log)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return &exitError{code: ExitFailure, err: err}
+	}
+	defer closeRT()
+	if err := rt.Check(ctx); err != nil {
+		// Serve anyway: runs answer 503 until the engine is reachable.
+		log.Warn("container engine unreachable at start-up; serving 503 until it is back", "err", err)
+	}
+	metrics := sandboxapi.NewMetrics()
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime:          rt,
+		Images:           c.Images,
+		Defaults:         defaults,
+		ValidateLimits:   config.ValidateLimits,
+		MaxConcurrent:    set.MaxConcurrent,
+		QueueSize:        set.QueueSize,
+		QueueTimeout:     set.QueueTimeout,
+		PrepareAllowance: allowance,
+		Observer:         metrics,
+		Logger:           log,
+	})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
+		return usageErr("%v", err)
+	}
+	srv, err := sandboxapi.New(sandboxapi.Options{
+		Manager:           mgr,
+		Tokens:            tokens,
+		Metrics:           metrics,
+		MaxBodyBytes:      set.MaxBodyBytes,
+		Ceilings:          set.Ceilings,
+		ReadHeaderTimeout: set.ReadHeaderTimeout,
+		BodyReadTimeout:   set.BodyReadTimeout,
+		WriteTimeout:      set.WriteTimeout,
+		IdleTimeout:       set.IdleTimeout,
+		ShutdownGrace:     set.ShutdownGrace,
+		Logger:            log,
+	})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	log.Info("serving the sandbox API", "url", "http://"+ln.Addr().String(), "auth", tokens != nil,
+		"max_concurrent", set.MaxConcurrent, "queue", set.QueueSize, "queue_timeout", set.QueueTimeout,
+		"images", strings.Join(c.Images, ","), "runtime", rt.Name())
+	if err := srv.Serve(ctx, ln); err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	return nil
+}

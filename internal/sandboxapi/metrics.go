@@ -1,0 +1,150 @@
+package sandboxapi
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Metrics are the orchestrator's Prometheus metrics. It implements
+// sandbox.Observer: give it to the Manager (ManagerOptions.Observer) and to
+// the server (Options.Metrics). It has its own registry: nothing global.
+type Metrics struct {
+	reg             *prometheus.Registry
+	runs            *prometheus.CounterVec
+	runDuration     *prometheus.HistogramVec
+	queueDepth      prometheus.Gauge
+	running         prometheus.Gauge
+	maxConcurrent   prometheus.Gauge
+	queueSize       prometheus.Gauge
+	rejected        *prometheus.CounterVec
+	requests        *prometheus.CounterVec
+	requestDuration *prometheus.HistogramVec
+	engineUp        prometheus.Gauge
+
+	mu     sync.Mutex
+	avgRun float64 // exponentially weighted mean run time, seconds
+}
+
+var _ sandbox.Observer = (*Metrics)(nil)
+
+// NewMetrics returns the metrics with the Go runtime and process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		runs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aster_sandbox_runs_total", Help: "Sandbox runs finished, by status.",
+		}, []string{"status"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aster_sandbox_run_duration_seconds",
+			Help:    "Wall time of a run from admission to result (prepare, job, teardown), by status.",
+			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600},
+		}, []string{"status"}),
+		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "aster_sandbox_queue_depth", Help: "Runs waiting for a sandbox slot.",
+		}),
+		running: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "aster_sandbox_running", Help: "Runs holding a sandbox slot.",
+		}),
+		maxConcurrent: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "aster_sandbox_max_concurrent", Help: "Sandbox slots (--max-concurrent).",
+		}),
+		queueSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "aster_sandbox_queue_size", Help: "Places in the admission queue (--queue).",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aster_sandbox_rejected_total",
+			Help: "Runs refused by admission control with 429, by reason (queue_full, queue_timeout, uploads_full).",
+		}, []string{"reason"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aster_api_requests_total", Help: "HTTP requests answered, by route and status code.",
+		}, []string{"route", "code"}),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aster_api_request_duration_seconds",
+			Help:    "HTTP request latency, by route.",
+			Buckets: []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
+		}, []string{"route"}),
+		engineUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "aster_engine_up", Help: "1 when the last check reached the container engine, else 0.",
+		}),
+		avgRun: 1,
+	}
+	m.reg.MustRegister(m.runs, m.runDuration, m.queueDepth, m.running, m.maxConcurrent, m.queueSize,
+		m.rejected, m.requests, m.requestDuration, m.engineUp,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	for _, s := range sandbox.Statuses {
+		m.runs.WithLabelValues(string(s))
+	}
+	for _, r := range []string{"queue_full", "queue_timeout", "uploads_full"} {
+		m.rejected.WithLabelValues(r)
+	}
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg})
+}
+
+// Registry returns the registry, for callers that add their own metrics.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// RunStarted implements sandbox.Observer.
+func (m *Metrics) RunStarted() {}
+
+// RunFinished implements sandbox.Observer.
+func (m *Metrics) RunFinished(status sandbox.Status, d time.Duration) {
+	m.runs.WithLabelValues(string(status)).Inc()
+	m.runDuration.WithLabelValues(string(status)).Observe(d.Seconds())
+	m.mu.Lock()
+	m.avgRun = 0.8*m.avgRun + 0.2*d.Seconds()
+	m.mu.Unlock()
+}
+
+// Rejected implements sandbox.Observer.
+func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }
+
+// QueueDepth implements sandbox.Observer.
+func (m *Metrics) QueueDepth(n int) { m.queueDepth.Set(float64(n)) }
+
+// Running implements sandbox.Observer.
+func (m *Metrics) Running(n int) { m.running.Set(float64(n)) }
+
+func (m *Metrics) setCapacity(st sandbox.Stats) {
+	m.maxConcurrent.Set(float64(st.MaxConcurrent))
+	m.queueSize.Set(float64(st.QueueSize))
+}
+
+func (m *Metrics) setEngineUp(up bool) {
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.engineUp.Set(v)
+}
+
+func (m *Metrics) observeRequest(route string, code int, d time.Duration) {
+	m.requests.WithLabelValues(route, strconv.Itoa(code)).Inc()
+	m.requestDuration.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// retryAfter estimates, in whole seconds, when a refused run would find a
+// slot: the runs ahead of it, spread over the slots, times the recent mean
+// run time. At least 1, at most 60.
+func (m *Metrics) retryAfter(st sandbox.Stats) int {
+	m.mu.Lock()
+	avg := m.avgRun
+	m.mu.Unlock()
+	slots := max(st.MaxConcurrent, 1)
+	waves := float64(st.Queued+st.Running-slots+1)/float64(slots) + 1
+	secs := int(math.Ceil(max(waves, 1) * avg))
+	return min(max(secs, 1), 60)
+}

@@ -1,0 +1,536 @@
+// Package sandboxapi is the orchestrator's HTTP API (`aster sandbox serve`):
+// each request to /v1/execute or /v1/test becomes a throwaway sandbox through
+// a sandbox.Manager, with bearer-token auth, body caps, admission control
+// answered as 429 with Retry-After, optional NDJSON streaming, Prometheus
+// metrics and timeouts against slow clients. Its Go client is sandboxclient.
+package sandboxapi
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testrun"
+)
+
+// Routes of the API.
+const (
+	RouteExecute  = "/v1/execute"
+	RouteTest     = "/v1/test"
+	RouteValidate = "/v1/validate"
+	RouteHealth   = "/healthz"
+	RouteReady    = "/readyz"
+	RouteMetrics  = "/metrics"
+)
+
+// Options configure a Server. Zero durations and sizes take the defaults
+// noted; Manager is required.
+type Options struct {
+	Manager *sandbox.Manager
+	// Tokens, when set, are required on /v1/* and /metrics. Without them the
+	// server only listens on loopback addresses (see CheckExposure).
+	Tokens *Tokens
+	// Metrics must be the Manager's Observer too; nil makes unshared ones.
+	Metrics *Metrics
+	// MaxBodyBytes caps request bodies (default 64 MiB).
+	MaxBodyBytes int64
+	// Ceilings are the largest limits a request may ask for; zero fields are
+	// not checked (the Manager's own validation still applies).
+	Ceilings sandbox.Limits
+	// ReadHeaderTimeout, BodyReadTimeout, WriteTimeout (per write) and
+	// IdleTimeout guard against slow clients (defaults 10s, 60s, 30s, 90s).
+	ReadHeaderTimeout time.Duration
+	BodyReadTimeout   time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	// ShutdownGrace is how long running jobs may finish after Serve's context
+	// ends before they are cancelled and their sandboxes destroyed.
+	ShutdownGrace time.Duration
+	// TempDir is where snapshots are spooled ("" is os.TempDir()).
+	TempDir string
+	// Validate serves /v1/validate behind the same auth, body cap and
+	// metrics; nil answers 404.
+	Validate http.Handler
+	// EngineCheckPeriod is how often the engine is probed for the
+	// aster_engine_up metric (default 5s).
+	EngineCheckPeriod time.Duration
+	Logger            *slog.Logger
+}
+
+// Server is the HTTP API. It is an http.Handler; Serve runs it with
+// timeouts and graceful shutdown.
+type Server struct {
+	opts     Options
+	log      *slog.Logger
+	metrics  *Metrics
+	mgr      *sandbox.Manager
+	uploads  chan struct{} // snapshots being spooled or held for a run
+	inflight sync.WaitGroup
+}
+
+// New returns a Server.
+func New(opts Options) (*Server, error) {
+	if opts.Manager == nil {
+		return nil, errors.New("sandboxapi: no manager")
+	}
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&opts.ReadHeaderTimeout, 10*time.Second)
+	def(&opts.BodyReadTimeout, 60*time.Second)
+	def(&opts.WriteTimeout, 30*time.Second)
+	def(&opts.IdleTimeout, 90*time.Second)
+	def(&opts.EngineCheckPeriod, 5*time.Second)
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = 64 << 20
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
+	st := opts.Manager.Stats()
+	opts.Metrics.setCapacity(st)
+	return &Server{
+		opts:    opts,
+		log:     opts.Logger,
+		metrics: opts.Metrics,
+		mgr:     opts.Manager,
+		uploads: make(chan struct{}, st.MaxConcurrent+st.QueueSize),
+	}, nil
+}
+
+// BodyOptions are the body limits the server applies, for handlers such as
+// the /v1/validate one that read snapshots with ReadBody.
+func (s *Server) BodyOptions() BodyOptions {
+	ws := s.opts.Ceilings.WorkdirBytes
+	if ws == 0 {
+		ws = s.mgr.Limits().WorkdirBytes
+	}
+	return BodyOptions{MaxBodyBytes: s.opts.MaxBodyBytes, WorkspaceMaxBytes: ws, ReadTimeout: s.opts.BodyReadTimeout, TempDir: s.opts.TempDir}
+}
+
+// ServeHTTP routes a request. Every answer, errors included, is JSON.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	start := time.Now()
+	route := routeOf(r.URL.Path)
+	sw := &statusWriter{ResponseWriter: w}
+	defer func() {
+		if p := recover(); p != nil {
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			s.log.Error("handler panic", "route", route, "panic", p)
+			if !sw.wroteHeader {
+				s.writeError(sw, fmt.Errorf("panic: %v", p))
+			}
+		}
+		d := time.Since(start)
+		s.metrics.observeRequest(route, sw.status(), d)
+		level := slog.LevelInfo
+		if route == RouteHealth || route == RouteReady || route == RouteMetrics {
+			level = slog.LevelDebug
+		}
+		s.log.Log(r.Context(), level, "request", "method", r.Method, "route", route, "status", sw.status(),
+			"ms", d.Milliseconds(), "run", sw.Header().Get(HeaderRunID), "remote", r.RemoteAddr)
+	}()
+
+	switch route {
+	case RouteHealth:
+		if !allowMethod(r, http.MethodGet, http.MethodHead) {
+			s.writeError(sw, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
+			return
+		}
+		s.writeJSON(sw, http.StatusOK, map[string]string{"status": "ok"})
+	case RouteReady:
+		if !allowMethod(r, http.MethodGet, http.MethodHead) {
+			s.writeError(sw, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
+			return
+		}
+		s.ready(sw, r)
+	case RouteMetrics:
+		if err := s.opts.Tokens.authorize(r); err != nil {
+			s.writeError(sw, err)
+			return
+		}
+		s.metrics.Handler().ServeHTTP(sw, r)
+	case RouteExecute, RouteTest, RouteValidate:
+		if err := s.opts.Tokens.authorize(r); err != nil {
+			s.writeError(sw, err)
+			return
+		}
+		if r.Method != http.MethodPost {
+			s.writeError(sw, fmt.Errorf("%w: %s takes POST", ErrMethodNotAllowed, route))
+			return
+		}
+		switch route {
+		case RouteExecute:
+			s.execute(sw, r)
+		case RouteTest:
+			s.test(sw, r)
+		case RouteValidate:
+			if s.opts.Validate == nil {
+				s.writeError(sw, fmt.Errorf("%w: this server has no validator configured", ErrNotFound))
+				return
+			}
+			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
+			s.opts.Validate.ServeHTTP(sw, r)
+		}
+	default:
+		s.writeError(sw, fmt.Errorf("%w: no route %s (have %s, %s, %s, %s, %s, %s)", ErrNotFound, clipPath(r.URL.Path),
+			RouteExecute, RouteTest, RouteValidate, RouteHealth, RouteReady, RouteMetrics))
+	}
+}
+
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	release, err := s.admitUpload(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	defer release()
+	var req ExecuteRequest
+	snap, err := ReadBody(w, r, &req, s.BodyOptions())
+	defer snap.Close()
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	spec, err := s.jobSpec(req.JobRequest, snap)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	spec.Argv = req.Argv
+	s.run(w, r, spec, nil, func(res sandbox.Result) any { return res.Wire() })
+}
+
+func (s *Server) test(w http.ResponseWriter, r *http.Request) {
+	release, err := s.admitUpload(r)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	defer release()
+	var req TestRequest
+	snap, err := ReadBody(w, r, &req, s.BodyOptions())
+	defer snap.Close()
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	spec, err := s.jobSpec(req.JobRequest, snap)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	plan, err := testPlan(req, snap)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	spec.Argv = plan.Argv
+	spec.Env = plan.MergeEnv(req.Env)
+	col := testrun.NewCollector(plan)
+	s.run(w, r, spec, col, func(res sandbox.Result) any {
+		return TestResponse{WireResult: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
+	})
+}
+
+// run normalises spec, runs it through the Manager and answers: a JSON body,
+// or an NDJSON stream when the client asked for one. report, when set, is fed
+// the job's stdout as it arrives.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, report *testrun.Collector, body func(sandbox.Result) any) {
+	spec, err := s.mgr.Normalize(spec)
+	if err != nil {
+		s.writeError(w, err)
+		return
+	}
+	w.Header().Set(HeaderRunID, spec.ID)
+	ctx, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	var st *streamer
+	if wantsStream(r) {
+		st = newStreamer(w, s.opts.WriteTimeout, cancel)
+	}
+	spec.OnOutput = func(stream sandbox.Stream, data []byte) {
+		if report != nil && stream == sandbox.Stdout {
+			_, _ = report.Write(data)
+		}
+		if st != nil {
+			st.output(stream, data)
+		}
+	}
+	var opts sandbox.RunOptions
+	if st != nil {
+		opts.Admitted = st.start
+	}
+	res, err := s.mgr.RunWithOptions(ctx, spec, opts)
+	err = s.reclassify(err)
+	status, code := StatusFor(err)
+	classified := err != nil && status != http.StatusInternalServerError
+	if err != nil && !classified {
+		s.log.Warn("run failed", "run", spec.ID, "err", err)
+	}
+	if st != nil && st.isStarted() {
+		var events []any
+		if classified {
+			events = append(events, ErrorEvent{Type: EventError, Error: ErrorDetail{Code: code, Message: err.Error()}})
+		}
+		st.finish(append(events, resultEvent(body(res)))...)
+		return
+	}
+	if classified {
+		s.writeError(w, err)
+		return
+	}
+	// A run that started and failed inside the sandbox is still a result:
+	// status "error" with the output it produced.
+	s.writeJSON(w, http.StatusOK, body(res))
+}
+
+// admitUpload refuses a run at once when the queue is already full (so a
+// big body is not read for nothing), and bounds the snapshots spooled or
+// held at once to the runs that can be running or queued.
+func (s *Server) admitUpload(r *http.Request) (release func(), err error) {
+	st := s.mgr.Stats()
+	if st.Running >= st.MaxConcurrent && st.Queued >= st.QueueSize {
+		s.metrics.Rejected("queue_full")
+		return nil, fmt.Errorf("%w: %d sandboxes running and %d waiting; try again later", sandbox.ErrBusy, st.Running, st.Queued)
+	}
+	if !isSnapshotUpload(r) {
+		return func() {}, nil
+	}
+	select {
+	case s.uploads <- struct{}{}:
+		return func() { <-s.uploads }, nil
+	default:
+		s.metrics.Rejected("uploads_full")
+		return nil, fmt.Errorf("%w: %d snapshot uploads in progress; try again later", sandbox.ErrBusy, cap(s.uploads))
+	}
+}
+
+func isSnapshotUpload(r *http.Request) bool {
+	ct := strings.ToLower(r.Header.Get("Content-Type"))
+	return strings.HasPrefix(ct, ContentTypeTar) || strings.HasPrefix(ct, "multipart/form-data")
+}
+
+// reclassify names a run failure the engine caused: when a run broke and the
+// engine is unreachable now, the client should retry (503), not blame the job.
+func (s *Server) reclassify(err error) error {
+	if err == nil {
+		return nil
+	}
+	if status, _ := StatusFor(err); status != http.StatusInternalServerError || errors.Is(err, context.Canceled) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if cerr := s.mgr.Runtime().Check(ctx); cerr != nil {
+		s.metrics.setEngineUp(false)
+		return fmt.Errorf("%w (the run failed: %v)", cerr, err)
+	}
+	return err
+}
+
+// ready answers /readyz: the engine is reachable and the default image present.
+func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	rt := s.mgr.Runtime()
+	if err := rt.Check(ctx); err != nil {
+		s.metrics.setEngineUp(false)
+		s.writeError(w, err)
+		return
+	}
+	s.metrics.setEngineUp(true)
+	img, err := rt.ImageInfo(ctx, s.mgr.DefaultImage())
+	if err != nil {
+		s.writeError(w, fmt.Errorf("%w: default image: %w", sandbox.ErrUnavailable, err))
+		return
+	}
+	st := s.mgr.Stats()
+	s.writeJSON(w, http.StatusOK, map[string]any{
+		"status": "ready", "runtime": rt.Name(), "image": img.Name, "image_digest": img.Digest,
+		"running": st.Running, "queued": st.Queued, "max_concurrent": st.MaxConcurrent, "queue_size": st.QueueSize,
+	})
+}
+
+// writeError answers with err's status, adding Retry-After to 429 and 503.
+func (s *Server) writeError(w http.ResponseWriter, err error) {
+	retry := 0
+	switch status, _ := StatusFor(err); status {
+	case http.StatusTooManyRequests:
+		retry = s.metrics.retryAfter(s.mgr.Stats())
+	case http.StatusServiceUnavailable:
+		retry = 5
+	case http.StatusInternalServerError:
+		s.log.Error("internal error", "err", err)
+	}
+	s.deadline(w)
+	WriteError(w, err, retry)
+}
+
+func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", ContentTypeJSON)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "no-store")
+	s.deadline(w)
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		s.log.Debug("write response", "err", err)
+	}
+}
+
+func (s *Server) deadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
+}
+
+// Serve answers on ln until ctx ends, then shuts down gracefully: it stops
+// accepting, fails queued runs with 503, lets running ones finish for up to
+// ShutdownGrace, then cancels the rest (their sandboxes are destroyed) and
+// returns. Without tokens it refuses a listener that is not on loopback.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := CheckExposure(ln.Addr(), s.opts.Tokens != nil); err != nil {
+		ln.Close()
+		return err
+	}
+	base, cancelBase := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cancelBase(nil)
+	hs := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
+		IdleTimeout:       s.opts.IdleTimeout,
+		MaxHeaderBytes:    1 << 20,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	go s.watchEngine(base)
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: no new requests; running jobs may finish", "grace", s.opts.ShutdownGrace)
+	s.mgr.Drain()
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
+	err := hs.Shutdown(sctx)
+	cancel()
+	if err != nil {
+		s.log.Warn("grace period over: cancelling the runs still going and destroying their sandboxes")
+		cancelBase(errors.New("the server is shutting down"))
+		done := make(chan struct{})
+		go func() { s.inflight.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+			s.log.Error("requests still running a minute after cancellation")
+		}
+		hs.Close()
+	}
+	<-errc
+	s.log.Info("stopped")
+	return nil
+}
+
+// watchEngine keeps aster_engine_up current and logs when the engine goes
+// away and comes back.
+func (s *Server) watchEngine(ctx context.Context) {
+	up := true
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := s.mgr.Runtime().Check(cctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		s.metrics.setEngineUp(err == nil)
+		switch {
+		case err != nil && up:
+			s.log.Warn("container engine unreachable; runs answer 503 until it is back", "err", err)
+		case err == nil && !up:
+			s.log.Info("container engine is back")
+		}
+		up = err == nil
+		t := time.NewTimer(s.opts.EngineCheckPeriod)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func routeOf(p string) string {
+	switch p {
+	case RouteExecute, RouteTest, RouteValidate, RouteHealth, RouteReady, RouteMetrics:
+		return p
+	}
+	return "other"
+}
+
+func allowMethod(r *http.Request, methods ...string) bool {
+	for _, m := range methods {
+		if r.Method == m {
+			return true
+		}
+	}
+	return false
+}
+
+func clipPath(p string) string {
+	if len(p) > 64 {
+		p = p[:64] + "..."
+	}
+	return fmt.Sprintf("%q", p)
+}
+
+// statusWriter records the status for metrics and logs. Unwrap lets
+// http.ResponseController reach the connection for deadlines and flushes.
+type statusWriter struct {
+	http.ResponseWriter
+	code        int
+	wroteHeader bool
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if !w.wroteHeader {
+		w.code, w.wroteHeader = code, true
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	if !w.wroteHeader {
+		w.code, w.wroteHeader = http.StatusOK, true
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (w *statusWriter) status() int {
+	if !w.wroteHeader {
+		return http.StatusOK
+	}
+	return w.code
+}

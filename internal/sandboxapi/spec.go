@@ -1,0 +1,179 @@
+package sandboxapi
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/workspace"
+)
+
+// maxDetectNames bounds the snapshot entries read to detect a test runner.
+const maxDetectNames = 100_000
+
+// Parse turns the request's limits into sandbox.Limits. Fields left out stay
+// zero (the server's defaults apply); a value given must be positive.
+func (l Limits) Parse() (sandbox.Limits, error) {
+	var out sandbox.Limits
+	var errs []error
+	dur := func(name string, q Quantity, dst *int64) {
+		if q == "" {
+			return
+		}
+		d, err := config.ParseDuration(string(q))
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("limits.%s: %v", name, err))
+		case d < time.Millisecond:
+			errs = append(errs, fmt.Errorf("limits.%s %q must be at least 1ms", name, q))
+		default:
+			*dst = d.Milliseconds()
+		}
+	}
+	size := func(name string, q Quantity, dst *int64) {
+		if q == "" {
+			return
+		}
+		n, err := config.ParseBytes(string(q))
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("limits.%s: %v", name, err))
+		case n <= 0:
+			errs = append(errs, fmt.Errorf("limits.%s %q must be positive", name, q))
+		default:
+			*dst = n
+		}
+	}
+	dur("timeout", l.Timeout, &out.TimeoutMS)
+	size("memory", l.Memory, &out.MemoryBytes)
+	if l.CPUs != "" {
+		if m, err := config.ParseCPUs(string(l.CPUs)); err != nil {
+			errs = append(errs, fmt.Errorf("limits.cpus: %v", err))
+		} else {
+			out.MilliCPUs = m
+		}
+	}
+	if l.Pids != "" {
+		if n, err := strconv.ParseInt(strings.TrimSpace(string(l.Pids)), 10, 64); err != nil || n <= 0 {
+			errs = append(errs, fmt.Errorf("limits.pids %q must be a positive whole number", l.Pids))
+		} else {
+			out.Pids = n
+		}
+	}
+	size("output_limit", l.OutputLimit, &out.OutputBytes)
+	size("output_ceiling", l.OutputCeiling, &out.OutputCeilingBytes)
+	size("workdir_size", l.WorkdirSize, &out.WorkdirBytes)
+	size("tmp_size", l.TmpSize, &out.TmpBytes)
+	if len(errs) > 0 {
+		return out, fmt.Errorf("%w: %w", sandbox.ErrInvalidSpec, errors.Join(errs...))
+	}
+	return out, nil
+}
+
+// jobSpec builds the sandbox spec for the shared part of a request: limits
+// checked against the ceilings, files or the snapshot, stdin, env, workdir.
+// Argv is the caller's to set; the Manager validates the rest.
+func (s *Server) jobSpec(req JobRequest, snap *Snapshot) (sandbox.Spec, error) {
+	limits, err := req.Limits.Parse()
+	if err != nil {
+		return sandbox.Spec{}, err
+	}
+	if err := config.ExceedsCeiling(limits, s.opts.Ceilings); err != nil {
+		return sandbox.Spec{}, err
+	}
+	spec := sandbox.Spec{Image: req.Image, Env: req.Env, Workdir: req.Workdir, Limits: limits}
+	workdirBytes := limits.WorkdirBytes
+	if workdirBytes == 0 {
+		workdirBytes = s.opts.Manager.Limits().WorkdirBytes
+	}
+	switch {
+	case len(req.Files) > 0 && snap != nil:
+		return spec, sandbox.Invalidf("give files or a snapshot, not both")
+	case len(req.Files) > 0:
+		files := make(map[string][]byte, len(req.Files))
+		for name, f := range req.Files {
+			b, err := f.Bytes()
+			if err != nil {
+				return spec, sandbox.Invalidf("files[%s]: %v", workspace.Quote(name), err)
+			}
+			files[name] = b
+		}
+		spec.Workspace.Files = files
+	case snap != nil:
+		if snap.Stats.Bytes > workdirBytes {
+			return spec, fmt.Errorf("%w: the snapshot holds %s of files, over workdir_size %s",
+				sandbox.ErrTooLarge, config.FormatBytes(snap.Stats.Bytes), config.FormatBytes(workdirBytes))
+		}
+		spec.Workspace.Tar = snap.Reader()
+	}
+	if req.Stdin != "" || req.StdinEncoding != "" {
+		b, err := decodeText(req.Stdin, req.StdinEncoding)
+		if err != nil {
+			return spec, sandbox.Invalidf("stdin: %v", err)
+		}
+		spec.Stdin = bytes.NewReader(b)
+	}
+	return spec, nil
+}
+
+// testPlan decides how /v1/test runs: the request's command, or one detected
+// from the project's files in the working directory.
+func testPlan(req TestRequest, snap *Snapshot) (testrun.Plan, error) {
+	if len(req.Command) > 0 {
+		var format testrun.Format
+		var reportPath string
+		if req.Report != nil {
+			format, reportPath = req.Report.Format, req.Report.Path
+		}
+		p, err := testrun.Custom(req.Command, format, reportPath)
+		if err != nil {
+			return p, sandbox.Invalidf("%v", err)
+		}
+		return p, nil
+	}
+	if req.Report != nil {
+		return testrun.Plan{}, sandbox.Invalidf("report is only used with command")
+	}
+	var names []string
+	switch {
+	case snap != nil:
+		n, err := snap.Names(maxDetectNames)
+		if err != nil {
+			return testrun.Plan{}, sandbox.Invalidf("snapshot: %v", err)
+		}
+		names = n
+	default:
+		for name := range req.Files {
+			names = append(names, name)
+		}
+	}
+	dir := ""
+	if req.Workdir != "" {
+		d, err := workspace.CleanName(req.Workdir)
+		if err != nil {
+			return testrun.Plan{}, sandbox.Invalidf("workdir: %v", err)
+		}
+		dir = d
+	}
+	rel := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.TrimSuffix(path.Clean("/" + n)[1:], "/")
+		if dir == "" {
+			rel = append(rel, n)
+		} else if r, ok := strings.CutPrefix(n, dir+"/"); ok {
+			rel = append(rel, r)
+		}
+	}
+	p, err := testrun.Detect(rel)
+	if err != nil {
+		return p, sandbox.Invalidf("%v; pass \"command\" to say how to run the tests", err)
+	}
+	return p, nil
+}
