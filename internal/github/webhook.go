@@ -48,7 +48,7 @@ type WebhookOptions struct {
 	MaxBodyBytes int64  // 0 means MaxWebhookBodyBytes
 	ReviewDrafts bool   // act on draft pull requests too (default: ignore them)
 	Logger       *slog.Logger
-	OnOutcome    func(Outcome) // optional, called once per request
+	OnOutcome    func(Outcome) // optional, called once per request, concurrently
 }
 
 // WebhookHandler receives GitHub App deliveries: cap the body, verify the signature on the raw
