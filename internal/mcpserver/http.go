@@ -20,6 +20,8 @@ const Path = "/mcp"
 const (
 	DefaultMaxBodyBytes   = 64 << 20
 	DefaultSessionTimeout = 30 * time.Minute
+	// EventStoreBytes bounds the events kept for stream resumption.
+	EventStoreBytes = 32 << 20
 )
 
 // HTTPOptions configure the streamable HTTP transport.
@@ -44,8 +46,14 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
+	// An event store makes response streams resumable: a client whose
+	// connection breaks during a long run reconnects with Last-Event-ID and
+	// still gets its result. It is bounded; the oldest events go first.
+	events := mcp.NewMemoryEventStore(nil)
+	events.SetMaxBytes(EventStoreBytes)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:              sdkLogger(s.log),
+		EventStore:          events,
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 	})

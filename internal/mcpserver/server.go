@@ -133,6 +133,10 @@ func (s *Server) track(ctx context.Context) (context.Context, func()) {
 func toolError(err error) error {
 	code := sandbox.ErrorCode(err)
 	msg := err.Error()
+	// "invalid spec: x" under the code invalid_spec says it twice.
+	for _, class := range []error{sandbox.ErrInvalidSpec, sandbox.ErrUnknownImage, sandbox.ErrTooLarge, sandbox.ErrBusy, sandbox.ErrUnavailable} {
+		msg = strings.TrimPrefix(msg, class.Error()+": ")
+	}
 	switch code {
 	case "busy":
 		msg += " (every sandbox slot is taken and the queue is full; retry in a few seconds)"
