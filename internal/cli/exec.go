@@ -33,6 +33,8 @@ type execFlags struct {
 	stdin         string
 	workdir       string
 	json          bool
+	server        string // run on a remote `aster sandbox serve` (exec_remote.go)
+	tokenFile     string
 }
 
 func newExecCmd(g *globals) *cobra.Command {
@@ -84,6 +86,8 @@ Exit status: the command's own (0 for ok), 124 timeout, 125 output_limit,
 	fl.StringVar(&f.stdin, "stdin", "", "file to feed the command's stdin, or - for ours (default: empty stdin)")
 	fl.StringVar(&f.workdir, "workdir", "", "working directory relative to /work (default /work)")
 	fl.BoolVar(&f.json, "json", false, "print one JSON result object instead of the command's output")
+	fl.StringVar(&f.server, "server", "", "run on a remote orchestrator (aster sandbox serve) at this URL instead of the local engine")
+	fl.StringVar(&f.tokenFile, "token-file", "", "with --server: file whose first line is the bearer token")
 	return cmd
 }
 
@@ -98,6 +102,12 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 	c, err := g.load(cmd)
 	if err != nil {
 		return err
+	}
+	if f.server != "" {
+		return runExecRemote(cmd, g, f, c, args)
+	}
+	if f.tokenFile != "" {
+		return usageErr("--token-file needs --server")
 	}
 	spec, cleanup, err := f.spec(c, args, g.stdio)
 	if cleanup != nil {

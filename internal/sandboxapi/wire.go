@@ -216,10 +216,10 @@ type Event struct {
 // UnmarshalJSON decodes one stream line.
 func (e *Event) UnmarshalJSON(b []byte) error {
 	var head struct {
-		Type     string       `json:"type"`
-		Data     string       `json:"data"`
-		Encoding string       `json:"encoding"`
-		Error    *ErrorDetail `json:"error"`
+		Type     string          `json:"type"`
+		Data     string          `json:"data"`
+		Encoding string          `json:"encoding"`
+		Error    json.RawMessage `json:"error"` // an object in error events, a string in results
 	}
 	if err := json.Unmarshal(b, &head); err != nil {
 		return err
@@ -233,7 +233,11 @@ func (e *Event) UnmarshalJSON(b []byte) error {
 		}
 		e.Data = d
 	case EventError:
-		e.Error = head.Error
+		var d ErrorDetail
+		if err := json.Unmarshal(head.Error, &d); err != nil {
+			return fmt.Errorf("error event: %w", err)
+		}
+		e.Error = &d
 	case EventResult:
 		e.Result = append(json.RawMessage(nil), b...)
 	}

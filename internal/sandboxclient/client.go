@@ -454,6 +454,8 @@ func (e *APIError) Unwrap() error {
 		return sandbox.ErrUnavailable
 	case "unauthorized":
 		return sandboxapi.ErrUnauthorized
+	case "forbidden":
+		return sandboxapi.ErrForbidden
 	case "not_found":
 		return sandboxapi.ErrNotFound
 	case "method_not_allowed":

@@ -1,0 +1,118 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/sandboxclient"
+)
+
+// runExecRemote is `aster exec --server URL`: the same flags and the same
+// output, with the sandbox made by a remote `aster sandbox serve`. Limits the
+// flags leave unset take the server's defaults, not this machine's config.
+func runExecRemote(cmd *cobra.Command, g *globals, f *execFlags, c config.Config, args []string) error {
+	spec, cleanup, err := f.spec(c, args, g.stdio)
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil {
+		return err
+	}
+	limits, err := sandboxapi.Limits{
+		Timeout: sandboxapi.Quantity(f.timeout), Memory: sandboxapi.Quantity(f.memory), CPUs: sandboxapi.Quantity(f.cpus),
+		Pids: sandboxapi.Quantity(f.pids), OutputLimit: sandboxapi.Quantity(f.outputLimit), OutputCeiling: sandboxapi.Quantity(f.outputCeiling),
+		WorkdirSize: sandboxapi.Quantity(f.workdirSize), TmpSize: sandboxapi.Quantity(f.tmpSize),
+	}.Parse()
+	if err != nil {
+		return usageErr("%v", trimInvalid(err))
+	}
+	// The text output shows the head live and the rest from the result, so
+	// the budget that splits them must be the one the run used.
+	limits.OutputBytes = spec.Limits.OutputBytes
+
+	token := ""
+	if f.tokenFile != "" {
+		if token, err = sandboxclient.ReadTokenFile(f.tokenFile); err != nil {
+			return usageErr("%v", err)
+		}
+	}
+	client, err := sandboxclient.New(sandboxclient.Options{BaseURL: f.server, Token: token, UserAgent: "aster/" + Version()})
+	if err != nil {
+		return usageErr("--server: %v", err)
+	}
+	job := sandboxclient.Job{
+		Image:    f.image,
+		Files:    spec.Workspace.Files,
+		Snapshot: spec.Workspace.Tar,
+		Env:      spec.Env,
+		Workdir:  spec.Workdir,
+		Limits:   limits,
+	}
+	if spec.Stdin != nil {
+		b, err := io.ReadAll(io.LimitReader(spec.Stdin, config.DefaultMaxBodyBytes+1))
+		if err != nil {
+			return usageErr("--stdin: %v", err)
+		}
+		if len(b) > config.DefaultMaxBodyBytes {
+			return usageErr("--stdin: more than %s; a remote run's stdin travels in the request", config.FormatBytes(config.DefaultMaxBodyBytes))
+		}
+		job.Stdin = b
+	}
+	var live *liveOutput
+	if !f.json {
+		live = newLiveOutput(g.stdio.Stdout, g.stdio.Stderr, limits.OutputBytes)
+		job.OnOutput = live.write
+	}
+	out, runErr := client.Execute(cmd.Context(), sandboxclient.ExecuteOptions{Argv: args, Job: job})
+	if runErr != nil && out.Wire.ID == "" {
+		return remoteExecErr(runErr)
+	}
+	res := out.Result
+	if f.json {
+		enc := json.NewEncoder(g.stdio.Stdout)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(out.Wire); err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+	} else {
+		live.finish(res)
+		switch res.Status {
+		case sandbox.StatusOK, sandbox.StatusExitNonzero:
+		default:
+			fmt.Fprintf(g.stdio.Stderr, "aster: %s: %s\n", res.Status, res.Error)
+		}
+	}
+	if code := res.CLIExitCode(); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// remoteExecErr gives a refused remote run the exit status a local one
+// would have: 2 for a bad request, 126 when no sandbox could run it.
+func remoteExecErr(err error) error {
+	var ae *sandboxclient.APIError
+	msg := err.Error()
+	if errors.As(err, &ae) {
+		msg = ae.Message
+		if ae.RetryAfter > 0 {
+			msg += fmt.Sprintf(" (the server says retry in %s)", ae.RetryAfter)
+		}
+	}
+	msg = strings.TrimPrefix(msg, sandbox.ErrInvalidSpec.Error()+": ")
+	switch {
+	case errors.Is(err, sandbox.ErrInvalidSpec), errors.Is(err, sandbox.ErrUnknownImage), errors.Is(err, sandbox.ErrTooLarge):
+		return usageErr("%s", msg)
+	case errors.Is(err, sandboxapi.ErrUnauthorized), errors.Is(err, sandboxapi.ErrForbidden):
+		return &exitError{code: ExitFailure, err: errors.New(msg)}
+	}
+	return &exitError{code: ExitSandbox, err: errors.New(msg)}
+}
