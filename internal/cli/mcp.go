@@ -15,6 +15,7 @@ import (
 	"github.com/asterhq/aster/internal/mcpserver"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
+	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 // mcpConfig is the `mcp:` section of aster.yaml. Admission, ceilings, the
@@ -132,9 +133,9 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	var tokens []string
+	var tokens *sandboxapi.Tokens
 	if set.TokenFile != "" && mc.HTTP != "" {
-		if tokens, err = mcpserver.LoadTokens(set.TokenFile); err != nil {
+		if tokens, err = sandboxapi.LoadTokens(set.TokenFile); err != nil {
 			return usageErr("%v", err)
 		}
 	}
@@ -191,7 +192,7 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		return nil
 	}
 	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+mcpserver.Path,
-		"auth", len(tokens) > 0, "tokens", len(tokens), "images", c.Images, "max_concurrent", set.MaxConcurrent)
+		"auth", tokens != nil, "images", c.Images, "max_concurrent", set.MaxConcurrent)
 	if err := srv.ServeHTTP(ctx, ln, hopts); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 // Path is where the streamable HTTP transport is served.
@@ -26,9 +28,10 @@ const (
 
 // HTTPOptions configure the streamable HTTP transport.
 type HTTPOptions struct {
-	// Tokens are the accepted bearer tokens; empty means no authentication,
-	// which ListenHTTP allows only on a loopback address.
-	Tokens []string
+	// Tokens are the accepted bearer tokens (sandboxapi.LoadTokens reads the
+	// orchestrator's token file); nil means no authentication, which
+	// ListenHTTP allows only on a loopback address.
+	Tokens *sandboxapi.Tokens
 	// MaxBodyBytes caps one request body (the files of a call travel in it).
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle for that long.
@@ -57,8 +60,8 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 	})
-	if len(o.Tokens) > 0 {
-		h = auth.RequireBearerToken(newTokenSet(o.Tokens).verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	if o.Tokens != nil {
+		h = auth.RequireBearerToken(verifier(o.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
 	h = http.NewCrossOriginProtection().Handler(h)
 	mux := http.NewServeMux()
@@ -82,7 +85,7 @@ func ListenHTTP(addr string, o HTTPOptions) (net.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(o.Tokens) == 0 && !isLoopback(ln.Addr()) {
+	if o.Tokens == nil && !isLoopback(ln.Addr()) {
 		ln.Close()
 		return nil, fmt.Errorf("%w (address %s)", ErrOpenListener, addr)
 	}

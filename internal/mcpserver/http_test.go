@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 const (
@@ -58,7 +60,7 @@ func postInit(t *testing.T, url, token, host string) *http.Response {
 
 func TestHTTPAuth(t *testing.T) {
 	s := newTestServer(t, &fakeExecutor{}, nil)
-	hs := httptest.NewServer(s.Handler(HTTPOptions{Tokens: []string{tokenA, tokenB}}))
+	hs := httptest.NewServer(s.Handler(HTTPOptions{Tokens: mustTokens(t, tokenA, tokenB)}))
 	t.Cleanup(hs.Close)
 	url := hs.URL + Path
 
@@ -137,7 +139,7 @@ func TestListenHTTPRefusesOpenAddress(t *testing.T) {
 			}
 			t.Errorf("%s without tokens: err %v, want ErrOpenListener", addr, err)
 		}
-		ln, err = ListenHTTP(addr, HTTPOptions{Tokens: []string{tokenA}})
+		ln, err = ListenHTTP(addr, HTTPOptions{Tokens: mustTokens(t, tokenA)})
 		if err != nil {
 			t.Errorf("%s with tokens: %v", addr, err)
 		} else {
@@ -157,26 +159,25 @@ func TestListenHTTPRefusesOpenAddress(t *testing.T) {
 	}
 }
 
-func TestParseTokens(t *testing.T) {
-	toks, err := ParseTokens(strings.NewReader("# comment\n\n  " + tokenA + "  \r\n" + tokenB + "\n"))
-	if err != nil || len(toks) != 2 || toks[0] != tokenA || toks[1] != tokenB {
-		t.Fatalf("got %q %v", toks, err)
+func TestVerifier(t *testing.T) {
+	v := verifier(mustTokens(t, tokenA, tokenB))
+	a, errA := v(t.Context(), tokenA, nil)
+	b, errB := v(t.Context(), tokenB, nil)
+	if errA != nil || errB != nil || a.UserID == b.UserID || a.UserID == "" {
+		t.Fatalf("verify: %v %v %v %v", a, b, errA, errB)
 	}
-	for name, in := range map[string]string{
-		"empty":    "# only a comment\n\n",
-		"short":    "abc\n",
-		"spaces":   "aster test token with spaces\n",
-		"no lines": "",
-	} {
-		if _, err := ParseTokens(strings.NewReader(in)); err == nil {
-			t.Errorf("%s: accepted", name)
+	for _, bad := range []string{tokenB + "x", tokenB[:20], ""} {
+		if _, err := v(t.Context(), bad, nil); err == nil {
+			t.Errorf("accepted %q", bad)
 		}
 	}
-	ts := newTokenSet([]string{tokenA, tokenB})
-	if info, err := ts.verify(t.Context(), tokenB, nil); err != nil || info.UserID != "token-1" {
-		t.Errorf("verify B: %v %v", info, err)
+}
+
+func mustTokens(t *testing.T, toks ...string) *sandboxapi.Tokens {
+	t.Helper()
+	ts, err := sandboxapi.ParseTokens(strings.NewReader(strings.Join(toks, "\n")))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := ts.verify(t.Context(), tokenB+"x", nil); err == nil {
-		t.Error("verify accepted a longer token")
-	}
+	return ts
 }
