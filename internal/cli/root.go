@@ -164,6 +164,7 @@ aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
 	root.AddCommand(newVersionCmd(g))
 	root.AddCommand(newExecCmd(g))
 	root.AddCommand(newSandboxCmd(g))
+	root.AddCommand(newReviewCmd(g))
 	root.AddCommand(newMCPCmd(g))
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))

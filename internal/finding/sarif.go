@@ -134,8 +134,9 @@ type sarifReplacement struct {
 }
 
 type sarifSuppression struct {
-	Kind   string `json:"kind"`
-	Status string `json:"status,omitempty"`
+	Kind          string `json:"kind"`
+	Status        string `json:"status,omitempty"`
+	Justification string `json:"justification,omitempty"`
 }
 
 // sarifLevel reads a SARIF level; ok is false for an absent or unknown one.

@@ -31,6 +31,10 @@ type WriteOptions struct {
 	// Properties, when set, returns extra properties for finding i (for
 	// example whether it lies inside the diff). Keys should be namespaced.
 	Properties func(i int) map[string]any
+	// Suppressed, when set, returns a justification for finding i to be
+	// written as an external, accepted suppression (viewers hide it; the
+	// result stays in the log), or "" to leave it unsuppressed.
+	Suppressed func(i int) string
 	// SourceRoot, when set, is the absolute local path of the repository root,
 	// recorded as the SRCROOT base of every location.
 	SourceRoot string
@@ -126,6 +130,11 @@ func WriteSARIF(w io.Writer, findings []Finding, opts WriteOptions) error {
 		}
 		if f.Fix != nil && len(f.Fix.Replacements) > 0 {
 			res.Fixes = []sarifFix{writeFix(f.Fix)}
+		}
+		if opts.Suppressed != nil {
+			if j := opts.Suppressed(i); j != "" {
+				res.Suppressions = []sarifSuppression{{Kind: "external", Status: "accepted", Justification: j}}
+			}
 		}
 		if opts.Properties != nil {
 			if p := opts.Properties(i); len(p) > 0 {

@@ -1,0 +1,217 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+type reviewFlags struct {
+	base       string
+	head       string
+	filterMode gate.Mode
+	format     string
+	failOn     string
+	tests      bool
+	parallel   int
+}
+
+func newReviewCmd(g *globals) *cobra.Command {
+	f := &reviewFlags{}
+	cmd := &cobra.Command{
+		Use:   "review [--base REF] [--head REF] [flags] [PATH]",
+		Short: "Review a local git change: static-analysis gate in sandboxes, tests, model; print Markdown, JSON or SARIF",
+		Long: `Review what HEAD (or --head) changed since its merge base with --base, in the
+git repository at PATH (default: the current directory). No GitHub needed.
+
+The configuration is .aster.yml from the BASE revision: a change cannot alter
+how it is reviewed (an edit to it is reported, not obeyed). The head revision
+is taken with git archive, so untracked files and .git never reach a sandbox;
+ignored paths, lockfiles, generated and binary files, symlinks and files over
+the size limit are left out and listed. Each analyzer (gitleaks, shellcheck,
+bandit, semgrep when the image has it and the repository has .semgrep/ rules,
+and any added in .aster.yml) runs in its own sandbox: no network, capped
+memory, CPU, processes and time. Findings are marked by the diff-aware filter
+(--filter-mode): added lines (default), diff context, changed files, or all.
+
+Exit status: 0 nothing at or above --fail-on on the change; 1 something is;
+3 incomplete (an analyzer or the tests could not finish, nothing failed);
+2 bad flags, revisions or .aster.yml; 126 no sandbox engine.`,
+		Example: `  aster review
+  aster review --base main --head feature ./repo
+  aster review --filter-mode file --format json > report.json
+  aster review --format sarif --fail-on never > aster.sarif
+  aster review --tests --fail-on warning`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := "."
+			if len(args) == 1 {
+				dir = args[0]
+			}
+			return runReview(cmd, g, f, dir)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.base, "base", "", "base revision (default: origin/HEAD, main or master, else HEAD~1)")
+	fl.StringVar(&f.head, "head", "", "head revision (default HEAD)")
+	fl.Var(&f.filterMode, "filter-mode", "which findings are reported: added, diff_context, file, nofilter (default from .aster.yml, else added)")
+	fl.StringVar(&f.format, "format", review.FormatMarkdown, "output: markdown, json, sarif")
+	fl.StringVar(&f.failOn, "fail-on", "", "least severity that fails: error, warning, note, never (default from .aster.yml, else error)")
+	fl.BoolVar(&f.tests, "tests", false, "also run the repository's tests in a sandbox (tests.command in .aster.yml, or detected)")
+	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once")
+	return cmd
+}
+
+func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error {
+	switch f.format {
+	case review.FormatMarkdown, review.FormatJSON, review.FormatSARIF:
+	default:
+		return usageErr("--format %q: want markdown, json or sarif", f.format)
+	}
+	if f.failOn != "" && f.failOn != "never" {
+		if _, err := finding.ParseSeverity(f.failOn); err != nil {
+			return usageErr("--fail-on: %v (or never)", err)
+		}
+	}
+	if f.parallel < 1 || f.parallel > 32 {
+		return usageErr("--parallel %d: want 1 to 32", f.parallel)
+	}
+	c, err := g.load(cmd)
+	if err != nil {
+		return err
+	}
+	limits, err := c.SandboxLimits()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	log := g.logger(c)
+	ctx := cmd.Context()
+	stderr := g.stdio.Stderr
+
+	ch, err := review.FromGit(ctx, review.GitOptions{Dir: dir, Base: f.base, Head: f.head, Diff: diff.Options{}})
+	if err != nil {
+		if errors.Is(err, repoconfig.ErrInvalid) || errors.Is(err, review.ErrGit) {
+			return usageErr("%v", err)
+		}
+		return &exitError{code: ExitFailure, err: err}
+	}
+
+	rt, closeRT, err := openRuntime(c, log)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return &exitError{code: ExitSandbox, err: err}
+	}
+	defer closeRT()
+	if err := rt.Check(ctx); err != nil {
+		return &exitError{code: ExitSandbox, err: err}
+	}
+	image := config.DefaultImage
+	if len(c.Images) > 0 {
+		image = c.Images[0]
+	}
+	if _, err := rt.ImageInfo(ctx, image); err != nil {
+		return &exitError{code: ExitSandbox, err: err}
+	}
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime: rt, Images: c.Images, Defaults: limits, ValidateLimits: config.ValidateLimits,
+		MaxConcurrent: f.parallel, QueueSize: 64, Logger: log,
+	})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	progress := newReviewProgress(stderr)
+	runner := gate.NewRunner(mgr, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Progress: progress.event, Logger: log})
+	opts := review.Options{
+		Gate:       runner,
+		FilterMode: f.filterMode,
+		FailOn:     f.failOn,
+		Stage:      progress.stage,
+	}
+	if f.tests {
+		opts.Tests = &review.SandboxTests{Sandbox: mgr, Image: image, Limits: limits}
+	}
+	if opts.Reviewer, err = newReviewer(c, log); err != nil {
+		return usageErr("%v", err)
+	}
+	fmt.Fprintf(stderr, "aster: reviewing %s...%s (%d files changed) in %s\n", ch.Base.Ref, ch.Head.Ref, len(ch.Diff), ch.Repository)
+	rep, err := review.Run(ctx, ch, opts)
+	if err != nil {
+		if errors.Is(err, repoconfig.ErrInvalid) {
+			return usageErr("%v", err)
+		}
+		return &exitError{code: ExitFailure, err: err}
+	}
+	if err := writeReport(g.stdio.Stdout, rep, f.format, opts); err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	fmt.Fprintf(stderr, "aster: %s: %d finding(s) on the change, %d outside the diff; %s\n", rep.Conclusion, rep.Summary.Reported, rep.Summary.OutsideDiff, rep.Model.Note)
+	if code := rep.Conclusion.ExitCode(); code != 0 {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+// newReviewer builds the model step from the configuration. It returns nil
+// (no model; the report says so) until a provider is configured; the model
+// review (internal/llm, internal/review/model*.go) plugs in here.
+func newReviewer(c config.Config, log *slog.Logger) (review.Reviewer, error) {
+	_, _ = c, log
+	return nil, nil
+}
+
+func writeReport(w io.Writer, rep *review.Report, format string, opts review.Options) error {
+	switch format {
+	case review.FormatJSON:
+		return review.WriteJSON(w, rep)
+	case review.FormatSARIF:
+		return review.WriteSARIF(w, rep, review.SARIFOptions{ToolVersion: Version(), Analyzers: gate.Builtins()})
+	}
+	return review.WriteMarkdown(w, rep)
+}
+
+// reviewProgress prints one line per stage and per analyzer on stderr.
+type reviewProgress struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func newReviewProgress(w io.Writer) *reviewProgress { return &reviewProgress{w: w} }
+
+func (p *reviewProgress) stage(name string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	fmt.Fprintf(p.w, "aster: %s…\n", name)
+}
+
+func (p *reviewProgress) event(e gate.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !e.Done {
+		fmt.Fprintf(p.w, "aster:   %s running\n", e.Analyzer)
+		return
+	}
+	r := e.Result
+	line := fmt.Sprintf("aster:   %s %s", r.Name, r.Status)
+	if r.Status == gate.StatusOK {
+		line += fmt.Sprintf(", %d finding(s)", r.Findings)
+	}
+	if r.Reason != "" {
+		line += ": " + r.Reason
+	}
+	fmt.Fprintf(p.w, "%s (%.1fs)\n", line, float64(r.DurationMS)/1000)
+}

@@ -1,0 +1,280 @@
+package review
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/repoconfig"
+)
+
+// GitOptions select a local change.
+type GitOptions struct {
+	// Dir is any directory inside the repository.
+	Dir string
+	// Base and Head are revisions; Head defaults to HEAD, Base to the first
+	// of origin/HEAD, main and master that differs from Head, else Head~1.
+	// The diff is base...head: what head changed since the merge base.
+	Base string
+	Head string
+	// Diff caps the parsed diff.
+	Diff diff.Options
+}
+
+// ErrGit marks a failure of the local repository (not a git repository, an
+// unknown revision), with git's own message.
+var ErrGit = errors.New("git")
+
+// git runs git in dir with settings that keep a repository's own
+// configuration from running programs or changing the output format.
+func git(ctx context.Context, dir string, args ...string) *exec.Cmd {
+	base := []string{"-C", dir, "-c", "core.quotePath=true", "-c", "core.fsmonitor=false",
+		"-c", "diff.external=", "-c", "color.ui=never", "-c", "core.pager=cat"}
+	cmd := exec.CommandContext(ctx, "git", append(base, args...)...)
+	cmd.Env = append(cmd.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	return cmd
+}
+
+// gitOutput runs git and returns its trimmed stdout (capped at max bytes).
+func gitOutput(ctx context.Context, dir string, max int64, args ...string) (string, error) {
+	cmd := git(ctx, dir, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedBuffer{b: &stderr, n: 4096}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrGit, err)
+	}
+	b, rerr := io.ReadAll(io.LimitReader(out, max+1))
+	_, _ = io.Copy(io.Discard, out)
+	werr := cmd.Wait()
+	if werr != nil {
+		return "", fmt.Errorf("%w: git %s: %s", ErrGit, args[0], strings.TrimSpace(stderr.String()))
+	}
+	if rerr != nil {
+		return "", rerr
+	}
+	if int64(len(b)) > max {
+		return "", fmt.Errorf("%w: git %s: output over %d bytes", ErrGit, args[0], max)
+	}
+	return strings.TrimRight(string(b), "\n"), nil
+}
+
+type limitedBuffer struct {
+	b *bytes.Buffer
+	n int
+}
+
+func (l *limitedBuffer) Write(p []byte) (int, error) {
+	if room := l.n - l.b.Len(); room > 0 {
+		l.b.Write(p[:min(room, len(p))])
+	}
+	return len(p), nil
+}
+
+// resolve returns the commit id of rev.
+func resolve(ctx context.Context, dir, rev string) (string, error) {
+	if strings.HasPrefix(rev, "-") {
+		return "", fmt.Errorf("%w: revision %q starts with -", ErrGit, rev)
+	}
+	return gitOutput(ctx, dir, 256, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+}
+
+// FromGit builds a Change from a local git repository. Nothing of the
+// working tree is used: the diff, the snapshot and the configuration all come
+// from commits.
+func FromGit(ctx context.Context, opts GitOptions) (*Change, error) {
+	dir := opts.Dir
+	if dir == "" {
+		dir = "."
+	}
+	root, err := gitOutput(ctx, dir, 4096, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return nil, fmt.Errorf("%s is not inside a git repository: %w", dir, err)
+	}
+	headRef := opts.Head
+	if headRef == "" {
+		headRef = "HEAD"
+	}
+	head, err := resolve(ctx, root, headRef)
+	if err != nil {
+		return nil, fmt.Errorf("head %q: %w", headRef, err)
+	}
+	baseRef, base := opts.Base, ""
+	if baseRef != "" {
+		if base, err = resolve(ctx, root, baseRef); err != nil {
+			return nil, fmt.Errorf("base %q: %w", baseRef, err)
+		}
+	} else {
+		for _, cand := range []string{"origin/HEAD", "main", "master", headRef + "~1"} {
+			if sha, err := resolve(ctx, root, cand); err == nil && sha != head {
+				baseRef, base = cand, sha
+				break
+			}
+		}
+		if base == "" {
+			return nil, fmt.Errorf("%w: no base revision found (tried origin/HEAD, main, master, %s~1); pass --base", ErrGit, headRef)
+		}
+	}
+	mergeBase, err := gitOutput(ctx, root, 256, "merge-base", base, head)
+	if err != nil {
+		return nil, fmt.Errorf("%s and %s share no history: %w", baseRef, headRef, err)
+	}
+	ch := &Change{
+		Repository: root,
+		Base:       Revision{Ref: baseRef, SHA: base},
+		Head:       Revision{Ref: headRef, SHA: head},
+		SourceRoot: root,
+	}
+	if err := loadConfig(ctx, root, ch); err != nil {
+		return nil, err
+	}
+	files, truncated, err := gitDiff(ctx, root, mergeBase, head, opts.Diff)
+	if err != nil {
+		return nil, err
+	}
+	ch.Diff, ch.DiffTruncated = files, truncated
+	if ch.HeadFiles, err = treeFiles(ctx, root, head); err != nil {
+		return nil, err
+	}
+	ch.OpenSnapshot = func() (io.ReadCloser, error) { return archive(ctx, root, head) }
+	return ch, nil
+}
+
+// loadConfig reads .aster.yml from the base revision and notes whether the
+// head changes it.
+func loadConfig(ctx context.Context, root string, ch *Change) error {
+	blob := func(rev string) string {
+		id, err := gitOutput(ctx, root, 256, "rev-parse", "--verify", "--quiet", rev+":"+repoconfig.FileName)
+		if err != nil {
+			return ""
+		}
+		return id
+	}
+	baseBlob, headBlob := blob(ch.Base.SHA), blob(ch.Head.SHA)
+	ch.HeadConfigChanged = baseBlob != headBlob
+	ch.Config, ch.ConfigSource = repoconfig.Default(), "defaults"
+	if baseBlob == "" {
+		return nil
+	}
+	size, err := gitOutput(ctx, root, 64, "cat-file", "-s", baseBlob)
+	if err != nil {
+		return err
+	}
+	if n, _ := strconv.ParseInt(size, 10, 64); n > repoconfig.MaxFileBytes {
+		return fmt.Errorf("%s at base %s: %w: %d bytes, more than %d", repoconfig.FileName, short(ch.Base.SHA), repoconfig.ErrInvalid, n, repoconfig.MaxFileBytes)
+	}
+	data, err := gitOutput(ctx, root, repoconfig.MaxFileBytes, "cat-file", "blob", baseBlob)
+	if err != nil {
+		return err
+	}
+	cfg, err := repoconfig.Parse([]byte(data))
+	if err != nil {
+		return fmt.Errorf("%s at base %s: %w", repoconfig.FileName, short(ch.Base.SHA), err)
+	}
+	ch.Config = cfg
+	ch.ConfigSource = "base:" + ch.Base.SHA + ":" + repoconfig.FileName
+	return nil
+}
+
+// gitDiff streams `git diff base head` into the parser.
+func gitDiff(ctx context.Context, root, base, head string, opts diff.Options) ([]*diff.File, bool, error) {
+	cmd := git(ctx, root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames",
+		"--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", base, head)
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedBuffer{b: &stderr, n: 4096}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, false, fmt.Errorf("%w: %v", ErrGit, err)
+	}
+	files, perr := diff.Parse(bufio.NewReaderSize(out, 1<<16), opts)
+	_, _ = io.Copy(io.Discard, out) // let git finish when the parser stopped at a cap
+	if werr := cmd.Wait(); werr != nil {
+		return nil, false, fmt.Errorf("%w: git diff: %s", ErrGit, strings.TrimSpace(stderr.String()))
+	}
+	truncated := false
+	if perr != nil {
+		if !errors.Is(perr, diff.ErrTooLarge) {
+			return nil, false, fmt.Errorf("parse git diff: %w", perr)
+		}
+		truncated = true
+	}
+	for _, f := range files {
+		truncated = truncated || f.Truncated
+	}
+	return files, truncated, nil
+}
+
+// treeFiles lists the regular files of a commit.
+func treeFiles(ctx context.Context, root, rev string) ([]string, error) {
+	out, err := gitOutput(ctx, root, 64<<20, "ls-tree", "-r", "-z", "--full-tree", rev)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, rec := range strings.Split(out, "\x00") {
+		meta, name, ok := strings.Cut(rec, "\t")
+		if !ok {
+			continue
+		}
+		if fs := strings.Fields(meta); len(fs) == 3 && fs[1] == "blob" && (fs[0] == "100644" || fs[0] == "100755") {
+			files = append(files, name)
+		}
+	}
+	return files, nil
+}
+
+// archive streams `git archive --format=tar rev`.
+func archive(ctx context.Context, root, rev string) (io.ReadCloser, error) {
+	cmd := git(ctx, root, "archive", "--format=tar", rev)
+	var stderr bytes.Buffer
+	cmd.Stderr = &limitedBuffer{b: &stderr, n: 4096}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrGit, err)
+	}
+	return &cmdReader{r: out, cmd: cmd, stderr: &stderr}, nil
+}
+
+type cmdReader struct {
+	r      io.ReadCloser
+	cmd    *exec.Cmd
+	stderr *bytes.Buffer
+	done   bool
+}
+
+func (c *cmdReader) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+func (c *cmdReader) Close() error {
+	if c.done {
+		return nil
+	}
+	c.done = true
+	_, _ = io.Copy(io.Discard, c.r)
+	if err := c.cmd.Wait(); err != nil {
+		return fmt.Errorf("%w: git archive: %s", ErrGit, strings.TrimSpace(c.stderr.String()))
+	}
+	return nil
+}
+
+func short(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}

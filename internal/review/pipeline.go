@@ -1,0 +1,308 @@
+package review
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/workspace"
+)
+
+// Options configure one review.
+type Options struct {
+	// Gate runs the analyzers; Builtins are the analyzers the repository
+	// configuration adjusts (gate.Builtins() when nil).
+	Gate     *gate.Runner
+	Builtins []gate.Analyzer
+	// FilterMode and FailOn override the repository configuration when set.
+	// FailOn "never" never fails.
+	FilterMode gate.Mode
+	FailOn     string
+	// Tests, when set, runs the repository's tests.
+	Tests TestRunner
+	// Reviewer is the model step; nil skips it with NoProviderNote.
+	Reviewer Reviewer
+	// TempDir holds the spooled snapshots ("" is the system default).
+	TempDir string
+	// SnapshotCaps bound the analyzers' snapshot.
+	SnapshotCaps workspace.Caps
+	// Stage, when set, is told as each step starts ("gate", "tests", "model").
+	Stage func(name string)
+}
+
+// Run reviews a change. It fails only when the change cannot be reviewed at
+// all (the snapshot cannot be read); a failing analyzer, test run or model is
+// reported in the Report instead.
+func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
+	t0 := time.Now()
+	cfg := ch.Config
+	rep := &Report{
+		Version:     ReportVersion,
+		Repository:  ch.Repository,
+		Base:        ch.Base,
+		Head:        ch.Head,
+		Config:      ConfigInfo{Source: ch.ConfigSource, HeadChanged: ch.HeadConfigChanged, Effective: cfg, Analyzers: []string{}},
+		Analyzers:   []gate.AnalyzerResult{},
+		Findings:    []gate.Marked{},
+		Notes:       []string{},
+		DurationsMS: map[string]int64{},
+		Files:       FilesInfo{Omitted: []OmittedFile{}, DiffTruncated: ch.DiffTruncated},
+	}
+	if rep.Config.Source == "" {
+		rep.Config.Source = "defaults"
+	}
+	if ch.HeadConfigChanged {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("this change edits %s; the edit is not obeyed: the configuration comes from the base revision", repoconfig.FileName))
+	}
+	mode := opts.FilterMode
+	if mode == "" {
+		mode = cfg.Mode()
+	}
+	rep.FilterMode = mode
+	failOn := cfg.FailOnSeverity()
+	if opts.FailOn != "" {
+		failOn = finding.Severity(opts.FailOn)
+		if opts.FailOn == "never" {
+			failOn = ""
+		}
+	}
+	rep.FailOn = string(failOn)
+	if failOn == "" {
+		rep.FailOn = "never"
+	}
+	builtins := opts.Builtins
+	if builtins == nil {
+		builtins = gate.Builtins()
+	}
+	analyzers, err := cfg.Resolve(builtins)
+	if err != nil {
+		return nil, err
+	}
+	rep.Config.Analyzers = gate.Names(analyzers)
+	if rep.Config.Analyzers == nil {
+		rep.Config.Analyzers = []string{}
+	}
+
+	// Which changed files are reviewed.
+	ignore := cfg.Ignore()
+	var reviewed []*diff.File
+	for _, f := range ch.Diff {
+		reason := ""
+		switch {
+		case f.Status == diff.StatusDeleted:
+			reason = ReasonDeleted
+		case f.Binary:
+			reason = ReasonBinary
+		default:
+			reason = Classify(f.Path(), ignore)
+		}
+		if reason == "" && f.Truncated {
+			rep.Files.Omitted = append(rep.Files.Omitted, OmittedFile{Path: f.Path(), Reason: ReasonTruncated + " (partly reviewed)"})
+		}
+		if reason != "" {
+			rep.Files.Omitted = append(rep.Files.Omitted, OmittedFile{Path: f.Path(), Reason: reason})
+			continue
+		}
+		reviewed = append(reviewed, f)
+	}
+	rep.Files.Changed = len(ch.Diff)
+	if ch.DiffTruncated {
+		rep.Notes = append(rep.Notes, "the diff is larger than its cap: files past the cap are not reviewed")
+	}
+
+	// The analyzers' snapshot.
+	opts.stage("snapshot")
+	ts := time.Now()
+	raw, err := ch.OpenSnapshot()
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot: %w", err)
+	}
+	snap, snapPath, info, err := PrepareSnapshot(raw, opts.TempDir, SnapshotRules{Ignore: ignore, MaxFileBytes: cfg.MaxFileSize(), Caps: opts.SnapshotCaps})
+	cerr := raw.Close()
+	if err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(snapPath)
+	rep.Snapshot = info
+	rep.DurationsMS["snapshot"] = time.Since(ts).Milliseconds()
+	inSnap := make(map[string]bool, len(snap.Files()))
+	for _, p := range snap.Files() {
+		inSnap[p] = true
+	}
+	skippedIn := map[string]string{}
+	for _, s := range info.SkippedSample {
+		skippedIn[s.Path] = s.Reason
+	}
+	// A reviewed file that is not in the snapshot was left out of it (too
+	// large, binary by content, generated header, or hidden by export-ignore).
+	var kept []*diff.File
+	var changed []string
+	for _, f := range reviewed {
+		if inSnap[f.Path()] {
+			kept = append(kept, f)
+			changed = append(changed, f.Path())
+			continue
+		}
+		reason := skippedIn[f.Path()]
+		if reason == "" {
+			reason = "not in the snapshot"
+			if ch.HeadFiles != nil && slices.Contains(ch.HeadFiles, f.Path()) {
+				reason = "left out of the snapshot (export-ignore in .gitattributes?)"
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s is in the head revision but not in its archive: a .gitattributes export-ignore hides it from the analyzers", workspace.Quote(f.Path())))
+			}
+		}
+		if f.Status == diff.StatusAdded && len(f.Hunks) == 0 && reason == "not in the snapshot" {
+			reason = "empty"
+		}
+		rep.Files.Omitted = append(rep.Files.Omitted, OmittedFile{Path: f.Path(), Reason: reason})
+	}
+	// Deleted files reach the filter too (nothing can be found in them).
+	rep.Files.Reviewed = len(kept)
+	if n := skippedTotal(info); n > len(info.SkippedSample) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d files of the head revision were not given to the analyzers (%s); the report lists %d of them", n, reasonsText(info.Skipped), len(info.SkippedSample)))
+	} else if n > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d files of the head revision were not given to the analyzers (%s)", n, reasonsText(info.Skipped)))
+	}
+
+	// Gate.
+	opts.stage("gate")
+	tg := time.Now()
+	req := gate.Request{Snapshot: snap, Analyzers: analyzers}
+	if mode != gate.ModeNoFilter {
+		req.Changed = changed
+		if req.Changed == nil {
+			req.Changed = []string{}
+		}
+	}
+	var gres gate.Result
+	if opts.Gate != nil {
+		gres = opts.Gate.Run(ctx, req)
+	} else {
+		rep.Notes = append(rep.Notes, "no sandbox: the analyzers did not run")
+	}
+	rep.Analyzers = gres.Analyzers
+	if rep.Analyzers == nil {
+		rep.Analyzers = []gate.AnalyzerResult{}
+	}
+	filter := gate.NewFilter(kept, mode)
+	rep.Findings = filter.MarkAll(gres.Findings)
+	rep.Summary = gate.Summarize(rep.Findings)
+	rep.DurationsMS["gate"] = time.Since(tg).Milliseconds()
+
+	// Tests.
+	if opts.Tests != nil {
+		opts.stage("tests")
+		tt := time.Now()
+		tr := opts.Tests.RunTests(ctx, TestRequest{Change: ch, Config: cfg})
+		rep.Tests = &tr
+		rep.DurationsMS["tests"] = time.Since(tt).Milliseconds()
+	}
+
+	// Model.
+	rep.Model = ModelReport{Status: ModelSkipped, Note: NoProviderNote, Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}}
+	if opts.Reviewer != nil {
+		opts.stage("model")
+		tm := time.Now()
+		in := ModelInput{
+			Repository: ch.Repository, Title: ch.Title, Body: ch.Body, Base: ch.Base, Head: ch.Head,
+			Diff: kept, Index: diff.NewIndex(kept), Findings: rep.Findings, Tests: rep.Tests,
+			Instructions: cfg.Instructions, Omitted: slices.Clone(rep.Files.Omitted),
+		}
+		m, err := opts.Reviewer.Review(ctx, in)
+		if err != nil {
+			m.Status = ModelFailed
+			m.Note = "model review failed: " + oneLine(err.Error())
+		}
+		rep.Model = normalizeModel(m)
+		rep.DurationsMS["model"] = time.Since(tm).Milliseconds()
+	}
+
+	rep.Conclusion = conclude(rep, failOn)
+	rep.DurationsMS["total"] = time.Since(t0).Milliseconds()
+	return rep, nil
+}
+
+func (o Options) stage(name string) {
+	if o.Stage != nil {
+		o.Stage(name)
+	}
+}
+
+func conclude(rep *Report, failOn finding.Severity) Conclusion {
+	if failOn == "" {
+		return Success
+	}
+	if gate.Fails(rep.Findings, failOn) {
+		return Failure
+	}
+	if rep.Tests != nil && rep.Tests.Status == TestsFailed {
+		return Failure
+	}
+	for _, a := range rep.Analyzers {
+		if a.Status != gate.StatusOK && a.Status != gate.StatusSkipped {
+			return Incomplete
+		}
+	}
+	if rep.Tests != nil && rep.Tests.Status == TestsError {
+		return Incomplete
+	}
+	return Success
+}
+
+func normalizeModel(m ModelReport) ModelReport {
+	if m.Status == "" {
+		m.Status = ModelOK
+	}
+	if m.Comments == nil {
+		m.Comments = []Comment{}
+	}
+	if m.DroppedComments == nil {
+		m.DroppedComments = []DroppedComment{}
+	}
+	if m.OmittedFiles == nil {
+		m.OmittedFiles = []OmittedFile{}
+	}
+	return m
+}
+
+func skippedTotal(info SnapshotInfo) int {
+	n := 0
+	for _, v := range info.Skipped {
+		n += v
+	}
+	return n
+}
+
+func reasonsText(m map[string]int) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%d %s", m[k], k))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 300 {
+		s = s[:300] + "…"
+	}
+	return s
+}
+
+var _ io.Reader = (*cmdReader)(nil)

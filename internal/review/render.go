@@ -1,0 +1,237 @@
+package review
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode"
+
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
+)
+
+// Formats of a rendered report.
+const (
+	FormatMarkdown = "markdown"
+	FormatJSON     = "json"
+	FormatSARIF    = "sarif"
+)
+
+// WriteJSON writes the full report.
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// SARIFOptions tune WriteSARIF.
+type SARIFOptions struct {
+	ToolVersion string
+	// Analyzers supply each analyzer's information URI.
+	Analyzers []gate.Analyzer
+}
+
+// WriteSARIF writes the findings as SARIF 2.1.0, one run per analyzer.
+// Findings outside the diff stay in the log as externally suppressed results
+// (viewers hide them), so the log carries everything the report does.
+func WriteSARIF(w io.Writer, rep *Report, opts SARIFOptions) error {
+	runs := make([]finding.RunInfo, 0, len(rep.Analyzers))
+	for _, a := range rep.Analyzers {
+		ri := finding.RunInfo{Analyzer: a.Name, Succeeded: a.Status == gate.StatusOK || a.Status == gate.StatusSkipped}
+		if a.Status != gate.StatusOK {
+			ri.Message = string(a.Status) + ": " + a.Reason
+		}
+		if a.ExitCode >= 0 {
+			code := a.ExitCode
+			ri.ExitCode = &code
+		}
+		if def, ok := gate.Lookup(opts.Analyzers, a.Name); ok {
+			ri.InformationURI = def.InformationURI
+		}
+		runs = append(runs, ri)
+	}
+	fs := make([]finding.Finding, len(rep.Findings))
+	for i, m := range rep.Findings {
+		fs[i] = m.Finding
+	}
+	return finding.WriteSARIF(w, fs, finding.WriteOptions{
+		ToolVersion: opts.ToolVersion,
+		Runs:        runs,
+		SourceRoot:  rep.Repository,
+		Suppressed: func(i int) string {
+			if rep.Findings[i].Reported {
+				return ""
+			}
+			return fmt.Sprintf("Outside the change (filter mode %s).", rep.FilterMode)
+		},
+		Properties: func(i int) map[string]any {
+			m := rep.Findings[i]
+			return map[string]any{"aster": map[string]any{
+				"reported": m.Reported, "inDiffFile": m.InDiffFile, "inDiffContext": m.InDiffContext, "onAddedLine": m.OnAddedLine,
+			}}
+		},
+	})
+}
+
+// maxMarkdownFindings bounds the findings listed in Markdown.
+const maxMarkdownFindings = 200
+
+// WriteMarkdown writes the report for a person: conclusion, analyzers,
+// findings on the change, tests, model, omitted files and notes. Text from
+// analyzers is escaped (no control characters, no bidi overrides).
+func WriteMarkdown(w io.Writer, rep *Report) error {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	p("# Aster review: %s...%s (%s..%s)\n\n", inline(rep.Base.Ref), inline(rep.Head.Ref), short(rep.Base.SHA), short(rep.Head.SHA))
+	s := rep.Summary
+	p("**Conclusion: %s** — %d finding%s on the change (%d error, %d warning, %d note); %d outside the diff (filter mode `%s`, fail on `%s`).\n\n",
+		rep.Conclusion, s.Reported, plural(s.Reported), s.BySeverity[finding.Error], s.BySeverity[finding.Warning], s.BySeverity[finding.Note],
+		s.OutsideDiff, rep.FilterMode, rep.FailOn)
+
+	p("## Analyzers\n\n| analyzer | status | findings | time | note |\n|---|---|---:|---:|---|\n")
+	for _, a := range rep.Analyzers {
+		note := a.Reason
+		if len(a.ToolErrors) > 0 {
+			note = strings.TrimSpace(note + " tool errors: " + strings.Join(a.ToolErrors, "; "))
+		}
+		p("| %s | %s | %d | %.1fs | %s |\n", inline(a.Name), a.Status, a.Findings, float64(a.DurationMS)/1000, cell(note))
+	}
+	if len(rep.Analyzers) == 0 {
+		p("| – | no analyzer ran | | | |\n")
+	}
+	b.WriteString("\n")
+
+	p("## Findings on the change (%d)\n\n", s.Reported)
+	shown := 0
+	for _, m := range rep.Findings {
+		if !m.Reported {
+			continue
+		}
+		if shown == maxMarkdownFindings {
+			p("- … and %d more (see --format json)\n", s.Reported-shown)
+			break
+		}
+		shown++
+		p("- **%s** `%s` %s/%s — %s\n", m.Severity, inline(m.Location()), inline(m.Analyzer), inline(m.RuleID), inline(clipText(m.Message, 400)))
+		if m.HelpURI != "" {
+			p("  (%s)\n", inline(m.HelpURI))
+		}
+	}
+	if s.Reported == 0 {
+		b.WriteString("No finding on the change.\n")
+	}
+	if s.OutsideDiff > 0 {
+		p("\n%d finding%s outside the diff %s not shown (`--filter-mode nofilter` shows them; `--format json` lists them marked).\n", s.OutsideDiff, plural(s.OutsideDiff), isAre(s.OutsideDiff))
+	}
+	b.WriteString("\n")
+
+	if t := rep.Tests; t != nil {
+		p("## Tests: %s\n\n", t.Status)
+		if len(t.Command) > 0 {
+			p("`%s` — %d passed, %d failed, %d skipped (%.1fs)\n", inline(strings.Join(t.Command, " ")), t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped, float64(t.DurationMS)/1000)
+		}
+		if t.Reason != "" {
+			p("\n%s\n", inline(t.Reason))
+		}
+		for i, f := range t.Summary.Failures {
+			if i == 20 {
+				p("- … and more\n")
+				break
+			}
+			p("- `%s` %s\n", inline(f.Name), inline(clipText(f.Message, 300)))
+		}
+		b.WriteString("\n")
+	}
+
+	p("## Model review: %s\n\n", rep.Model.Status)
+	if rep.Model.Note != "" {
+		p("%s\n", inline(rep.Model.Note))
+	}
+	if rep.Model.Summary != "" {
+		p("\n%s\n", rep.Model.Summary)
+	}
+	for _, c := range rep.Model.Comments {
+		p("- **%s** `%s:%d` %s\n", c.Severity, inline(c.Path), c.Line, inline(clipText(c.Body, 600)))
+	}
+	if u := rep.Model.Usage; u.Calls > 0 {
+		p("\n%d call%s, %d input and %d output tokens, $%.4f\n", u.Calls, plural(u.Calls), u.InputTokens, u.OutputTokens, u.CostUSD)
+	}
+	if n := len(rep.Model.DroppedComments); n > 0 {
+		p("\n%d model comment%s dropped (not on a line of the diff, or invalid).\n", n, plural(n))
+	}
+	b.WriteString("\n")
+
+	p("## Files\n\n%d changed, %d reviewed.\n", rep.Files.Changed, rep.Files.Reviewed)
+	for i, o := range rep.Files.Omitted {
+		if i == 50 {
+			p("- … and %d more omitted\n", len(rep.Files.Omitted)-i)
+			break
+		}
+		p("- omitted `%s`: %s\n", inline(o.Path), o.Reason)
+	}
+	for _, o := range rep.Model.OmittedFiles {
+		p("- left out of the model's prompt `%s`: %s\n", inline(o.Path), inline(o.Reason))
+	}
+	if len(rep.Notes) > 0 {
+		b.WriteString("\n## Notes\n\n")
+		for _, n := range rep.Notes {
+			p("- %s\n", inline(n))
+		}
+	}
+	p("\nConfiguration: %s.\n", inline(rep.Config.Source))
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// inline escapes text for one line of Markdown in a terminal: control and
+// bidi/invisible characters become \u escapes, backticks become quotes.
+func inline(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		switch {
+		case r == '`':
+			b.WriteByte('\'')
+		case r == '\n' || r == '\r' || r == '\t':
+			b.WriteByte(' ')
+		case unicode.IsControl(r) || isInvisible(r):
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isInvisible(r rune) bool {
+	return r >= 0x200b && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2060 && r <= 0x206f || r == 0xfeff
+}
+
+func cell(s string) string { return strings.ReplaceAll(inline(s), "|", `\|`) }
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}

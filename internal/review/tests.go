@@ -1,0 +1,149 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/workspace"
+)
+
+// Test step statuses.
+const (
+	TestsPassed  = "passed"
+	TestsFailed  = "failed"
+	TestsError   = "error"
+	TestsSkipped = "skipped"
+)
+
+// TestRunner runs a change's tests.
+type TestRunner interface {
+	RunTests(ctx context.Context, req TestRequest) TestsReport
+}
+
+// TestRequest is one test run.
+type TestRequest struct {
+	Change *Change
+	Config repoconfig.Config
+}
+
+// SandboxTests runs tests the way POST /v1/test does: the command from
+// .aster.yml (tests.command) or detected from the tree (internal/testrun), in
+// one sandbox over the whole head snapshot, network none, its report parsed
+// as it streams out.
+type SandboxTests struct {
+	Sandbox gate.Sandbox
+	Image   string
+	// Limits are the base limits; the timeout is tests.timeout or Timeout.
+	Limits  sandbox.Limits
+	Timeout time.Duration
+	TempDir string
+	Caps    workspace.Caps
+}
+
+const testOutputTail = 4 << 10
+
+// RunTests implements TestRunner.
+func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsReport {
+	rep := TestsReport{Command: []string{}, ExitCode: -1, Summary: testrun.Summary{Failures: []testrun.Failure{}}}
+	raw, err := req.Change.OpenSnapshot()
+	if err != nil {
+		rep.Status, rep.Reason = TestsError, "open snapshot: "+err.Error()
+		return rep
+	}
+	snap, err := gate.SpoolSnapshot(raw, s.TempDir, s.Caps)
+	if cerr := raw.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		rep.Status, rep.Reason = TestsError, "snapshot: "+oneLine(err.Error())
+		return rep
+	}
+	defer snap.Remove()
+	var plan testrun.Plan
+	if cmd := req.Config.Tests.Command; len(cmd) > 0 {
+		plan, err = testrun.Custom(cmd, "", "")
+	} else {
+		plan, err = testrun.Detect(snap.Files())
+	}
+	if err != nil {
+		rep.Status = TestsSkipped
+		if errors.Is(err, testrun.ErrNotDetected) {
+			rep.Status = TestsSkipped
+		}
+		rep.Reason = oneLine(err.Error())
+		return rep
+	}
+	rep.Command = plan.Argv
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	limits := s.Limits
+	limits.TimeoutMS = req.Config.TestTimeout(timeout).Milliseconds()
+	env := plan.MergeEnv(nil)
+	if _, ok := env["HOME"]; !ok {
+		env["HOME"] = "/tmp"
+	}
+	col := testrun.NewCollector(plan)
+	tr, err := snap.Open()
+	if err != nil {
+		rep.Status, rep.Reason = TestsError, err.Error()
+		return rep
+	}
+	defer tr.Close()
+	spec := sandbox.Spec{Image: s.Image, Argv: plan.Argv, Env: env, Limits: limits, Workspace: sandbox.Workspace{Tar: tr},
+		OnOutput: func(st sandbox.Stream, p []byte) {
+			if st == sandbox.Stdout {
+				_, _ = col.Write(p)
+			}
+		}}
+	t0 := time.Now()
+	res, runErr := s.Sandbox.Run(ctx, spec)
+	rep.DurationMS = time.Since(t0).Milliseconds()
+	rep.Summary = col.Summary()
+	if rep.Summary.Failures == nil {
+		rep.Summary.Failures = []testrun.Failure{}
+	}
+	rep.SandboxStatus, rep.ExitCode = string(res.Status), res.ExitCode
+	switch res.Status {
+	case sandbox.StatusOK:
+		rep.Status = TestsPassed
+		if rep.Summary.Failed > 0 {
+			rep.Status = TestsFailed
+		}
+	case sandbox.StatusExitNonzero:
+		rep.Status = TestsFailed
+		if res.ExitCode == 127 {
+			rep.Status, rep.Reason = TestsError, "the test command is not installed in the image"
+		}
+	case sandbox.StatusTimeout:
+		rep.Status, rep.Reason = TestsError, fmt.Sprintf("the tests ran past their %s limit and were killed", time.Duration(limits.TimeoutMS)*time.Millisecond)
+	case sandbox.StatusOOM:
+		rep.Status, rep.Reason = TestsError, "the tests ran out of memory"
+	default:
+		rep.Status = TestsError
+		rep.Reason = res.Error
+		if runErr != nil {
+			rep.Reason = runErr.Error()
+		}
+		rep.Reason = oneLine(rep.Reason)
+	}
+	if rep.Status != TestsPassed {
+		out := res.Stderr.Data
+		if plan.Format == testrun.FormatNone {
+			out = append(append([]byte{}, res.Stdout.Data...), res.Stderr.Data...)
+		}
+		if len(out) > testOutputTail {
+			out = out[len(out)-testOutputTail:]
+		}
+		rep.Output = strings.ToValidUTF8(string(out), "\uFFFD")
+	}
+	return rep
+}
