@@ -163,10 +163,23 @@ func (s *Server) executeSpec(in ExecuteInput) (sandbox.Spec, error) {
 	return spec, nil
 }
 
-// run executes spec with progress and turns the outcome into a tool result:
-// a run that happened (whatever its status) is a result with structured
-// content; a run that could not start is a tool error.
+// run executes spec and turns the outcome into the execute tool's result.
 func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, tool string, spec sandbox.Spec) (*mcp.CallToolResult, sandbox.WireResult, error) {
+	res, err := s.runSpec(ctx, req, tool, spec)
+	if err != nil {
+		return nil, sandbox.WireResult{}, err
+	}
+	result := &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: renderResult(res, spec.Limits)}},
+		IsError: res.Status == sandbox.StatusError,
+	}
+	return result, res.Wire(), nil
+}
+
+// runSpec executes spec with progress notifications. A run that happened,
+// whatever its status, is a Result; a run that could not start (bad input,
+// busy, engine down) or was cancelled is an error for the caller to return.
+func (s *Server) runSpec(ctx context.Context, req *mcp.CallToolRequest, tool string, spec sandbox.Spec) (sandbox.Result, error) {
 	p := newProgress(ctx, req, s.opts.ProgressInterval)
 	if prev := spec.OnOutput; prev != nil {
 		spec.OnOutput = func(st sandbox.Stream, b []byte) { prev(st, b); p.output(st, b) }
@@ -180,29 +193,33 @@ func (s *Server) run(ctx context.Context, req *mcp.CallToolRequest, tool string,
 	log := s.log.With("tool", tool, "run", res.ID)
 	if ctx.Err() != nil {
 		log.Info("tool call cancelled; sandbox destroyed", "cause", context.Cause(ctx), "ms", time.Since(start).Milliseconds())
-		return nil, sandbox.WireResult{}, fmt.Errorf("cancelled: %v", context.Cause(ctx))
+		return res, fmt.Errorf("cancelled: %v", context.Cause(ctx))
 	}
 	if err != nil && (res.Status == "" || sandbox.ErrorCode(err) != "internal") {
 		log.Info("tool call refused", "code", sandbox.ErrorCode(err), "err", err)
-		return nil, sandbox.WireResult{}, toolError(err)
+		return res, toolError(err)
 	}
 	log.Info("tool call finished", "status", res.Status, "exit", res.ExitCode, "ms", time.Since(start).Milliseconds())
-	result := &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: renderResult(res, spec.Limits)}},
-		IsError: res.Status == sandbox.StatusError,
-	}
-	return result, res.Wire(), nil
+	return res, nil
 }
 
 // inputSchema is the inferred schema of ExecuteInput with the limits'
 // descriptions, defaults and ceilings filled in.
 func (s *Server) inputSchema() (*jsonschema.Schema, error) {
-	sch, err := jsonschema.For[ExecuteInput](nil)
+	return inputSchemaFor[ExecuteInput](s)
+}
+
+// inputSchemaFor infers a tool's input schema and documents its limits and
+// images from the server's configuration.
+func inputSchemaFor[T any](s *Server) (*jsonschema.Schema, error) {
+	sch, err := jsonschema.For[T](nil)
 	if err != nil {
-		return nil, fmt.Errorf("execute input schema: %w", err)
+		return nil, fmt.Errorf("input schema: %w", err)
 	}
-	if err := s.describeLimits(sch); err != nil {
-		return nil, err
+	if sch.Properties["limits"] != nil {
+		if err := s.describeLimits(sch); err != nil {
+			return nil, err
+		}
 	}
 	singleTypes(sch)
 	if img := sch.Properties["image"]; img != nil && len(s.opts.Images) > 0 {

@@ -27,6 +27,7 @@ type progress struct {
 
 	mu       sync.Mutex
 	phase    string
+	status   string // when set, replaces the output summary (validate)
 	admitted time.Time
 	bytes    map[sandbox.Stream]int64
 	lastLine []byte
@@ -123,16 +124,33 @@ func tailBytes(b []byte, n int) []byte {
 
 // finish stops the ticker and sends the final notification.
 func (p *progress) finish(status sandbox.Status) {
+	p.finishWith(fmt.Sprintf("finished: %s", status))
+}
+
+func (p *progress) finishWith(msg string) {
 	close(p.stop)
 	<-p.done
 	if p.enabled() && p.ctx.Err() == nil {
-		p.send(fmt.Sprintf("finished: %s after %s", status, round(time.Since(p.start))))
+		p.send(fmt.Sprintf("%s after %s", msg, round(time.Since(p.start))))
+	}
+}
+
+// note replaces the message with a status line and sends it at once.
+func (p *progress) note(status string) {
+	p.mu.Lock()
+	p.status = status
+	p.mu.Unlock()
+	if p.enabled() {
+		p.send(p.message())
 	}
 }
 
 func (p *progress) message() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.status != "" {
+		return fmt.Sprintf("%s (%s)", p.status, round(time.Since(p.start)))
+	}
 	if p.admitted.IsZero() {
 		return fmt.Sprintf("%s (%s)", p.phase, round(time.Since(p.start)))
 	}

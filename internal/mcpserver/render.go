@@ -99,3 +99,5 @@ func humanBytes(n int64) string {
 	}
 	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
+
+func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -32,6 +33,12 @@ type Options struct {
 	// Ceilings are the most a call may ask for, field by field; a zero field
 	// leaves only the absolute bounds of config.ValidateLimits.
 	Ceilings sandbox.Limits
+	// AllowedDirs are the directories on this machine whose contents
+	// run_tests and validate may be asked to copy into a sandbox (by path);
+	// none means callers must send their files.
+	AllowedDirs []string
+	// Analyzers are the analyzers validate runs (nil: gate.Builtins()).
+	Analyzers []gate.Analyzer
 	// ProgressInterval is the period of progress notifications.
 	ProgressInterval time.Duration
 	// Version is reported as the server's implementation version.
@@ -82,8 +89,10 @@ func New(opts Options) (*Server, error) {
 		Instructions: instructions,
 		Logger:       sdkLogger(log),
 	})
-	if err := s.addExecute(); err != nil {
-		return nil, err
+	for _, add := range []func() error{s.addExecute, s.addRunTests, s.addValidate} {
+		if err := add(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

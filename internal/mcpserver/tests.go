@@ -1,0 +1,224 @@
+package mcpserver
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/workspace"
+)
+
+// RunTestsInput is the run_tests tool's arguments.
+type RunTestsInput struct {
+	SnapshotInput
+	Command      []string          `json:"command,omitempty" jsonschema:"the test command, run directly (no shell). Default: detected from the project: go.mod → go test -json ./...; pytest.ini, pyproject.toml, setup.cfg, tox.ini, conftest.py or test_*.py → pytest with a JUnit report; package.json → npm test."`
+	ReportFormat string            `json:"report_format,omitempty" jsonschema:"with command: how to read its results: go-test-json (go test -json on stdout), junit-xml (a JUnit XML file at report_path), or none (exit code only; the default unless command is go test -json)."`
+	ReportPath   string            `json:"report_path,omitempty" jsonschema:"with report_format junit-xml: where the command writes its report inside the sandbox, e.g. /tmp/report.xml."`
+	Workdir      string            `json:"workdir,omitempty" jsonschema:"directory of the snapshot, relative to /work, the tests run in (default: the snapshot's root)."`
+	Env          map[string]string `json:"env,omitempty" jsonschema:"environment variables for the tests; nothing else from the server's environment is passed."`
+	Image        string            `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
+	Limits       *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits for this run; every field is optional and defaults to the server's default, and none may exceed the server's ceiling. Test suites often need a longer timeout_ms than the default."`
+}
+
+func (s *Server) addRunTests() error {
+	in, err := inputSchemaFor[RunTestsInput](s)
+	if err != nil {
+		return err
+	}
+	out, err := testsSchema()
+	if err != nil {
+		return err
+	}
+	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:  "run_tests",
+		Title: "Run a project's tests in a sandbox",
+		Description: fmt.Sprintf(`Run a project's test suite in a fresh, throwaway, hardened Linux sandbox (no network: dependencies must be in the snapshot or the image) and return a parsed summary (passed, failed, skipped, failing tests with their messages) plus the run's status and output.
+
+The project is a snapshot: a directory on the server (path; only under its allowed directories: %s), files inline, or a base64 tar. The command is detected from the project unless you give one.
+
+Images: %s. Default limits: %s. Ceilings: %s.`,
+			s.allowedSummary(), imageList(s.opts.Images), limitsSummary(s.opts.Defaults), s.ceilingSummary()),
+		InputSchema:  in,
+		OutputSchema: out,
+		Annotations:  &mcp.ToolAnnotations{Title: "Run tests in a sandbox", DestructiveHint: ptr(false), OpenWorldHint: ptr(false)},
+	}, s.runTests)
+	return nil
+}
+
+func (s *Server) allowedSummary() string {
+	if len(s.opts.AllowedDirs) == 0 {
+		return "none on this server, send files"
+	}
+	return strings.Join(s.opts.AllowedDirs, ", ")
+}
+
+func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunTestsInput) (*mcp.CallToolResult, sandboxapi.TestResponse, error) {
+	ctx, done := s.track(ctx)
+	defer done()
+	var zero sandboxapi.TestResponse
+	limits, err := resolveLimits(in.Limits, s.opts.Defaults, s.opts.Ceilings)
+	if err != nil {
+		return nil, zero, toolError(err)
+	}
+	snap, err := s.spoolSnapshot(in.SnapshotInput, limits.WorkdirBytes)
+	if err != nil {
+		return nil, zero, toolError(err)
+	}
+	defer snap.Remove()
+	plan, err := testPlan(in, snap.Files())
+	if err != nil {
+		return nil, zero, toolError(err)
+	}
+	tarFile, err := snap.Open()
+	if err != nil {
+		return nil, zero, toolError(err)
+	}
+	defer tarFile.Close()
+	col := testrun.NewCollector(plan)
+	spec := sandbox.Spec{
+		Image:     in.Image,
+		Argv:      plan.Argv,
+		Env:       plan.MergeEnv(in.Env),
+		Workdir:   in.Workdir,
+		Workspace: sandbox.Workspace{Tar: tarFile},
+		Limits:    limits,
+		OnOutput: func(st sandbox.Stream, b []byte) {
+			if st == sandbox.Stdout {
+				_, _ = col.Write(b)
+			}
+		},
+	}
+	if spec.Image == "" {
+		spec.Image = s.opts.Images[0]
+	}
+	res, err := s.runSpec(ctx, req, "run_tests", spec)
+	if err != nil {
+		return nil, zero, err
+	}
+	out := sandboxapi.TestResponse{WireResult: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
+	if out.Tests.Failures == nil {
+		out.Tests.Failures = []testrun.Failure{}
+	}
+	return &mcp.CallToolResult{
+		Content: []mcp.Content{&mcp.TextContent{Text: renderTests(out.Tests, plan, res, limits)}},
+		IsError: res.Status == sandbox.StatusError,
+	}, out, nil
+}
+
+// testPlan is the command for a run: the caller's, or detected from the
+// snapshot's files relative to the working directory (as /v1/test does).
+func testPlan(in RunTestsInput, names []string) (testrun.Plan, error) {
+	if len(in.Command) > 0 {
+		p, err := testrun.Custom(in.Command, testrun.Format(in.ReportFormat), in.ReportPath)
+		if err != nil {
+			return p, sandbox.Invalidf("%v", err)
+		}
+		return p, nil
+	}
+	if in.ReportFormat != "" || in.ReportPath != "" {
+		return testrun.Plan{}, sandbox.Invalidf("report_format and report_path go with command")
+	}
+	dir := ""
+	if in.Workdir != "" {
+		d, err := workspace.CleanName(in.Workdir)
+		if err != nil {
+			return testrun.Plan{}, sandbox.Invalidf("workdir: %v", err)
+		}
+		dir = d
+	}
+	rel := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.TrimPrefix(path.Clean("/"+n), "/")
+		if dir == "" {
+			rel = append(rel, n)
+		} else if r, ok := strings.CutPrefix(n, dir+"/"); ok {
+			rel = append(rel, r)
+		}
+	}
+	p, err := testrun.Detect(rel)
+	if err != nil {
+		return p, sandbox.Invalidf("%v; give command to say how to run the tests", err)
+	}
+	return p, nil
+}
+
+// maxTextFailures bounds the failures written out in the text rendering
+// (the structured result has them all, up to testrun.MaxFailures).
+const maxTextFailures = 20
+
+func renderTests(sum testrun.Summary, plan testrun.Plan, res sandbox.Result, l sandbox.Limits) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "command: %s\n", strings.Join(plan.Argv, " "))
+	if sum.Parsed {
+		fmt.Fprintf(&b, "tests: %d passed, %d failed, %d skipped (%s, %s report)\n", sum.Passed, sum.Failed, sum.Skipped, sum.Framework, sum.Format)
+	} else {
+		fmt.Fprintf(&b, "tests: no parsed report (%s); judge by the status and output below\n", sum.Format)
+	}
+	if sum.Error != "" {
+		fmt.Fprintf(&b, "report: %s\n", sum.Error)
+	}
+	for i, f := range sum.Failures {
+		if i == maxTextFailures {
+			fmt.Fprintf(&b, "... %d more failures in the structured result\n", len(sum.Failures)-i)
+			break
+		}
+		name := f.Name
+		if f.Suite != "" {
+			name = f.Suite + " " + name
+		}
+		fmt.Fprintf(&b, "FAIL %s\n%s\n", name, indent(clipText(f.Message, 1500)))
+	}
+	if sum.FailuresOmitted > 0 {
+		fmt.Fprintf(&b, "(%d more failing tests were not listed)\n", sum.FailuresOmitted)
+	}
+	shown := res
+	if sum.Parsed && plan.Format != testrun.FormatNone {
+		// stdout is the machine-readable report, summarised above.
+		shown.Stdout = sandbox.Output{Data: []byte(fmt.Sprintf("[the %s report, %s, parsed above; raw in the structured result]\n",
+			plan.Format, humanBytes(res.Stdout.TotalBytes))), TotalBytes: res.Stdout.TotalBytes}
+	}
+	b.WriteString(renderResult(shown, l))
+	return b.String()
+}
+
+func indent(s string) string {
+	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + " [...]"
+}
+
+// testsSchema is the output schema of run_tests: the API's TestResponse.
+func testsSchema() (any, error) {
+	base, err := resultSchema()
+	if err != nil {
+		return nil, err
+	}
+	sch, err := jsonschemaFor[sandboxapi.TestResponse]()
+	if err != nil {
+		return nil, err
+	}
+	for name, p := range base.Properties {
+		if q := sch.Properties[name]; q != nil {
+			q.Description, q.Enum = p.Description, p.Enum
+		}
+	}
+	if c := sch.Properties["command"]; c != nil {
+		c.Description = "the command that ran"
+	}
+	if t := sch.Properties["tests"]; t != nil {
+		t.Description = "the parsed test report: counts of leaf tests, and the failing ones with their messages"
+	}
+	singleTypes(sch)
+	return sch, nil
+}
