@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandboxapi"
 )
@@ -198,7 +199,17 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
 		return usageErr("%v", err)
 	}
+	// POST /v1/validate: the static-analysis gate over an uploaded snapshot.
+	validateWorkspace := set.Ceilings.WorkdirBytes
+	if validateWorkspace == 0 {
+		validateWorkspace = defaults.WorkdirBytes
+	}
+	validate := gate.NewHandler(gate.HandlerOptions{
+		Runner: gate.NewRunner(mgr, gate.RunnerOptions{Image: c.Images[0], Limits: defaults, Logger: log}),
+		Body:   sandboxapi.BodyOptions{MaxBodyBytes: set.MaxBodyBytes, WorkspaceMaxBytes: validateWorkspace, ReadTimeout: set.BodyReadTimeout},
+	})
 	srv, err := sandboxapi.New(sandboxapi.Options{
+		Validate:          validate,
 		Manager:           mgr,
 		Tokens:            tokens,
 		Metrics:           metrics,

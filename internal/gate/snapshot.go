@@ -15,9 +15,18 @@ import (
 // opened by every analyzer's sandbox. The host never unpacks it.
 type Snapshot struct {
 	path  string
+	open  func() (io.ReadCloser, error)
 	files []string
 	stats workspace.Stats
 	owned bool
+}
+
+// NewSnapshotFrom wraps any re-openable tar (for example a snapshot the HTTP
+// layer already validated and spooled) whose regular files are files.
+func NewSnapshotFrom(open func() (io.ReadCloser, error), files []string, stats workspace.Stats) *Snapshot {
+	fs := slices.Clone(files)
+	slices.Sort(fs)
+	return &Snapshot{open: open, files: fs, stats: stats}
 }
 
 // NewSnapshot wraps an existing tar file whose regular files are files. The
@@ -79,7 +88,12 @@ func listTar(p string) ([]string, error) {
 }
 
 // Open returns a fresh reader over the tar.
-func (s *Snapshot) Open() (io.ReadCloser, error) { return os.Open(s.path) }
+func (s *Snapshot) Open() (io.ReadCloser, error) {
+	if s.open != nil {
+		return s.open()
+	}
+	return os.Open(s.path)
+}
 
 // Files returns the regular files, sorted. Do not modify the slice.
 func (s *Snapshot) Files() []string { return s.files }
