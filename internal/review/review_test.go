@@ -24,9 +24,9 @@ func repoRoot() string {
 func demoRepo(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "demo")
-	out, err := exec.CommandContext(t.Context(), "sh", filepath.Join(repoRoot(), "examples", "demo-repo", "make-demo-repo.sh"), dir).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), "sh", filepath.Join(repoRoot(), "examples", "demo-repo", "make-repo.sh"), dir).CombinedOutput()
 	if err != nil {
-		t.Fatalf("make-demo-repo: %v\n%s", err, out)
+		t.Fatalf("make-repo: %v\n%s", err, out)
 	}
 	return dir
 }

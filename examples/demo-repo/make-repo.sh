@@ -1,5 +1,5 @@
 #!/bin/sh
-# make-demo-repo.sh DIR creates Aster's built-in example repository in DIR (a
+# make-repo.sh DIR creates Aster's built-in example repository in DIR (a
 # new directory): a base commit on main, and a branch "feature" whose head
 # commit adds a hard-coded credential, a shell injection in a .sh script and a
 # Python subprocess call with shell=True. A nested .git cannot be committed,
@@ -10,7 +10,7 @@
 set -eu
 dir="${1:?usage: $0 DIR}"
 if [ -e "$dir" ]; then
-	echo "make-demo-repo: $dir already exists" >&2
+	echo "make-repo: $dir already exists" >&2
 	exit 2
 fi
 mkdir -p "$dir"
@@ -119,4 +119,4 @@ analyzers:
 YML
 git add -A
 git commit -q -m "cleanup job, deploy hooks, release token"
-echo "make-demo-repo: created $dir (base: main, head: feature)"
+echo "make-repo: created $dir (base: main, head: feature)"
