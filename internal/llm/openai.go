@@ -3,7 +3,6 @@ package llm
 import (
 	"context"
 	"errors"
-	"io"
 	"net"
 	"net/url"
 	"strings"
@@ -222,7 +221,8 @@ func transportError(provider string, scrub scrubber, ctx context.Context, err er
 		return &Error{Kind: KindBadResponse, Provider: provider, msg: "response body larger than the cap"}
 	}
 	var ne net.Error
-	if errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+	var re *bodyReadError
+	if errors.As(err, &ne) || errors.As(err, &re) {
 		return &Error{Kind: KindUnavailable, Provider: provider, msg: excerpt(scrub.clean(err.Error()), 300)}
 	}
 	return &Error{Kind: KindBadResponse, Provider: provider, msg: excerpt(scrub.clean(err.Error()), 300)}

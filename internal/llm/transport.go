@@ -88,7 +88,17 @@ func (b *cappedBody) Read(p []byte) (int, error) {
 	if b.left < 0 {
 		return n - 1, errBodyTooLarge
 	}
+	if err != nil && err != io.EOF {
+		// The connection failed mid-body: transient, unlike a body that
+		// arrived whole and does not decode.
+		err = &bodyReadError{err: err}
+	}
 	return n, err
 }
+
+type bodyReadError struct{ err error }
+
+func (e *bodyReadError) Error() string { return "reading response body: " + e.err.Error() }
+func (e *bodyReadError) Unwrap() error { return e.err }
 
 func (b *cappedBody) Close() error { return b.rc.Close() }

@@ -1,0 +1,108 @@
+package llm
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestParseRetryAfter(t *testing.T) {
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	cases := []struct {
+		name string
+		h    http.Header
+		want time.Duration
+		ok   bool
+	}{
+		{"none", http.Header{}, 0, false},
+		{"seconds", http.Header{"Retry-After": {"12"}}, 12 * time.Second, true},
+		{"fractional", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond, true},
+		{"zero", http.Header{"Retry-After": {"0"}}, 0, true},
+		{"ms wins", http.Header{"Retry-After": {"12"}, "Retry-After-Ms": {"250"}}, 250 * time.Millisecond, true},
+		{"bad ms falls back", http.Header{"Retry-After": {"3"}, "Retry-After-Ms": {"soon"}}, 3 * time.Second, true},
+		{"date", http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, 90 * time.Second, true},
+		{"past date", http.Header{"Retry-After": {now.Add(-time.Hour).Format(http.TimeFormat)}}, 0, true},
+		{"negative", http.Header{"Retry-After": {"-5"}}, 0, false},
+		{"garbage", http.Header{"Retry-After": {"later"}}, 0, false},
+		{"huge", http.Header{"Retry-After": {"1e300"}}, time.Duration(1<<63 - 1), true},
+	}
+	for _, c := range cases {
+		got, ok := parseRetryAfter(c.h, now)
+		if got != c.want || ok != c.ok {
+			t.Errorf("%s: got %v %v, want %v %v", c.name, got, ok, c.want, c.ok)
+		}
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	for n := range 10 {
+		lo := backoff(n, time.Second, 8*time.Second, func() float64 { return 0 })
+		hi := backoff(n, time.Second, 8*time.Second, func() float64 { return 1 })
+		step := min(time.Second<<n, 8*time.Second)
+		if lo != step/2 || hi != step {
+			t.Errorf("n=%d: [%v, %v], want [%v, %v]", n, lo, hi, step/2, step)
+		}
+	}
+	if d := backoff(3, 0, time.Second, nil); d != 0 {
+		t.Errorf("zero base: %v", d)
+	}
+}
+
+func TestPriceLookup(t *testing.T) {
+	tab := PriceTable{
+		"gpt-*":         {InputPerMTok: 1},
+		"gpt-4o-*":      {InputPerMTok: 2},
+		"gpt-4o-mini":   {InputPerMTok: 3},
+		"claude-opus-*": {InputPerMTok: 4},
+	}
+	for model, want := range map[string]float64{"gpt-4o-mini": 3, "gpt-4o-2024": 2, "gpt-5": 1, "claude-opus-9": 4} {
+		p, ok := tab.Lookup(model)
+		if !ok || p.InputPerMTok != want {
+			t.Errorf("%s: %v %v, want %v", model, p, ok, want)
+		}
+	}
+	if _, ok := tab.Lookup("llama3"); ok {
+		t.Error("llama3 priced")
+	}
+	p := Price{InputPerMTok: 10, OutputPerMTok: 20, CachedInputPerMTok: 1}
+	if got := p.Cost(Usage{InputTokens: 1_000_000, CachedInputTokens: 500_000, OutputTokens: 100_000}); got != 5+0.5+2 {
+		t.Errorf("cost = %v", got)
+	}
+}
+
+func TestTruncateMiddle(t *testing.T) {
+	s := strings.Repeat("é", 5000) + "TAIL"
+	out, cut := TruncateMiddle(s, 300)
+	if !cut || len(out) > 300 || !utf8.ValidString(out) || !strings.HasSuffix(out, "TAIL") || !strings.Contains(out, "bytes cut") {
+		t.Fatalf("cut=%v len=%d valid=%v %q", cut, len(out), utf8.ValidString(out), out[len(out)-20:])
+	}
+	if out, cut := TruncateMiddle("short", 300); cut || out != "short" {
+		t.Fatal("short text changed")
+	}
+	if out, _ := TruncateMiddle(s, 10); len(out) > 10 || !utf8.ValidString(out) {
+		t.Fatalf("tiny cap: %q", out)
+	}
+}
+
+func TestEstimateTokens(t *testing.T) {
+	if EstimateTokens("") != 0 || EstimateTokens("abc") != 1 || EstimateTokens("abcd") != 2 {
+		t.Fatal("estimate off")
+	}
+	req := Request{System: strings.Repeat("s", 300), Messages: []Message{{Role: RoleUser, Text: strings.Repeat("u", 3000)}}}
+	if n := EstimateRequestTokens(req); n < 1100 || n > 1200 {
+		t.Fatalf("request estimate %d", n)
+	}
+}
+
+func TestExcerptAndScrub(t *testing.T) {
+	s := scrubber{"secret-value"}.clean("key secret-value leaked\nagain secret-value")
+	if strings.Contains(s, "secret-value") {
+		t.Fatal(s)
+	}
+	e := excerpt(strings.Repeat("ü", 400), 101)
+	if !utf8.ValidString(e) || len(e) > 101+len("…") {
+		t.Fatalf("excerpt %d bytes", len(e))
+	}
+}
