@@ -305,4 +305,3 @@ func TestReviewTests(t *testing.T) {
 		t.Errorf("conclusion %s with failing tests", rep.Conclusion)
 	}
 }
-
