@@ -71,8 +71,7 @@ func (s *Snapshot) Close() error {
 	return s.file.Close()
 }
 
-// ReadBody reads a request: JSON (Content-Type application/json, or none)
-// into spec; or a repository snapshot as a binary tar — Content-Type
+// ReadBody reads a request: JSON (Content-Type application/json) into spec; or a repository snapshot as a binary tar — Content-Type
 // application/x-tar with the JSON spec in the X-Aster-Spec header, or
 // multipart/form-data with a "spec" field and a "workspace" file. The
 // snapshot is validated (workspace.Filter) while it is spooled, so a hostile
@@ -96,9 +95,6 @@ func ReadBody(w http.ResponseWriter, r *http.Request, spec any, o BodyOptions) (
 	}
 	ct := r.Header.Get("Content-Type")
 	media, params, err := mime.ParseMediaType(ct)
-	if ct == "" {
-		media, err = ContentTypeJSON, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: Content-Type %q: %v", ErrMediaType, ct, err)
 	}
@@ -221,6 +217,8 @@ func decodeSpec(data []byte, v any) error {
 		switch {
 		case errors.Is(err, io.EOF):
 			return sandbox.Invalidf("empty JSON body")
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return sandbox.Invalidf("malformed JSON: it ends before the object does")
 		case errors.As(err, &se):
 			return sandbox.Invalidf("malformed JSON at byte %d: %v", se.Offset, err)
 		case errors.As(err, &te):

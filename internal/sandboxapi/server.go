@@ -135,7 +135,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			s.log.Error("handler panic", "route", route, "panic", p)
 			if !sw.wroteHeader {
-				s.writeError(sw, fmt.Errorf("panic: %v", p))
+				s.writeError(sw, r, fmt.Errorf("panic: %v", p))
 			}
 		}
 		d := time.Since(start)
@@ -151,29 +151,29 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch route {
 	case RouteHealth:
 		if !allowMethod(r, http.MethodGet, http.MethodHead) {
-			s.writeError(sw, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
+			s.writeError(sw, r, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
 			return
 		}
 		s.writeJSON(sw, http.StatusOK, map[string]string{"status": "ok"})
 	case RouteReady:
 		if !allowMethod(r, http.MethodGet, http.MethodHead) {
-			s.writeError(sw, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
+			s.writeError(sw, r, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
 			return
 		}
 		s.ready(sw, r)
 	case RouteMetrics:
 		if err := s.opts.Tokens.authorize(r); err != nil {
-			s.writeError(sw, err)
+			s.writeError(sw, r, err)
 			return
 		}
 		s.metrics.Handler().ServeHTTP(sw, r)
 	case RouteExecute, RouteTest, RouteValidate:
 		if err := s.opts.Tokens.authorize(r); err != nil {
-			s.writeError(sw, err)
+			s.writeError(sw, r, err)
 			return
 		}
 		if r.Method != http.MethodPost {
-			s.writeError(sw, fmt.Errorf("%w: %s takes POST", ErrMethodNotAllowed, route))
+			s.writeError(sw, r, fmt.Errorf("%w: %s takes POST", ErrMethodNotAllowed, route))
 			return
 		}
 		switch route {
@@ -183,14 +183,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.test(sw, r)
 		case RouteValidate:
 			if s.opts.Validate == nil {
-				s.writeError(sw, fmt.Errorf("%w: this server has no validator configured", ErrNotFound))
+				s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", ErrNotFound))
 				return
 			}
 			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
 			s.opts.Validate.ServeHTTP(sw, r)
 		}
 	default:
-		s.writeError(sw, fmt.Errorf("%w: no route %s (have %s, %s, %s, %s, %s, %s)", ErrNotFound, clipPath(r.URL.Path),
+		s.writeError(sw, r, fmt.Errorf("%w: no route %s (have %s, %s, %s, %s, %s, %s)", ErrNotFound, clipPath(r.URL.Path),
 			RouteExecute, RouteTest, RouteValidate, RouteHealth, RouteReady, RouteMetrics))
 	}
 }
@@ -198,7 +198,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	release, err := s.admitUpload(r)
 	if err != nil {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	defer release()
@@ -206,12 +206,12 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	snap, err := ReadBody(w, r, &req, s.BodyOptions())
 	defer snap.Close()
 	if err != nil {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	spec, err := s.jobSpec(req.JobRequest, snap)
 	if err != nil {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	spec.Argv = req.Argv
@@ -221,7 +221,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	release, err := s.admitUpload(r)
 	if err != nil {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	defer release()
@@ -229,17 +229,17 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	snap, err := ReadBody(w, r, &req, s.BodyOptions())
 	defer snap.Close()
 	if err != nil {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	spec, err := s.jobSpec(req.JobRequest, snap)
 	if err != nil {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	plan, err := testPlan(req, snap)
 	if err != nil {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	spec.Argv = plan.Argv
@@ -256,7 +256,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, report *testrun.Collector, body func(sandbox.Result) any) {
 	spec, err := s.mgr.Normalize(spec)
 	if err != nil {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	w.Header().Set(HeaderRunID, spec.ID)
@@ -294,7 +294,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 		return
 	}
 	if classified {
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	// A run that started and failed inside the sandbox is still a result:
@@ -353,13 +353,13 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 	rt := s.mgr.Runtime()
 	if err := rt.Check(ctx); err != nil {
 		s.metrics.setEngineUp(false)
-		s.writeError(w, err)
+		s.writeError(w, r, err)
 		return
 	}
 	s.metrics.setEngineUp(true)
 	img, err := rt.ImageInfo(ctx, s.mgr.DefaultImage())
 	if err != nil {
-		s.writeError(w, fmt.Errorf("%w: default image: %w", sandbox.ErrUnavailable, err))
+		s.writeError(w, r, fmt.Errorf("%w: default image: %w", sandbox.ErrUnavailable, err))
 		return
 	}
 	st := s.mgr.Stats()
@@ -370,7 +370,13 @@ func (s *Server) ready(w http.ResponseWriter, r *http.Request) {
 }
 
 // writeError answers with err's status, adding Retry-After to 429 and 503.
-func (s *Server) writeError(w http.ResponseWriter, err error) {
+// A request that carried a body gets "Connection: close": its body may be
+// partly unread, and net/http would otherwise try to drain it from what may
+// be a deliberately slow client.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	if r.ContentLength != 0 {
+		w.Header().Set("Connection", "close")
+	}
 	retry := 0
 	switch status, _ := StatusFor(err); status {
 	case http.StatusTooManyRequests:

@@ -1,0 +1,262 @@
+package sandboxapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+)
+
+// harness is a real Server (Serve on a loopback listener, so the timeouts
+// are the production ones) over a real Manager on the local engine.
+type harness struct {
+	t       *testing.T
+	mgr     *sandbox.Manager
+	srv     *Server
+	metrics *Metrics
+	base    string
+	label   string
+	stop    context.CancelFunc
+	served  chan error
+	http    *http.Client
+	token   string
+}
+
+type harnessOpts struct {
+	maxConcurrent int
+	queue         int
+	queueTimeout  time.Duration
+	runtime       sandbox.Runtime // default: sandboxtest.Docker(t)
+	server        func(*Options)
+}
+
+func newHarness(t *testing.T, o harnessOpts) *harness {
+	t.Helper()
+	rt := o.runtime
+	if rt == nil {
+		rt = sandboxtest.Docker(t)
+	}
+	if o.maxConcurrent == 0 {
+		o.maxConcurrent = 4
+	}
+	if o.queue == 0 {
+		o.queue = 64
+	}
+	if o.queueTimeout == 0 {
+		o.queueTimeout = 2 * time.Minute
+	}
+	metrics := NewMetrics()
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime:        rt,
+		Images:         []string{sandboxtest.Image()},
+		Defaults:       config.DefaultLimits(),
+		ValidateLimits: config.ValidateLimits,
+		MaxConcurrent:  o.maxConcurrent,
+		QueueSize:      o.queue,
+		QueueTimeout:   o.queueTimeout,
+		Observer:       metrics,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ceil, err := config.DefaultCeilings().Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{Manager: mgr, Metrics: metrics, Ceilings: ceil, MaxBodyBytes: 8 << 20, ShutdownGrace: 10 * time.Second}
+	if o.server != nil {
+		o.server(&opts)
+	}
+	srv, err := New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	h := &harness{
+		t: t, mgr: mgr, srv: srv, metrics: metrics, base: "http://" + ln.Addr().String(),
+		label: filepath.Base(t.Name()), stop: cancel, served: make(chan error, 1), http: &http.Client{},
+	}
+	go func() { h.served <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-h.served:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(time.Minute):
+			t.Error("Serve did not return")
+		}
+	})
+	return h
+}
+
+// do sends a request and returns the response with its body read.
+func (h *harness) do(ctx context.Context, method, path, contentType string, body io.Reader, header ...string) (*http.Response, []byte) {
+	h.t.Helper()
+	req, err := http.NewRequestWithContext(ctx, method, h.base+path, body)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := h.http.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		h.t.Fatalf("%s %s: read body: %v", method, path, err)
+	}
+	return resp, b
+}
+
+// postJSON posts v as JSON.
+func (h *harness) postJSON(path string, v any, header ...string) (*http.Response, []byte) {
+	h.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return h.do(context.Background(), http.MethodPost, path, ContentTypeJSON, bytes.NewReader(b), header...)
+}
+
+// execute runs argv and returns the result, failing the test on any status but 200.
+func (h *harness) execute(req ExecuteRequest) sandbox.WireResult {
+	h.t.Helper()
+	resp, body := h.postJSON(RouteExecute, req)
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("execute %q: %d %s", req.Argv, resp.StatusCode, body)
+	}
+	var res sandbox.WireResult
+	if err := json.Unmarshal(body, &res); err != nil {
+		h.t.Fatalf("decode %s: %v", body, err)
+	}
+	if res.ID == "" || res.ID != resp.Header.Get(HeaderRunID) {
+		h.t.Errorf("result id %q, header %q", res.ID, resp.Header.Get(HeaderRunID))
+	}
+	return res
+}
+
+// errorOf decodes an error body and checks its status and code.
+func errorOf(t *testing.T, resp *http.Response, body []byte, status int, code string) ErrorDetail {
+	t.Helper()
+	var eb ErrorBody
+	if err := json.Unmarshal(body, &eb); err != nil {
+		t.Fatalf("status %d, body %q is not an error body: %v", resp.StatusCode, body, err)
+	}
+	if resp.StatusCode != status || eb.Error.Code != code {
+		t.Errorf("got %d %s (%s), want %d %s", resp.StatusCode, eb.Error.Code, eb.Error.Message, status, code)
+	}
+	if ct := resp.Header.Get("Content-Type"); ct != ContentTypeJSON {
+		t.Errorf("error content type %q", ct)
+	}
+	return eb.Error
+}
+
+// containers counts the engine's containers carrying aster.test=label, in
+// any state, or in the given states.
+func containers(t testing.TB, label string, states ...string) int {
+	t.Helper()
+	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", "aster.test="+label)})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	if len(states) == 0 {
+		return len(res.Items)
+	}
+	n := 0
+	for _, c := range res.Items {
+		for _, st := range states {
+			if string(c.State) == st {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// waitFor polls cond every 50ms until it holds or the timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// metric returns the value of one sample line of /metrics, or -1.
+func (h *harness) metric(name string) float64 {
+	h.t.Helper()
+	resp, body := h.do(context.Background(), http.MethodGet, RouteMetrics, "", nil)
+	if resp.StatusCode != http.StatusOK {
+		h.t.Fatalf("metrics: %d %s", resp.StatusCode, body)
+	}
+	for _, line := range strings.Split(string(body), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			var f float64
+			if err := json.Unmarshal([]byte(v), &f); err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// filesOf reads a directory tree into a files map.
+func filesOf(t testing.TB, dir string) map[string]File {
+	t.Helper()
+	out := map[string]File{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		out[filepath.ToSlash(rel)] = TextFile(string(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
