@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,14 +18,16 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
 	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/sandboxclient"
 )
 
 // mcpConfig is the `mcp:` section of aster.yaml. Admission, ceilings, the
 // token file and the body cap come from the `serve:` section (and its ASTER_*
 // variables), shared with `aster sandbox serve`; flags override both.
 type mcpConfig struct {
-	HTTP       string `yaml:"http"`
-	SandboxURL string `yaml:"sandbox_url"`
+	HTTP       string   `yaml:"http"`
+	SandboxURL string   `yaml:"sandbox_url"`
+	AllowDirs  []string `yaml:"allow_dirs"`
 }
 
 type mcpFlags struct {
@@ -32,6 +36,7 @@ type mcpFlags struct {
 	queueTimeout, maxBody          string
 	maxTimeout, maxMemory, maxCPUs string
 	maxPids, maxOutput, maxWorkdir string
+	allowDirs                      []string
 	progressInterval               time.Duration
 }
 
@@ -47,6 +52,12 @@ Tools:
   execute    run argv, or a script with its interpreter, with files, stdin,
              env and limits, in a fresh hardened sandbox; returns status, exit
              code, stdout and stderr (capped, truncation stated), timings
+  run_tests  run a project's tests (command detected or given) over a
+             snapshot: a directory under --allow-dir, files, or a tar;
+             returns the parsed summary (passed, failed, failing tests)
+  validate   the static-analysis gate (gitleaks, shellcheck, bandit, semgrep
+             where the image has it) over a snapshot; returns findings and
+             each analyzer's status
 
 By default the server speaks MCP on stdin/stdout (the client starts it as a
 subprocess). With --http ADDR it serves the streamable HTTP transport at
@@ -56,7 +67,10 @@ listener are refused (DNS-rebinding protection).
 
 Sandboxes run in-process on the configured runtime (Docker by default); the
 leaked-sandbox reaper runs at start and every reaper period. With
---sandbox-url they run on a remote 'aster sandbox serve' instead.
+--sandbox-url they run on a remote 'aster sandbox serve' instead, which is
+sent the first token of --token-file. The token file, admission (--max-
+concurrent, --queue) and ceilings are shared with 'aster sandbox serve'
+(the serve: section of aster.yaml and its ASTER_* variables).
 
 Each call may lower or raise its limits up to the ceilings (--max-*); calls
 over a ceiling, with bad input, or while every slot and queue place is taken
@@ -66,7 +80,8 @@ the sandbox.`,
 		Example: `  aster mcp
   aster mcp --http 127.0.0.1:8765
   aster mcp --http 0.0.0.0:8765 --token-file /etc/aster/tokens
-  aster mcp --max-timeout 2m --max-memory 1g`,
+  aster mcp --max-timeout 2m --max-memory 1g
+  aster mcp --sandbox-url http://sandbox-host:8080 --token-file /etc/aster/tokens`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runMCP(cmd, g, f)
@@ -75,7 +90,8 @@ the sandbox.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.http, "http", "", "serve streamable HTTP at ADDR (path /mcp) instead of stdio, e.g. 127.0.0.1:8765")
 	fl.StringVar(&f.tokenFile, "token-file", "", "accepted bearer tokens, one per line, as for 'aster sandbox serve' (required for a non-loopback --http address)")
-	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote 'aster sandbox serve' at URL instead of in-process")
+	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote 'aster sandbox serve' at URL instead of in-process (it is sent the first token of --token-file)")
+	fl.StringArrayVar(&f.allowDirs, "allow-dir", nil, "directory whose projects run_tests and validate may read by path (repeatable; default with stdio: the working directory; 'none' for none)")
 	def := config.DefaultCeilings()
 	fl.StringVar(&f.maxConcurrent, "max-concurrent", "auto", "sandboxes running at once, in-process (auto: sized from host memory)")
 	fl.StringVar(&f.queue, "queue", "", fmt.Sprintf("calls that may wait for a sandbox slot before 'busy' (default %d × max-concurrent)", config.DefaultQueuePerSlot))
@@ -139,8 +155,15 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 			return usageErr("%v", err)
 		}
 	}
-	if mc.HTTP == "" && fl.Changed("token-file") {
-		return usageErr("--token-file needs --http: the stdio transport has no authentication, the client that starts it owns it")
+	if mc.HTTP == "" && mc.SandboxURL == "" && fl.Changed("token-file") {
+		return usageErr("--token-file needs --http or --sandbox-url: the stdio transport has no authentication, the client that starts it owns it")
+	}
+	if fl.Changed("allow-dir") {
+		mc.AllowDirs = f.allowDirs
+	}
+	allowDirs, err := resolveAllowDirs(mc.AllowDirs, mc.HTTP == "")
+	if err != nil {
+		return usageErr("--allow-dir: %v", err)
 	}
 	if len(c.Images) == 0 {
 		return usageErr("empty image allowlist")
@@ -162,20 +185,27 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		defer ln.Close()
 	}
 
+	var exec mcpserver.Executor
 	if mc.SandboxURL != "" {
-		return usageErr("--sandbox-url: the remote orchestrator client is not built yet; run without it to use in-process sandboxes")
+		if exec, err = remoteExecutor(ctx, mc.SandboxURL, set); err != nil {
+			return err
+		}
+		log.Info("sandboxes run on a remote orchestrator", "url", mc.SandboxURL)
+	} else {
+		local, closeExec, err := localExecutor(ctx, c, defaults, set, log)
+		if err != nil {
+			return err
+		}
+		defer closeExec()
+		exec = local
 	}
-	exec, closeExec, err := localExecutor(ctx, c, defaults, set, log)
-	if err != nil {
-		return err
-	}
-	defer closeExec()
 
 	srv, err := mcpserver.New(mcpserver.Options{
 		Executor:         exec,
 		Images:           c.Images,
 		Defaults:         defaults,
 		Ceilings:         set.Ceilings,
+		AllowedDirs:      allowDirs,
 		ProgressInterval: f.progressInterval,
 		Version:          Version(),
 		Logger:           log,
@@ -240,6 +270,59 @@ func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits
 		return fail(usageErr("%v", err))
 	}
 	return mcpserver.Local{Manager: mgr}, closeRT, nil
+}
+
+// remoteExecutor drives a remote `aster sandbox serve`, presenting the first
+// token of the token file, after checking that it answers.
+func remoteExecutor(ctx context.Context, url string, set config.ServeSettings) (mcpserver.Executor, error) {
+	token := ""
+	if set.TokenFile != "" {
+		var err error
+		if token, err = sandboxclient.ReadTokenFile(set.TokenFile); err != nil {
+			return nil, usageErr("%v", err)
+		}
+	}
+	client, err := sandboxclient.New(sandboxclient.Options{BaseURL: url, Token: token, UserAgent: "aster-mcp/" + Version()})
+	if err != nil {
+		return nil, usageErr("--sandbox-url: %v", err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := client.Health(hctx); err != nil {
+		return nil, &exitError{code: ExitFailure, err: fmt.Errorf("--sandbox-url %s does not answer: %w", url, err)}
+	}
+	return mcpserver.Remote{Client: client, MaxStdinBytes: set.MaxBodyBytes}, nil
+}
+
+// resolveAllowDirs makes the allowed directories absolute; with none given,
+// a stdio server (started by the user's own client) allows its working
+// directory, and an HTTP server allows nothing.
+func resolveAllowDirs(dirs []string, stdio bool) ([]string, error) {
+	if len(dirs) == 1 && dirs[0] == "none" {
+		return nil, nil
+	}
+	if len(dirs) == 0 {
+		if !stdio {
+			return nil, nil
+		}
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, err
+		}
+		dirs = []string{wd}
+	}
+	out := make([]string, 0, len(dirs))
+	for _, d := range dirs {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%s is not a directory", d)
+		}
+		out = append(out, abs)
+	}
+	return out, nil
 }
 
 // startReaper removes leaked sandboxes now and every reaper period until ctx

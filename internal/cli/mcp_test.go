@@ -42,9 +42,10 @@ func TestMCPRefusals(t *testing.T) {
 		{[]string{"mcp", "--http", "0.0.0.0:0"}, "refusing to serve MCP without bearer tokens on a non-loopback address"},
 		{[]string{"mcp", "--http", ":0"}, "non-loopback"},
 		{[]string{"mcp", "--token-file", tokens}, "--token-file needs --http"},
-		{[]string{"mcp", "--http", "0.0.0.0:0", "--token-file", tokens}, "shorter than 16 characters"},
+		{[]string{"mcp", "--http", "0.0.0.0:0", "--token-file", tokens}, "shorter than 16"},
 		{[]string{"mcp", "--max-memory", "lots"}, "not a size"},
-		{[]string{"mcp", "--sandbox-url", "http://127.0.0.1:1", "--http", "127.0.0.1:0"}, "sandbox-url"},
+		{[]string{"mcp", "--sandbox-url", "ftp://x", "--http", "127.0.0.1:0"}, "--sandbox-url"},
+		{[]string{"mcp", "--allow-dir", filepath.Join(dir, "missing")}, "is not a directory"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(t, env, c.args...)

@@ -10,8 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 func structured[T any](t *testing.T, res *mcp.CallToolResult) T {

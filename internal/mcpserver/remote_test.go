@@ -1,0 +1,128 @@
+package mcpserver
+
+import (
+	"context"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/sandboxclient"
+)
+
+// TestRemoteExecutor drives a real `aster sandbox serve` (in-process, over
+// HTTP with a token) through the MCP tools: execute with streamed progress,
+// run_tests, validate, a refused call, and cancellation.
+func TestRemoteExecutor(t *testing.T) {
+	rt := sandboxtest.Docker(t)
+	mgr := sandboxtest.Manager(t, rt, 2)
+	const token = "remote-orchestrator-token-0123456789"
+	tokens, err := sandboxapi.ParseTokens(strings.NewReader(token))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(api)
+	t.Cleanup(hs.Close)
+	client, err := sandboxclient.New(sandboxclient.Options{BaseURL: hs.URL, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{Executor: Remote{Client: client}}
+	srv := newTestServer(t, rec, func(o *Options) {
+		o.Images = []string{sandboxtest.Image()}
+		o.ProgressInterval = 100 * time.Millisecond
+	})
+	var mu sync.Mutex
+	var progress []string
+	done := make(chan struct{}, 16)
+	cs := connect(t, srv, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		mu.Lock()
+		defer mu.Unlock()
+		progress = append(progress, r.Params.Message)
+		if strings.HasPrefix(r.Params.Message, "finished") {
+			done <- struct{}{}
+		}
+	}})
+
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute", Meta: mcp.Meta{"progressToken": 1},
+		Arguments: map[string]any{"script": "echo one; sleep 0.5; echo two >&2; exit 4", "stdin": "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := structured[sandbox.WireResult](t, res)
+	if w.Status != sandbox.StatusExitNonzero || w.ExitCode != 4 || w.Stdout != "one\n" || w.Stderr != "two\n" || w.Runtime != "docker" {
+		t.Fatalf("remote execute: %+v", w)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no finished notification")
+	}
+	mu.Lock()
+	all := strings.Join(progress, "\n")
+	mu.Unlock()
+	if !strings.Contains(all, "last line: one") {
+		t.Errorf("remote output did not reach progress:\n%s", all)
+	}
+
+	res = call(t, cs, "run_tests", map[string]any{"files": map[string]string{"go.mod": "module x\n\ngo 1.21\n", "x_test.go": "package x\nimport \"testing\"\nfunc TestA(t *testing.T) {}\nfunc TestB(t *testing.T) { t.Fatal(\"boom\") }\n"},
+		"limits": map[string]any{"timeout_ms": 60000}})
+	tr := structured[sandboxapi.TestResponse](t, res)
+	if tr.Tests.Passed != 1 || tr.Tests.Failed != 1 || len(tr.Tests.Failures) != 1 || !strings.Contains(tr.Tests.Failures[0].Message, "boom") {
+		t.Fatalf("remote run_tests: %+v\n%s", tr.Tests, textOf(res))
+	}
+
+	res = call(t, cs, "validate", map[string]any{"files": map[string]string{"a.sh": "#!/bin/sh\necho $1\n"}, "analyzers": []string{"shellcheck"}})
+	if res.IsError || !strings.Contains(textOf(res), "a.sh:2") {
+		t.Fatalf("remote validate: %s", textOf(res))
+	}
+
+	res = call(t, cs, "execute", map[string]any{"argv": []string{"true"}, "image": "not-allowed:latest"})
+	if !res.IsError {
+		t.Fatalf("unknown image accepted: %s", textOf(res))
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"sh", "-c", "echo started; sleep 120"}}})
+		errc <- err
+	}()
+	// The orchestrator names its own runs, so count this test's containers.
+	waitFor(t, 60*time.Second, "the remote job to run", func() bool {
+		id := rec.lastID()
+		return id != "" && rec.wrote(id) && testContainers(t) == 1
+	})
+	cancel()
+	<-errc
+	waitFor(t, 15*time.Second, "the remote sandbox to be removed", func() bool { return testContainers(t) == 0 })
+}
+
+// testContainers counts the containers sandboxtest.Docker labelled for t.
+func testContainers(t *testing.T) int {
+	t.Helper()
+	api, err := client.New(client.WithAPIVersionNegotiation(), client.WithHostFromEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	res, err := api.ContainerList(context.Background(), client.ContainerListOptions{
+		All: true, Filters: make(client.Filters).Add("label", "aster.test="+filepath.Base(t.Name())),
+	})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	return len(res.Items)
+}
