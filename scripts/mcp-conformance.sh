@@ -4,8 +4,8 @@
 #  1. the conformance suite (@modelcontextprotocol/conformance) against `aster mcp --http`, for every
 #     server scenario that does not need the suite's own test tools, resources or prompts;
 #  2. the inspector's CLI mode (@modelcontextprotocol/inspector) against the stdio server: tools/list
-#     (with its schema-portability check) and tools/call of `execute`, good and bad input; and the
-#     same tools/list over streamable HTTP.
+#     (with its schema-portability check), tools/call of execute (good and bad input), run_tests and
+#     validate; and tools/list over streamable HTTP.
 #
 # Any failed check fails the script. It needs Docker and the sandbox image (execute runs for real),
 # and scripts/fetch-test-deps.sh (run here when the packages are missing). The suite's current release
@@ -156,8 +156,8 @@ if inspect tools-list "$aster" mcp --method tools/list --strict; then
 		failed=1
 		cat "$out/inspector-tools-list.err" >&2
 	else
-		check_json tools-list 'r.tools.some(t => t.name === "execute" && t.description && t.inputSchema && t.outputSchema)' \
-			"stdio: execute listed with schemas, no portability findings"
+		check_json tools-list '["execute", "run_tests", "validate"].every(n => r.tools.some(t => t.name === n && t.description && t.inputSchema && t.outputSchema))' \
+			"stdio: execute, run_tests, validate listed with schemas, no portability findings"
 	fi
 fi
 if inspect execute "$aster" mcp --method tools/call --tool-name execute \
@@ -175,8 +175,18 @@ if inspect_tool_error execute-bad "$aster" mcp --method tools/call --tool-name e
 	check_json execute-bad 'r.isError === true && /^invalid_spec: limits.memory_bytes 1TiB is above this server.s ceiling/.test(r.content[0].text)' \
 		"stdio: over-ceiling limits are a tool error"
 fi
+if inspect run-tests "$aster" mcp --method tools/call --tool-name run_tests \
+	--tool-arg 'files={"test_calc.py":"def test_add():\n    assert 1 + 1 == 2\n\ndef test_sub():\n    assert 2 - 1 == 1\n"}'; then
+	check_json run-tests 'r.structuredContent.status === "ok" && r.structuredContent.tests.framework === "pytest" && r.structuredContent.tests.passed === 2 && /2 passed, 0 failed/.test(r.content[0].text)' \
+		"stdio: run_tests detected pytest and parsed its report"
+fi
+if inspect validate "$aster" mcp --method tools/call --tool-name validate \
+	--tool-arg 'files={"deploy.sh":"#!/bin/sh\necho $1\n"}' 'analyzers=["shellcheck"]'; then
+	check_json validate 'r.structuredContent.findings.length > 0 && r.structuredContent.findings[0].analyzer === "shellcheck" && r.structuredContent.analyzers[0].status === "ok"' \
+		"stdio: validate found the shellcheck issue"
+fi
 if inspect http-tools-list "$url" --transport http --method tools/list; then
-	check_json http-tools-list 'r.tools.some(t => t.name === "execute")' "streamable HTTP: tools/list"
+	check_json http-tools-list 'r.tools.length === 3' "streamable HTTP: tools/list"
 fi
 
 echo
@@ -184,7 +194,7 @@ echo "mcp-conformance results (details in $out):"
 for k in "${scenarios[@]}"; do
 	printf '  %-40s %s\n' "$k" "${verdict[$k]}"
 done
-for k in "inspector tools-list" "inspector execute" "inspector execute-script" "inspector execute-bad" "inspector http-tools-list"; do
+for k in "inspector tools-list" "inspector execute" "inspector execute-script" "inspector execute-bad" "inspector run-tests" "inspector validate" "inspector http-tools-list"; do
 	printf '  %-40s %s\n' "$k" "${verdict[$k]:-FAIL (not run)}"
 	[[ -n "${verdict[$k]:-}" ]] || failed=1
 done
