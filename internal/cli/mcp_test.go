@@ -64,6 +64,9 @@ var (
 // binary builds cmd/aster once per test process, with aster-init beside it.
 func binary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds aster and needs the engine; skipped with -short")
+	}
 	initPath := sandboxtest.InitBinary(t)
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "aster-bin-")

@@ -84,6 +84,9 @@ type dockerEnv struct {
 // newDockerEnv serves the tools over a real Manager on the local engine.
 func newDockerEnv(t *testing.T, maxConcurrent, queue int) *dockerEnv {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the engine; skipped with -short")
+	}
 	rt := sandboxtest.Docker(t)
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
 		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(),

@@ -22,6 +22,9 @@ import (
 // HTTP with a token) through the MCP tools: execute with streamed progress,
 // run_tests, validate, a refused call, and cancellation.
 func TestRemoteExecutor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the engine; skipped with -short")
+	}
 	rt := sandboxtest.Docker(t)
 	mgr := sandboxtest.Manager(t, rt, 2)
 	const token = "remote-orchestrator-token-0123456789"
