@@ -1,12 +1,21 @@
 package config
 
-import "strings"
+import (
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
 
 // Defaults of the direct OCI runtime (`--runtime oci`).
 const (
 	DefaultOCIRuntime = "crun"
-	// DefaultOCIStateDir holds one bundle and run record per sandbox.
-	DefaultOCIStateDir = "/run/aster/oci"
+	// DefaultOCIStateDir holds one bundle and run record per sandbox. It
+	// belongs on a tmpfs: every sandbox writes and removes files there, and
+	// on a disk filesystem that is a measurable part of a cold start. When
+	// /run is not a tmpfs (some containers and VMs), DefaultOCI picks
+	// FallbackOCIStateDir on /dev/shm instead.
+	DefaultOCIStateDir  = "/run/aster/oci"
+	FallbackOCIStateDir = "/dev/shm/aster-oci"
 	// DefaultOCICacheDir holds exported image root filesystems, one per digest.
 	DefaultOCICacheDir = "/var/lib/aster/oci"
 )
@@ -21,7 +30,16 @@ type OCIConfig struct {
 
 // DefaultOCI returns the oci section with every default filled in.
 func DefaultOCI() OCIConfig {
-	return OCIConfig{Runtime: DefaultOCIRuntime, StateDir: DefaultOCIStateDir, CacheDir: DefaultOCICacheDir}
+	state := DefaultOCIStateDir
+	if !isTmpfs("/run") && isTmpfs("/dev/shm") {
+		state = FallbackOCIStateDir
+	}
+	return OCIConfig{Runtime: DefaultOCIRuntime, StateDir: state, CacheDir: DefaultOCICacheDir}
+}
+
+func isTmpfs(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }
 
 func mergeOCI(dst *OCIConfig, src OCIConfig) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 	"time"
 
@@ -64,4 +65,91 @@ func TestLatencyProbe(t *testing.T) {
 	for k, v := range phases {
 		t.Logf("  %-8s p50 %s", k, p(v))
 	}
+}
+
+// TestInitStartProbe compares bare crun running /bin/true with bare crun
+// running aster-init (hello, then EOF on stdin, exit): init's own start cost.
+func TestInitStartProbe(t *testing.T) {
+	if os.Getenv("ASTER_OCI_PROBE") == "" {
+		t.Skip("set ASTER_OCI_PROBE=1")
+	}
+	rt := ocitest.Runtime(t)
+	mgr := sandboxtest.Manager(t, rt, 2)
+	if _, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	run := func(argv []string) time.Duration {
+		dir := filepath.Join(t.TempDir(), sandbox.NewRunID())
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.WriteBundle(t.Context(), sandbox.PrepareOptions{RunID: "bare", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)}, dir, argv); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		if err := rt.RunBundle(t.Context(), dir, io.Discard, os.Stderr); err != nil {
+			t.Fatalf("bare run: %v", err)
+		}
+		return time.Since(t0)
+	}
+	var a, b []time.Duration
+	for range 40 {
+		a = append(a, run([]string{"/bin/true"}))
+		b = append(b, run([]string{"/.aster/init"}))
+	}
+	slices.Sort(a)
+	slices.Sort(b)
+	t.Logf("bare /bin/true p50 %v; bare aster-init (hello, EOF, exit) p50 %v", a[len(a)/2], b[len(b)/2])
+}
+
+// TestCPUProbe measures host CPU per run (from /proc/stat) for the bare
+// runtime and for Aster cold, sequentially, to see what a run costs beyond
+// the wall clock.
+func TestCPUProbe(t *testing.T) {
+	if os.Getenv("ASTER_OCI_PROBE") == "" {
+		t.Skip("set ASTER_OCI_PROBE=1")
+	}
+	rt := ocitest.Runtime(t)
+	mgr := sandboxtest.Manager(t, rt, 2)
+	if _, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	// CPU of this process and of its reaped children (the runtime binary
+	// and everything in the sandbox), in ms; kernel work done elsewhere
+	// (namespace teardown in kworkers) is not in it.
+	var selfMS, kidsMS float64
+	busy := func() float64 {
+		var self, kids syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &self)
+		syscall.Getrusage(syscall.RUSAGE_CHILDREN, &kids)
+		ms := func(tv syscall.Timeval) float64 { return float64(tv.Sec)*1000 + float64(tv.Usec)/1000 }
+		selfMS, kidsMS = ms(self.Utime)+ms(self.Stime), ms(kids.Utime)+ms(kids.Stime)
+		return selfMS + kidsMS
+	}
+	const n = 60
+	b0 := busy()
+	t0 := time.Now()
+	for range n {
+		dir := filepath.Join(t.TempDir(), sandbox.NewRunID())
+		os.Mkdir(dir, 0o700)
+		if err := rt.WriteBundle(t.Context(), sandbox.PrepareOptions{RunID: "bare", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)}, dir, []string{"/bin/true"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := rt.RunBundle(t.Context(), dir, io.Discard, os.Stderr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bareWall, bareCPU := time.Since(t0)/n, (busy()-b0)/n
+	bareSelf, bareKids := selfMS, kidsMS
+	b0 = busy()
+	t0 = time.Now()
+	for range n {
+		if _, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	asterWall, asterCPU := time.Since(t0)/n, (busy()-b0)/n
+	t.Logf("aster orchestrator CPU %.2f ms/run, runtime+sandbox CPU %.2f ms/run", (selfMS-bareSelf)/n, (kidsMS-bareKids)/n)
+	t.Logf("bare:  wall %v  CPU %.2f ms per run", bareWall, bareCPU)
+	t.Logf("aster: wall %v  CPU %.2f ms per run", asterWall, asterCPU)
 }

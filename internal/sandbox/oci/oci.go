@@ -18,6 +18,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
@@ -116,6 +117,9 @@ func New(opts Options) (*Runtime, error) {
 	}
 	for _, d := range []string{opts.StateDir, r.runsDir, r.rootDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("oci state directory: %w", err)
+		}
+		if err := ownedPrivateDir(d); err != nil {
 			return nil, fmt.Errorf("oci state directory: %w", err)
 		}
 	}
@@ -271,4 +275,24 @@ func apparmorProfile() string {
 		return ""
 	}
 	return "docker-default"
+}
+
+// ownedPrivateDir refuses a state directory that someone else could have
+// prepared (it may live under a world-writable /dev/shm): it must be a real
+// directory, owned by this user, writable by no one else.
+func ownedPrivateDir(dir string) error {
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	switch {
+	case !fi.IsDir():
+		return fmt.Errorf("%s is not a directory", dir)
+	case !ok || int(st.Uid) != os.Geteuid():
+		return fmt.Errorf("%s is not owned by uid %d", dir, os.Geteuid())
+	case fi.Mode().Perm()&0o022 != 0:
+		return fmt.Errorf("%s is writable by others (mode %v)", dir, fi.Mode().Perm())
+	}
+	return nil
 }

@@ -46,7 +46,7 @@ func Options(t testing.TB) oci.Options {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { src.Close() })
-	state, err := os.MkdirTemp("", "aster-oci-state-")
+	state, err := os.MkdirTemp(stateParent(), "aster-oci-state-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,4 +95,16 @@ func New(t testing.TB, opts oci.Options) *oci.Runtime {
 		skip("image %s: %v", sandboxtest.Image(), err)
 	}
 	return rt
+}
+
+// stateParent is where per-test state directories go: ASTER_OCI_STATE_PARENT,
+// else /dev/shm (a tmpfs, as /run is on most hosts), else the temp dir.
+func stateParent() string {
+	if v := os.Getenv("ASTER_OCI_STATE_PARENT"); v != "" {
+		return v
+	}
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		return "/dev/shm"
+	}
+	return os.TempDir()
 }

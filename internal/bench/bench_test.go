@@ -1,0 +1,56 @@
+package bench_test
+
+import (
+	"os"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/bench"
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
+	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+)
+
+// TestHarnessOCI runs a short harness over the oci systems and checks that
+// every cell measured something without errors.
+func TestHarnessOCI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real sandboxes")
+	}
+	rt := ocitest.Runtime(t)
+	cfg := bench.Config{
+		Systems:     []string{bench.SysBareCrun, bench.SysOCICold, bench.SysOCIWarm},
+		Jobs:        bench.DefaultJobs()[:1],
+		Concurrency: []int{1, 2},
+		Duration:    500 * time.Millisecond,
+		MinRequests: 3,
+		PacedRounds: 2,
+	}
+	if testing.Verbose() {
+		cfg.Progress = os.Stderr
+	}
+	rep, err := bench.Run(t.Context(), cfg, bench.Env{Image: sandboxtest.Image(), Defaults: config.DefaultLimits(), OCI: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Skipped) > 0 {
+		t.Fatalf("skipped: %v", rep.Skipped)
+	}
+	if len(rep.Cells) != 6 {
+		t.Fatalf("%d cells, want 6", len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if c.Errors > 0 || c.Requests < 3 || c.P50MS <= 0 || c.ThroughputRPS <= 0 {
+			t.Errorf("cell %+v", c)
+		}
+		if c.System == bench.SysOCIWarm && (c.PacedP50MS == nil || *c.PacedHitRate < 1) {
+			t.Errorf("warm cell without all-hit paced rounds: %+v", c)
+		}
+	}
+	if rep.Machine.Cores < 1 || len(rep.Targets) == 0 {
+		t.Fatalf("report %+v", rep)
+	}
+	if testing.Verbose() {
+		rep.PrintTable(os.Stderr)
+	}
+}

@@ -1,0 +1,440 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandboxapi"
+)
+
+// SleepersConfig is the concurrency test: N sandboxes held at once, each
+// sleeping, through the HTTP API of a real `aster sandbox serve` process
+// whose own memory is measured.
+type SleepersConfig struct {
+	// Runtime is "docker" or "oci".
+	Runtime string
+	N       int
+	// Hold is how long all N sandboxes must be alive together. Every sleeper
+	// sleeps until launch + StartWindow + Hold, so that however fast the
+	// runtime starts them, the last one to start still overlaps every other
+	// for Hold, as long as all started within StartWindow.
+	Hold        time.Duration
+	StartWindow time.Duration
+	// Aster is the aster binary to serve with; ServeArgs are added to its
+	// `sandbox serve` command line (global flags such as --init-path).
+	Aster     string
+	ServeArgs []string
+	// RSSLimitBytes is the orchestrator memory target.
+	RSSLimitBytes int64
+	Progress      io.Writer
+}
+
+// SleepersReport is the outcome of the concurrency test.
+type SleepersReport struct {
+	Runtime     string    `json:"runtime"`
+	Sandboxes   int       `json:"sandboxes"`
+	HoldMS      int64     `json:"hold_ms"`
+	Started     time.Time `json:"started"`
+	Cores       int       `json:"cores"`
+	Errors      int       `json:"errors"`
+	FirstError  string    `json:"first_error,omitempty"`
+	PeakUp      int       `json:"peak_up"`     // sandboxes whose job was running at once
+	AllUpMS     int64     `json:"all_up_ms"`   // launch until the last job started (-1: never)
+	HeldAllMS   int64     `json:"held_all_ms"` // how long all N ran together
+	StartRate   float64   `json:"start_rate"`  // sandboxes started per second until all were up
+	WallMS      int64     `json:"wall_ms"`     // launch until the last result
+	OrchRSSPeak int64     `json:"orchestrator_rss_peak_bytes"`
+	OrchRSSHeld int64     `json:"orchestrator_rss_while_held_bytes"`
+	OrchHWM     int64     `json:"orchestrator_vm_hwm_bytes"`
+	// SandboxRSS is the memory of everything else the sandboxes cost, at the
+	// moment all were up: for oci the runtime processes and the sandboxes'
+	// own processes (children of the orchestrator); for docker the engine's
+	// processes (dockerd, containerd, shims) and the containers'.
+	SandboxRSS int64  `json:"sandbox_side_rss_bytes"`
+	Note       string `json:"note,omitempty"`
+	Pass       bool   `json:"pass"`
+}
+
+// Sleepers runs the concurrency test.
+func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) {
+	if cfg.N <= 0 {
+		cfg.N = 500
+	}
+	if cfg.Hold <= 0 {
+		cfg.Hold = 30 * time.Second
+	}
+	if cfg.StartWindow <= 0 {
+		cfg.StartWindow = 60 * time.Second
+	}
+	if cfg.RSSLimitBytes <= 0 {
+		cfg.RSSLimitBytes = 200 << 20
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	base := "http://127.0.0.1:" + strconv.Itoa(port)
+	args := append([]string{"--runtime", cfg.Runtime, "--log-level", "warn"}, cfg.ServeArgs...)
+	args = append(args, "sandbox", "serve", "--addr", "127.0.0.1:"+strconv.Itoa(port),
+		"--max-concurrent", strconv.Itoa(cfg.N), "--queue", strconv.Itoa(cfg.N), "--queue-timeout", "10m",
+		"--write-timeout", "10m")
+	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopSrv()
+	cmd := exec.CommandContext(srvCtx, cfg.Aster, args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Minute
+	var srvLog bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &srvLog, &srvLog
+	fmt.Fprintf(progress, "starting %s %s\n", cfg.Aster, strings.Join(args, " "))
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start the orchestrator: %w", err)
+	}
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- cmd.Wait() }()
+	stop := func() {
+		stopSrv()
+		<-srvDone
+	}
+	defer stop()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.N + 16, IdleConnTimeout: time.Minute}}
+	if err := waitReady(ctx, client, base+sandboxapi.RouteReady, srvDone); err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, tail(srvLog.String(), 2000))
+	}
+	pid := cmd.Process.Pid
+
+	rep := &SleepersReport{Runtime: cfg.Runtime, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU()}
+	launch := time.Now()
+	end := launch.Add(cfg.StartWindow + cfg.Hold)
+	script := fmt.Sprintf("echo up; t=$((%d - $(date +%%s))); [ \"$t\" -gt 0 ] && exec sleep \"$t\"; true", end.Unix())
+	timeout := cfg.StartWindow + cfg.Hold + time.Minute
+	body, _ := json.Marshal(map[string]any{
+		"argv":   []string{"sh", "-c", script},
+		"limits": map[string]any{"timeout": timeout.Round(time.Second).String()},
+	})
+
+	var mu sync.Mutex
+	up, done := 0, 0
+	var allUp time.Time
+	var rssHeld, sideHeld int64
+	markUp := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		up++
+		if live := up - done; live > rep.PeakUp {
+			rep.PeakUp = live
+		}
+		if up == cfg.N && done == 0 {
+			allUp = time.Now()
+			rssHeld = rssOf(pid)
+			sideHeld = sandboxSideRSS(cfg.Runtime, pid)
+		}
+	}
+	fail := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		rep.Errors++
+		if rep.FirstError == "" {
+			rep.FirstError = err.Error()
+		}
+	}
+
+	// Memory sampler.
+	sampleDone := make(chan struct{})
+	go func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if r := rssOf(pid); r > 0 {
+				mu.Lock()
+				rep.OrchRSSPeak = max(rep.OrchRSSPeak, r)
+				mu.Unlock()
+			}
+			select {
+			case <-sampleDone:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	ticker := time.NewTicker(5 * time.Second)
+	defer ticker.Stop()
+	go func() {
+		for {
+			select {
+			case <-sampleDone:
+				return
+			case <-ticker.C:
+				mu.Lock()
+				fmt.Fprintf(progress, "  %5.1fs up=%d done=%d errors=%d rss=%dMB\n", time.Since(launch).Seconds(), up, done, rep.Errors, rep.OrchRSSPeak>>20)
+				mu.Unlock()
+			}
+		}
+	}()
+
+	var wg sync.WaitGroup
+	for range cfg.N {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := sleeper(ctx, client, base+sandboxapi.RouteExecute, body, markUp)
+			mu.Lock()
+			done++
+			mu.Unlock()
+			if err != nil {
+				fail(err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(sampleDone)
+	rep.WallMS = time.Since(launch).Milliseconds()
+	rep.OrchHWM = hwmOf(pid)
+	rep.OrchRSSHeld, rep.SandboxRSS = rssHeld, sideHeld
+	if !allUp.IsZero() {
+		rep.AllUpMS = allUp.Sub(launch).Milliseconds()
+		rep.HeldAllMS = end.Sub(allUp).Milliseconds()
+		rep.StartRate = round2(float64(cfg.N) / allUp.Sub(launch).Seconds())
+	}
+	rep.Pass = rep.Errors == 0 && rep.PeakUp == cfg.N && rep.HeldAllMS >= cfg.Hold.Milliseconds() && rep.OrchRSSPeak <= cfg.RSSLimitBytes
+	if rep.PeakUp < cfg.N {
+		rep.Note = fmt.Sprintf("only %d of %d were up at once: the runtime started them too slowly for a %s start window", rep.PeakUp, cfg.N, cfg.StartWindow)
+	}
+	return rep, nil
+}
+
+// sleeper runs one sleeping job with a streamed answer, calling up when the
+// job's first output arrives.
+func sleeper(ctx context.Context, client *http.Client, url string, body []byte, up func()) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", sandboxapi.ContentTypeJSON)
+	req.Header.Set("Accept", sandboxapi.ContentTypeNDJSON)
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(b))
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	seen := false
+	for sc.Scan() {
+		var ev sandboxapi.Event
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return fmt.Errorf("stream: %w", err)
+		}
+		switch ev.Type {
+		case sandboxapi.EventStdout:
+			if !seen && bytes.Contains(ev.Data, []byte("up")) {
+				seen = true
+				up()
+			}
+		case sandboxapi.EventError:
+			return fmt.Errorf("%s: %s", ev.Error.Code, ev.Error.Message)
+		case sandboxapi.EventResult:
+			var res sandbox.WireResult
+			if err := json.Unmarshal(ev.Result, &res); err != nil {
+				return fmt.Errorf("result: %w", err)
+			}
+			if res.Status != sandbox.StatusOK {
+				return fmt.Errorf("status %s: %s", res.Status, res.Error)
+			}
+			if !seen {
+				return errors.New("the job never said it was up")
+			}
+			return nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	return errors.New("stream ended without a result")
+}
+
+// PrintSleepers writes the report as a short table.
+func PrintSleepers(w io.Writer, r *SleepersReport) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
+	rows := [][2]string{
+		{"runtime", r.Runtime},
+		{"sandboxes", strconv.Itoa(r.Sandboxes)},
+		{"errors", strconv.Itoa(r.Errors)},
+		{"peak running at once", strconv.Itoa(r.PeakUp)},
+		{"all up after", fmt.Sprintf("%.1f s (%.1f starts/s)", float64(r.AllUpMS)/1000, r.StartRate)},
+		{"held all together", fmt.Sprintf("%.1f s (target %.0f s)", float64(r.HeldAllMS)/1000, float64(r.HoldMS)/1000)},
+		{"orchestrator RSS peak", mb(r.OrchRSSPeak) + " (VmHWM " + mb(r.OrchHWM) + ")"},
+		{"orchestrator RSS while all held", mb(r.OrchRSSHeld)},
+		{"sandbox-side RSS while all held", mb(r.SandboxRSS)},
+		{"wall", fmt.Sprintf("%.1f s", float64(r.WallMS)/1000)},
+	}
+	for _, row := range rows {
+		fmt.Fprintf(tw, "%s\t%s\n", row[0], row[1])
+	}
+	tw.Flush()
+	if r.FirstError != "" {
+		fmt.Fprintf(w, "first error: %s\n", r.FirstError)
+	}
+	if r.Note != "" {
+		fmt.Fprintf(w, "note: %s\n", r.Note)
+	}
+	verdict := "PASS"
+	if !r.Pass {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(w, "%s: %d sleepers, zero errors, all held together, orchestrator RSS ≤ 200 MB\n", verdict, r.Sandboxes)
+}
+
+func waitReady(ctx context.Context, client *http.Client, url string, exited <-chan error) error {
+	deadline := time.NewTimer(10 * time.Minute)
+	defer deadline.Stop()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := client.Do(req); err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case err := <-exited:
+			return fmt.Errorf("the orchestrator exited: %v", err)
+		case <-deadline.C:
+			return errors.New("the orchestrator did not become ready")
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
+
+// statusKB reads a "Key: N kB" line of /proc/<pid>/status, in bytes.
+func statusKB(pid int, key string) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			f := strings.Fields(v)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
+
+func rssOf(pid int) int64 { return statusKB(pid, "VmRSS") }
+func hwmOf(pid int) int64 { return statusKB(pid, "VmHWM") }
+
+// sandboxSideRSS sums the resident memory of what runs the sandboxes outside
+// the orchestrator process.
+func sandboxSideRSS(runtime string, orchestrator int) int64 {
+	procs := processTable()
+	var total int64
+	if runtime == "oci" {
+		children := map[int][]int{}
+		for pid, p := range procs {
+			children[p.ppid] = append(children[p.ppid], pid)
+		}
+		var walk func(int)
+		walk = func(pid int) {
+			for _, c := range children[pid] {
+				total += procs[c].rss
+				walk(c)
+			}
+		}
+		walk(orchestrator)
+		return total
+	}
+	for _, p := range procs {
+		if strings.HasPrefix(p.comm, "containerd") || p.comm == "dockerd" || p.inDocker {
+			total += p.rss
+		}
+	}
+	return total
+}
+
+type procInfo struct {
+	ppid     int
+	comm     string
+	rss      int64
+	inDocker bool
+}
+
+func processTable() map[int]procInfo {
+	out := map[int]procInfo{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// comm is in parentheses and may hold spaces; fields follow the last ')'.
+		s := string(b)
+		open, close := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || close < open {
+			continue
+		}
+		f := strings.Fields(s[close+1:])
+		if len(f) < 22 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		rssPages, _ := strconv.ParseInt(f[21], 10, 64)
+		cg, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		out[pid] = procInfo{ppid: ppid, comm: s[open+1 : close], rss: rssPages * int64(os.Getpagesize()), inDocker: bytes.Contains(cg, []byte("/docker/"))}
+	}
+	return out
+}
+
+// tail returns the last n bytes of s.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

@@ -1,0 +1,255 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asterhq/aster/internal/bench"
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox/docker"
+	"github.com/asterhq/aster/internal/sandbox/oci"
+)
+
+var _ = func() bool { extraCommands = append(extraCommands, newBenchCmd); return true }()
+
+type benchFlags struct {
+	systems, concurrency, jobs, out string
+	duration                        time.Duration
+	minRequests, pacedRounds, warm  int
+}
+
+func newBenchCmd(g *globals) *cobra.Command {
+	f := &benchFlags{}
+	cmd := &cobra.Command{
+		Use:   "bench [flags]",
+		Short: "Measure sandbox latency and throughput: bare crun, docker run, Aster docker and oci, cold and warm",
+		Long: `Measure, in one run, the same jobs on every way this machine can run them:
+
+  bare-crun          the oci runtime binary alone on the very bundle an Aster
+                     oci sandbox gets (job as PID 1, no aster-init, no API)
+  docker-run         docker run --rm --network none IMAGE JOB
+  aster-docker-cold  Aster over Docker, a fresh sandbox per request
+  aster-docker-warm  Aster over Docker with a warm pool
+  aster-oci-cold     Aster driving the oci runtime directly, a fresh sandbox per request
+  aster-oci-warm     the same with a warm pool
+
+Aster is measured through its HTTP API (a real server on a loopback port and a
+real HTTP client), with sandboxes destroyed in the background after the result,
+as 'aster sandbox serve' does. Each system runs each job (true, and python3
+printing a line) as a closed loop of 1, 2 and 16 clients for --duration; warm
+systems also get paced rounds that wait for a full pool first, which is the
+latency a request sees when a warm sandbox is ready. Prints a table, the
+targets of the performance issue (met or not), and writes everything with the
+machine's core count and load to --out as JSON.
+
+Needs root for the oci rows and a Docker engine for the docker rows; a system
+that cannot be set up is skipped and said so. Numbers on a shared machine are
+noisy: the load average before and after is in the report.
+
+'aster bench sleepers' is the concurrency test.`,
+		Example: `  sudo aster bench
+  sudo aster bench --systems bare-crun,aster-oci-cold,aster-oci-warm --duration 10s
+  sudo aster bench --oci-runtime runc --systems bare-crun,aster-oci-cold`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, g, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.systems, "systems", strings.Join(bench.SystemNames, ","), "systems to measure, comma-separated")
+	fl.StringVar(&f.jobs, "jobs", "true,python", "jobs to run: true, python")
+	fl.StringVar(&f.concurrency, "concurrency", "1,2,16", "client counts, comma-separated")
+	fl.DurationVar(&f.duration, "duration", 5*time.Second, "closed-loop time per cell")
+	fl.IntVar(&f.minRequests, "min-requests", 5, "requests per cell at least, however long they take")
+	fl.IntVar(&f.pacedRounds, "paced-rounds", 10, "warm-latency rounds per warm cell")
+	fl.IntVar(&f.warm, "warm", 0, "pool size of the warm systems (default: the largest concurrency)")
+	fl.StringVar(&f.out, "out", "bench-results.json", "where to write the JSON report (empty: nowhere)")
+	cmd.AddCommand(newBenchSleepersCmd(g))
+	return cmd
+}
+
+func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
+	c, err := g.load(cmd)
+	if err != nil {
+		return err
+	}
+	cfg := bench.Config{Duration: f.duration, MinRequests: f.minRequests, PacedRounds: f.pacedRounds, Warm: f.warm, Progress: g.stdio.Stderr}
+	cfg.Systems = config.SplitList(f.systems)
+	for _, s := range cfg.Systems {
+		if !contains(bench.SystemNames, s) {
+			return usageErr("--systems: unknown system %q (have %s)", s, strings.Join(bench.SystemNames, ", "))
+		}
+	}
+	jobs := map[string]bench.Job{}
+	for _, j := range bench.DefaultJobs() {
+		jobs[j.Name] = j
+	}
+	for _, name := range config.SplitList(f.jobs) {
+		j, ok := jobs[name]
+		if !ok {
+			return usageErr("--jobs: unknown job %q (have true, python)", name)
+		}
+		cfg.Jobs = append(cfg.Jobs, j)
+	}
+	for _, s := range config.SplitList(f.concurrency) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 256 {
+			return usageErr("--concurrency: %q is not a number from 1 to 256", s)
+		}
+		cfg.Concurrency = append(cfg.Concurrency, n)
+	}
+	defaults, err := c.Limits.Parse()
+	if err != nil {
+		return usageErr("limits: %v", err)
+	}
+	log := g.logger(c)
+	env := bench.Env{Image: c.Images[0], Defaults: defaults, Labels: map[string]string{"aster.bench": "1"}, Logger: log}
+	ctx := cmd.Context()
+	needs := func(names ...string) bool {
+		for _, n := range names {
+			if contains(cfg.Systems, n) {
+				return true
+			}
+		}
+		return false
+	}
+	initPath, initErr := c.ResolveInitPath()
+	if needs(bench.SysDockerCold, bench.SysDockerWarm) && initErr == nil {
+		rt, err := docker.New(docker.Options{Host: c.DockerHost, InitPath: initPath, EngineRuntime: c.EngineRuntime, Labels: env.Labels, Logger: log})
+		if err == nil {
+			if err = rt.Check(ctx); err == nil {
+				env.Docker = rt
+				defer rt.Close()
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(g.stdio.Stderr, "aster bench: docker runtime unavailable: %v\n", err)
+		}
+	}
+	if needs(bench.SysDockerRun) {
+		if p, err := exec.LookPath("docker"); err == nil {
+			env.DockerCLI = p
+		}
+	}
+	if needs(bench.SysBareCrun, bench.SysOCICold, bench.SysOCIWarm) && initErr == nil {
+		rt, closeRT, err := newOCIRuntime(c, log)
+		if err == nil {
+			defer closeRT()
+			ort := rt.(*oci.Runtime)
+			if err = ort.Check(ctx); err == nil {
+				err = ort.EnsureImage(ctx, env.Image)
+			}
+			if err == nil {
+				env.OCI = ort
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(g.stdio.Stderr, "aster bench: oci runtime unavailable: %v\n", err)
+		}
+	}
+	if initErr != nil {
+		fmt.Fprintf(g.stdio.Stderr, "aster bench: %v\n", initErr)
+	}
+	rep, err := bench.Run(ctx, cfg, env)
+	if rep != nil {
+		rep.PrintTable(g.stdio.Stdout)
+		if f.out != "" {
+			if werr := writeJSON(f.out, rep); werr != nil {
+				return &exitError{code: ExitFailure, err: werr}
+			}
+			fmt.Fprintf(g.stdio.Stdout, "\nwrote %s\n", f.out)
+		}
+	}
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	return nil
+}
+
+func newBenchSleepersCmd(g *globals) *cobra.Command {
+	var (
+		n                 int
+		hold, startWindow time.Duration
+		out               string
+	)
+	cmd := &cobra.Command{
+		Use:   "sleepers [flags]",
+		Short: "Hold hundreds of sleeping sandboxes at once through a real server and report its memory",
+		Long: `Start 'aster sandbox serve' with --max-concurrent N, send it N requests at
+once, each a sandbox that sleeps, and check that all N are alive together for
+--hold with zero errors, while sampling the server process's resident memory.
+
+Every sleeper sleeps until launch + --start-window + --hold: all N overlap for
+--hold as long as the runtime starts them all within --start-window. Docker
+starts a few containers per second, so give it a longer window (e.g. 240s for
+500); the oci runtime needs a few seconds.
+
+The server is this binary, with the global flags given here (--runtime,
+--oci-runtime, --init-path, --config).`,
+		Example: `  sudo aster bench sleepers --runtime oci
+  sudo aster bench sleepers --runtime docker --start-window 240s`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			c, err := g.load(cmd)
+			if err != nil {
+				return err
+			}
+			self, err := os.Executable()
+			if err != nil {
+				return &exitError{code: ExitFailure, err: err}
+			}
+			var pass []string
+			for _, name := range []string{"config", "init-path", "oci-runtime", "docker-host", "engine-runtime"} {
+				if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
+					pass = append(pass, "--"+name, fl.Value.String())
+				}
+			}
+			rep, err := bench.Sleepers(cmd.Context(), bench.SleepersConfig{
+				Runtime: c.Runtime, N: n, Hold: hold, StartWindow: startWindow,
+				Aster: self, ServeArgs: pass, Progress: g.stdio.Stderr,
+			})
+			if err != nil {
+				return &exitError{code: ExitFailure, err: err}
+			}
+			bench.PrintSleepers(g.stdio.Stdout, rep)
+			if out != "" {
+				if err := writeJSON(out, rep); err != nil {
+					return &exitError{code: ExitFailure, err: err}
+				}
+				fmt.Fprintf(g.stdio.Stdout, "wrote %s\n", out)
+			}
+			if !rep.Pass {
+				return &exitError{code: ExitFailure}
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.IntVar(&n, "n", 500, "sandboxes to hold at once (the server's --max-concurrent)")
+	fl.DurationVar(&hold, "hold", 30*time.Second, "how long all of them must be alive together")
+	fl.DurationVar(&startWindow, "start-window", 60*time.Second, "time the runtime gets to start all of them")
+	fl.StringVar(&out, "out", "", "write the report as JSON here")
+	return cmd
+}
+
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
