@@ -1,0 +1,161 @@
+package config
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+const llmTestKey = "sk-config-test-3Jd8sLw0qZ"
+
+func envOf(m map[string]string) func(string) string {
+	return func(k string) string { return m[k] }
+}
+
+func TestLLMSectionDefaultsOff(t *testing.T) {
+	c := Default()
+	l, err := c.LLMSection(envOf(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Enabled() || s.MaxCalls != DefaultLLMMaxCalls || s.MaxInputTokens != DefaultLLMMaxInputTokens ||
+		s.CallTimeout != DefaultLLMCallTimeout || s.MaxCostUSD != DefaultLLMMaxCostUSD || s.AgenticMaxToolCalls != DefaultAgenticMaxToolCalls {
+		t.Fatalf("defaults = %+v", s)
+	}
+}
+
+func TestLLMSectionFileThenEnv(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "aster.yaml")
+	yml := `
+llm:
+  provider: openai
+  model: llama3.1
+  base_url: http://localhost:11434/v1
+  call_timeout: 30s
+  max_retries: 0
+  max_calls: 5
+  max_chunks: 2
+  max_input_tokens: 8000
+  max_cost_usd: 0.25
+  prices:
+    "gpt-4o*": {input_per_mtok: 2.5, output_per_mtok: 10}
+  link_allowlist: [docs.python.org, Go.dev]
+  redact_env: [MY_DB_PASSWORD]
+  agentic:
+    max_tool_calls: 2
+    max_result_bytes: 4k
+`
+	if err := os.WriteFile(p, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ASTER_LLM_MODEL": "qwen2.5-coder", "OPENAI_API_KEY": llmTestKey, "MY_DB_PASSWORD": "hunter2-but-longer"}
+	c, err := Load(p, envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := c.LLMSection(envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := l.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Provider != "openai" || s.Model != "qwen2.5-coder" || s.BaseURL != "http://localhost:11434/v1" ||
+		s.APIKey.Reveal() != llmTestKey || s.CallTimeout != 30*time.Second || s.MaxRetries != 0 || s.MaxCalls != 5 ||
+		s.MaxChunks != 2 || s.MaxInputTokens != 8000 || s.MaxCostUSD != 0.25 || s.AgenticMaxToolCalls != 2 ||
+		s.AgenticMaxResultBytes != 4096 || s.Prices["gpt-4o*"].OutputPerMTok != 10 {
+		t.Fatalf("settings = %+v", s)
+	}
+	if fmt.Sprint(s.LinkAllowlist) != "[docs.python.org go.dev]" {
+		t.Fatalf("allowlist = %v", s.LinkAllowlist)
+	}
+	secrets := s.SecretValues(envOf(env))
+	if len(secrets) != 2 || secrets[0] != llmTestKey || secrets[1] != "hunter2-but-longer" {
+		t.Fatalf("secret values = %d", len(secrets))
+	}
+}
+
+func TestLLMKeyFallbackByProvider(t *testing.T) {
+	env := map[string]string{"ASTER_LLM_PROVIDER": "Anthropic", "ASTER_LLM_MODEL": "claude-x", "ANTHROPIC_API_KEY": "ak", "OPENAI_API_KEY": "ok"}
+	l, err := Default().LLMSection(envOf(env))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Provider != "anthropic" || l.APIKey.Reveal() != "ak" {
+		t.Fatalf("provider %q key %q", l.Provider, l.APIKey.Reveal())
+	}
+	env["ASTER_LLM_API_KEY"] = "explicit"
+	l, _ = Default().LLMSection(envOf(env))
+	if l.APIKey.Reveal() != "explicit" {
+		t.Fatal("ASTER_LLM_API_KEY does not win")
+	}
+}
+
+func TestLLMParseErrors(t *testing.T) {
+	cases := map[string]LLMConfig{
+		"unknown provider":  {Provider: "bard", Model: "x"},
+		"model only":        {Model: "x"},
+		"no model":          {Provider: "openai"},
+		"anthropic no key":  {Provider: "anthropic", Model: "c"},
+		"ftp base":          {Provider: "openai", Model: "m", BaseURL: "ftp://h/v1"},
+		"creds in base":     {Provider: "openai", Model: "m", BaseURL: "https://u:" + llmTestKey + "@h/v1"},
+		"zero timeout":      {Provider: "openai", Model: "m", CallTimeout: "0s"},
+		"calls too many":    {Provider: "openai", Model: "m", MaxCalls: 1000},
+		"negative cost":     {Provider: "openai", Model: "m", MaxCostUSD: -1},
+		"tiny input":        {Provider: "openai", Model: "m", MaxInputTokens: 10},
+		"total under call":  {Provider: "openai", Model: "m", MaxTotalTokens: 5000},
+		"bad allowlist":     {Provider: "openai", Model: "m", LinkAllowlist: []string{"https://x.com/"}},
+		"negative price":    {Provider: "openai", Model: "m", Prices: map[string]LLMPrice{"m": {InputPerMTok: -1}}},
+		"huge result bytes": {Provider: "openai", Model: "m", Agentic: AgenticConfig{MaxResultBytes: "1g"}},
+	}
+	for name, l := range cases {
+		l.APIKey = Secret(llmTestKey)
+		if name == "anthropic no key" {
+			l.APIKey = ""
+		}
+		_, err := l.Parse()
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if strings.Contains(err.Error(), llmTestKey) {
+			t.Errorf("%s: error shows the key: %v", name, err)
+		}
+	}
+}
+
+func TestSecretNeverPrints(t *testing.T) {
+	l := LLMConfig{Provider: "openai", Model: "m", APIKey: Secret(llmTestKey)}
+	s, err := l.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	slog.New(slog.NewTextHandler(&logs, nil)).Info("settings", "llm", s, "key", s.APIKey)
+	slog.New(slog.NewJSONHandler(&logs, nil)).Info("settings", "key", s.APIKey)
+	js, _ := json.Marshal(s)
+	ym, _ := yaml.Marshal(l)
+	for _, out := range []string{fmt.Sprint(s), fmt.Sprintf("%+v", s), fmt.Sprintf("%#v", s), fmt.Sprintf("%q %x %s %d", s.APIKey, s.APIKey, s.APIKey, s.APIKey),
+		string(js), string(ym), logs.String()} {
+		if strings.Contains(out, llmTestKey) {
+			t.Fatalf("key printed: %s", out)
+		}
+	}
+	if s.APIKey.Reveal() != llmTestKey {
+		t.Fatal("Reveal lost the key")
+	}
+}
