@@ -1,0 +1,107 @@
+package review
+
+import (
+	"strings"
+	"testing"
+)
+
+// Fake secrets, built at run time so the source holds no token-shaped literal.
+func fakeSecret(prefix string, n int) string {
+	const alphabet = "aB3dE5fG7hJ9kLmN2pQ4rS6tU8vWxYz"
+	var b strings.Builder
+	b.WriteString(prefix)
+	for i := 0; i < n; i++ {
+		b.WriteByte(alphabet[(i*7+3)%len(alphabet)])
+	}
+	return b.String()
+}
+
+func TestRedactPatterns(t *testing.T) {
+	cases := []struct {
+		rule, text, secret string
+	}{
+		{"github-token", "token = '" + fakeSecret("ghp_", 36) + "'", fakeSecret("ghp_", 36)},
+		{"github-fine-grained-pat", fakeSecret("github_pat_", 60), fakeSecret("github_pat_", 60)},
+		{"aws-access-key-id", "AWS_ACCESS_KEY_ID=AKIA" + strings.ToUpper(fakeSecret("", 16)), "AKIA" + strings.ToUpper(fakeSecret("", 16))},
+		{"aws-secret-key", `aws_secret_access_key = "` + fakeSecret("", 40) + `"`, fakeSecret("", 40)},
+		{"slack-token", "xoxb-" + fakeSecret("1234-", 24), "xoxb-" + fakeSecret("1234-", 24)},
+		{"stripe-key", "sk_live_" + fakeSecret("", 24), "sk_live_" + fakeSecret("", 24)},
+		{"openai-key", "OPENAI_API_KEY=" + fakeSecret("sk-proj-", 40), fakeSecret("sk-proj-", 40)},
+		{"anthropic-key", fakeSecret("sk-ant-api03-", 40), fakeSecret("sk-ant-api03-", 40)},
+		{"google-api-key", "AIza" + fakeSecret("", 35), "AIza" + fakeSecret("", 35)},
+		{"jwt", "Authorization: eyJ" + fakeSecret("", 20) + ".eyJ" + fakeSecret("", 30) + "." + fakeSecret("", 25), "eyJ" + fakeSecret("", 20)},
+		{"url-credentials", "postgres://app:" + fakeSecret("pw", 14) + "@db.internal:5432/app", fakeSecret("pw", 14)},
+		{"generic-secret", `DB_PASSWORD = "` + fakeSecret("x9", 18) + `"`, fakeSecret("x9", 18)},
+		{"bearer-token", "curl -H 'Authorization: Bearer " + fakeSecret("t0k", 30) + "'", fakeSecret("t0k", 30)},
+	}
+	rd := NewRedactor(nil)
+	for _, c := range cases {
+		out, found := rd.Redact(c.text)
+		if strings.Contains(out, c.secret) || found[c.rule] == 0 {
+			t.Errorf("%s: %q -> %q (%v)", c.rule, c.text, out, found)
+		}
+		if !strings.Contains(out, "[REDACTED:") {
+			t.Errorf("%s: no marker in %q", c.rule, out)
+		}
+	}
+}
+
+func TestRedactLeavesCodeAlone(t *testing.T) {
+	rd := NewRedactor(nil)
+	for _, s := range []string{
+		`password = os.environ["DB_PASSWORD"]`,
+		`token := r.Header.Get("Authorization")`,
+		`api_key = settings.OPENAI_API_KEY`,
+		`secret: ${{ secrets.DEPLOY_KEY }}`,
+		`if token == "" { return errNoToken }`,
+		`func (c *Client) SetAPIKey(key string)`,
+		`password_reset_token_expiry = 3600`,
+		`// the token is verified by verify_signature_and_expiry`,
+	} {
+		if out, found := rd.Redact(s); out != s {
+			t.Errorf("changed ordinary code %q -> %q (%v)", s, out, found)
+		}
+	}
+}
+
+func TestRedactConfiguredValues(t *testing.T) {
+	key := "my-very-own-api-key-123"
+	rd := NewRedactor([]string{key, "short", "  "})
+	out, found := rd.Redact("x=" + key + " and again " + key + " short stays")
+	if strings.Contains(out, key) || found["configured-secret"] != 2 || !strings.Contains(out, "short stays") {
+		t.Fatalf("%q %v", out, found)
+	}
+}
+
+func TestDiffRedactorPrivateKeyBlock(t *testing.T) {
+	rd := NewRedactor(nil)
+	d := rd.NewDiffRedactor()
+	lines := []string{
+		"const key = `",
+		"-----BEGIN RSA PRIVATE KEY-----",
+		"MIIEowIBAAKCAQEA" + fakeSecret("", 48),
+		fakeSecret("", 64),
+		"-----END RSA PRIVATE KEY-----",
+		"`",
+	}
+	var out []string
+	for _, l := range lines {
+		out = append(out, d.Line(l))
+	}
+	if out[0] != lines[0] || out[5] != lines[5] {
+		t.Fatalf("lines around the key changed: %q", out)
+	}
+	for _, l := range out[1:5] {
+		if l != "[REDACTED:private-key]" {
+			t.Fatalf("key line kept: %q", out)
+		}
+	}
+	if d.Counts["private-key"] != 1 || len(out) != len(lines) {
+		t.Fatalf("counts %v", d.Counts)
+	}
+	// A whole block in one string goes too.
+	joined := strings.Join(lines, "\n")
+	if got := rd.RedactString(joined); strings.Contains(got, lines[3]) {
+		t.Fatalf("block kept: %q", got)
+	}
+}
