@@ -1,0 +1,259 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of `aster app serve`.
+const (
+	DefaultAppAddr         = "127.0.0.1:8090"
+	DefaultGitHubAPIURL    = "https://api.github.com/"
+	DefaultAppWorkers      = 2
+	MaxAppWorkers          = 256
+	DefaultAppDBFile       = "aster.db"
+	DefaultAppJobTimeout   = 20 * time.Minute
+	DefaultAppMaxAttempts  = 8
+	DefaultAppRetryBase    = 30 * time.Second
+	DefaultAppRetryMax     = 30 * time.Minute
+	DefaultAppLease        = 2 * time.Minute
+	DefaultAppBusySnooze   = 10 * time.Second
+	DefaultAppShutdownWait = 30 * time.Second
+	// DefaultAppRescueMargin is added to the job timeout to decide when another replica's
+	// job, still marked running, was lost with its process and is run again.
+	DefaultAppRescueMargin = 5 * time.Minute
+	// DefaultAppWebhookTimeout bounds how long storing one delivery may take, so the
+	// answer reaches GitHub well inside its 10-second delivery timeout.
+	DefaultAppWebhookTimeout = 5 * time.Second
+)
+
+// AppConfig is the `app:` section of aster.yaml, for `aster app serve` and `aster app
+// history`. Durations are in human units; an empty field takes its default.
+type AppConfig struct {
+	Addr              string `yaml:"addr"`
+	AppID             string `yaml:"app_id"`
+	PrivateKeyFile    string `yaml:"private_key_file"`
+	WebhookSecretFile string `yaml:"webhook_secret_file"`
+	GitHubAPIURL      string `yaml:"github_api_url"`
+	// DataDir holds the SQLite database by default.
+	DataDir string `yaml:"data_dir"`
+	// DB is the SQLite file; DatabaseURL (postgres://...) replaces it.
+	DB          string `yaml:"db"`
+	DatabaseURL string `yaml:"database_url"`
+	Workers     string `yaml:"workers"`
+	// SandboxURL is a remote `aster sandbox serve`; empty runs sandboxes in-process.
+	SandboxURL       string `yaml:"sandbox_url"`
+	SandboxTokenFile string `yaml:"sandbox_token_file"`
+	ReviewDrafts     bool   `yaml:"review_drafts"`
+	// Tests runs every repository's tests (detected when .aster.yml names no command);
+	// without it, tests run only where the base .aster.yml has a tests.command.
+	Tests bool `yaml:"tests"`
+	// ReplicaID names this process among replicas sharing one Postgres database
+	// (default: the host name). Two live processes must never share one.
+	ReplicaID     string `yaml:"replica_id"`
+	JobTimeout    string `yaml:"job_timeout"`
+	MaxAttempts   string `yaml:"max_attempts"`
+	RetryBase     string `yaml:"retry_base"`
+	RetryMax      string `yaml:"retry_max"`
+	Lease         string `yaml:"lease"`
+	ShutdownGrace string `yaml:"shutdown_grace"`
+}
+
+// AppEnvVars lists the variables AppSection reads.
+var AppEnvVars = map[string]string{
+	"ASTER_APP_ADDR":                "address `aster app serve` listens on",
+	"ASTER_APP_ID":                  "the GitHub App's id",
+	"ASTER_APP_PRIVATE_KEY_FILE":    "the App's private key (PEM file)",
+	"ASTER_APP_WEBHOOK_SECRET_FILE": "file holding the App's webhook secret",
+	"ASTER_GITHUB_API_URL":          "GitHub REST API root (GitHub Enterprise Server: https://HOST/api/v3/)",
+	"ASTER_DATA_DIR":                "directory of the default SQLite database",
+	"ASTER_DB":                      "SQLite database file",
+	"ASTER_DATABASE_URL":            "postgres://... database shared by replicas (replaces the SQLite file)",
+	"ASTER_APP_WORKERS":             "reviews run at once",
+	"ASTER_SANDBOX_URL":             "remote `aster sandbox serve` to run sandboxes on",
+	"ASTER_SANDBOX_TOKEN_FILE":      "bearer token file for the remote sandbox server",
+	"ASTER_REPLICA_ID":              "this replica's name among replicas sharing one database",
+}
+
+// AppSection decodes the `app:` section of c (absent: all defaults) and applies the
+// ASTER_* variables above over it.
+func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
+	var a AppConfig
+	if node, ok := c.Extra["app"]; ok {
+		if err := node.Decode(&a); err != nil {
+			return a, fmt.Errorf("config app section: %w", err)
+		}
+	}
+	set := func(d *string, key string) {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			*d = v
+		}
+	}
+	set(&a.Addr, "ASTER_APP_ADDR")
+	set(&a.AppID, "ASTER_APP_ID")
+	set(&a.PrivateKeyFile, "ASTER_APP_PRIVATE_KEY_FILE")
+	set(&a.WebhookSecretFile, "ASTER_APP_WEBHOOK_SECRET_FILE")
+	set(&a.GitHubAPIURL, "ASTER_GITHUB_API_URL")
+	set(&a.DataDir, "ASTER_DATA_DIR")
+	set(&a.DB, "ASTER_DB")
+	set(&a.DatabaseURL, "ASTER_DATABASE_URL")
+	set(&a.Workers, "ASTER_APP_WORKERS")
+	set(&a.SandboxURL, "ASTER_SANDBOX_URL")
+	set(&a.SandboxTokenFile, "ASTER_SANDBOX_TOKEN_FILE")
+	set(&a.ReplicaID, "ASTER_REPLICA_ID")
+	fill := func(d *string, v string) {
+		if strings.TrimSpace(*d) == "" {
+			*d = v
+		}
+	}
+	fill(&a.Addr, DefaultAppAddr)
+	fill(&a.GitHubAPIURL, DefaultGitHubAPIURL)
+	fill(&a.Workers, strconv.Itoa(DefaultAppWorkers))
+	fill(&a.JobTimeout, DefaultAppJobTimeout.String())
+	fill(&a.MaxAttempts, strconv.Itoa(DefaultAppMaxAttempts))
+	fill(&a.RetryBase, DefaultAppRetryBase.String())
+	fill(&a.RetryMax, DefaultAppRetryMax.String())
+	fill(&a.Lease, DefaultAppLease.String())
+	fill(&a.ShutdownGrace, DefaultAppShutdownWait.String())
+	if a.DataDir == "" {
+		a.DataDir = DefaultDataDir(getenv)
+	}
+	if a.DB == "" {
+		a.DB = filepath.Join(a.DataDir, DefaultAppDBFile)
+	}
+	return a, nil
+}
+
+// DefaultDataDir is where Aster keeps its state without configuration:
+// $XDG_DATA_HOME/aster, else ~/.local/share/aster, else ./aster-data.
+func DefaultDataDir(getenv func(string) string) string {
+	if x := getenv("XDG_DATA_HOME"); x != "" {
+		return filepath.Join(x, "aster")
+	}
+	if h := getenv("HOME"); h != "" {
+		return filepath.Join(h, ".local", "share", "aster")
+	}
+	return "aster-data"
+}
+
+// AppSettings are the parsed, validated values of an AppConfig.
+type AppSettings struct {
+	Addr              string
+	AppID             int64
+	PrivateKeyFile    string
+	WebhookSecretFile string
+	GitHubAPIURL      string
+	DB                string
+	DatabaseURL       string
+	Workers           int
+	SandboxURL        string
+	SandboxTokenFile  string
+	ReviewDrafts      bool
+	Tests             bool
+	ReplicaID         string
+	JobTimeout        time.Duration
+	MaxAttempts       int
+	RetryBase         time.Duration
+	RetryMax          time.Duration
+	Lease             time.Duration
+	ShutdownGrace     time.Duration
+}
+
+// ParseStore validates only what opening the store needs (for `aster app history`).
+func (a AppConfig) ParseStore() (db, databaseURL string, err error) {
+	db, databaseURL = strings.TrimSpace(a.DB), strings.TrimSpace(a.DatabaseURL)
+	if databaseURL != "" {
+		u, perr := url.Parse(databaseURL)
+		if perr != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+			// Never echo the URL: it usually carries a password.
+			return "", "", errors.New("database-url: want postgres://user:password@host:port/db")
+		}
+	} else if db == "" {
+		return "", "", errors.New("db: empty SQLite path")
+	}
+	return db, databaseURL, nil
+}
+
+// Parse validates a for `aster app serve`.
+func (a AppConfig) Parse() (AppSettings, error) {
+	out := AppSettings{
+		Addr: strings.TrimSpace(a.Addr), PrivateKeyFile: a.PrivateKeyFile, WebhookSecretFile: a.WebhookSecretFile,
+		SandboxURL: strings.TrimSpace(a.SandboxURL), SandboxTokenFile: a.SandboxTokenFile,
+		ReviewDrafts: a.ReviewDrafts, Tests: a.Tests, ReplicaID: strings.TrimSpace(a.ReplicaID),
+	}
+	var errs []error
+	var err error
+	if out.DB, out.DatabaseURL, err = a.ParseStore(); err != nil {
+		errs = append(errs, err)
+	}
+	if out.Addr == "" {
+		errs = append(errs, errors.New("addr is empty"))
+	}
+	if id, err := strconv.ParseInt(strings.TrimSpace(a.AppID), 10, 64); err != nil || id <= 0 {
+		errs = append(errs, errors.New("app-id: want the App's numeric id (GitHub shows it on the App's settings page)"))
+	} else {
+		out.AppID = id
+	}
+	if out.PrivateKeyFile == "" {
+		errs = append(errs, errors.New("private-key: the App's PEM key file is required"))
+	}
+	if out.WebhookSecretFile == "" {
+		errs = append(errs, errors.New("webhook-secret-file: required"))
+	}
+	if u, err := url.Parse(strings.TrimSpace(a.GitHubAPIURL)); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("github-api-url %q: want https://api.github.com/ or https://HOST/api/v3/", a.GitHubAPIURL))
+	} else {
+		out.GitHubAPIURL = u.String()
+	}
+	if out.SandboxURL != "" {
+		if u, err := url.Parse(out.SandboxURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("sandbox-url %q: want http://host:port or https://host:port", out.SandboxURL))
+		}
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(a.Workers)); err != nil || n < 1 || n > MaxAppWorkers {
+		errs = append(errs, fmt.Errorf("workers %q: want a whole number from 1 to %d", a.Workers, MaxAppWorkers))
+	} else {
+		out.Workers = n
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(a.MaxAttempts)); err != nil || n < 1 || n > 100 {
+		errs = append(errs, fmt.Errorf("max-attempts %q: want a whole number from 1 to 100", a.MaxAttempts))
+	} else {
+		out.MaxAttempts = n
+	}
+	dur := func(name, v string, dst *time.Duration, min time.Duration) {
+		d, err := ParseDuration(v)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		case d < min:
+			errs = append(errs, fmt.Errorf("%s %s is under %s", name, d, min))
+		default:
+			*dst = d
+		}
+	}
+	dur("job-timeout", a.JobTimeout, &out.JobTimeout, time.Second)
+	dur("retry-base", a.RetryBase, &out.RetryBase, 10*time.Millisecond)
+	dur("retry-max", a.RetryMax, &out.RetryMax, 10*time.Millisecond)
+	dur("lease", a.Lease, &out.Lease, time.Second)
+	dur("shutdown-grace", a.ShutdownGrace, &out.ShutdownGrace, 0)
+	if out.RetryMax < out.RetryBase {
+		out.RetryMax = out.RetryBase
+	}
+	if out.ReplicaID == "" {
+		host, err := os.Hostname()
+		if err != nil || host == "" {
+			host = "aster"
+		}
+		out.ReplicaID = host
+	}
+	if len(errs) > 0 {
+		return out, errors.Join(errs...)
+	}
+	return out, nil
+}

@@ -1,0 +1,187 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// Outcomes of a review in the history.
+const (
+	OutcomePosted     = "posted"      // a review, summary and check run were posted
+	OutcomeNothingNew = "nothing_new" // reviewed; every comment was already on the pull request
+	OutcomeSkipped    = "skipped"     // not reviewed (closed, draft, head already reviewed, refused command)
+	OutcomeFailed     = "failed"      // gave up after the last attempt or a permanent error
+)
+
+// ReviewRecord is one line of the review history.
+type ReviewRecord struct {
+	ID             int64            `json:"id"`
+	Pull           PullKey          `json:"-"`
+	Repository     string           `json:"repository"`
+	Number         int              `json:"number"`
+	HeadSHA        string           `json:"head_sha"`
+	BaseSHA        string           `json:"base_sha"`
+	SinceSHA       string           `json:"since_sha,omitempty"`
+	Cause          string           `json:"cause"`
+	Outcome        string           `json:"outcome"`
+	Conclusion     string           `json:"conclusion,omitempty"`
+	Findings       int              `json:"findings"`
+	Reported       int              `json:"reported"`
+	Comments       int              `json:"comments"`
+	InlineComments int              `json:"inline_comments"`
+	InputTokens    int64            `json:"input_tokens"`
+	OutputTokens   int64            `json:"output_tokens"`
+	CostUSD        float64          `json:"cost_usd"`
+	DurationsMS    map[string]int64 `json:"durations_ms"`
+	Reason         string           `json:"reason,omitempty"`
+	JobID          int64            `json:"job_id"`
+	Attempt        int              `json:"attempt"`
+	StartedAt      time.Time        `json:"started_at"`
+	FinishedAt     time.Time        `json:"finished_at"`
+	DurationMS     int64            `json:"duration_ms"`
+}
+
+// AddReview appends a record to the history outside a job's Finish (a failure).
+func (s *Store) AddReview(ctx context.Context, rec *ReviewRecord) error {
+	return s.e.inTx(ctx, func(t *txn) error { return insertReview(ctx, t, rec) })
+}
+
+func insertReview(ctx context.Context, t *txn, r *ReviewRecord) error {
+	if r.FinishedAt.IsZero() {
+		r.FinishedAt = time.Now()
+	}
+	if r.StartedAt.IsZero() {
+		r.StartedAt = r.FinishedAt
+	}
+	dur, err := json.Marshal(r.DurationsMS)
+	if err != nil || r.DurationsMS == nil {
+		dur = []byte("{}")
+	}
+	err = t.QueryRow(ctx, `INSERT INTO aster_reviews (owner, repo, number, head_sha, base_sha, since_sha, cause,
+			outcome, conclusion, findings, reported, comments, inline_comments, input_tokens, output_tokens, cost_usd,
+			durations, reason, job_id, attempt, started_at, finished_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22)
+		RETURNING id`,
+		r.Pull.Owner, r.Pull.Repo, r.Pull.Number, r.HeadSHA, r.BaseSHA, r.SinceSHA, r.Cause, r.Outcome, r.Conclusion,
+		r.Findings, r.Reported, r.Comments, r.InlineComments, r.InputTokens, r.OutputTokens, r.CostUSD, string(dur),
+		r.Reason, r.JobID, r.Attempt, r.StartedAt.UnixMilli(), r.FinishedAt.UnixMilli()).Scan(&r.ID)
+	if err != nil {
+		return fmt.Errorf("record review: %w", err)
+	}
+	return nil
+}
+
+// HistoryFilter selects history records. Zero fields select everything.
+type HistoryFilter struct {
+	Repository string // owner/name
+	Number     int
+	Outcome    string
+	Since      time.Time
+	Limit      int // default 50
+}
+
+// History returns review records, newest first.
+func (s *Store) History(ctx context.Context, f HistoryFilter) ([]ReviewRecord, error) {
+	var where []string
+	var args []any
+	arg := func(cond string, v any) {
+		args = append(args, v)
+		where = append(where, fmt.Sprintf(cond, len(args)))
+	}
+	if f.Repository != "" {
+		owner, repo, _ := strings.Cut(f.Repository, "/")
+		arg("owner = $%d", owner)
+		arg("repo = $%d", repo)
+	}
+	if f.Number > 0 {
+		arg("number = $%d", f.Number)
+	}
+	if f.Outcome != "" {
+		arg("outcome = $%d", f.Outcome)
+	}
+	if !f.Since.IsZero() {
+		arg("finished_at >= $%d", f.Since.UnixMilli())
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = 50
+	}
+	q := `SELECT id, owner, repo, number, head_sha, base_sha, since_sha, cause, outcome, conclusion, findings, reported,
+		comments, inline_comments, input_tokens, output_tokens, cost_usd, durations, reason, job_id, attempt,
+		started_at, finished_at FROM aster_reviews`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	args = append(args, limit)
+	q += fmt.Sprintf(" ORDER BY finished_at DESC, id DESC LIMIT $%d", len(args))
+	rs, err := s.db.Query(ctx, q, args...)
+	if err != nil {
+		if strings.Contains(err.Error(), "aster_reviews") {
+			return nil, fmt.Errorf("history: no reviews recorded in this database yet (%w)", err)
+		}
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	defer rs.Close()
+	var out []ReviewRecord
+	for rs.Next() {
+		var r ReviewRecord
+		var dur string
+		var started, finished int64
+		if err := rs.Scan(&r.ID, &r.Pull.Owner, &r.Pull.Repo, &r.Pull.Number, &r.HeadSHA, &r.BaseSHA, &r.SinceSHA,
+			&r.Cause, &r.Outcome, &r.Conclusion, &r.Findings, &r.Reported, &r.Comments, &r.InlineComments,
+			&r.InputTokens, &r.OutputTokens, &r.CostUSD, &dur, &r.Reason, &r.JobID, &r.Attempt, &started, &finished); err != nil {
+			return nil, fmt.Errorf("history: %w", err)
+		}
+		_ = json.Unmarshal([]byte(dur), &r.DurationsMS)
+		r.Repository, r.Number = r.Pull.Owner+"/"+r.Pull.Repo, r.Pull.Number
+		r.StartedAt, r.FinishedAt = fromMS(started), fromMS(finished)
+		r.DurationMS = finished - started
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+// QueuedJob is a review job in the queue, for operators and tests.
+type QueuedJob struct {
+	ID          int64
+	State       string
+	Attempt     int
+	MaxAttempts int
+	Pull        PullKey
+	Errors      []string
+}
+
+// Jobs lists the queue's review jobs (every state River still keeps), oldest first.
+func (s *Store) Jobs(ctx context.Context) ([]QueuedJob, error) {
+	c := s.e.client()
+	if c == nil {
+		return nil, ErrNotStarted
+	}
+	params := river.NewJobListParams().Kinds(reviewArgs{}.Kind()).First(10000).
+		OrderBy(river.JobListOrderByID, river.SortOrderAsc).
+		States(rivertype.JobStateAvailable, rivertype.JobStateCancelled, rivertype.JobStateCompleted,
+			rivertype.JobStateDiscarded, rivertype.JobStatePending, rivertype.JobStateRetryable,
+			rivertype.JobStateRunning, rivertype.JobStateScheduled)
+	res, err := c.JobList(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	var out []QueuedJob
+	for _, j := range res.Jobs {
+		var a reviewArgs
+		_ = json.Unmarshal(j.EncodedArgs, &a)
+		q := QueuedJob{ID: j.ID, State: string(j.State), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,
+			Pull: PullKey{Owner: a.Owner, Repo: a.Repo, Number: a.Number}}
+		for _, e := range j.Errors {
+			q.Errors = append(q.Errors, e.Error)
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}

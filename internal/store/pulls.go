@@ -1,0 +1,358 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riverqueue/river/rivertype"
+)
+
+// PullKey names one pull request.
+type PullKey struct {
+	Owner, Repo string
+	Number      int
+}
+
+func (k PullKey) String() string { return fmt.Sprintf("%s/%s#%d", k.Owner, k.Repo, k.Number) }
+
+// Delivery is one accepted webhook delivery, as recorded for dedupe and for operators.
+type Delivery struct {
+	ID      string // X-GitHub-Delivery
+	Event   string
+	Action  string
+	Repo    string // owner/name, when the event has one
+	Number  int
+	HeadSHA string
+	Sender  string
+}
+
+// ReviewRequest asks for a review of a pull request.
+type ReviewRequest struct {
+	Delivery       Delivery
+	Pull           PullKey
+	InstallationID int64
+	// HeadSHA is the head the event announced ("" for a /aster review command).
+	HeadSHA string
+	// Force asks for a run even when the head was already reviewed (/aster review); By is
+	// who asked, whose permission the worker checks before honouring it.
+	Force bool
+	By    string
+}
+
+// Enqueued says what RequestReview did.
+type Enqueued struct {
+	JobID int64
+	// Coalesced: a job of this pull request was already waiting and will review the newest
+	// head; no job was added.
+	Coalesced bool
+}
+
+// waiting reports whether a job in state st will still run (and so can take a newer head).
+// A running job counts only while it has not claimed the pull request yet: RequestReview
+// sees it as waiting_job, and it reads the head after its claim.
+func waiting(st rivertype.JobState) bool {
+	switch st {
+	case rivertype.JobStateAvailable, rivertype.JobStateScheduled, rivertype.JobStateRetryable,
+		rivertype.JobStatePending, rivertype.JobStateRunning:
+		return true
+	}
+	return false
+}
+
+// RequestReview stores the delivery and makes sure one job will review the pull request,
+// in one transaction: a delivery id already stored is ErrDuplicateDelivery and changes
+// nothing; a pull request that already has a waiting job gets no second one (that job
+// reviews whatever the head is when it runs, so a newer push replaces the older one).
+func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, error) {
+	var out Enqueued
+	now := nowMS()
+	force := 0
+	if r.Force {
+		force = 1
+	}
+	err := s.e.inTx(ctx, func(t *txn) error {
+		if err := insertDelivery(ctx, t, r.Delivery, now); err != nil {
+			return err
+		}
+		var waitingJob *int64
+		err := t.QueryRow(ctx, `INSERT INTO aster_pulls
+			(owner, repo, number, installation_id, requested_sha, cause, force_seq, force_by, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (owner, repo, number) DO UPDATE SET
+				installation_id = excluded.installation_id,
+				requested_sha = CASE WHEN excluded.requested_sha <> '' THEN excluded.requested_sha ELSE aster_pulls.requested_sha END,
+				cause = excluded.cause,
+				force_seq = aster_pulls.force_seq + excluded.force_seq,
+				force_by = CASE WHEN excluded.force_by <> '' THEN excluded.force_by ELSE aster_pulls.force_by END,
+				updated_at = excluded.updated_at
+			RETURNING waiting_job`,
+			r.Pull.Owner, r.Pull.Repo, r.Pull.Number, r.InstallationID, r.HeadSHA, cause(r), force, forceBy(r), now,
+		).Scan(&waitingJob)
+		if err != nil {
+			return fmt.Errorf("record pull request: %w", err)
+		}
+		if waitingJob != nil {
+			st, ok, err := t.jobState(ctx, *waitingJob)
+			if err != nil {
+				return fmt.Errorf("waiting job: %w", err)
+			}
+			if ok && waiting(st) {
+				out = Enqueued{JobID: *waitingJob, Coalesced: true}
+				return setDeliveryOutcome(ctx, t, r.Delivery.ID, "coalesced", *waitingJob)
+			}
+		}
+		id, err := t.insertJob(ctx, reviewArgs{Owner: r.Pull.Owner, Repo: r.Pull.Repo, Number: r.Pull.Number,
+			InstallationID: r.InstallationID}, nil)
+		if err != nil {
+			return fmt.Errorf("enqueue: %w", err)
+		}
+		if _, err := t.Exec(ctx, `UPDATE aster_pulls SET waiting_job = $1 WHERE owner = $2 AND repo = $3 AND number = $4`,
+			id, r.Pull.Owner, r.Pull.Repo, r.Pull.Number); err != nil {
+			return fmt.Errorf("record waiting job: %w", err)
+		}
+		out = Enqueued{JobID: id}
+		return setDeliveryOutcome(ctx, t, r.Delivery.ID, "queued", id)
+	})
+	return out, err
+}
+
+func cause(r ReviewRequest) string {
+	if r.Force {
+		return "command"
+	}
+	return r.Delivery.Action
+}
+
+func forceBy(r ReviewRequest) string {
+	if r.Force {
+		return r.By
+	}
+	return ""
+}
+
+func insertDelivery(ctx context.Context, t *txn, d Delivery, now int64) error {
+	if d.ID == "" {
+		return errors.New("delivery without an id")
+	}
+	n, err := t.Exec(ctx, `INSERT INTO aster_deliveries
+		(delivery_id, event, action, repo, number, head_sha, sender, outcome, received_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, 'recorded', $8)
+		ON CONFLICT (delivery_id) DO NOTHING`,
+		d.ID, d.Event, d.Action, d.Repo, d.Number, d.HeadSHA, d.Sender, now)
+	if err != nil {
+		return fmt.Errorf("record delivery: %w", err)
+	}
+	if n == 0 {
+		return ErrDuplicateDelivery
+	}
+	return nil
+}
+
+func setDeliveryOutcome(ctx context.Context, t *txn, id, outcome string, job int64) error {
+	_, err := t.Exec(ctx, `UPDATE aster_deliveries SET outcome = $1, job_id = $2 WHERE delivery_id = $3`, outcome, job, id)
+	if err != nil {
+		return fmt.Errorf("record delivery outcome: %w", err)
+	}
+	return nil
+}
+
+// Installation is an installation event's content.
+type Installation struct {
+	ID           int64
+	Action       string
+	Account      string
+	Repositories []string
+	Sender       string
+}
+
+// RecordInstallation stores an installation delivery (dedupe as RequestReview) and the
+// installation's latest state.
+func (s *Store) RecordInstallation(ctx context.Context, d Delivery, in Installation) error {
+	repos, err := json.Marshal(in.Repositories)
+	if err != nil {
+		return err
+	}
+	if in.Repositories == nil {
+		repos = []byte("[]")
+	}
+	now := nowMS()
+	return s.e.inTx(ctx, func(t *txn) error {
+		if err := insertDelivery(ctx, t, d, now); err != nil {
+			return err
+		}
+		_, err := t.Exec(ctx, `INSERT INTO aster_installations
+			(installation_id, account, action, repositories, sender, updated_at) VALUES ($1, $2, $3, $4, $5, $6)
+			ON CONFLICT (installation_id) DO UPDATE SET account = excluded.account, action = excluded.action,
+				repositories = CASE WHEN excluded.repositories <> '[]' THEN excluded.repositories ELSE aster_installations.repositories END,
+				sender = excluded.sender, updated_at = excluded.updated_at`,
+			in.ID, in.Account, in.Action, string(repos), in.Sender, now)
+		if err != nil {
+			return fmt.Errorf("record installation: %w", err)
+		}
+		return nil
+	})
+}
+
+// Claim is the state of a pull request as a job took it over.
+type Claim struct {
+	InstallationID  int64
+	RequestedSHA    string // head announced by the latest event ("" when none)
+	LastReviewedSHA string // head of the last finished review ("" before the first)
+	Cause           string // action of the latest event, or "command"
+	// Force: a /aster review is pending, asked by ForceBy.
+	Force   bool
+	ForceBy string
+	// forceSeq is the command counter seen at the claim; Finish marks it handled.
+	forceSeq int
+}
+
+// Claim takes the pull request's lease for this job. It fails with ErrPullBusy while another
+// job of the pull request holds a live lease (the worker then snoozes the job). On success
+// the job is no longer the pull request's waiting job (a new event queues another), and the
+// lease is renewed in the background until the job ends.
+func (j *Job) Claim(ctx context.Context) (Claim, error) {
+	now := time.Now()
+	var c Claim
+	var forceDone int
+	err := j.s.db.QueryRow(ctx, `UPDATE aster_pulls SET
+			running_job = $1, lease_owner = $2, lease_until = $3,
+			waiting_job = CASE WHEN waiting_job = $1 THEN NULL ELSE waiting_job END
+		WHERE owner = $4 AND repo = $5 AND number = $6
+			AND (running_job IS NULL OR lease_until <= $7)
+		RETURNING installation_id, requested_sha, last_reviewed_sha, cause, force_seq, force_done, force_by`,
+		j.ID, j.s.q.ClientID, now.Add(j.s.q.Lease).UnixMilli(), j.Pull.Owner, j.Pull.Repo, j.Pull.Number, now.UnixMilli(),
+	).Scan(&c.InstallationID, &c.RequestedSHA, &c.LastReviewedSHA, &c.Cause, &c.forceSeq, &forceDone, &c.ForceBy)
+	if errors.Is(err, errNoRows) {
+		var one int
+		if err := j.s.db.QueryRow(ctx, `SELECT 1 FROM aster_pulls WHERE owner = $1 AND repo = $2 AND number = $3`,
+			j.Pull.Owner, j.Pull.Repo, j.Pull.Number).Scan(&one); errors.Is(err, errNoRows) {
+			return c, Permanent(fmt.Errorf("claim %s: no such pull request in the store", j.Pull))
+		}
+		return c, fmt.Errorf("claim %s: %w", j.Pull, ErrPullBusy)
+	}
+	if err != nil {
+		return c, fmt.Errorf("claim %s: %w", j.Pull, err)
+	}
+	c.Force = c.forceSeq > forceDone
+	j.mu.Lock()
+	j.claimed, j.claim = true, c
+	j.mu.Unlock()
+	j.heartbeat(ctx)
+	return c, nil
+}
+
+func (s *Store) renew(ctx context.Context, j *Job) (bool, error) {
+	n, err := s.db.Exec(ctx, `UPDATE aster_pulls SET lease_until = $1
+		WHERE owner = $2 AND repo = $3 AND number = $4 AND running_job = $5 AND lease_owner = $6`,
+		time.Now().Add(s.q.Lease).UnixMilli(), j.Pull.Owner, j.Pull.Repo, j.Pull.Number, j.ID, s.q.ClientID)
+	return n == 1, err
+}
+
+// release gives the lease up after a failed or abandoned run and wakes the waiting job.
+func (s *Store) release(ctx context.Context, j *Job) error {
+	return s.e.inTx(ctx, func(t *txn) error {
+		return releaseTx(ctx, t, j, "", false)
+	})
+}
+
+// releaseTx clears the job's lease (and, when reviewed is set, records the reviewed head)
+// and makes the pull request's waiting job runnable now. It reports ErrLeaseLost when the
+// job no longer holds the lease.
+func releaseTx(ctx context.Context, t *txn, j *Job, reviewed string, forceHandled bool) error {
+	forceDone := 0
+	if forceHandled {
+		forceDone = j.claim.forceSeq
+	}
+	var waitingJob *int64
+	err := t.QueryRow(ctx, `UPDATE aster_pulls SET
+			running_job = NULL, lease_owner = '', lease_until = 0,
+			last_reviewed_sha = CASE WHEN $1 <> '' THEN $1 ELSE last_reviewed_sha END,
+			force_done = CASE WHEN force_done < $2 THEN $2 ELSE force_done END
+		WHERE owner = $3 AND repo = $4 AND number = $5 AND running_job = $6
+		RETURNING waiting_job`,
+		reviewed, forceDone, j.Pull.Owner, j.Pull.Repo, j.Pull.Number, j.ID).Scan(&waitingJob)
+	if errors.Is(err, errNoRows) {
+		return ErrLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("release lease: %w", err)
+	}
+	if waitingJob != nil && *waitingJob != j.ID {
+		if err := t.retryJob(ctx, *waitingJob); err != nil {
+			return fmt.Errorf("wake waiting job: %w", err)
+		}
+	}
+	return nil
+}
+
+// Finish is how a job ends successfully.
+type Finish struct {
+	// ReviewedSHA becomes the pull request's last reviewed head ("" leaves it).
+	ReviewedSHA string
+	// ForceHandled marks the pending /aster review (seen at the claim) as handled.
+	ForceHandled bool
+	// Record is added to the history (nil adds nothing).
+	Record *ReviewRecord
+}
+
+// Finish records the outcome, releases the lease, wakes the waiting job and completes the
+// job, all in one transaction: a crash before it commits runs the job again, after it
+// never.
+func (j *Job) Finish(ctx context.Context, f Finish) error {
+	j.stopHeartbeat()
+	err := j.s.e.completeTx(ctx, j.rj, func(t *txn) error {
+		if f.Record != nil {
+			if err := insertReview(ctx, t, f.Record); err != nil {
+				return err
+			}
+		}
+		return releaseTx(ctx, t, j, f.ReviewedSHA, f.ForceHandled)
+	})
+	if err != nil {
+		return fmt.Errorf("finish job %d: %w", j.ID, err)
+	}
+	j.mu.Lock()
+	j.finished = true
+	j.mu.Unlock()
+	return nil
+}
+
+// PullState is a pull request's row, for tests and operators.
+type PullState struct {
+	Pull            PullKey
+	InstallationID  int64
+	RequestedSHA    string
+	LastReviewedSHA string
+	WaitingJob      int64
+	RunningJob      int64
+	LeaseOwner      string
+	LeaseUntil      time.Time
+}
+
+// Pull returns the stored state of one pull request (ok false when none).
+func (s *Store) Pull(ctx context.Context, k PullKey) (PullState, bool, error) {
+	p := PullState{Pull: k}
+	var waitingJob, runningJob *int64
+	var until int64
+	err := s.db.QueryRow(ctx, `SELECT installation_id, requested_sha, last_reviewed_sha, waiting_job, running_job,
+		lease_owner, lease_until FROM aster_pulls WHERE owner = $1 AND repo = $2 AND number = $3`,
+		k.Owner, k.Repo, k.Number).Scan(&p.InstallationID, &p.RequestedSHA, &p.LastReviewedSHA, &waitingJob, &runningJob,
+		&p.LeaseOwner, &until)
+	if errors.Is(err, errNoRows) {
+		return p, false, nil
+	}
+	if err != nil {
+		return p, false, err
+	}
+	if waitingJob != nil {
+		p.WaitingJob = *waitingJob
+	}
+	if runningJob != nil {
+		p.RunningJob = *runningJob
+	}
+	p.LeaseUntil = fromMS(until)
+	return p, true, nil
+}

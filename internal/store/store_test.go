@@ -1,0 +1,496 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// backends runs fn once on SQLite and, when ASTER_TEST_POSTGRES_URL is set (see
+// scripts/postgres-test.sh), once on Postgres in a schema of its own. open returns a new
+// Store on the same database each time it is called (a restart, or a second replica).
+func backends(t *testing.T, fn func(t *testing.T, open func(Options) *Store)) {
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		path := filepath.Join(t.TempDir(), "aster.db")
+		fn(t, func(o Options) *Store {
+			t.Helper()
+			o.Path = path
+			return openTest(t, o)
+		})
+	})
+	t.Run("postgres", func(t *testing.T) {
+		u := PostgresTestURL(t)
+		t.Parallel()
+		fn(t, func(o Options) *Store {
+			t.Helper()
+			o.URL = u
+			return openTest(t, o)
+		})
+	})
+}
+
+func openTest(t *testing.T, o Options) *Store {
+	t.Helper()
+	q := o.Queue
+	if q.PollInterval == 0 {
+		q.PollInterval = 50 * time.Millisecond
+	}
+	if q.RetryBase == 0 {
+		q.RetryBase, q.RetryMax = 20*time.Millisecond, 100*time.Millisecond
+	}
+	if q.BusySnooze == 0 {
+		q.BusySnooze = 100 * time.Millisecond
+	}
+	if q.ClientID == "" {
+		q.ClientID = "test-" + randHex(4)
+	}
+	o.Queue = q
+	s, err := Open(t.Context(), o)
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func randHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// PostgresTestURL returns a URL to a fresh schema of the database named by
+// ASTER_TEST_POSTGRES_URL, dropped when the test ends; without the variable the test is
+// skipped.
+func PostgresTestURL(t *testing.T) string {
+	t.Helper()
+	base := os.Getenv("ASTER_TEST_POSTGRES_URL")
+	if base == "" {
+		t.Skip("ASTER_TEST_POSTGRES_URL not set (scripts/postgres-test.sh starts a throwaway server)")
+	}
+	schema := "aster_test_" + randHex(6)
+	conn, err := pgx.Connect(t.Context(), base)
+	if err != nil {
+		t.Fatalf("postgres: %v", err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			return
+		}
+		defer c.Close(context.Background())
+		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
+	})
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("search_path", schema)
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+func request(delivery string, pr int, head string) ReviewRequest {
+	return ReviewRequest{
+		Delivery:       Delivery{ID: delivery, Event: "pull_request", Action: "synchronize", Repo: "acme/widgets", Number: pr, HeadSHA: head},
+		Pull:           PullKey{Owner: "acme", Repo: "widgets", Number: pr},
+		InstallationID: 99,
+		HeadSHA:        head,
+	}
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func TestDuplicateDeliveryIsOneJob(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		first, err := s.RequestReview(ctx, request("d-1", 7, "aaa"))
+		if err != nil || first.JobID == 0 || first.Coalesced {
+			t.Fatalf("first delivery: %+v, %v", first, err)
+		}
+		if _, err := s.RequestReview(ctx, request("d-1", 7, "aaa")); !errors.Is(err, ErrDuplicateDelivery) {
+			t.Fatalf("second delivery with the same id: err = %v, want ErrDuplicateDelivery", err)
+		}
+		// The duplicate must not have touched anything, even with another payload.
+		other := request("d-1", 8, "bbb")
+		if _, err := s.RequestReview(ctx, other); !errors.Is(err, ErrDuplicateDelivery) {
+			t.Fatalf("same id, other pull request: err = %v", err)
+		}
+		if _, ok, _ := s.Pull(ctx, other.Pull); ok {
+			t.Fatal("a duplicate delivery created a pull request row")
+		}
+		jobs, err := s.Jobs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) != 1 {
+			t.Fatalf("jobs = %d, want 1: %+v", len(jobs), jobs)
+		}
+	})
+}
+
+func TestNewerHeadFoldsIntoTheWaitingJob(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		a, err := s.RequestReview(ctx, request("d-1", 7, "aaa"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := s.RequestReview(ctx, request("d-2", 7, "bbb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !b.Coalesced || b.JobID != a.JobID {
+			t.Fatalf("second push: %+v, want coalesced into job %d", b, a.JobID)
+		}
+		other, err := s.RequestReview(ctx, request("d-3", 8, "ccc"))
+		if err != nil || other.Coalesced || other.JobID == a.JobID {
+			t.Fatalf("another pull request: %+v, %v", other, err)
+		}
+		p, ok, err := s.Pull(ctx, PullKey{"acme", "widgets", 7})
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		if p.RequestedSHA != "bbb" || p.WaitingJob != a.JobID {
+			t.Fatalf("pull state %+v: want requested bbb, waiting %d", p, a.JobID)
+		}
+		jobs, _ := s.Jobs(ctx)
+		if len(jobs) != 2 {
+			t.Fatalf("jobs = %d, want 2", len(jobs))
+		}
+	})
+}
+
+// TestOneRunningOneWaiting pushes to one pull request while its review runs: the second
+// review waits (never runs beside the first), later pushes fold into it, and it runs once
+// the first has finished.
+func TestOneRunningOneWaiting(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{Queue: QueueOptions{Workers: 4}})
+		ctx := t.Context()
+		var running, maxRunning, runs atomic.Int32
+		release := make(chan struct{})
+		started := make(chan int64, 10)
+		seen := make(chan string, 10)
+		err := s.Start(ctx, func(ctx context.Context, j *Job) error {
+			c, err := j.Claim(ctx)
+			if err != nil {
+				return err
+			}
+			n := running.Add(1)
+			defer running.Add(-1)
+			for {
+				m := maxRunning.Load()
+				if n <= m || maxRunning.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			runs.Add(1)
+			started <- j.ID
+			seen <- c.RequestedSHA
+			if runs.Load() == 1 {
+				<-release
+			}
+			return j.Finish(ctx, Finish{ReviewedSHA: c.RequestedSHA, Record: &ReviewRecord{Pull: j.Pull, HeadSHA: c.RequestedSHA, Outcome: OutcomePosted, JobID: j.ID}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _ := s.RequestReview(ctx, request("d-1", 7, "aaa"))
+		if id := <-started; id != first.JobID {
+			t.Fatalf("started job %d, want %d", id, first.JobID)
+		}
+		second, err := s.RequestReview(ctx, request("d-2", 7, "bbb"))
+		if err != nil || second.Coalesced {
+			t.Fatalf("push during the run: %+v, %v (want a new waiting job)", second, err)
+		}
+		third, err := s.RequestReview(ctx, request("d-3", 7, "ccc"))
+		if err != nil || !third.Coalesced || third.JobID != second.JobID {
+			t.Fatalf("second push during the run: %+v, %v (want folded into %d)", third, err, second.JobID)
+		}
+		time.Sleep(400 * time.Millisecond) // the waiting job is fetched, finds the lease taken, snoozes
+		if runs.Load() != 1 {
+			t.Fatalf("%d runs while the first holds the pull request", runs.Load())
+		}
+		close(release)
+		waitFor(t, "the waiting job to run", 10*time.Second, func() bool { return runs.Load() == 2 })
+		<-seen
+		if sha := <-seen; sha != "ccc" {
+			t.Fatalf("the waiting job reviewed %q, want the newest head ccc", sha)
+		}
+		if maxRunning.Load() != 1 {
+			t.Fatalf("%d jobs of one pull request ran at once", maxRunning.Load())
+		}
+		waitFor(t, "two history records", 5*time.Second, func() bool {
+			h, _ := s.History(ctx, HistoryFilter{Repository: "acme/widgets", Number: 7})
+			return len(h) == 2
+		})
+		p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
+		if p.LastReviewedSHA != "ccc" || p.RunningJob != 0 || p.WaitingJob != 0 {
+			t.Fatalf("pull state after both runs: %+v", p)
+		}
+	})
+}
+
+func TestRetryThenPermanent(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{Queue: QueueOptions{MaxAttempts: 5}})
+		ctx := t.Context()
+		var attempts sync.Map
+		done := make(chan int64, 4)
+		err := s.Start(ctx, func(ctx context.Context, j *Job) error {
+			if _, err := j.Claim(ctx); err != nil {
+				return err
+			}
+			n, _ := attempts.LoadOrStore(j.Pull.Number, new(atomic.Int32))
+			a := n.(*atomic.Int32).Add(1)
+			switch {
+			case j.Pull.Number == 1 && a < 3:
+				return fmt.Errorf("github unavailable (attempt %d)", j.Attempt)
+			case j.Pull.Number == 2:
+				defer func() { done <- j.ID }()
+				return Permanent(errors.New("not found"))
+			}
+			defer func() { done <- j.ID }()
+			return j.Finish(ctx, Finish{ReviewedSHA: "x"})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RequestReview(ctx, request("d-1", 1, "aaa")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.RequestReview(ctx, request("d-2", 2, "aaa")); err != nil {
+			t.Fatal(err)
+		}
+		<-done
+		<-done
+		waitFor(t, "jobs to settle", 5*time.Second, func() bool {
+			jobs, _ := s.Jobs(ctx)
+			states := map[int]string{}
+			for _, j := range jobs {
+				states[j.Pull.Number] = j.State
+			}
+			return states[1] == "completed" && states[2] == "cancelled"
+		})
+		n, _ := attempts.Load(1)
+		if got := n.(*atomic.Int32).Load(); got != 3 {
+			t.Fatalf("pull 1 ran %d times, want 3 (two failures, then success)", got)
+		}
+		n, _ = attempts.Load(2)
+		if got := n.(*atomic.Int32).Load(); got != 1 {
+			t.Fatalf("pull 2 ran %d times after a permanent error, want 1", got)
+		}
+		// The failures released the lease each time.
+		p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 2})
+		if p.RunningJob != 0 {
+			t.Fatalf("lease left behind: %+v", p)
+		}
+	})
+}
+
+func TestRunProgressAndHistory(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		k := PullKey{"acme", "widgets", 3}
+		if _, ok, err := s.Run(ctx, k, "h1"); ok || err != nil {
+			t.Fatalf("run before any save: %v %v", ok, err)
+		}
+		run := Run{Pull: k, HeadSHA: "h1", SinceSHA: "h0", CheckRunID: 42}
+		if err := s.SaveRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		run.Result, run.ReviewPosted, run.ReviewID = []byte(`{"a":1}`), true, 7
+		if err := s.SaveRun(ctx, run); err != nil {
+			t.Fatal(err)
+		}
+		got, ok, err := s.Run(ctx, k, "h1")
+		if err != nil || !ok || string(got.Result) != `{"a":1}` || !got.ReviewPosted || got.ReviewID != 7 ||
+			got.CheckRunID != 42 || got.SinceSHA != "h0" || got.CheckDone {
+			t.Fatalf("run = %+v, %v, %v", got, ok, err)
+		}
+		stale, err := s.OpenCheckRuns(ctx, k, "h2")
+		if err != nil || len(stale) != 1 || stale[0].HeadSHA != "h1" {
+			t.Fatalf("open check runs = %+v, %v", stale, err)
+		}
+		if stale, _ := s.OpenCheckRuns(ctx, k, "h1"); len(stale) != 0 {
+			t.Fatalf("the current head is not a superseded run: %+v", stale)
+		}
+
+		for i, outcome := range []string{OutcomePosted, OutcomeSkipped, OutcomeFailed} {
+			rec := &ReviewRecord{Pull: PullKey{"acme", "widgets", 3 + i%2}, HeadSHA: fmt.Sprint("h", i), Outcome: outcome,
+				InputTokens: 100, OutputTokens: 20, CostUSD: 0.25, DurationsMS: map[string]int64{"gate": 12},
+				StartedAt: time.Now().Add(-time.Second), FinishedAt: time.Now().Add(time.Duration(i) * time.Millisecond)}
+			if err := s.AddReview(ctx, rec); err != nil || rec.ID == 0 {
+				t.Fatal(rec.ID, err)
+			}
+		}
+		all, err := s.History(ctx, HistoryFilter{})
+		if err != nil || len(all) != 3 {
+			t.Fatalf("history = %d records, %v", len(all), err)
+		}
+		if all[0].Outcome != OutcomeFailed || all[0].Repository != "acme/widgets" || all[0].CostUSD != 0.25 ||
+			all[0].DurationsMS["gate"] != 12 || all[0].DurationMS < 900 {
+			t.Fatalf("newest record = %+v", all[0])
+		}
+		pr3, _ := s.History(ctx, HistoryFilter{Repository: "acme/widgets", Number: 3})
+		if len(pr3) != 2 {
+			t.Fatalf("history of #3 = %d records, want 2", len(pr3))
+		}
+		failed, _ := s.History(ctx, HistoryFilter{Outcome: OutcomeFailed, Limit: 1})
+		if len(failed) != 1 || failed[0].HeadSHA != "h2" {
+			t.Fatalf("failed = %+v", failed)
+		}
+	})
+}
+
+func TestInstallationRecorded(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		d := Delivery{ID: "i-1", Event: "installation", Action: "created"}
+		in := Installation{ID: 5, Action: "created", Account: "acme", Repositories: []string{"acme/widgets"}, Sender: "octocat"}
+		if err := s.RecordInstallation(ctx, d, in); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.RecordInstallation(ctx, d, in); !errors.Is(err, ErrDuplicateDelivery) {
+			t.Fatalf("duplicate: %v", err)
+		}
+		in.Action, in.Repositories = "suspend", nil
+		if err := s.RecordInstallation(ctx, Delivery{ID: "i-2", Event: "installation", Action: "suspend"}, in); err != nil {
+			t.Fatal(err)
+		}
+		var action, repos string
+		if err := s.db.QueryRow(ctx, `SELECT action, repositories FROM aster_installations WHERE installation_id = 5`).Scan(&action, &repos); err != nil {
+			t.Fatal(err)
+		}
+		if action != "suspend" || repos != `["acme/widgets"]` {
+			t.Fatalf("installation = %s %s", action, repos)
+		}
+	})
+}
+
+func TestSQLiteSingleWriter(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "aster.db")
+	s := openTest(t, Options{Path: path})
+	if _, err := Open(t.Context(), Options{Path: path}); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second open: %v, want ErrLocked", err)
+	}
+	// A reader (aster app history) may open it alongside.
+	r, err := Open(t.Context(), Options{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open beside the server: %v", err)
+	}
+	defer r.Close()
+	if _, err := r.History(t.Context(), HistoryFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s2, err := Open(t.Context(), Options{Path: path})
+	if err != nil {
+		t.Fatalf("open after close: %v", err)
+	}
+	s2.Close()
+}
+
+// TestTwoReplicas runs two stores (two processes' worth of River clients) on one Postgres
+// database: every request is reviewed, and jobs of one pull request never overlap.
+func TestTwoReplicas(t *testing.T) {
+	u := PostgresTestURL(t)
+	ctx := t.Context()
+	a := openTest(t, Options{URL: u, Queue: QueueOptions{ClientID: "replica-a", Workers: 3}})
+	b := openTest(t, Options{URL: u, Queue: QueueOptions{ClientID: "replica-b", Workers: 3}})
+	var mu sync.Mutex
+	active := map[int]int{}
+	overlap := false
+	byReplica := map[string]int{}
+	reviewed := map[int]string{}
+	handler := func(name string) Handler {
+		return func(ctx context.Context, j *Job) error {
+			c, err := j.Claim(ctx)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			active[j.Pull.Number]++
+			overlap = overlap || active[j.Pull.Number] > 1
+			byReplica[name]++
+			mu.Unlock()
+			time.Sleep(200 * time.Millisecond)
+			mu.Lock()
+			active[j.Pull.Number]--
+			reviewed[j.Pull.Number] = c.RequestedSHA
+			mu.Unlock()
+			return j.Finish(ctx, Finish{ReviewedSHA: c.RequestedSHA})
+		}
+	}
+	if err := a.Start(ctx, handler("a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Start(ctx, handler("b")); err != nil {
+		t.Fatal(err)
+	}
+	const prs, pushes = 8, 5
+	var wg sync.WaitGroup
+	for pr := 1; pr <= prs; pr++ {
+		for push := 1; push <= pushes; push++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := a
+				if push%2 == 0 {
+					s = b
+				}
+				if _, err := s.RequestReview(ctx, request(fmt.Sprintf("d-%d-%d", pr, push), pr, fmt.Sprint("sha", push))); err != nil {
+					t.Error(err)
+				}
+			}()
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	wg.Wait()
+	waitFor(t, "every pull request reviewed at its last push", 30*time.Second, func() bool {
+		for pr := 1; pr <= prs; pr++ {
+			p, _, _ := a.Pull(ctx, PullKey{"acme", "widgets", pr})
+			if p.WaitingJob != 0 || p.RunningJob != 0 || p.LastReviewedSHA == "" {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	if overlap {
+		t.Fatal("two jobs of one pull request ran at the same time")
+	}
+	t.Logf("runs by replica: %v", byReplica)
+}
