@@ -1,10 +1,13 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -20,6 +23,7 @@ type serveFlags struct {
 	idleTimeout, reaperPeriod, reaperGrace                               string
 	maxTimeout, maxMemory, maxCPUs, maxPids, maxOutput, maxCeiling       string
 	maxWorkdir, maxTmp                                                   string
+	warm                                                                 int
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -81,6 +85,7 @@ ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE, ASTER_MAX_BODY, ASTER_IMAGES.`,
 	fl.StringVar(&f.maxCeiling, "max-output-ceiling", def.OutputCeiling, "largest output_ceiling a request may ask for")
 	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "largest /work a request may ask for (also caps snapshots)")
 	fl.StringVar(&f.maxTmp, "max-tmp-size", def.TmpSize, "largest /tmp a request may ask for")
+	fl.IntVar(&f.warm, "warm", config.DefaultWarm, "sandboxes kept started and waiting per image, for requests with the default limits (0: no pool); they count against --max-concurrent (ASTER_WARM, pool.warm)")
 	return cmd
 }
 
@@ -181,6 +186,23 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		log.Warn("container engine unreachable at start-up; serving 503 until it is back", "err", err)
 	}
 	metrics := sandboxapi.NewMetrics()
+	pc, err := c.PoolSection(g.stdio.Getenv)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if fl.Changed("warm") {
+		pc.Warm = strconv.Itoa(f.warm)
+	}
+	pool, err := pc.Parse()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if pool.Warm*len(c.Images) >= set.MaxConcurrent && pool.Warm > 0 {
+		return usageErr("--warm %d for %d images would hold all %d sandbox slots; lower it or raise --max-concurrent", pool.Warm, len(c.Images), set.MaxConcurrent)
+	}
+	// The result goes back as soon as it is known; the sandbox is destroyed
+	// right after, still holding its slot.
+	pool.BackgroundClose = true
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
 		Runtime:          rt,
 		Images:           c.Images,
@@ -190,10 +212,22 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		QueueSize:        set.QueueSize,
 		QueueTimeout:     set.QueueTimeout,
 		PrepareAllowance: allowance,
+		Pool:             pool,
 		Observer:         metrics,
 		Logger:           log,
 	})
 	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	defer func() {
+		// Destroy the warm pool and wait for sandboxes still being destroyed.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := mgr.Close(cctx); err != nil {
+			log.Warn("closing the sandbox manager", "err", err)
+		}
+	}()
+	if err := sandboxapi.RegisterPoolMetrics(metrics.Registry(), mgr); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
@@ -227,7 +261,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	log.Info("serving the sandbox API", "url", "http://"+ln.Addr().String(), "auth", tokens != nil,
 		"max_concurrent", set.MaxConcurrent, "queue", set.QueueSize, "queue_timeout", set.QueueTimeout,
-		"images", strings.Join(c.Images, ","), "runtime", rt.Name())
+		"images", strings.Join(c.Images, ","), "runtime", rt.Name(), "warm", pool.Warm)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
