@@ -1,0 +1,231 @@
+// Package app is Aster's GitHub App: the webhook endpoint that verifies deliveries and
+// stores them as durable review requests, and the worker that reviews a pull request's
+// head (incrementally after a push), then posts one COMMENT review, the summary comment and
+// the check run, each exactly once even across retries and crashes. The review itself is
+// behind the Reviewer interface (PipelineReviewer runs internal/review); GitHub is behind
+// GitHub/RepoAPI (internal/github); the queue and history are internal/store.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/store"
+)
+
+// Metrics are the app's Prometheus metrics, in a registry of their own.
+type Metrics struct {
+	reg        *prometheus.Registry
+	deliveries *prometheus.CounterVec
+	reviews    *prometheus.CounterVec
+}
+
+// NewMetrics returns the metrics with the Go runtime and process collectors.
+func NewMetrics() *Metrics {
+	m := &Metrics{
+		reg: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aster_app_webhook_deliveries_total",
+			Help: "Webhook deliveries by event and result (accepted, ignored, duplicate, rejected, failed).",
+		}, []string{"event", "result"}),
+		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aster_app_reviews_total",
+			Help: "Finished review jobs by outcome (posted, nothing_new, skipped, failed).",
+		}, []string{"outcome"}),
+	}
+	m.reg.MustRegister(m.deliveries, m.reviews, collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *Metrics) delivery(o github.Outcome) {
+	ev := o.Event
+	switch ev {
+	case "pull_request", "issue_comment", "installation", "ping":
+	default:
+		ev = "other" // the header is unsigned: never a label of unbounded values
+	}
+	m.deliveries.WithLabelValues(ev, o.Result).Inc()
+}
+
+// HandlerOptions configure NewHandler.
+type HandlerOptions struct {
+	WebhookSecret []byte
+	Sink          github.Sink
+	ReviewDrafts  bool
+	// Ready reports whether the service can take work (the database answers).
+	Ready   func(ctx context.Context) error
+	Metrics *Metrics
+	Logger  *slog.Logger
+}
+
+// NewHandler serves POST /webhook, GET /healthz, GET /readyz and GET /metrics. Only
+// /webhook needs to be reachable from GitHub.
+func NewHandler(opts HandlerOptions) (http.Handler, error) {
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
+	wh, err := github.NewWebhookHandler(github.WebhookOptions{
+		Secret: opts.WebhookSecret, Sink: opts.Sink, ReviewDrafts: opts.ReviewDrafts, Logger: opts.Logger,
+		OnOutcome: opts.Metrics.delivery,
+	})
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/webhook", wh)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if opts.Ready != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+			defer cancel()
+			if err := opts.Ready(ctx); err != nil {
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = w.Write([]byte("not ready\n"))
+				return
+			}
+		}
+		_, _ = w.Write([]byte("ready\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Metrics.reg, promhttp.HandlerOpts{}))
+	return mux, nil
+}
+
+// ServeOptions configure Serve.
+type ServeOptions struct {
+	Addr string
+	// Listener, when set, is used instead of listening on Addr.
+	Listener      net.Listener
+	WebhookSecret []byte
+	Store         *store.Store
+	GitHub        GitHub
+	Reviewer      Reviewer
+	ReviewDrafts  bool
+	Tests         bool
+	TempDir       string
+	// Secrets are kept out of everything posted (the key, model keys; the webhook secret
+	// is added).
+	Secrets [][]byte
+	// ShutdownGrace is how long running reviews may finish on shutdown before they are
+	// cancelled (and retried by the next start).
+	ShutdownGrace time.Duration
+	// Ready adds a readiness check (the sandbox engine).
+	Ready   func(ctx context.Context) error
+	Logger  *slog.Logger
+	Metrics *Metrics
+	// OnListen is called with the bound address once the server accepts connections.
+	OnListen func(addr net.Addr)
+}
+
+// Serve runs the App until ctx is done: the HTTP endpoint and the queue's workers. On
+// shutdown it stops accepting webhooks, gives running reviews ShutdownGrace to finish, then
+// cancels them; their jobs run again on the next start.
+func Serve(ctx context.Context, opts ServeOptions) error {
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = NewMetrics()
+	}
+	secrets := append(append([][]byte(nil), opts.Secrets...), opts.WebhookSecret)
+	worker, err := NewWorker(WorkerOptions{GitHub: opts.GitHub, Jobs: opts.Store, Reviewer: opts.Reviewer,
+		ReviewDrafts: opts.ReviewDrafts, Tests: opts.Tests, TempDir: opts.TempDir, Secrets: secrets, Logger: log,
+		OnFinish: func(outcome string) { opts.Metrics.reviews.WithLabelValues(outcome).Inc() }})
+	if err != nil {
+		return err
+	}
+	handler, err := NewHandler(HandlerOptions{
+		WebhookSecret: opts.WebhookSecret, Sink: &Sink{Store: opts.Store}, ReviewDrafts: opts.ReviewDrafts,
+		Metrics: opts.Metrics, Logger: log,
+		Ready: func(ctx context.Context) error {
+			if err := opts.Store.Ping(ctx); err != nil {
+				return err
+			}
+			if opts.Ready != nil {
+				return opts.Ready(ctx)
+			}
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	ln := opts.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", opts.Addr); err != nil {
+			return fmt.Errorf("listen: %w", err)
+		}
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second, // a 25 MB body from GitHub arrives well within it
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	if err := opts.Store.Start(ctx, worker.Handle); err != nil {
+		ln.Close()
+		return err
+	}
+	go prune(ctx, opts.Store, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("aster app serving", "addr", ln.Addr().String(), "db", opts.Store.Kind())
+	if opts.OnListen != nil {
+		opts.OnListen(ln.Addr())
+	}
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	log.Info("aster app stopping", "grace", opts.ShutdownGrace)
+	sctx, cancel := context.WithTimeout(context.Background(), max(opts.ShutdownGrace, time.Second))
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	if err := opts.Store.Stop(sctx); err != nil {
+		log.Warn("reviews cancelled at shutdown; they run again on the next start", "err", err)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return serveErr
+	}
+	return nil
+}
+
+// pruneAge is how long delivery ids and finished runs' progress are kept. GitHub offers
+// redelivery of the last few days' deliveries.
+const pruneAge = 30 * 24 * time.Hour
+
+func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
+	t := time.NewTicker(6 * time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := s.Prune(ctx, pruneAge); err != nil && ctx.Err() == nil {
+			log.Warn("prune old deliveries", "err", err)
+		} else if n > 0 {
+			log.Info("pruned old deliveries and runs", "rows", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

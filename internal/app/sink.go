@@ -1,0 +1,74 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/store"
+)
+
+// Requests is what the webhook side needs of the store; *store.Store implements it.
+type Requests interface {
+	RequestReview(ctx context.Context, r store.ReviewRequest) (store.Enqueued, error)
+	RecordInstallation(ctx context.Context, d store.Delivery, in store.Installation) error
+}
+
+var _ Requests = (*store.Store)(nil)
+
+// Sink turns verified webhook events into durable work: a review request per pull-request
+// event or /aster review command, a record per installation event. It implements
+// github.Sink; the webhook handler answers 202 only after Accept returned.
+type Sink struct {
+	Store Requests
+	// Timeout bounds one Accept (default config.DefaultAppWebhookTimeout), so GitHub gets
+	// an answer well within its own delivery timeout even when the database is slow.
+	Timeout time.Duration
+}
+
+var _ github.Sink = (*Sink)(nil)
+
+// Accept implements github.Sink.
+func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = config.DefaultAppWebhookTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var err error
+	switch e := ev.(type) {
+	case *github.PullRequestEvent:
+		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
+			Delivery: store.Delivery{ID: e.DeliveryID, Event: "pull_request", Action: e.Action, Repo: e.Repo.FullName(),
+				Number: e.Number, HeadSHA: e.Head.SHA, Sender: e.Sender},
+			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
+			InstallationID: e.InstallationID,
+			HeadSHA:        e.Head.SHA,
+		})
+	case *github.ReviewCommandEvent:
+		// The sender's write permission is checked by the job, through the API, before
+		// anything runs: the webhook path makes no GitHub call.
+		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
+			Delivery: store.Delivery{ID: e.DeliveryID, Event: "issue_comment", Action: "created", Repo: e.Repo.FullName(),
+				Number: e.Number, Sender: e.Sender},
+			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
+			InstallationID: e.InstallationID,
+			Force:          true,
+			By:             e.Sender,
+		})
+	case *github.InstallationEvent:
+		err = s.Store.RecordInstallation(ctx, store.Delivery{ID: e.DeliveryID, Event: "installation", Action: e.Action,
+			Sender: e.Sender}, store.Installation{ID: e.InstallationID, Action: e.Action, Account: e.Account,
+			Repositories: e.Repositories, Sender: e.Sender})
+	default:
+		return fmt.Errorf("sink: unexpected event %T", ev)
+	}
+	if errors.Is(err, store.ErrDuplicateDelivery) {
+		return fmt.Errorf("%w: %w", github.ErrDuplicateDelivery, err)
+	}
+	return err
+}

@@ -1,0 +1,409 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/store"
+)
+
+// Jobs is what the worker needs of the store besides the job itself; *store.Store
+// implements it.
+type Jobs interface {
+	Run(ctx context.Context, k store.PullKey, head string) (store.Run, bool, error)
+	SaveRun(ctx context.Context, run store.Run) error
+	OpenCheckRuns(ctx context.Context, k store.PullKey, head string) ([]store.Run, error)
+	AddReview(ctx context.Context, rec *store.ReviewRecord) error
+}
+
+var _ Jobs = (*store.Store)(nil)
+
+// WorkerOptions configure a Worker.
+type WorkerOptions struct {
+	GitHub   GitHub
+	Jobs     Jobs
+	Reviewer Reviewer
+	// ReviewDrafts reviews draft pull requests too (a /aster review always does).
+	ReviewDrafts bool
+	// Tests runs every repository's tests, not only where .aster.yml names a command.
+	Tests bool
+	// TempDir holds downloaded archives ("" is the system default).
+	TempDir   string
+	MaxInline int // 0 means github.MaxInlineComments
+	// Secrets are removed from everything posted (the App key, the webhook secret, model
+	// keys): a last line of defence.
+	Secrets [][]byte
+	// OnFinish, when set, is told the outcome of every job that ends (not of retried
+	// attempts).
+	OnFinish func(outcome string)
+	Logger   *slog.Logger
+}
+
+// Worker reviews the pull request of one job at a time: it is the store's Handler.
+type Worker struct {
+	opts WorkerOptions
+	log  *slog.Logger
+	red  redactor
+}
+
+// NewWorker checks opts.
+func NewWorker(opts WorkerOptions) (*Worker, error) {
+	if opts.GitHub == nil || opts.Jobs == nil || opts.Reviewer == nil {
+		return nil, errors.New("app worker: GitHub, Jobs and Reviewer are required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Worker{opts: opts, log: log, red: newRedactor(opts.Secrets)}, nil
+}
+
+// Handle is a store.Handler: claim the pull request, review its head, post, finish.
+func (w *Worker) Handle(ctx context.Context, job *store.Job) error {
+	started := time.Now()
+	claim, err := job.Claim(ctx)
+	if err != nil {
+		return err
+	}
+	log := w.log.With("job", job.ID, "attempt", job.Attempt, "pull", job.Pull.String())
+	rec := &store.ReviewRecord{Pull: job.Pull, Cause: claim.Cause, JobID: job.ID, Attempt: job.Attempt, StartedAt: started}
+	r := &run{w: w, job: job, claim: claim, rec: rec, log: log, started: started}
+	fin, err := r.do(ctx)
+	if err == nil {
+		rec.FinishedAt = time.Now()
+		fin.Record = rec
+		if err := job.Finish(ctx, fin); err != nil {
+			return err
+		}
+		w.finished(rec.Outcome)
+		log.Info("review finished", "outcome", rec.Outcome, "head", short(rec.HeadSHA), "since", short(rec.SinceSHA),
+			"conclusion", rec.Conclusion, "inline", rec.InlineComments, "reason", rec.Reason, "ms", time.Since(started).Milliseconds())
+		return nil
+	}
+	permanent := store.IsPermanent(err) || permanentGitHubError(err)
+	if errors.Is(err, store.ErrPullBusy) || (!permanent && !job.LastAttempt()) {
+		if !errors.Is(err, store.ErrPullBusy) {
+			log.Warn("review attempt failed; it is retried", "err", err)
+		}
+		return err
+	}
+	// Give up: say so on the check run and in the history.
+	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancel()
+	r.abandon(dctx, err)
+	rec.Outcome, rec.Reason, rec.FinishedAt = store.OutcomeFailed, oneLine(err.Error()), time.Now()
+	if aerr := w.opts.Jobs.AddReview(dctx, rec); aerr != nil {
+		log.Error("record failed review", "err", aerr)
+	}
+	w.finished(rec.Outcome)
+	log.Error("review failed; giving up", "err", err, "permanent", permanent)
+	if permanent {
+		return store.Permanent(err)
+	}
+	return err
+}
+
+func (w *Worker) finished(outcome string) {
+	if w.opts.OnFinish != nil {
+		w.opts.OnFinish(outcome)
+	}
+}
+
+// run is one attempt at one job.
+type run struct {
+	w       *Worker
+	job     *store.Job
+	claim   store.Claim
+	rec     *store.ReviewRecord
+	log     *slog.Logger
+	started time.Time
+	api     RepoAPI
+	state   store.Run
+	stored  storedResult
+}
+
+// storedResult is what a run keeps between attempts in store.Run.Result.
+type storedResult struct {
+	Output ReviewOutput `json:"output"`
+	// Posted is set once the review post was handled.
+	Posted *postedInfo `json:"posted,omitempty"`
+	// CheckBatches counts annotation batches already sent to the check run.
+	CheckBatches int `json:"check_batches"`
+}
+
+type postedInfo struct {
+	Inline     int  `json:"inline"`
+	Folded     int  `json:"folded"`
+	Skipped    int  `json:"skipped"`
+	Unanchored int  `json:"unanchored"`
+	Created    bool `json:"created"`
+}
+
+func (r *run) save(ctx context.Context) error {
+	b, err := json.Marshal(r.stored)
+	if err != nil {
+		return err
+	}
+	if r.stored.Output.Conclusion != "" {
+		r.state.Result = b
+	}
+	return r.w.opts.Jobs.SaveRun(ctx, r.state)
+}
+
+func (r *run) skip(reason string) (store.Finish, error) {
+	r.rec.Outcome, r.rec.Reason = store.OutcomeSkipped, reason
+	return store.Finish{ForceHandled: r.claim.Force}, nil
+}
+
+func (r *run) do(ctx context.Context) (store.Finish, error) {
+	w, job, claim := r.w, r.job, r.claim
+	api, err := w.opts.GitHub.Repo(claim.InstallationID, job.Pull.Owner, job.Pull.Repo)
+	if err != nil {
+		return store.Finish{}, store.Permanent(err)
+	}
+	r.api = api
+	pr, err := api.GetPullRequest(ctx, job.Pull.Number)
+	if err != nil {
+		return store.Finish{}, fmt.Errorf("get pull request: %w", err)
+	}
+	head := pr.Head.SHA
+	r.rec.HeadSHA, r.rec.BaseSHA = head, pr.Base.SHA
+	if pr.State != "open" {
+		return r.skip("pull request is " + pr.State)
+	}
+	force := false
+	if claim.Force {
+		perm, err := api.GetPermission(ctx, claim.ForceBy)
+		if err != nil {
+			return store.Finish{}, fmt.Errorf("check permission of %s: %w", claim.ForceBy, err)
+		}
+		force = perm.CanTrigger()
+		if !force {
+			r.log.Info("review command refused: no write access", "user", claim.ForceBy, "permission", perm.Level)
+		}
+	}
+	if pr.Draft && !w.opts.ReviewDrafts && !force {
+		return r.skip("draft pull request")
+	}
+	if head == claim.LastReviewedSHA && !force {
+		if claim.RequestedSHA != "" && claim.RequestedSHA != head && !job.LastAttempt() && job.Attempt < 3 {
+			// An event announced a newer head than GitHub shows yet: ask again shortly.
+			return store.Finish{}, fmt.Errorf("pull request head is %s, an event announced %s: waiting for GitHub", short(head), short(claim.RequestedSHA))
+		}
+		reason := "head already reviewed"
+		if claim.Force {
+			reason = fmt.Sprintf("/aster review by %s refused: needs write access", claim.ForceBy)
+		}
+		return r.skip(reason)
+	}
+	since := ""
+	if claim.LastReviewedSHA != "" && claim.LastReviewedSHA != head && !force {
+		since = claim.LastReviewedSHA
+	}
+
+	state, found, err := w.opts.Jobs.Run(ctx, job.Pull, head)
+	if err != nil {
+		return store.Finish{}, err
+	}
+	if found {
+		since = state.SinceSHA // a retry keeps the first attempt's scope
+		if state.Result != nil {
+			if err := json.Unmarshal(state.Result, &r.stored); err != nil {
+				r.log.Warn("stored review unreadable; reviewing again", "err", err)
+				state.Result, r.stored = nil, storedResult{}
+			}
+		}
+	}
+	state.SinceSHA = since
+	r.state = state
+	r.rec.SinceSHA = since
+	if force {
+		r.rec.Cause = "command"
+	}
+
+	r.supersede(ctx, head)
+	if r.state.CheckRunID == 0 {
+		cr, err := api.CreateCheckRun(ctx, github.CheckRunOptions{
+			Name: CheckRunName, HeadSHA: head, Status: "in_progress", StartedAt: r.started, ExternalID: fmt.Sprint(job.ID),
+			Title: "Reviewing", Summary: fmt.Sprintf("Aster is reviewing %s.", code(short(head), 0)),
+		})
+		if err != nil {
+			return store.Finish{}, fmt.Errorf("create check run: %w", err)
+		}
+		r.state.CheckRunID = cr.ID
+		if err := r.save(ctx); err != nil {
+			return store.Finish{}, err
+		}
+	}
+
+	in, cleanup, err := r.gather(ctx, pr, since)
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil {
+		return store.Finish{}, err
+	}
+	if r.state.Result == nil {
+		out, err := w.opts.Reviewer.Review(ctx, in.ReviewInput)
+		if err != nil {
+			return store.Finish{}, fmt.Errorf("review: %w", err)
+		}
+		normalize(&out)
+		r.stored = storedResult{Output: out}
+		if err := r.save(ctx); err != nil {
+			return store.Finish{}, err
+		}
+	}
+	if err := r.post(ctx, in); err != nil {
+		return store.Finish{}, err
+	}
+	out := r.stored.Output
+	n, _, _ := countReported(out.Findings)
+	r.rec.Conclusion, r.rec.Findings, r.rec.Reported = out.Conclusion, len(out.Findings), n
+	r.rec.Comments = len(out.Comments)
+	r.rec.InputTokens, r.rec.OutputTokens, r.rec.CostUSD = out.Usage.InputTokens, out.Usage.OutputTokens, out.Usage.CostUSD
+	r.rec.DurationsMS = out.DurationsMS
+	r.rec.Outcome = store.OutcomeNothingNew
+	if p := r.stored.Posted; p != nil {
+		r.rec.InlineComments = p.Inline
+		if p.Created {
+			r.rec.Outcome = store.OutcomePosted
+		}
+	}
+	return store.Finish{ReviewedSHA: head, ForceHandled: claim.Force}, nil
+}
+
+// gathered is a review's input with what the worker needs to place comments.
+type gathered struct {
+	ReviewInput
+	scope scope
+}
+
+// gather fetches the diffs, the base configuration and the head archive.
+func (r *run) gather(ctx context.Context, pr github.PullRequest, since string) (*gathered, func(), error) {
+	api := r.api
+	full, err := api.GetDiff(ctx, github.DiffOptions{Number: pr.Number})
+	if err != nil {
+		return nil, nil, fmt.Errorf("get diff: %w", err)
+	}
+	in := &gathered{ReviewInput: ReviewInput{
+		Repository: r.job.Pull.Owner + "/" + r.job.Pull.Repo, Number: pr.Number, Title: pr.Title, Body: pr.Body,
+		Author: pr.Author, Fork: pr.Fork, Base: Revision{Ref: pr.Base.Ref, SHA: pr.Base.SHA},
+		Head: Revision{Ref: pr.Head.Ref, SHA: pr.Head.SHA}, Diff: full.Text, DiffTruncated: full.Truncated,
+		Tests: r.w.opts.Tests,
+	}}
+	if since != "" {
+		incr, err := api.GetDiff(ctx, github.DiffOptions{Base: since, Head: pr.Head.SHA})
+		switch {
+		case errors.Is(err, github.ErrNotFound):
+			// The previous head is gone (a force-push GitHub already collected): review it all.
+			r.log.Info("previous head not comparable; reviewing the whole pull request", "since", short(since))
+			since, r.state.SinceSHA, r.rec.SinceSHA = "", "", ""
+		case err != nil:
+			return nil, nil, fmt.Errorf("get incremental diff: %w", err)
+		default:
+			in.SinceSHA, in.IncrementalDiff = since, incr.Text
+		}
+	}
+	cfg, err := api.GetFile(ctx, github.FileOptions{Path: repoconfig.FileName, Ref: pr.Base.SHA, MaxBytes: repoconfig.MaxFileBytes})
+	switch {
+	case errors.Is(err, github.ErrTooLarge):
+		in.ConfigError = fmt.Sprintf("%s on the base revision is larger than %d bytes", repoconfig.FileName, repoconfig.MaxFileBytes)
+	case err != nil:
+		return nil, nil, fmt.Errorf("get %s: %w", repoconfig.FileName, err)
+	case !cfg.Absent:
+		in.Config = cfg.Content
+	}
+	sc, err := newScope(full.Text, in.IncrementalDiff, since != "")
+	if err != nil {
+		return nil, nil, err
+	}
+	in.scope = sc
+	if r.state.Result != nil {
+		return in, nil, nil // the review is done; only posting is left
+	}
+	f, err := os.CreateTemp(r.w.opts.TempDir, "aster-head-*.tar.gz")
+	if err != nil {
+		return nil, nil, fmt.Errorf("archive file: %w", err)
+	}
+	cleanup := func() { os.Remove(f.Name()) }
+	_, err = api.DownloadTarball(ctx, f, github.TarballOptions{Ref: pr.Head.SHA})
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, cleanup, fmt.Errorf("download head archive: %w", err)
+	}
+	path := f.Name()
+	in.OpenSnapshot = func() (io.ReadCloser, error) { return openArchive(path) }
+	return in, cleanup, nil
+}
+
+// supersede completes the check runs of older heads that never finished (their job gave
+// way to this newer head), so none is left spinning.
+func (r *run) supersede(ctx context.Context, head string) {
+	open, err := r.w.opts.Jobs.OpenCheckRuns(ctx, r.job.Pull, head)
+	if err != nil {
+		r.log.Warn("list open check runs", "err", err)
+		return
+	}
+	for _, old := range open {
+		_, err := r.api.UpdateCheckRun(ctx, old.CheckRunID, github.CheckRunOptions{
+			Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
+			Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", code(short(head), 0)),
+		})
+		if err != nil {
+			r.log.Warn("close superseded check run", "head", short(old.HeadSHA), "err", err)
+			continue
+		}
+		old.CheckDone = true
+		if err := r.w.opts.Jobs.SaveRun(ctx, old); err != nil {
+			r.log.Warn("record superseded check run", "err", err)
+		}
+	}
+}
+
+// abandon completes the check run of a job that gives up, so it does not spin forever.
+func (r *run) abandon(ctx context.Context, cause error) {
+	if r.api == nil || r.state.CheckRunID == 0 || r.state.CheckDone {
+		return
+	}
+	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
+		Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
+		Title: "Aster could not finish the review", Summary: r.w.red.text(escapeText(oneLine(cause.Error()), 500)),
+	})
+	if err != nil {
+		r.log.Warn("close check run of a failed review", "err", err)
+		return
+	}
+	r.state.CheckDone = true
+	_ = r.w.opts.Jobs.SaveRun(ctx, r.state)
+}
+
+func normalize(out *ReviewOutput) {
+	switch out.Conclusion {
+	case ConclusionSuccess, ConclusionFailure, ConclusionNeutral:
+	default:
+		out.Conclusion = ConclusionNeutral
+	}
+	if out.DurationsMS == nil {
+		out.DurationsMS = map[string]int64{}
+	}
+}
+
+func oneLine(s string) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > 500 {
+		s = cutUTF8(s, 500) + "…"
+	}
+	return s
+}
