@@ -192,8 +192,8 @@ func framing(t *testing.T, user string, hostile ...string) {
 		t.Fatalf("no data block in prompt")
 	}
 	nonce := m[1]
-	open := regexp.MustCompile(`(?m)^<<<DATA ` + nonce + ` [a-z_]+>>>$`).FindAllStringIndex(user, -1)
-	closeIdx := regexp.MustCompile(`(?m)^<<<END ` + nonce + `>>>$`).FindAllStringIndex(user, -1)
+	open := regexp.MustCompile(`(?m)^<<<DATA `+nonce+` [a-z_]+>>>$`).FindAllStringIndex(user, -1)
+	closeIdx := regexp.MustCompile(`(?m)^<<<END `+nonce+`>>>$`).FindAllStringIndex(user, -1)
 	if len(open) == 0 || len(open) != len(closeIdx) {
 		t.Fatalf("%d openings, %d ends", len(open), len(closeIdx))
 	}
@@ -413,7 +413,9 @@ func TestModelTruncatedAnswerKeepsCompleteComments(t *testing.T) {
 func TestModelProviderDownIsReportedNotFatal(t *testing.T) {
 	p := mtProviders[0]
 	srv := p.start(t)
-	srv.Fallback(func(llmtest.Request, int) llmtest.Reply { return llmtest.Reply{Status: 503, ErrorMessage: "overloaded"} })
+	srv.Fallback(func(llmtest.Request, int) llmtest.Reply {
+		return llmtest.Reply{Status: 503, ErrorMessage: "overloaded"}
+	})
 	r, _ := mtReviewer(t, p, srv)
 	rep, err := r.Review(t.Context(), mtInput(t))
 	if err != nil {
