@@ -94,6 +94,12 @@ type budgetPlan struct {
 	omitted []OmittedFile
 }
 
+// fileOverheadTokens estimates what a file costs besides its hunks: its
+// data block markers (with the nonce), its FILE line and the partial note.
+func fileOverheadTokens(f *diff.File) int64 {
+	return int64(2*len(f.Path())+len(f.OldPath)+240) / 3
+}
+
 // findingTokens estimates one finding line in the prompt.
 const findingTokens = (promptMaxFindingBytes + 80) / 3
 
@@ -111,7 +117,7 @@ func planBudget(files []*diff.File, findings []gate.Marked, o BudgetOptions) bud
 	costed := make([]costedFile, 0, len(files))
 	for _, f := range files {
 		c := costedFile{file: f, findings: perPath[f.Path()], class: classifyPath(f.Path())}
-		c.tokens = int64(len(f.Path())+60)/3 + int64(min(c.findings, promptMaxFindings))*findingTokens
+		c.tokens = fileOverheadTokens(f) + int64(min(c.findings, promptMaxFindings))*findingTokens
 		c.hunks = make([]int64, len(f.Hunks))
 		for i := range f.Hunks {
 			c.hunks[i] = hunkTokens(&f.Hunks[i])
@@ -176,7 +182,7 @@ func planBudget(files []*diff.File, findings []gate.Marked, o BudgetOptions) bud
 				}
 			}
 		}
-		room := capacity - used[best] - int64(len(c.file.Path())+60)/3 - int64(min(c.findings, promptMaxFindings))*findingTokens
+		room := capacity - used[best] - fileOverheadTokens(c.file) - int64(min(c.findings, promptMaxFindings))*findingTokens
 		show := make([]bool, len(c.hunks))
 		var kept int64
 		nkeep := 0

@@ -181,12 +181,24 @@ func (m *modelRun) review(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		parts = m.fit(parts, i+1, len(plan.chunks), total, notShown)
+		if len(parts) == 0 {
+			continue
+		}
 		sent, stop, err := m.call(ctx, parts, i+1, len(plan.chunks), total-len(parts), notShown)
 		if err != nil {
 			return err
 		}
 		if sent {
 			shown = append(shown, visibleFiles(parts)...)
+		} else {
+			why := stop
+			if why == "" {
+				why = "the model call failed"
+			}
+			for _, fp := range parts {
+				m.rep.OmittedFiles = append(m.rep.OmittedFiles, OmittedFile{Path: fp.file.Path(), Reason: "not sent: " + why})
+			}
 		}
 		if stop != "" {
 			for _, rest := range plan.chunks[i+1:] {
@@ -199,6 +211,30 @@ func (m *modelRun) review(ctx context.Context) error {
 	}
 	m.anchorAll(diff.NewIndex(shown))
 	return nil
+}
+
+// fit checks a part's rendered prompt against the input budget (the plan
+// works on estimates per file) and leaves out its lowest-priority files
+// until it fits.
+func (m *modelRun) fit(parts []filePart, part, of, total int, notShown []OmittedFile) []filePart {
+	for len(parts) > 0 {
+		w := newPromptWriter(m.r.o.Nonce(), m.rd)
+		buildPrompt(promptInput{in: m.in, parts: parts, part: part, ofParts: of, findings: findingsFor(m.in.Findings, parts),
+			omitted: notShown, notShown: total - len(parts)}, w)
+		est := llm.EstimateRequestTokens(llm.Request{System: m.system, Schema: m.schema, Tools: m.tools,
+			Messages: []llm.Message{{Role: llm.RoleUser, Text: w.String()}}})
+		if len(m.tools) > 0 {
+			est += int64(m.toolLeft) * (llm.EstimateTokensBytes(int64(m.r.o.MaxResultBytes)) + 200)
+		}
+		if est <= m.r.o.MaxInputTokens {
+			return parts
+		}
+		last := parts[len(parts)-1]
+		parts = parts[:len(parts)-1]
+		m.rep.OmittedFiles = append(m.rep.OmittedFiles, OmittedFile{Path: last.file.Path(),
+			Reason: fmt.Sprintf("left out by the token budget: the rendered prompt of part %d was est. %d tokens, over %d", part, est, m.r.o.MaxInputTokens)})
+	}
+	return parts
 }
 
 // visibleFiles returns the files as the model saw them: a partly shown
