@@ -45,9 +45,9 @@ daemon_pid() {
 	echo "$pid"
 }
 
-stop_pid() { # stop_pid PID LABEL: TERM, wait up to 10 s, then KILL
-	local pid=$1 label=$2 i
-	kill -TERM "$pid" 2>/dev/null || return 0
+stop_pid() { # stop_pid PID LABEL [SIGNAL]: SIGNAL (default TERM), wait up to 10 s, then KILL
+	local pid=$1 label=$2 sig=${3:-TERM} i
+	kill -"$sig" "$pid" 2>/dev/null || return 0
 	for ((i = 0; i < 100; i++)); do
 		[[ -d /proc/$pid ]] || break
 		# A zombie child of nobody we know counts as gone.
@@ -74,8 +74,26 @@ t0=$SECONDS
 for d in kubelet kube-scheduler kube-controller-manager kube-apiserver etcd; do stop_daemon "$d"; done
 
 # 2. Containers and Pod sandboxes of our containerd (never Docker's: that one has another socket).
+# If containerd died, start it briefly: it reconnects to surviving shims, and the containers must
+# leave its metadata, which lives in the image store that we keep.
+containerd_for_cleanup() {
+	daemon_pid containerd >/dev/null && return 0
+	local cfg="$K8S_STATE/containerd/config.toml"
+	[[ -f $cfg && -d $K8S_IMAGE_STORE ]] || return 1
+	k8s_log "containerd is not running: starting it briefly to remove leftover containers"
+	mkdir -p "$PIDS" "$K8S_LOGS"
+	setsid /usr/bin/containerd --config "$cfg" >>"$K8S_LOGS/containerd.log" 2>&1 </dev/null &
+	echo $! >"$PIDS/containerd.pid"
+	readlink -f /usr/bin/containerd >"$PIDS/containerd.exe"
+	for _ in $(seq 1 100); do
+		"${CTR_BASE[@]}" version >/dev/null 2>&1 && return 0
+		sleep 0.2
+	done
+	warn "could not start containerd to remove leftover containers"
+	return 1
+}
 netns_paths=()
-if daemon_pid containerd >/dev/null && "${CTR_BASE[@]}" version >/dev/null 2>&1; then
+if containerd_for_cleanup && "${CTR_BASE[@]}" version >/dev/null 2>&1; then
 	mapfile -t namespaces < <("${CTR_BASE[@]}" namespaces ls -q 2>/dev/null || true)
 	for ns in "${namespaces[@]}"; do
 		ctr_ns=("${CTR_BASE[@]}" --namespace "$ns")
@@ -113,7 +131,8 @@ if [[ -d $K8S_RUN/runc ]]; then
 	for st in "$K8S_RUN"/runc/*/*/state.json; do
 		[[ -f $st ]] || continue
 		pid=$(grep -o '"init_process_pid":[0-9]*' "$st" | cut -d: -f2)
-		[[ -n $pid && -d /proc/$pid ]] && stop_pid "$pid" "orphaned container init"
+		# A container's PID 1 ignores SIGTERM unless it handles it: KILL, as ctr would.
+		[[ -n $pid && -d /proc/$pid ]] && stop_pid "$pid" "orphaned container init" KILL
 	done
 fi
 
