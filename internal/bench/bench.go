@@ -40,8 +40,9 @@ type Config struct {
 	Duration    time.Duration
 	MinRequests int
 	// PacedRounds is how many rounds of warm-latency measurement each warm
-	// system gets per concurrency: wait until the pool is full, then send as
-	// many requests as the concurrency at once.
+	// system gets at concurrency 1 and 2 (fewer, of more requests each, at
+	// higher concurrency): wait until the pool is full, then send as many
+	// requests as the concurrency at once.
 	PacedRounds int
 	// Warm is the pool size of the warm systems (at least the largest
 	// concurrency, so a paced round is all hits).
@@ -161,7 +162,10 @@ func measure(ctx context.Context, sys system, job Job, conc int, cfg Config) Cel
 // conc requests at once.
 func paced(ctx context.Context, ws warmSystem, job Job, conc int, cfg Config, cell *Cell) {
 	var samples []sample
-	for range cfg.PacedRounds {
+	// About 2×PacedRounds samples per cell, in at least two rounds: a round
+	// at high concurrency means refilling a whole pool, which is slow on Docker.
+	rounds := min(cfg.PacedRounds, max(2, (2*cfg.PacedRounds+conc-1)/conc))
+	for range rounds {
 		if err := ws.WaitWarm(ctx); err != nil {
 			break
 		}

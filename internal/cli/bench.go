@@ -107,6 +107,9 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 	if err != nil {
 		return usageErr("limits: %v", err)
 	}
+	if !cmd.Flags().Changed("log-level") {
+		c.LogLevel = "warn" // the API's per-request lines would drown the table
+	}
 	log := g.logger(c)
 	env := bench.Env{Image: c.Images[0], Defaults: defaults, Labels: map[string]string{"aster.bench": "1"}, Logger: log}
 	ctx := cmd.Context()

@@ -192,10 +192,13 @@ func (p *pool) take(spec Spec) *warmEntry {
 	for _, e := range dead {
 		p.discard(e, "expired")
 	}
-	if pooled {
-		if p.obs != nil {
-			p.obs.PoolTake(spec.Image, got != nil)
-		}
+	if pooled && p.obs != nil {
+		p.obs.PoolTake(spec.Image, got != nil)
+	}
+	// After a hit the pool is refilled once the run has finished and freed
+	// its slot (finish kicks the loop): preparing a replacement now would
+	// compete for the CPU and the engine with the very run it serves.
+	if pooled && (got == nil || len(dead) > 0) {
 		p.kickRefill()
 	}
 	return got
