@@ -23,8 +23,9 @@ type PipelineOptions struct {
 	// Tests runs the repository's tests in a sandbox, when .aster.yml has a test command or
 	// the input asks for tests.
 	Tests review.TestRunner
-	// Model is the model step (nil: skipped, and the review says so).
-	Model   review.Reviewer
+	// Model returns the model step for one review (its caps are per review); nil, or a nil
+	// Reviewer, skips the step and the review says so.
+	Model   func() (review.Reviewer, error)
 	TempDir string
 	Caps    workspace.Caps
 }
@@ -70,14 +71,18 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (ReviewOu
 	if p.opts.Tests != nil && (len(cfg.Tests.Command) > 0 || in.Tests) {
 		opts.Tests = p.opts.Tests
 	}
-	var incr []*diff.File
 	if p.opts.Model != nil {
-		opts.Reviewer = p.opts.Model
-		if in.SinceSHA != "" {
-			if incr, _, err = parseDiff(in.IncrementalDiff); err != nil {
+		model, err := p.opts.Model()
+		if err != nil {
+			return ReviewOutput{}, fmt.Errorf("model step: %w", err)
+		}
+		opts.Reviewer = model
+		if model != nil && in.SinceSHA != "" {
+			incr, _, err := parseDiff(in.IncrementalDiff)
+			if err != nil {
 				return ReviewOutput{}, err
 			}
-			opts.Reviewer = incrementalModel{inner: p.opts.Model, files: incr, since: in.SinceSHA}
+			opts.Reviewer = incrementalModel{inner: model, files: incr, since: in.SinceSHA}
 		}
 	}
 	rep, err := review.Run(ctx, ch, opts)

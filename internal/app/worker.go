@@ -214,14 +214,19 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	if err != nil {
 		return store.Finish{}, err
 	}
-	if found {
-		since = state.SinceSHA // a retry keeps the first attempt's scope
+	// Resume an unfinished run of this head (this job's earlier attempt, or a job that gave
+	// way to this one); start afresh after a finished one (a /aster review, or a run that
+	// gave up) or when a command asks for a new review.
+	if found && !state.CheckDone && (!force || state.JobID == job.ID) {
+		since = state.SinceSHA // keep the first attempt's scope
 		if state.Result != nil {
 			if err := json.Unmarshal(state.Result, &r.stored); err != nil {
 				r.log.Warn("stored review unreadable; reviewing again", "err", err)
 				state.Result, r.stored = nil, storedResult{}
 			}
 		}
+	} else {
+		state = store.Run{Pull: job.Pull, HeadSHA: head, JobID: job.ID, StartedAt: r.started}
 	}
 	state.SinceSHA = since
 	r.state = state

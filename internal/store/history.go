@@ -185,3 +185,27 @@ func (s *Store) Jobs(ctx context.Context) ([]QueuedJob, error) {
 	}
 	return out, nil
 }
+
+// Counts are the sizes of the store's tables, for operators and tests.
+type Counts struct {
+	Deliveries    int64 `json:"deliveries"`
+	Installations int64 `json:"installations"`
+	Pulls         int64 `json:"pulls"`
+	Runs          int64 `json:"runs"`
+	Reviews       int64 `json:"reviews"`
+}
+
+// Counts counts the rows of Aster's tables.
+func (s *Store) Counts(ctx context.Context) (Counts, error) {
+	var c Counts
+	for _, q := range []struct {
+		table string
+		dst   *int64
+	}{{"aster_deliveries", &c.Deliveries}, {"aster_installations", &c.Installations}, {"aster_pulls", &c.Pulls},
+		{"aster_runs", &c.Runs}, {"aster_reviews", &c.Reviews}} {
+		if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM `+q.table).Scan(q.dst); err != nil {
+			return c, fmt.Errorf("count %s: %w", q.table, err)
+		}
+	}
+	return c, nil
+}

@@ -63,6 +63,7 @@ CREATE TABLE aster_runs (
 	number        INTEGER NOT NULL,
 	head_sha      TEXT NOT NULL,
 	since_sha     TEXT NOT NULL DEFAULT '',
+	job_id        BIGINT NOT NULL DEFAULT 0,
 	result        TEXT,
 	check_run_id  BIGINT NOT NULL DEFAULT 0,
 	review_posted INTEGER NOT NULL DEFAULT 0,

@@ -17,6 +17,8 @@ type Run struct {
 	HeadSHA string
 	// SinceSHA is the head of the previous review when this one is incremental.
 	SinceSHA string
+	// JobID is the job that started this run.
+	JobID int64
 	// Result is the finished review, encoded by the caller (nil until there is one).
 	Result       []byte
 	CheckRunID   int64
@@ -28,7 +30,7 @@ type Run struct {
 	UpdatedAt    time.Time
 }
 
-const runColumns = `owner, repo, number, head_sha, since_sha, result, check_run_id, review_posted, review_id,
+const runColumns = `owner, repo, number, head_sha, since_sha, job_id, result, check_run_id, review_posted, review_id,
 	summary_id, check_done, started_at, updated_at`
 
 func scanRun(r row) (Run, error) {
@@ -36,7 +38,7 @@ func scanRun(r row) (Run, error) {
 	var result *string
 	var posted, done int
 	var started, updated int64
-	err := r.Scan(&run.Pull.Owner, &run.Pull.Repo, &run.Pull.Number, &run.HeadSHA, &run.SinceSHA, &result,
+	err := r.Scan(&run.Pull.Owner, &run.Pull.Repo, &run.Pull.Number, &run.HeadSHA, &run.SinceSHA, &run.JobID, &result,
 		&run.CheckRunID, &posted, &run.ReviewID, &run.SummaryID, &done, &started, &updated)
 	if err != nil {
 		return run, err
@@ -74,12 +76,12 @@ func (s *Store) SaveRun(ctx context.Context, run Run) error {
 		result = &r
 	}
 	_, err := s.db.Exec(ctx, `INSERT INTO aster_runs (`+runColumns+`)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
 		ON CONFLICT (owner, repo, number, head_sha) DO UPDATE SET
-			since_sha = excluded.since_sha, result = excluded.result, check_run_id = excluded.check_run_id,
+			since_sha = excluded.since_sha, job_id = excluded.job_id, result = excluded.result, started_at = excluded.started_at, check_run_id = excluded.check_run_id,
 			review_posted = excluded.review_posted, review_id = excluded.review_id, summary_id = excluded.summary_id,
 			check_done = excluded.check_done, updated_at = excluded.updated_at`,
-		run.Pull.Owner, run.Pull.Repo, run.Pull.Number, run.HeadSHA, run.SinceSHA, result, run.CheckRunID,
+		run.Pull.Owner, run.Pull.Repo, run.Pull.Number, run.HeadSHA, run.SinceSHA, run.JobID, result, run.CheckRunID,
 		b2i(run.ReviewPosted), run.ReviewID, run.SummaryID, b2i(run.CheckDone), run.StartedAt.UnixMilli(), now)
 	if err != nil {
 		return fmt.Errorf("save run: %w", err)

@@ -1,0 +1,429 @@
+package app
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/store"
+)
+
+// harness is a running App against the fake GitHub: a real store, the real HTTP endpoint on
+// a loopback port, real workers, and the Reviewer the test chooses.
+type harness struct {
+	t      *testing.T
+	fake   *githubtest.Server
+	git    *githubtest.GitRepo
+	store  *store.Store
+	url    string
+	secret []byte
+	logs   *syncBuffer
+	stop   context.CancelFunc
+	done   chan error
+	owner  string
+	repo   string
+}
+
+type harnessOptions struct {
+	reviewer Reviewer
+	queue    store.QueueOptions
+	dbURL    string // postgres; default a SQLite file in the test's directory
+	drafts   bool
+}
+
+// syncBuffer collects log output from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+const testSecret = "webhook-secret-for-tests-0123456789"
+
+func newHarness(t *testing.T, o harnessOptions) *harness {
+	t.Helper()
+	fake := githubtest.New(t, githubtest.Options{})
+	git := githubtest.NewGitRepo(t)
+	fake.AddRepo(githubtest.Repository{Owner: "acme", Name: "widgets", Git: git})
+	h := &harness{t: t, fake: fake, git: git, secret: []byte(testSecret), logs: &syncBuffer{}, owner: "acme", repo: "widgets"}
+	q := o.queue
+	if q.PollInterval == 0 {
+		q.PollInterval = 50 * time.Millisecond
+	}
+	if q.RetryBase == 0 {
+		q.RetryBase, q.RetryMax = 50*time.Millisecond, 200*time.Millisecond
+	}
+	if q.BusySnooze == 0 {
+		q.BusySnooze = 200 * time.Millisecond
+	}
+	if q.Workers == 0 {
+		q.Workers = 2
+	}
+	so := store.Options{Path: filepath.Join(t.TempDir(), "aster.db"), Queue: q}
+	if o.dbURL != "" {
+		so = store.Options{URL: o.dbURL, Queue: q}
+	}
+	st, err := store.Open(t.Context(), so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.store = st
+	// Plain text logs, no redacting wrapper: the test proves nothing secret is logged in
+	// the first place.
+	log := slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	app, err := github.NewApp(github.AppOptions{AppID: fake.AppID(), PrivateKey: fake.PrivateKeyPEM(), BaseURL: fake.URL(),
+		Logger: log, Retry: github.RetryPolicy{BaseDelay: 10 * time.Millisecond, MaxDelay: 50 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.url = "http://" + ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	h.stop, h.done = cancel, make(chan error, 1)
+	go func() {
+		h.done <- Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: AppGitHub{App: app},
+			Reviewer: o.reviewer, ReviewDrafts: o.drafts, TempDir: t.TempDir(), Secrets: [][]byte{fake.PrivateKeyPEM()},
+			ShutdownGrace: 5 * time.Second, Logger: log})
+	}()
+	t.Cleanup(func() {
+		h.shutdown()
+		st.Close()
+		if t.Failed() {
+			t.Logf("app log:\n%s", h.logs.String())
+		}
+	})
+	return h
+}
+
+func (h *harness) shutdown() {
+	if h.stop == nil {
+		return
+	}
+	h.stop()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			h.t.Errorf("serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		h.t.Error("serve did not stop")
+	}
+	h.stop = nil
+}
+
+// deliver posts a signed delivery and returns the status.
+func (h *harness) deliver(event, id string, body []byte) int {
+	h.t.Helper()
+	return h.deliverSigned(event, id, body, github.Sign(h.secret, body))
+}
+
+func (h *harness) deliverSigned(event, id string, body []byte, signature string) int {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.url+"/webhook", bytes.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(github.EventHeader, event)
+	req.Header.Set(github.DeliveryHeader, id)
+	if signature != "" {
+		req.Header.Set(github.SignatureHeader, signature)
+	}
+	start := time.Now()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if d := time.Since(start); d > time.Second {
+		h.t.Errorf("delivery %s answered in %s, want under a second", id, d)
+	}
+	return resp.StatusCode
+}
+
+// example returns GitHub's published example payload for event/action, decoded.
+func example(t *testing.T, event, action string) map[string]any {
+	t.Helper()
+	for _, ex := range githubtest.WebhookExamples(t, event) {
+		if ex.Action == action {
+			var m map[string]any
+			if err := json.Unmarshal(ex.Body, &m); err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+	t.Fatalf("no %s/%s example", event, action)
+	return nil
+}
+
+func (h *harness) repoJSON(m map[string]any) {
+	m["name"], m["full_name"] = h.repo, h.owner+"/"+h.repo
+	m["id"] = float64(4242)
+	m["owner"].(map[string]any)["login"] = h.owner
+}
+
+// prEvent is GitHub's example pull_request delivery for action, pointed at the harness's
+// repository, pull request, head and base.
+func (h *harness) prEvent(action string, number int, head, base, before string) []byte {
+	h.t.Helper()
+	m := example(h.t, "pull_request", action)
+	m["number"] = float64(number)
+	h.repoJSON(m["repository"].(map[string]any))
+	pr := m["pull_request"].(map[string]any)
+	pr["number"], pr["draft"], pr["state"] = float64(number), false, "open"
+	hd, bs := pr["head"].(map[string]any), pr["base"].(map[string]any)
+	hd["sha"], bs["sha"], hd["ref"], bs["ref"] = head, base, "feature", "main"
+	h.repoJSON(hd["repo"].(map[string]any))
+	h.repoJSON(bs["repo"].(map[string]any))
+	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
+	if before != "" {
+		m["before"], m["after"] = before, head
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return b
+}
+
+// commandEvent is GitHub's example issue_comment delivery carrying body, by user.
+func (h *harness) commentEvent(number int, user, body string) []byte {
+	h.t.Helper()
+	m := example(h.t, "issue_comment", "created")
+	h.repoJSON(m["repository"].(map[string]any))
+	issue := m["issue"].(map[string]any)
+	issue["number"] = float64(number)
+	issue["pull_request"] = map[string]any{"url": "https://api.github.com/repos/acme/widgets/pulls/" + fmt.Sprint(number)}
+	c := m["comment"].(map[string]any)
+	c["body"] = body
+	c["user"].(map[string]any)["login"] = user
+	c["user"].(map[string]any)["type"] = "User"
+	m["sender"].(map[string]any)["login"] = user
+	m["sender"].(map[string]any)["type"] = "User"
+	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
+	b, err := json.Marshal(m)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return b
+}
+
+func (h *harness) openPR(number int, base, head string) {
+	h.fake.AddPullRequest(h.owner, h.repo, githubtest.PullRequest{Number: number, Title: "Add things",
+		Body: "Please review.", BaseRef: "main", BaseSHA: base, HeadRef: "feature", HeadSHA: head})
+}
+
+func (h *harness) history(number int) []store.ReviewRecord {
+	h.t.Helper()
+	recs, err := h.store.History(context.Background(), store.HistoryFilter{Repository: h.owner + "/" + h.repo, Number: number, Limit: 1000})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return recs
+}
+
+// waitHistory waits until the pull request has n history records, and returns them
+// (oldest first).
+func (h *harness) waitHistory(number, n int, timeout time.Duration) []store.ReviewRecord {
+	h.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		recs := h.history(number)
+		if len(recs) >= n {
+			if len(recs) > n {
+				h.t.Fatalf("history of #%d has %d records, want %d: %+v", number, len(recs), n, recs)
+			}
+			out := make([]store.ReviewRecord, len(recs))
+			for i := range recs {
+				out[len(recs)-1-i] = recs[i]
+			}
+			return out
+		}
+		if time.Now().After(deadline) {
+			jobs, _ := h.store.Jobs(context.Background())
+			h.t.Fatalf("timed out after %s waiting for %d history records of #%d (have %d); jobs: %+v", timeout, n, number, len(recs), jobs)
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
+// scripted is a Reviewer for tests: a line-oriented "model" and "gate" over the diff it is
+// given. Added lines containing TODO get a warning finding, FIXME an error finding (which
+// fails the check), BUG a model comment. It comments on every matching line of the whole
+// pull request's diff, as a forgetful model would: the app must keep a push's review to
+// its own lines and never repeat itself.
+type scripted struct {
+	mu     sync.Mutex
+	inputs []ReviewInput
+	files  [][]string // snapshot file names per call
+	block  chan struct{}
+	err    error
+}
+
+func (s *scripted) Review(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
+	s.mu.Lock()
+	block, err := s.block, s.err
+	s.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return ReviewOutput{}, ctx.Err()
+		}
+	}
+	if err != nil {
+		return ReviewOutput{}, err
+	}
+	names, err := snapshotNames(in.OpenSnapshot)
+	if err != nil {
+		return ReviewOutput{}, err
+	}
+	s.mu.Lock()
+	cp := in
+	cp.OpenSnapshot = nil
+	s.inputs = append(s.inputs, cp)
+	s.files = append(s.files, names)
+	s.mu.Unlock()
+	files, err := diff.Parse(bytes.NewReader(in.Diff), diff.Options{})
+	if err != nil {
+		return ReviewOutput{}, err
+	}
+	out := ReviewOutput{Conclusion: ConclusionSuccess, FailOn: "error", FilterMode: "added", FilesChanged: len(files),
+		FilesReviewed: len(files), Model: ModelInfo{Status: "ok", Provider: "script", Model: "lines"},
+		Usage: Usage{Calls: 1, InputTokens: 1000, OutputTokens: 100, CostUSD: 0.01},
+		DurationsMS: map[string]int64{"gate": 1}, ModelSummary: "Looks mostly fine."}
+	for _, f := range files {
+		for _, hk := range f.Hunks {
+			for _, l := range hk.Lines {
+				if l.Kind != diff.Added {
+					continue
+				}
+				switch {
+				case strings.Contains(l.Content, "FIXME"):
+					out.Findings = append(out.Findings, Finding{Path: f.Path(), StartLine: l.NewLine, EndLine: l.NewLine,
+						Severity: "error", Analyzer: "lines", Rule: "fixme", Message: "FIXME left in: " + strings.TrimSpace(l.Content), Reported: true})
+					out.Conclusion = ConclusionFailure
+				case strings.Contains(l.Content, "TODO"):
+					out.Findings = append(out.Findings, Finding{Path: f.Path(), StartLine: l.NewLine, EndLine: l.NewLine,
+						Severity: "warning", Analyzer: "lines", Rule: "todo", Message: "TODO left in: " + strings.TrimSpace(l.Content), Reported: true})
+				}
+				if strings.Contains(l.Content, "BUG") {
+					out.Comments = append(out.Comments, Comment{Path: f.Path(), Line: l.NewLine, Severity: "warning",
+						Body: "This line looks wrong: " + strings.TrimSpace(l.Content)})
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *scripted) calls() []ReviewInput {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]ReviewInput(nil), s.inputs...)
+}
+
+// snapshotNames reads the snapshot as the pipeline would and lists its entries.
+func snapshotNames(open func() (io.ReadCloser, error)) ([]string, error) {
+	if open == nil {
+		return nil, errors.New("no snapshot")
+	}
+	rc, err := open()
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	var names []string
+	for {
+		hd, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return names, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, hd.Name)
+	}
+}
+
+// posted collects every text Aster put on the fake: reviews, comments, check runs.
+func (h *harness) posted() string {
+	var b strings.Builder
+	for _, n := range []int{1, 2, 3, 4, 5, 6, 7, 8, 9} {
+		for _, r := range h.fake.Reviews(h.owner, h.repo, n) {
+			b.WriteString(r.Body + "\n")
+			for _, c := range r.Comments {
+				b.WriteString(c.Body + "\n")
+			}
+		}
+		for _, c := range h.fake.IssueComments(h.owner, h.repo, n) {
+			b.WriteString(c.Body + "\n")
+		}
+	}
+	for _, c := range h.fake.CheckRuns(h.owner, h.repo) {
+		b.WriteString(c.Title + "\n" + c.Summary + "\n" + c.Text + "\n")
+		for _, a := range c.Annotations {
+			b.WriteString(a.Title + "\n" + a.Message + "\n")
+		}
+	}
+	return b.String()
+}
+
+// assertNoSecrets greps the logs and everything posted for the App's key, the installation
+// tokens the fake issued, the webhook secret and token shapes (SECURITY I1).
+func (h *harness) assertNoSecrets(extra ...string) {
+	h.t.Helper()
+	texts := map[string]string{"log": h.logs.String(), "posted": h.posted()}
+	needles := []string{"ghs_", "ghp_", "-----BEGIN", testSecret}
+	for _, tok := range h.fake.Tokens() {
+		needles = append(needles, tok.Token)
+	}
+	for _, line := range strings.Split(string(h.fake.PrivateKeyPEM()), "\n") {
+		if len(line) > 20 {
+			needles = append(needles, line)
+		}
+	}
+	needles = append(needles, extra...)
+	for name, text := range texts {
+		for _, n := range needles {
+			if n != "" && strings.Contains(text, n) {
+				h.t.Errorf("%s contains a secret (%.12q…)", name, n)
+			}
+		}
+	}
+	if len(h.fake.Tokens()) == 0 {
+		h.t.Error("no installation token was issued: the check above proves nothing")
+	}
+}
