@@ -321,7 +321,7 @@ func (s *scripted) Review(ctx context.Context, in ReviewInput) (ReviewOutput, er
 	}
 	out := ReviewOutput{Conclusion: ConclusionSuccess, FailOn: "error", FilterMode: "added", FilesChanged: len(files),
 		FilesReviewed: len(files), Model: ModelInfo{Status: "ok", Provider: "script", Model: "lines"},
-		Usage: Usage{Calls: 1, InputTokens: 1000, OutputTokens: 100, CostUSD: 0.01},
+		Usage:       Usage{Calls: 1, InputTokens: 1000, OutputTokens: 100, CostUSD: 0.01},
 		DurationsMS: map[string]int64{"gate": 1}, ModelSummary: "Looks mostly fine."}
 	for _, f := range files {
 		for _, hk := range f.Hunks {

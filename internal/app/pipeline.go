@@ -37,7 +37,9 @@ type PipelineReviewer struct{ opts PipelineOptions }
 var _ Reviewer = (*PipelineReviewer)(nil)
 
 // NewPipelineReviewer returns the pipeline as a Reviewer.
-func NewPipelineReviewer(opts PipelineOptions) *PipelineReviewer { return &PipelineReviewer{opts: opts} }
+func NewPipelineReviewer(opts PipelineOptions) *PipelineReviewer {
+	return &PipelineReviewer{opts: opts}
+}
 
 // Review implements Reviewer.
 func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
