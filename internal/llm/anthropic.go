@@ -113,6 +113,9 @@ func (p *Anthropic) params(req Request) (anthropic.MessageNewParams, error) {
 		blocks = nil
 	}
 	for _, m := range req.Messages {
+		if m.Text == "" && len(m.ToolCalls) == 0 && len(m.ToolResults) == 0 {
+			continue // an empty turn is not a turn
+		}
 		side := RoleUser
 		if m.Role == RoleAssistant {
 			side = RoleAssistant

@@ -47,6 +47,9 @@ type ConverseResult struct {
 	CapHit bool
 	// Log records each executed call and the (truncated) result length.
 	Log []ToolLogEntry
+	// Messages is the conversation before the final answer (the request's
+	// messages plus every tool round), for a caller that must follow up.
+	Messages []Message
 }
 
 // ToolLogEntry is one tool call as the report shows it.
@@ -77,6 +80,7 @@ func (c *Client) Converse(ctx context.Context, req Request, run ToolRunner, o Co
 		if out.ToolCalls >= o.MaxToolCalls || out.Turns+1 >= maxTurns || run == nil {
 			turn.ToolChoice = ToolChoiceNone
 		}
+		out.Messages = msgs
 		resp, err := c.Complete(ctx, turn)
 		out.Turns++
 		if err != nil {

@@ -96,6 +96,9 @@ func (p *OpenAI) params(req Request) (openai.ChatCompletionNewParams, error) {
 		params.Messages = append(params.Messages, openai.SystemMessage(req.System))
 	}
 	for _, m := range req.Messages {
+		if m.Text == "" && len(m.ToolCalls) == 0 && len(m.ToolResults) == 0 {
+			continue // an empty turn is not a turn
+		}
 		switch m.Role {
 		case RoleUser:
 			params.Messages = append(params.Messages, openai.UserMessage(m.Text))

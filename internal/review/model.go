@@ -270,6 +270,7 @@ func (m *modelRun) call(ctx context.Context, parts []filePart, part, of, notShow
 	req := llm.Request{System: m.system, Messages: []llm.Message{{Role: llm.RoleUser, Text: w.String()}},
 		Schema: m.schema, MaxOutputTokens: o.MaxOutputTokens}
 	var resp llm.Response
+	history := req.Messages
 	if len(m.tools) > 0 {
 		req.Tools = m.tools
 		runner := &guardedRunner{agent: o.Agent, rd: m.rd, nonce: nonce, red: m.redacted}
@@ -280,6 +281,9 @@ func (m *modelRun) call(ctx context.Context, parts []filePart, part, of, notShow
 			m.problems = append(m.problems, fmt.Sprintf("the model asked for more than %d tool calls", o.MaxToolCalls))
 		}
 		resp, err = res.Response, cerr
+		if len(res.Messages) > 0 {
+			history = res.Messages
+		}
 	} else {
 		resp, err = o.Client.Complete(ctx, req)
 	}
@@ -292,11 +296,18 @@ func (m *modelRun) call(ctx context.Context, parts []filePart, part, of, notShow
 	out, perr := parseModelOutput(resp.Text)
 	if perr != nil && resp.Stop != llm.StopLength && o.Client.CallsLeft() != 0 {
 		// One repair attempt: show the model its answer and the error.
+		// The tool definitions stay (a history with tool calls needs them)
+		// but no tool may be called.
 		fix := req
-		fix.Tools, fix.ToolChoice = nil, ""
-		fix.Messages = append(slices.Clone(req.Messages),
-			llm.Message{Role: llm.RoleAssistant, Text: capString(resp.Text, 4<<10)},
-			llm.Message{Role: llm.RoleUser, Text: "That answer is not valid JSON for the schema (" + perr.Error() + "). Answer again with only the JSON object."})
+		if len(fix.Tools) > 0 {
+			fix.ToolChoice = llm.ToolChoiceNone
+		}
+		fix.Messages = slices.Clone(history)
+		if resp.Text != "" {
+			fix.Messages = append(fix.Messages, llm.Message{Role: llm.RoleAssistant, Text: capString(resp.Text, 4<<10)})
+		}
+		fix.Messages = append(fix.Messages, llm.Message{Role: llm.RoleUser,
+			Text: "That answer is not valid JSON for the schema (" + perr.Error() + "). Answer again with only the JSON object, without calling tools."})
 		if resp2, err2 := o.Client.Complete(ctx, fix); err2 == nil {
 			resp = resp2
 			out, perr = parseModelOutput(resp.Text)
