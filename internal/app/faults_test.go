@@ -1,0 +1,121 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/store"
+)
+
+// TestFailuresRetryAndPostOnce makes GitHub fail at every posting step once (and rate-limit
+// a listing): the job is retried with backoff and the pull request still ends with one
+// review, one summary and one completed check run; the model is asked once.
+func TestFailuresRetryAndPostOnce(t *testing.T) {
+	rv := &scripted{}
+	h := newHarness(t, harnessOptions{reviewer: rv})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head := h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// TODO x\nfunc f() {} // BUG y\n"})
+	h.openPR(5, base, head)
+	wait := time.Second
+	h.fake.InjectFault(githubtest.SecondaryRateLimit("pulls/list-review-comments", wait))
+	h.fake.InjectFault(githubtest.ServerError("pulls/create-review", http.StatusBadGateway))
+	h.fake.InjectFault(githubtest.ServerError("issues/create-comment", http.StatusInternalServerError))
+	f := githubtest.ServerError("checks/update", http.StatusServiceUnavailable)
+	f.Times = 6 // more than one job attempt's worth of client retries
+	h.fake.InjectFault(f)
+
+	if got := h.deliver("pull_request", "d-1", h.prEvent("opened", 5, head, base, "")); got != http.StatusAccepted {
+		t.Fatalf("opened: %d", got)
+	}
+	recs := h.waitHistory(5, 1, 60*time.Second)
+	if r := recs[0]; r.Outcome != store.OutcomePosted || r.Attempt < 3 {
+		t.Fatalf("record: %+v (want posted after retries)", r)
+	}
+	if n := len(h.fake.Reviews("acme", "widgets", 5)); n != 1 {
+		t.Fatalf("%d reviews, want 1", n)
+	}
+	if n := len(h.fake.IssueComments("acme", "widgets", 5)); n != 1 {
+		t.Fatalf("%d summary comments, want 1", n)
+	}
+	runs := h.fake.CheckRuns("acme", "widgets")
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "success" {
+		t.Fatalf("check runs: %+v", runs)
+	}
+	if n := len(rv.calls()); n != 1 {
+		t.Fatalf("the reviewer ran %d times across retries, want 1", n)
+	}
+	h.assertNoSecrets()
+}
+
+// TestManyFindings: annotations go in batches of 50 with the conclusion on the last; inline
+// comments stop at 30 and the rest are folded into the review body.
+func TestManyFindings(t *testing.T) {
+	h := newHarness(t, harnessOptions{reviewer: &scripted{}})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	var b strings.Builder
+	for i := range 120 {
+		fmt.Fprintf(&b, "// TODO item %d\n", i)
+	}
+	head := h.git.Commit(base, "change", map[string]string{"todo.go": "package main\n" + b.String()})
+	h.openPR(2, base, head)
+	h.deliver("pull_request", "d-1", h.prEvent("opened", 2, head, base, ""))
+	h.waitHistory(2, 1, 30*time.Second)
+	runs := h.fake.CheckRuns("acme", "widgets")
+	if len(runs) != 1 || len(runs[0].Annotations) != 120 || runs[0].Requests != 1+3 || runs[0].Conclusion != "success" {
+		t.Fatalf("check run: %d annotations over %d requests, %s/%s", len(runs[0].Annotations), runs[0].Requests, runs[0].Status, runs[0].Conclusion)
+	}
+	reviews := h.fake.Reviews("acme", "widgets", 2)
+	if len(reviews) != 1 || len(reviews[0].Comments) != 30 || !strings.Contains(reviews[0].Body, "90 more comment(s)") {
+		t.Fatalf("review: %d inline comments; body:\n%.300s", len(reviews[0].Comments), reviews[0].Body)
+	}
+}
+
+// TestPermanentFailureIsReportedOnce: a pull request GitHub does not know (404) is not
+// retried: one failed history record, the job cancelled.
+func TestPermanentFailureIsReportedOnce(t *testing.T) {
+	rv := &scripted{}
+	h := newHarness(t, harnessOptions{reviewer: rv, queue: store.QueueOptions{MaxAttempts: 5}})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head := h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// x\n"})
+	// No AddPullRequest: GitHub answers 404.
+	h.deliver("pull_request", "d-1", h.prEvent("opened", 9, head, base, ""))
+	recs := h.waitHistory(9, 1, 20*time.Second)
+	if recs[0].Outcome != store.OutcomeFailed || !strings.Contains(recs[0].Reason, "not found") {
+		t.Fatalf("record: %+v", recs[0])
+	}
+	waitUntil(t, "the job to be cancelled", 10*time.Second, func() bool {
+		jobs, _ := h.store.Jobs(context.Background())
+		return len(jobs) == 1 && jobs[0].State == "cancelled" && jobs[0].Attempt == 1
+	})
+	if len(rv.calls()) != 0 {
+		t.Fatal("the reviewer ran for a pull request that does not exist")
+	}
+}
+
+// TestReviewerFailureGivesUpVisibly: a reviewer that keeps failing is retried up to the
+// attempt limit; then the check run is completed (neutral, not left spinning) and the
+// history says why.
+func TestReviewerFailureGivesUpVisibly(t *testing.T) {
+	rv := &scripted{err: fmt.Errorf("sandbox engine unreachable")}
+	h := newHarness(t, harnessOptions{reviewer: rv, queue: store.QueueOptions{MaxAttempts: 3}})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head := h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// x\n"})
+	h.openPR(4, base, head)
+	h.deliver("pull_request", "d-1", h.prEvent("opened", 4, head, base, ""))
+	recs := h.waitHistory(4, 1, 30*time.Second)
+	if recs[0].Outcome != store.OutcomeFailed || recs[0].Attempt != 3 || !strings.Contains(recs[0].Reason, "sandbox engine unreachable") {
+		t.Fatalf("record: %+v", recs[0])
+	}
+	runs := h.fake.CheckRuns("acme", "widgets")
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "neutral" {
+		t.Fatalf("check run after giving up: %+v", runs)
+	}
+	if n := len(h.fake.Reviews("acme", "widgets", 4)); n != 0 {
+		t.Fatalf("%d reviews posted by a failed job", n)
+	}
+}
