@@ -348,7 +348,9 @@ func TestBusy(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		h.execute(ExecuteRequest{Argv: []string{"sleep", "4"}})
+		if _, err := h.tryExecute(ExecuteRequest{Argv: []string{"sleep", "4"}}); err != nil {
+			t.Error(err)
+		}
 	}()
 	waitFor(t, 30*time.Second, "the first run to hold the slot", func() bool { return h.mgr.Stats().Running == 1 })
 
@@ -357,7 +359,11 @@ func TestBusy(t *testing.T) {
 	queued := make(chan struct{})
 	go func() {
 		defer close(queued)
-		resp, body := h.postJSON(RouteExecute, ExecuteRequest{Argv: []string{"true"}})
+		resp, body, err := h.tryPost(RouteExecute, ExecuteRequest{Argv: []string{"true"}})
+		if err != nil {
+			t.Error(err)
+			return
+		}
 		d := errorOf(t, resp, body, 429, "busy")
 		if !strings.Contains(d.Message, "queue") || time.Since(start) < 600*time.Millisecond {
 			t.Errorf("queue timeout after %s: %s", time.Since(start), d.Message)
@@ -521,11 +527,22 @@ func TestGracefulShutdown(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{maxConcurrent: 1, queue: 4, server: func(o *Options) { o.ShutdownGrace = 20 * time.Second }})
 	finished := make(chan sandbox.WireResult, 1)
-	go func() { finished <- h.execute(ExecuteRequest{Argv: []string{"sh", "-c", "sleep 2; echo finished"}}) }()
+	go func() {
+		res, err := h.tryExecute(ExecuteRequest{Argv: []string{"sh", "-c", "sleep 2; echo finished"}})
+		if err != nil {
+			t.Error(err)
+		}
+		finished <- res
+	}()
 	waitFor(t, 30*time.Second, "the run to start", func() bool { return h.mgr.Stats().Running == 1 })
 	queued := make(chan *http.Response, 1)
 	go func() {
-		resp, body := h.postJSON(RouteExecute, ExecuteRequest{Argv: []string{"true"}})
+		resp, body, err := h.tryPost(RouteExecute, ExecuteRequest{Argv: []string{"true"}})
+		if err != nil {
+			t.Error(err)
+			queued <- &http.Response{Header: http.Header{}}
+			return
+		}
 		errorOf(t, resp, body, 503, "unavailable")
 		queued <- resp
 	}()
@@ -543,7 +560,13 @@ func TestGracefulShutdown(t *testing.T) {
 
 	h2 := newHarness(t, harnessOpts{server: func(o *Options) { o.ShutdownGrace = 500 * time.Millisecond }})
 	killed := make(chan sandbox.WireResult, 1)
-	go func() { killed <- h2.execute(ExecuteRequest{Argv: []string{"sleep", "60"}}) }()
+	go func() {
+		res, err := h2.tryExecute(ExecuteRequest{Argv: []string{"sleep", "60"}})
+		if err != nil {
+			t.Error(err)
+		}
+		killed <- res
+	}()
 	waitFor(t, 30*time.Second, "the run to start", func() bool { return h2.mgr.Stats().Running == 1 })
 	t0 := time.Now()
 	h2.stop()
@@ -558,7 +581,7 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Errorf("job past the grace: %s %q", res.Status, res.Error)
 	}
 	t.Logf("shutdown with a job past the grace took %s", time.Since(t0).Round(time.Millisecond))
-	if n := containers(t, h.label); n != 0 {
+	if n := containers(t, h.label) + containers(t, h2.label); n != 0 {
 		t.Errorf("%d sandboxes left", n)
 	}
 }

@@ -97,15 +97,14 @@ func (p *engineProxy) stop() {
 // service runs jobs again by itself. No sandbox is left behind.
 func TestEngineDownAndBack(t *testing.T) {
 	t.Parallel()
-	sandboxtest.Docker(t) // skips or fails without an engine and the image
+	_, label := testRuntime(t)
 	p := newEngineProxy(t)
-	label := filepath.Base(t.Name())
 	rt, err := docker.New(docker.Options{Host: "unix://" + p.path, InitPath: sandboxtest.InitBinary(t), Labels: map[string]string{"aster.test": label}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { rt.Close() })
-	h := newHarness(t, harnessOpts{runtime: rt, server: func(o *Options) { o.EngineCheckPeriod = 200 * time.Millisecond }})
+	h := newHarness(t, harnessOpts{runtime: rt, label: label, server: func(o *Options) { o.EngineCheckPeriod = 200 * time.Millisecond }})
 	h.execute(ExecuteRequest{Argv: []string{"true"}})
 
 	// A streamed run is in flight when the engine goes away.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
 
@@ -40,15 +43,16 @@ type harnessOpts struct {
 	maxConcurrent int
 	queue         int
 	queueTimeout  time.Duration
-	runtime       sandbox.Runtime // default: sandboxtest.Docker(t)
+	runtime       sandbox.Runtime // default: testRuntime(t)
+	label         string          // the aster.test label of runtime's sandboxes
 	server        func(*Options)
 }
 
 func newHarness(t *testing.T, o harnessOpts) *harness {
 	t.Helper()
-	rt := o.runtime
+	rt, label := o.runtime, o.label
 	if rt == nil {
-		rt = sandboxtest.Docker(t)
+		rt, label = testRuntime(t)
 	}
 	if o.maxConcurrent == 0 {
 		o.maxConcurrent = 4
@@ -92,7 +96,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{
 		t: t, mgr: mgr, srv: srv, metrics: metrics, base: "http://" + ln.Addr().String(),
-		label: filepath.Base(t.Name()), stop: cancel, served: make(chan error, 1), http: &http.Client{},
+		label: label, stop: cancel, served: make(chan error, 1), http: &http.Client{},
 	}
 	go func() { h.served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
@@ -108,6 +112,23 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 	})
 	return h
 }
+
+// testRuntime is a Docker runtime whose sandboxes carry a label unique to
+// this test in this process: other test processes (a teammate's
+// `go test ./...`) run the same tests against the same engine.
+func testRuntime(t *testing.T) (*docker.Runtime, string) {
+	t.Helper()
+	sandboxtest.Docker(t) // skips or fails without an engine and the image
+	label := fmt.Sprintf("%s-%d-%d", filepath.Base(t.Name()), os.Getpid(), labelSeq.Add(1))
+	rt, err := docker.New(docker.Options{InitPath: sandboxtest.InitBinary(t), Labels: map[string]string{"aster.test": label}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rt.Close() })
+	return rt, label
+}
+
+var labelSeq atomic.Int64
 
 // do sends a request and returns the response with its body read.
 func (h *harness) do(ctx context.Context, method, path, contentType string, body io.Reader, header ...string) (*http.Response, []byte) {
@@ -147,21 +168,54 @@ func (h *harness) postJSON(path string, v any, header ...string) (*http.Response
 	return h.do(context.Background(), http.MethodPost, path, ContentTypeJSON, bytes.NewReader(b), header...)
 }
 
-// execute runs argv and returns the result, failing the test on any status but 200.
+// execute runs argv and returns the result, failing the test on any status
+// but 200. Use tryExecute from other goroutines.
 func (h *harness) execute(req ExecuteRequest) sandbox.WireResult {
 	h.t.Helper()
-	resp, body := h.postJSON(RouteExecute, req)
+	res, err := h.tryExecute(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return res
+}
+
+// tryExecute is execute that reports instead of failing, for goroutines.
+func (h *harness) tryExecute(req ExecuteRequest) (sandbox.WireResult, error) {
+	resp, body, err := h.tryPost(RouteExecute, req)
+	if err != nil {
+		return sandbox.WireResult{}, fmt.Errorf("execute %q: %w", req.Argv, err)
+	}
 	if resp.StatusCode != http.StatusOK {
-		h.t.Fatalf("execute %q: %d %s", req.Argv, resp.StatusCode, body)
+		return sandbox.WireResult{}, fmt.Errorf("execute %q: %d %s", req.Argv, resp.StatusCode, body)
 	}
 	var res sandbox.WireResult
 	if err := json.Unmarshal(body, &res); err != nil {
-		h.t.Fatalf("decode %s: %v", body, err)
+		return res, fmt.Errorf("decode %s: %w", body, err)
 	}
 	if res.ID == "" || res.ID != resp.Header.Get(HeaderRunID) {
-		h.t.Errorf("result id %q, header %q", res.ID, resp.Header.Get(HeaderRunID))
+		return res, fmt.Errorf("result id %q, header %q", res.ID, resp.Header.Get(HeaderRunID))
 	}
-	return res
+	return res, nil
+}
+
+// tryPost is postJSON that reports instead of failing, for goroutines.
+func (h *harness) tryPost(path string, v any) (*http.Response, []byte, error) {
+	b, _ := json.Marshal(v)
+	req, err := http.NewRequest(http.MethodPost, h.base+path, bytes.NewReader(b))
+	if err != nil {
+		return nil, nil, err
+	}
+	req.Header.Set("Content-Type", ContentTypeJSON)
+	if h.token != "" {
+		req.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	resp, err := h.http.Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp, body, err
 }
 
 // errorOf decodes an error body and checks its status and code.
@@ -169,7 +223,8 @@ func errorOf(t *testing.T, resp *http.Response, body []byte, status int, code st
 	t.Helper()
 	var eb ErrorBody
 	if err := json.Unmarshal(body, &eb); err != nil {
-		t.Fatalf("status %d, body %q is not an error body: %v", resp.StatusCode, body, err)
+		t.Errorf("status %d, body %q is not an error body: %v", resp.StatusCode, body, err)
+		return ErrorDetail{}
 	}
 	if resp.StatusCode != status || eb.Error.Code != code {
 		t.Errorf("got %d %s (%s), want %d %s", resp.StatusCode, eb.Error.Code, eb.Error.Message, status, code)

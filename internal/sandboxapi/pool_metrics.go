@@ -8,7 +8,7 @@ import (
 
 // poolCollector exports the Manager's warm pools, read at scrape time.
 type poolCollector struct {
-	mgr                                                 *sandbox.Manager
+	mgr                                               *sandbox.Manager
 	ready, target, preparing, hits, misses, discarded *prometheus.Desc
 }
 

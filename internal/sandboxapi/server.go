@@ -388,7 +388,13 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	s.deadline(w)
 	WriteError(w, err, retry)
+	flush(w)
 }
+
+// flush puts a finished answer on the wire before the handler returns, so a
+// shutdown that waits for handlers does not close a connection with the
+// answer still buffered.
+func flush(w http.ResponseWriter) { _ = http.NewResponseController(w).Flush() }
 
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
@@ -402,6 +408,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	if err := enc.Encode(v); err != nil {
 		s.log.Debug("write response", "err", err)
 	}
+	flush(w)
 }
 
 func (s *Server) deadline(w http.ResponseWriter) {
@@ -450,7 +457,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		case <-time.After(time.Minute):
 			s.log.Error("requests still running a minute after cancellation")
 		}
-		hs.Close()
+		// The cancelled runs have answered; let those answers drain.
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := hs.Shutdown(sctx); err != nil {
+			hs.Close()
+		}
+		cancel()
 	}
 	<-errc
 	s.log.Info("stopped")
