@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -26,6 +25,7 @@ type reviewFlags struct {
 	failOn     string
 	tests      bool
 	parallel   int
+	model      modelFlags
 }
 
 func newReviewCmd(g *globals) *cobra.Command {
@@ -48,7 +48,13 @@ memory, CPU, processes and time. Findings are marked by the diff-aware filter
 
 Exit status: 0 nothing at or above --fail-on on the change; 1 something is;
 3 incomplete (an analyzer or the tests could not finish, nothing failed);
-2 bad flags, revisions or .aster.yml; 126 no sandbox engine.`,
+2 bad flags, revisions or .aster.yml; 126 no sandbox engine.
+
+With a model configured (ASTER_LLM_PROVIDER, ASTER_LLM_MODEL, ASTER_LLM_API_KEY,
+or the llm: section of aster.yaml), the diff, findings and test summary go
+to it as framed data with secrets redacted, within a token and cost budget;
+its comments are anchored to lines of the diff and sanitised. --agentic lets
+it run the tests or a command in a sandbox to check its claims.`,
 		Example: `  aster review
   aster review --base main --head feature ./repo
   aster review --filter-mode file --format json > report.json
@@ -71,6 +77,7 @@ Exit status: 0 nothing at or above --fail-on on the change; 1 something is;
 	fl.StringVar(&f.failOn, "fail-on", "", "least severity that fails: error, warning, note, never (default from .aster.yml, else error)")
 	fl.BoolVar(&f.tests, "tests", false, "also run the repository's tests in a sandbox (tests.command in .aster.yml, or detected)")
 	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once")
+	addModelFlags(fl, &f.model)
 	return cmd
 }
 
@@ -90,6 +97,9 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 	}
 	c, err := g.load(cmd)
 	if err != nil {
+		return err
+	}
+	if err := checkModelFlags(c, g.stdio.Getenv, f.model); err != nil {
 		return err
 	}
 	limits, err := c.SandboxLimits()
@@ -145,7 +155,11 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 	if f.tests {
 		opts.Tests = &review.SandboxTests{Sandbox: mgr, Image: image, Limits: limits}
 	}
-	if opts.Reviewer, err = newReviewer(c, log); err != nil {
+	if opts.Reviewer, err = newReviewer(c, log, g.stdio.Getenv, f.model, reviewSandbox{sandbox: mgr, image: image, limits: limits, change: ch}); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return err
+		}
 		return usageErr("%v", err)
 	}
 	fmt.Fprintf(stderr, "aster: reviewing %s...%s (%d files changed) in %s\n", ch.Base.Ref, ch.Head.Ref, len(ch.Diff), ch.Repository)
@@ -164,14 +178,6 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		return &exitError{code: code}
 	}
 	return nil
-}
-
-// newReviewer builds the model step from the configuration. It returns nil
-// (no model; the report says so) until a provider is configured; the model
-// review (internal/llm, internal/review/model*.go) plugs in here.
-func newReviewer(c config.Config, log *slog.Logger) (review.Reviewer, error) {
-	_, _ = c, log
-	return nil, nil
 }
 
 func writeReport(w io.Writer, rep *review.Report, format string, opts review.Options) error {
