@@ -63,14 +63,17 @@ func escapeText(s string, maxChars int) string {
 	}
 	s = schemeRE.ReplaceAllString(s, "$1"+zwsp+"$2")
 	var b strings.Builder
-	for _, r := range s {
+	for i, r := range s {
 		switch r {
-		case '\\', '`', '*', '_', '[', ']', '(', ')', '#', '|', '!', '~', '<', '>', '{', '}', '+', '-', '=', '.', '&', ':':
+		case '\\', '`', '*', '_', '[', ']', '<', '>', '|', '!', '#', '~', '&':
 			b.WriteByte('\\')
-			b.WriteRune(r)
-		default:
-			b.WriteRune(r)
+		case '-', '+', '=', '.', ')':
+			// Markup only at the start of a line (a list, a heading underline, "1.").
+			if i == 0 || (r == '.' || r == ')') && i > 0 && i < 10 && allDigits(s[:i]) {
+				b.WriteByte('\\')
+			}
 		}
+		b.WriteRune(r)
 	}
 	out := mentionRE.ReplaceAllString(b.String(), "$1@"+zwsp+"$2")
 	out = wwwRE.ReplaceAllStringFunc(out, func(m string) string { return m[:3] + zwsp + m[3:] })
@@ -78,6 +81,15 @@ func escapeText(s string, maxChars int) string {
 		out = zwsp + out
 	}
 	return out
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // code renders untrusted text as an inline code span (file names, rule ids).
