@@ -97,8 +97,8 @@ func TestPipelineEndToEnd(t *testing.T) {
 	base := h.git.Commit("", "base", map[string]string{".aster.yml": cfg, "README.md": "# widgets\n"})
 	app1 := "import subprocess\n\ndef run(cmd):\n    subprocess.call(cmd, shell=True)\n"
 	head1 := h.git.Commit(base, "runner", map[string]string{
-		"app.py": app1,
-		"run.sh": "#!/bin/sh\necho $1\n",
+		"app.py":  app1,
+		"run.sh":  "#!/bin/sh\necho $1\n",
 		"keys.py": "AWS_ACCESS_KEY_ID = \"" + fakeAWSKey + "\"\n",
 		// A pull request cannot switch its own checks off.
 		".aster.yml": "fail_on: never\nanalyzers:\n  bandit:\n    enabled: false\n",
