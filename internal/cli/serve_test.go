@@ -489,8 +489,9 @@ func TestServeRefusals(t *testing.T) {
 	}
 }
 
-// readNDJSON reads a stream's events until the result.
-func readNDJSON(r io.Reader) ([]sandboxapi.Event, error) {
+// readNDJSON reads a stream's events to its end, calling each (when set)
+// as they arrive.
+func readNDJSON(r io.Reader, each func(sandboxapi.Event)) ([]sandboxapi.Event, error) {
 	var out []sandboxapi.Event
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 16<<20)
@@ -498,6 +499,9 @@ func readNDJSON(r io.Reader) ([]sandboxapi.Event, error) {
 		var ev sandboxapi.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return out, err
+		}
+		if each != nil {
+			each(ev)
 		}
 		out = append(out, ev)
 	}
