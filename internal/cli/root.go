@@ -166,6 +166,7 @@ aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
 	root.AddCommand(newSandboxCmd(g))
 	root.AddCommand(newReviewCmd(g))
 	root.AddCommand(newMCPCmd(g))
+	root.AddCommand(newAppCmd(g))
 	for _, add := range extraCommands {
 		root.AddCommand(add(g))
 	}

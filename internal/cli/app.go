@@ -1,0 +1,433 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/asterhq/aster/internal/app"
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandboxclient"
+	"github.com/asterhq/aster/internal/store"
+)
+
+func newAppCmd(g *globals) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "app",
+		Short: "The GitHub App: review pull requests from webhooks (serve) and list past reviews (history)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newAppServeCmd(g), newAppHistoryCmd(g))
+	return cmd
+}
+
+type appFlags struct {
+	addr, appID, privateKey, webhookSecretFile, apiURL, db, databaseURL string
+	workers, sandboxURL, sandboxTokenFile, replicaID, jobTimeout        string
+	maxAttempts, shutdownGrace                                          string
+	drafts, tests                                                       bool
+	parallel                                                            int
+}
+
+func newAppServeCmd(g *globals) *cobra.Command {
+	f := &appFlags{}
+	cmd := &cobra.Command{
+		Use:   "serve [flags]",
+		Short: "Serve the GitHub App: verified webhooks, a durable queue, reviews posted back to pull requests",
+		Long: `Serve the GitHub App (see docs/app.md to register it): POST /webhook takes
+GitHub's deliveries, checks X-Hub-Signature-256 against the webhook secret
+before reading anything else, stores the review request durably and answers
+202. Workers then review each pull request's head: the static checks and the
+tests in sandboxes, the model when one is configured (llm: section), the
+configuration from the base revision's .aster.yml. They post one COMMENT
+review (never approve or request changes), keep one summary comment edited in
+place, and set the "aster" check run, whose conclusion comes from the static
+checks, never from the model. After a push only the new commits are reviewed.
+
+Jobs live in SQLite (--db, default under the data directory) or, for several
+replicas, Postgres (--database-url or ASTER_DATABASE_URL; prefer the variable:
+a URL on the command line is visible to other users in ps). A job interrupted
+by a crash runs again after the restart and still posts once. At most one
+review per pull request runs at a time, with at most one waiting; a newer push
+replaces the waiting one.
+
+GET /healthz and /readyz answer load balancers; GET /metrics is Prometheus.
+Only /webhook needs to be reachable from GitHub.
+
+Every flag has an app: section equivalent in aster.yaml (app.addr,
+app.private_key_file, ...) and the main ones an ASTER_* variable.`,
+		Example: `  aster app serve --app-id 123456 --private-key /etc/aster/app.pem \
+    --webhook-secret-file /etc/aster/webhook-secret
+  ASTER_DATABASE_URL=postgres://aster:...@db:5432/aster aster app serve --workers 4 ...
+  aster app serve --sandbox-url http://sandbox.internal:8080 --sandbox-token-file /etc/aster/token ...`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAppServe(cmd, g, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.addr, "addr", config.DefaultAppAddr, "listen address (put a TLS reverse proxy in front of it)")
+	fl.StringVar(&f.appID, "app-id", "", "the GitHub App's id (ASTER_APP_ID)")
+	fl.StringVar(&f.privateKey, "private-key", "", "the App's private key, a PEM file readable only by aster (ASTER_APP_PRIVATE_KEY_FILE)")
+	fl.StringVar(&f.webhookSecretFile, "webhook-secret-file", "", "file holding the App's webhook secret (ASTER_APP_WEBHOOK_SECRET_FILE)")
+	fl.StringVar(&f.apiURL, "github-api-url", config.DefaultGitHubAPIURL, "GitHub's REST API root; GitHub Enterprise Server: https://HOST/api/v3/")
+	fl.StringVar(&f.db, "db", "", "SQLite database file (default <data dir>/"+config.DefaultAppDBFile+"; ASTER_DB, ASTER_DATA_DIR)")
+	fl.StringVar(&f.databaseURL, "database-url", "", "postgres://... shared by replicas, instead of SQLite (prefer ASTER_DATABASE_URL)")
+	fl.StringVar(&f.workers, "workers", strconv.Itoa(config.DefaultAppWorkers), "pull requests reviewed at once by this process")
+	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once within one review")
+	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote `aster sandbox serve` (default: in this process, on the local engine)")
+	fl.StringVar(&f.sandboxTokenFile, "sandbox-token-file", "", "bearer token file for --sandbox-url")
+	fl.BoolVar(&f.drafts, "review-drafts", false, "review draft pull requests too (default: skip them until ready for review)")
+	fl.BoolVar(&f.tests, "tests", false, "run every repository's tests (detected when .aster.yml names no tests.command); default: only where it does")
+	fl.StringVar(&f.replicaID, "replica-id", "", "this replica's name among replicas sharing a database (default: the host name; never two live processes with one)")
+	fl.StringVar(&f.jobTimeout, "job-timeout", config.DefaultAppJobTimeout.String(), "longest one review may run before it is cancelled and retried")
+	fl.StringVar(&f.maxAttempts, "max-attempts", strconv.Itoa(config.DefaultAppMaxAttempts), "attempts per review job before it is given up (and said so on the check run)")
+	fl.StringVar(&f.shutdownGrace, "shutdown-grace", config.DefaultAppShutdownWait.String(), "on SIGTERM, how long running reviews may finish; the rest run again at the next start")
+	return cmd
+}
+
+func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
+	c, err := g.load(cmd)
+	if err != nil {
+		return err
+	}
+	ac, err := c.AppSection(g.stdio.Getenv)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	fl := cmd.Flags()
+	str := func(name string, dst *string, v string) {
+		if fl.Changed(name) {
+			*dst = v
+		}
+	}
+	str("addr", &ac.Addr, f.addr)
+	str("app-id", &ac.AppID, f.appID)
+	str("private-key", &ac.PrivateKeyFile, f.privateKey)
+	str("webhook-secret-file", &ac.WebhookSecretFile, f.webhookSecretFile)
+	str("github-api-url", &ac.GitHubAPIURL, f.apiURL)
+	str("db", &ac.DB, f.db)
+	str("database-url", &ac.DatabaseURL, f.databaseURL)
+	str("workers", &ac.Workers, f.workers)
+	str("sandbox-url", &ac.SandboxURL, f.sandboxURL)
+	str("sandbox-token-file", &ac.SandboxTokenFile, f.sandboxTokenFile)
+	str("replica-id", &ac.ReplicaID, f.replicaID)
+	str("job-timeout", &ac.JobTimeout, f.jobTimeout)
+	str("max-attempts", &ac.MaxAttempts, f.maxAttempts)
+	str("shutdown-grace", &ac.ShutdownGrace, f.shutdownGrace)
+	if fl.Changed("review-drafts") {
+		ac.ReviewDrafts = f.drafts
+	}
+	if fl.Changed("tests") {
+		ac.Tests = f.tests
+	}
+	if f.parallel < 1 || f.parallel > 32 {
+		return usageErr("--parallel %d: want 1 to 32", f.parallel)
+	}
+	set, err := ac.Parse()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	key, err := readSecretFile(set.PrivateKeyFile, "private key")
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	secret, err := readSecretFile(set.WebhookSecretFile, "webhook secret")
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	secret = []byte(strings.TrimSpace(string(secret)))
+	if len(secret) == 0 {
+		return usageErr("webhook secret file %s is empty", set.WebhookSecretFile)
+	}
+	limits, err := c.SandboxLimits()
+	if err != nil {
+		return usageErr("limits: %v", trimInvalid(err))
+	}
+
+	// Every secret this process holds is kept out of its logs as a last line of defence
+	// (the code never logs them in the first place).
+	secrets := [][]byte{key, secret}
+	if lc, err := c.LLMSection(g.stdio.Getenv); err == nil {
+		if ls, err := lc.Parse(); err == nil {
+			for _, v := range ls.SecretValues(g.stdio.Getenv) {
+				secrets = append(secrets, []byte(v))
+			}
+		}
+	}
+	log := slog.New(app.RedactingHandler(g.logger(c).Handler(), secrets))
+	if _, err := newReviewer(c, log, g.stdio.Getenv, modelFlags{}, reviewSandbox{}); err != nil {
+		return usageErr("%v", err)
+	}
+	if fi, err := os.Stat(set.PrivateKeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("the private key file is readable by other users; chmod 600 it", "file", set.PrivateKeyFile)
+	}
+	ctx := cmd.Context()
+
+	// Bind before starting anything, so a taken address fails fast.
+	ln, err := net.Listen("tcp", set.Addr)
+	if err != nil {
+		return &exitError{code: ExitFailure, err: fmt.Errorf("listen: %w", err)}
+	}
+	defer ln.Close()
+
+	gh, err := github.NewApp(github.AppOptions{AppID: set.AppID, PrivateKey: key, BaseURL: set.GitHubAPIURL, Logger: log})
+	if err != nil {
+		return usageErr("%v", err)
+	}
+
+	sb, ready, closeSB, err := appSandbox(ctx, c, set, limits, f.parallel, log)
+	if err != nil {
+		return err
+	}
+	defer closeSB()
+	image := config.DefaultImage
+	if len(c.Images) > 0 {
+		image = c.Images[0]
+	}
+	runner := gate.NewRunner(sb, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Logger: log})
+	reviewer := app.NewPipelineReviewer(app.PipelineOptions{
+		Gate:  runner,
+		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits},
+		// One model client per review: its call, token and cost caps are per review.
+		Model: func() (review.Reviewer, error) {
+			return newReviewer(c, log, g.stdio.Getenv, modelFlags{}, reviewSandbox{})
+		},
+	})
+
+	st, err := store.Open(ctx, store.Options{Path: set.DB, URL: set.DatabaseURL, Logger: log, Queue: store.QueueOptions{
+		ClientID: set.ReplicaID, Workers: set.Workers, JobTimeout: set.JobTimeout, MaxAttempts: set.MaxAttempts,
+		RetryBase: set.RetryBase, RetryMax: set.RetryMax, Lease: set.Lease,
+	}})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return usageErr("%v", err)
+		}
+		return &exitError{code: ExitFailure, err: err}
+	}
+	defer st.Close()
+	where := set.DB
+	if set.DatabaseURL != "" {
+		where = "postgres"
+	}
+	log.Info("aster app starting", "version", Version(), "app_id", set.AppID, "github", set.GitHubAPIURL, "db", where,
+		"workers", set.Workers, "replica", set.ReplicaID, "sandbox", map[bool]string{true: "remote", false: "local"}[set.SandboxURL != ""])
+	err = app.Serve(ctx, app.ServeOptions{
+		Listener: ln, WebhookSecret: secret, Store: st, GitHub: app.AppGitHub{App: gh}, Reviewer: reviewer,
+		ReviewDrafts: set.ReviewDrafts, Tests: set.Tests, Secrets: secrets, ShutdownGrace: set.ShutdownGrace,
+		Ready: ready, Logger: log,
+	})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	return nil
+}
+
+// appSandbox is where reviews run repository code: a remote orchestrator, or a Manager on
+// the local engine with the leaked-sandbox reaper.
+func appSandbox(ctx context.Context, c config.Config, set config.AppSettings, limits sandbox.Limits, parallel int,
+	log *slog.Logger) (gate.Sandbox, func(context.Context) error, func(), error) {
+	if set.SandboxURL != "" {
+		token := ""
+		if set.SandboxTokenFile != "" {
+			var err error
+			if token, err = sandboxclient.ReadTokenFile(set.SandboxTokenFile); err != nil {
+				return nil, nil, nil, usageErr("%v", err)
+			}
+		}
+		client, err := sandboxclient.New(sandboxclient.Options{BaseURL: set.SandboxURL, Token: token, UserAgent: "aster-app/" + Version()})
+		if err != nil {
+			return nil, nil, nil, usageErr("--sandbox-url: %v", err)
+		}
+		ready := func(ctx context.Context) error {
+			_, err := client.Ready(ctx)
+			return err
+		}
+		return app.RemoteSandbox{Client: client}, ready, func() {}, nil
+	}
+	rt, closeRT, err := openRuntime(c, log)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, nil, nil, err
+		}
+		return nil, nil, nil, &exitError{code: ExitSandbox, err: err}
+	}
+	if err := rt.Check(ctx); err != nil {
+		// Serve anyway: webhooks are stored, and reviews retry until the engine is back.
+		log.Warn("container engine unreachable at start-up; reviews wait for it", "err", err)
+	}
+	allowance, err := c.ReaperAllowance()
+	if err != nil {
+		closeRT()
+		return nil, nil, nil, usageErr("%v", err)
+	}
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime: rt, Images: c.Images, Defaults: limits, ValidateLimits: config.ValidateLimits,
+		MaxConcurrent: set.Workers * parallel, QueueSize: 64 * parallel, QueueTimeout: set.JobTimeout,
+		PrepareAllowance: allowance, Logger: log,
+	})
+	if err != nil {
+		closeRT()
+		return nil, nil, nil, &exitError{code: ExitFailure, err: err}
+	}
+	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
+		closeRT()
+		return nil, nil, nil, usageErr("%v", err)
+	}
+	closeAll := func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := mgr.Close(cctx); err != nil {
+			log.Warn("closing the sandbox manager", "err", err)
+		}
+		closeRT()
+	}
+	return mgr, rt.Check, closeAll, nil
+}
+
+// readSecretFile reads a file holding a secret, never quoting its content in errors.
+func readSecretFile(path, what string) ([]byte, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if len(b) > 1<<20 {
+		return nil, fmt.Errorf("%s file %s is larger than 1 MiB", what, path)
+	}
+	return b, nil
+}
+
+type historyFlags struct {
+	db, databaseURL, repo, outcome string
+	pr, limit                      int
+	json                           bool
+}
+
+func newAppHistoryCmd(g *globals) *cobra.Command {
+	f := &historyFlags{}
+	cmd := &cobra.Command{
+		Use:   "history [flags]",
+		Short: "List the reviews the App ran: pull request, head, outcome, findings, tokens, cost, time",
+		Long: `List the review history recorded by 'aster app serve', newest first: for each
+run the pull request, the head reviewed (and the previous head for an
+incremental review), what triggered it, the outcome (posted, nothing_new,
+skipped, failed) with the reason, the check's conclusion, findings on the
+change, comments posted inline, model tokens and cost, and how long it took.
+It reads the same database as the server (--db or --database-url, or the
+app: section), and can run while the server does.`,
+		Example: `  aster app history
+  aster app history --repo acme/widgets --pr 42
+  aster app history --outcome failed --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runAppHistory(cmd, g, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.db, "db", "", "SQLite database file (default <data dir>/"+config.DefaultAppDBFile+")")
+	fl.StringVar(&f.databaseURL, "database-url", "", "postgres://... (prefer ASTER_DATABASE_URL)")
+	fl.StringVar(&f.repo, "repo", "", "only this repository (owner/name)")
+	fl.IntVar(&f.pr, "pr", 0, "only this pull request number (with --repo)")
+	fl.StringVar(&f.outcome, "outcome", "", "only this outcome: posted, nothing_new, skipped, failed")
+	fl.IntVar(&f.limit, "limit", 50, "at most this many reviews")
+	fl.BoolVar(&f.json, "json", false, "one JSON object per line instead of a table")
+	return cmd
+}
+
+func runAppHistory(cmd *cobra.Command, g *globals, f *historyFlags) error {
+	c, err := g.load(cmd)
+	if err != nil {
+		return err
+	}
+	ac, err := c.AppSection(g.stdio.Getenv)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if cmd.Flags().Changed("db") {
+		ac.DB = f.db
+	}
+	if cmd.Flags().Changed("database-url") {
+		ac.DatabaseURL = f.databaseURL
+	}
+	db, dbURL, err := ac.ParseStore()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if f.repo != "" && strings.Count(f.repo, "/") != 1 {
+		return usageErr("--repo %q: want owner/name", f.repo)
+	}
+	if f.limit < 1 || f.limit > 100000 {
+		return usageErr("--limit %d: want 1 to 100000", f.limit)
+	}
+	switch f.outcome {
+	case "", store.OutcomePosted, store.OutcomeNothingNew, store.OutcomeSkipped, store.OutcomeFailed:
+	default:
+		return usageErr("--outcome %q: want posted, nothing_new, skipped or failed", f.outcome)
+	}
+	st, err := store.Open(cmd.Context(), store.Options{Path: db, URL: dbURL, ReadOnly: true})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	defer st.Close()
+	recs, err := st.History(cmd.Context(), store.HistoryFilter{Repository: f.repo, Number: f.pr, Outcome: f.outcome, Limit: f.limit})
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	out := g.stdio.Stdout
+	if f.json {
+		enc := json.NewEncoder(out)
+		enc.SetEscapeHTML(false)
+		for _, r := range recs {
+			if err := enc.Encode(r); err != nil {
+				return &exitError{code: ExitFailure, err: err}
+			}
+		}
+		return nil
+	}
+	if len(recs) == 0 {
+		fmt.Fprintln(out, "no reviews recorded")
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FINISHED\tPULL REQUEST\tHEAD\tSINCE\tCAUSE\tOUTCOME\tCHECK\tFINDINGS\tINLINE\tTOKENS\tCOST\tTIME\tREASON")
+	for _, r := range recs {
+		fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t$%.4f\t%.1fs\t%s\n",
+			r.FinishedAt.Local().Format("2006-01-02 15:04:05"), r.Repository, r.Number, abbrev(r.HeadSHA), dash(abbrev(r.SinceSHA)),
+			dash(r.Cause), r.Outcome, dash(r.Conclusion), r.Reported, r.Findings, r.InlineComments,
+			r.InputTokens+r.OutputTokens, r.CostUSD, float64(r.DurationMS)/1000, oneLineText(r.Reason, 80))
+	}
+	return tw.Flush()
+}
+
+func abbrev(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func oneLineText(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		s = s[:n] + "…"
+	}
+	return s
+}
