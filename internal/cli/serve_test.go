@@ -53,6 +53,16 @@ var labelSeq struct {
 	n int
 }
 
+// needEngine skips with -short, and otherwise fails or skips (as
+// sandboxtest.Docker decides) without an engine and the image.
+func needEngine(t *testing.T) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the container engine (skipped with -short)")
+	}
+	sandboxtest.Docker(t)
+}
+
 // startServe starts the server on a free loopback port with extra
 // environment and flags, and waits until /healthz answers.
 func startServe(t *testing.T, env []string, args ...string) *serveProc {
@@ -191,7 +201,7 @@ func tail(s string, n int) string {
 // engine, the live sandboxes never exceed 4; every request gets a result or
 // a 429 with Retry-After; nothing is left; the service keeps working.
 func TestServeBurst(t *testing.T) {
-	sandboxtest.Docker(t)
+	needEngine(t)
 	api := engineAPI(t, "")
 	labelEnv, label := uniqueLabel(t)
 	p := startServe(t, []string{labelEnv}, "--max-concurrent", "4", "--queue", "8", "--queue-timeout", "60s")
@@ -308,7 +318,7 @@ func leakSandbox(t *testing.T, api *client.Client, label string, deadline time.T
 // requests fail rather than report a result; a sandbox leaked before the
 // start is reaped at start-up, one that expires later by the periodic pass.
 func TestServeKill9ThenRestart(t *testing.T) {
-	sandboxtest.Docker(t)
+	needEngine(t)
 	api := engineAPI(t, "")
 	labelEnv, label := uniqueLabel(t)
 	env := []string{"ASTER_REAPER_ALLOWANCE=1s", labelEnv}
@@ -371,7 +381,7 @@ func TestServeKill9ThenRestart(t *testing.T) {
 // SIGTERM: the running job finishes within the grace period and the server
 // exits 0; with a short grace a long job is cancelled and its sandbox removed.
 func TestServeSIGTERM(t *testing.T) {
-	sandboxtest.Docker(t)
+	needEngine(t)
 	api := engineAPI(t, "")
 	labelEnv, label := uniqueLabel(t)
 	for _, c := range []struct {
@@ -419,7 +429,7 @@ func TestServeSIGTERM(t *testing.T) {
 
 // `aster exec --server` prints what `aster exec` prints and exits the same.
 func TestExecServerParity(t *testing.T) {
-	sandboxtest.Docker(t)
+	needEngine(t)
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	os.WriteFile(tokens, []byte("parity-test-token-0000001\n"), 0o600)

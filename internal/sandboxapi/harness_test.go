@@ -27,7 +27,7 @@ import (
 // harness is a real Server (Serve on a loopback listener, so the timeouts
 // are the production ones) over a real Manager on the local engine.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	mgr     *sandbox.Manager
 	srv     *Server
 	metrics *Metrics
@@ -46,9 +46,10 @@ type harnessOpts struct {
 	runtime       sandbox.Runtime // default: testRuntime(t)
 	label         string          // the aster.test label of runtime's sandboxes
 	server        func(*Options)
+	pool          sandbox.PoolOptions
 }
 
-func newHarness(t *testing.T, o harnessOpts) *harness {
+func newHarness(t testing.TB, o harnessOpts) *harness {
 	t.Helper()
 	rt, label := o.runtime, o.label
 	if rt == nil {
@@ -72,6 +73,7 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		MaxConcurrent:  o.maxConcurrent,
 		QueueSize:      o.queue,
 		QueueTimeout:   o.queueTimeout,
+		Pool:           o.pool,
 		Observer:       metrics,
 	})
 	if err != nil {
@@ -109,6 +111,11 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 		case <-time.After(time.Minute):
 			t.Error("Serve did not return")
 		}
+		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
+		defer ccancel()
+		if err := mgr.Close(cctx); err != nil {
+			t.Errorf("close the manager: %v", err)
+		}
 	})
 	return h
 }
@@ -116,8 +123,11 @@ func newHarness(t *testing.T, o harnessOpts) *harness {
 // testRuntime is a Docker runtime whose sandboxes carry a label unique to
 // this test in this process: other test processes (a teammate's
 // `go test ./...`) run the same tests against the same engine.
-func testRuntime(t *testing.T) (*docker.Runtime, string) {
+func testRuntime(t testing.TB) (*docker.Runtime, string) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the container engine (skipped with -short)")
+	}
 	sandboxtest.Docker(t) // skips or fails without an engine and the image
 	label := fmt.Sprintf("%s-%d-%d", filepath.Base(t.Name()), os.Getpid(), labelSeq.Add(1))
 	rt, err := docker.New(docker.Options{InitPath: sandboxtest.InitBinary(t), Labels: map[string]string{"aster.test": label}})
@@ -219,7 +229,7 @@ func (h *harness) tryPost(path string, v any) (*http.Response, []byte, error) {
 }
 
 // errorOf decodes an error body and checks its status and code.
-func errorOf(t *testing.T, resp *http.Response, body []byte, status int, code string) ErrorDetail {
+func errorOf(t testing.TB, resp *http.Response, body []byte, status int, code string) ErrorDetail {
 	t.Helper()
 	var eb ErrorBody
 	if err := json.Unmarshal(body, &eb); err != nil {

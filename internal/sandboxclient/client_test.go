@@ -23,6 +23,9 @@ import (
 // server starts a real orchestrator over the local engine and returns its URL.
 func server(t *testing.T, maxConcurrent, queue int, tokens *sandboxapi.Tokens) (string, *sandbox.Manager) {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the container engine (skipped with -short)")
+	}
 	rt := sandboxtest.Docker(t)
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
 		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(), ValidateLimits: config.ValidateLimits,
