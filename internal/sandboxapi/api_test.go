@@ -663,6 +663,32 @@ func TestSlowLoris(t *testing.T) {
 	}
 }
 
+// A client that asks for a stream and then stops reading is dropped by the
+// per-write deadline; its run is cancelled and its sandbox destroyed, rather
+// than the job blocking on a full pipe until its own timeout.
+func TestStalledReaderDropped(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{server: func(o *Options) { o.WriteTimeout = time.Second }})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// A small receive buffer, so the server's writes block soon.
+	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
+	body := `{"argv":["sh","-c","yes aster-output-line | head -c 60000000"],"limits":{"timeout":"2m","output_ceiling":"100m"}}`
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", RouteExecute, len(body), body)
+	waitFor(t, 30*time.Second, "the run to start", func() bool { return h.mgr.Stats().Running == 1 })
+	t0 := time.Now()
+	waitFor(t, 30*time.Second, "the stalled client's run to end", func() bool {
+		return h.mgr.Stats().Running == 0 && containers(t, h.label) == 0
+	})
+	t.Logf("run ended %s after it started, with the client not reading", time.Since(t0).Round(time.Millisecond))
+	if got := h.metric(`aster_sandbox_runs_total{status="killed"}`); got != 1 {
+		t.Errorf("killed runs %v", got)
+	}
+}
+
 // packDir tars a directory with every name under prefix.
 func packDir(t *testing.T, dir, prefix string) []byte {
 	t.Helper()
