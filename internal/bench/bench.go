@@ -47,6 +47,9 @@ type Config struct {
 	// Warm is the pool size of the warm systems (at least the largest
 	// concurrency, so a paced round is all hits).
 	Warm int
+	// Pairs is how many alternating runs of aster-oci-cold and bare-crun
+	// the ratio target is measured on (0: none; the c=1 cells are used).
+	Pairs int
 	// Progress receives one line per measured cell; nil is silent.
 	Progress io.Writer
 }

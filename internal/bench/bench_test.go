@@ -25,6 +25,7 @@ func TestHarnessOCI(t *testing.T) {
 		Duration:    500 * time.Millisecond,
 		MinRequests: 3,
 		PacedRounds: 2,
+		Pairs:       5,
 	}
 	if testing.Verbose() {
 		cfg.Progress = os.Stderr
@@ -46,6 +47,9 @@ func TestHarnessOCI(t *testing.T) {
 		if c.System == bench.SysOCIWarm && (c.PacedP50MS == nil || *c.PacedHitRate < 1) {
 			t.Errorf("warm cell without all-hit paced rounds: %+v", c)
 		}
+	}
+	if len(rep.Pairs) != 1 || rep.Pairs[0].Ratio <= 0 || rep.Pairs[0].Errors > 0 {
+		t.Fatalf("pairs %+v", rep.Pairs)
 	}
 	if rep.Machine.Cores < 1 || len(rep.Targets) == 0 {
 		t.Fatalf("report %+v", rep)

@@ -22,7 +22,9 @@ type Report struct {
 	Image    string    `json:"image"`
 	Settings Settings  `json:"settings"`
 	Cells    []Cell    `json:"cells"`
-	Targets  []Target  `json:"targets"`
+	// Pairs are alternating comparisons (oci cold against bare crun).
+	Pairs   []Pair   `json:"pairs,omitempty"`
+	Targets []Target `json:"targets"`
 	// Skipped names systems that could not be set up, with why.
 	Skipped map[string]string `json:"skipped,omitempty"`
 }
@@ -113,9 +115,18 @@ func Run(ctx context.Context, cfg Config, env Env) (*Report, error) {
 			fmt.Fprintf(progress, "   close: %v\n", err)
 		}
 	}
+	if cfg.Pairs > 0 && slices.Contains(cfg.Systems, SysBareCrun) && slices.Contains(cfg.Systems, SysOCICold) && ctx.Err() == nil {
+		fmt.Fprintf(progress, "== %s against %s, alternating\n", SysOCICold, SysBareCrun)
+		if p, err := runPair(ctx, env, cfg); err != nil {
+			rep.Skipped["pairs"] = err.Error()
+		} else {
+			rep.Pairs = append(rep.Pairs, p)
+			fmt.Fprintf(progress, "   %s\n", p)
+		}
+	}
 	rep.Machine.LoadAfter = loadavg()
 	rep.Finished = time.Now()
-	rep.Targets = targets(rep.Cells)
+	rep.Targets = targets(rep.Cells, rep.Pairs)
 	return rep, ctx.Err()
 }
 
@@ -145,6 +156,9 @@ func (r *Report) PrintTable(w io.Writer) {
 			c.System, c.Job, c.Concurrency, c.Requests, c.Errors, c.P50MS, c.P99MS, c.ThroughputRPS, hit, pp50, pp99)
 	}
 	tw.Flush()
+	for _, p := range r.Pairs {
+		fmt.Fprintf(w, "\n%s\n", p)
+	}
 	for name, why := range r.Skipped {
 		fmt.Fprintf(w, "skipped %s: %s\n", name, why)
 	}
@@ -207,3 +221,17 @@ func loadavg() []float64 {
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+func runPair(ctx context.Context, env Env, cfg Config) (Pair, error) {
+	a, err := newSystem(ctx, SysOCICold, env, 0)
+	if err != nil {
+		return Pair{}, err
+	}
+	defer a.Close()
+	b, err := newSystem(ctx, SysBareCrun, env, 0)
+	if err != nil {
+		return Pair{}, err
+	}
+	defer b.Close()
+	return pair(ctx, a, b, cfg.Jobs[0], cfg.Pairs), nil
+}

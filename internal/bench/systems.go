@@ -254,7 +254,7 @@ func (s *apiSystem) quiesce(ctx context.Context) {
 		}
 		select {
 		case <-ctx.Done():
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(time.Millisecond):
 		}
 	}
 }

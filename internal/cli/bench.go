@@ -23,6 +23,7 @@ type benchFlags struct {
 	systems, concurrency, jobs, out string
 	duration                        time.Duration
 	minRequests, pacedRounds, warm  int
+	pairs                           int
 }
 
 func newBenchCmd(g *globals) *cobra.Command {
@@ -68,6 +69,7 @@ noisy: the load average before and after is in the report.
 	fl.IntVar(&f.minRequests, "min-requests", 5, "requests per cell at least, however long they take")
 	fl.IntVar(&f.pacedRounds, "paced-rounds", 10, "warm-latency rounds per warm cell")
 	fl.IntVar(&f.warm, "warm", 0, "pool size of the warm systems (default: the largest concurrency)")
+	fl.IntVar(&f.pairs, "pairs", 100, "alternating aster-oci-cold/bare-crun runs for the ratio target (0: use the c=1 cells)")
 	fl.StringVar(&f.out, "out", "bench-results.json", "where to write the JSON report (empty: nowhere)")
 	cmd.AddCommand(newBenchSleepersCmd(g))
 	return cmd
@@ -78,7 +80,7 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 	if err != nil {
 		return err
 	}
-	cfg := bench.Config{Duration: f.duration, MinRequests: f.minRequests, PacedRounds: f.pacedRounds, Warm: f.warm, Progress: g.stdio.Stderr}
+	cfg := bench.Config{Duration: f.duration, MinRequests: f.minRequests, PacedRounds: f.pacedRounds, Warm: f.warm, Pairs: f.pairs, Progress: g.stdio.Stderr}
 	cfg.Systems = config.SplitList(f.systems)
 	for _, s := range cfg.Systems {
 		if !contains(bench.SystemNames, s) {
