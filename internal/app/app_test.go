@@ -12,6 +12,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/store"
+	"github.com/asterhq/aster/internal/store/storetest"
 )
 
 const baseMain = "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"
@@ -21,8 +22,18 @@ const baseMain = "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"
 // edited in place; the same delivery again → nothing; /aster review from a reader →
 // refused; from a writer → a full re-review that repeats nothing.
 func TestReviewPushAndCommand(t *testing.T) {
+	forEachDB(t, testReviewPushAndCommand)
+}
+
+// forEachDB runs fn on SQLite, and on Postgres when ASTER_TEST_POSTGRES_URL is set.
+func forEachDB(t *testing.T, fn func(t *testing.T, dbURL string)) {
+	t.Run("sqlite", func(t *testing.T) { fn(t, "") })
+	t.Run("postgres", func(t *testing.T) { fn(t, storetest.PostgresURL(t)) })
+}
+
+func testReviewPushAndCommand(t *testing.T, dbURL string) {
 	rv := &scripted{}
-	h := newHarness(t, harnessOptions{reviewer: rv})
+	h := newHarness(t, harnessOptions{reviewer: rv, dbURL: dbURL})
 	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain, "README.md": "# widgets\n"})
 	head1 := h.git.Commit(base, "one", map[string]string{
 		"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n",
@@ -177,8 +188,12 @@ func contains(list []string, s string) bool {
 // TestRacingEventsOneReviewPerSHA sends opened and synchronize for one head at once, and
 // again while its review runs: one review, one check run for that head.
 func TestRacingEventsOneReviewPerSHA(t *testing.T) {
+	forEachDB(t, testRacingEvents)
+}
+
+func testRacingEvents(t *testing.T, dbURL string) {
 	rv := &scripted{block: make(chan struct{})}
-	h := newHarness(t, harnessOptions{reviewer: rv, queue: store.QueueOptions{Workers: 4}})
+	h := newHarness(t, harnessOptions{reviewer: rv, dbURL: dbURL, queue: store.QueueOptions{Workers: 4}})
 	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
 	head := h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// BUG here\n"})
 	h.openPR(3, base, head)

@@ -6,15 +6,13 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/asterhq/aster/internal/store/storetest"
 )
 
 // backends runs fn once on SQLite and, when ASTER_TEST_POSTGRES_URL is set (see
@@ -71,41 +69,8 @@ func randHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// PostgresTestURL returns a URL to a fresh schema of the database named by
-// ASTER_TEST_POSTGRES_URL, dropped when the test ends; without the variable the test is
-// skipped.
-func PostgresTestURL(t *testing.T) string {
-	t.Helper()
-	base := os.Getenv("ASTER_TEST_POSTGRES_URL")
-	if base == "" {
-		t.Skip("ASTER_TEST_POSTGRES_URL not set (scripts/postgres-test.sh starts a throwaway server)")
-	}
-	schema := "aster_test_" + randHex(6)
-	conn, err := pgx.Connect(t.Context(), base)
-	if err != nil {
-		t.Fatalf("postgres: %v", err)
-	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(t.Context(), "CREATE SCHEMA "+schema); err != nil {
-		t.Fatalf("create schema: %v", err)
-	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		_, _ = c.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE")
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("search_path", schema)
-	u.RawQuery = q.Encode()
-	return u.String()
-}
+// PostgresTestURL is storetest.PostgresURL (skips without ASTER_TEST_POSTGRES_URL).
+func PostgresTestURL(t *testing.T) string { return storetest.PostgresURL(t) }
 
 func request(delivery string, pr int, head string) ReviewRequest {
 	return ReviewRequest{
