@@ -122,7 +122,7 @@ func (p *serveProc) post(ctx context.Context, path string, v any) (int, string, 
 // engineAPI connects to an engine (host "" is the environment's).
 func engineAPI(t *testing.T, host string) *client.Client {
 	t.Helper()
-	opts := []client.Opt{client.WithAPIVersionNegotiation(), client.WithHostFromEnv()}
+	opts := []client.Opt{client.WithHostFromEnv()}
 	if host != "" {
 		opts = append(opts, client.WithHost(host))
 	}

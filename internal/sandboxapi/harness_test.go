@@ -249,7 +249,7 @@ func errorOf(t testing.TB, resp *http.Response, body []byte, status int, code st
 // any state, or in the given states.
 func containers(t testing.TB, label string, states ...string) int {
 	t.Helper()
-	c, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	c, err := client.New(client.FromEnv)
 	if err != nil {
 		t.Fatal(err)
 	}

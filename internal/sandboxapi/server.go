@@ -204,11 +204,11 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	var req ExecuteRequest
 	snap, err := ReadBody(w, r, &req, s.BodyOptions())
-	defer snap.Close()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	defer snap.Close()
 	spec, err := s.jobSpec(req.JobRequest, snap)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -227,11 +227,11 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	defer release()
 	var req TestRequest
 	snap, err := ReadBody(w, r, &req, s.BodyOptions())
-	defer snap.Close()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
+	defer snap.Close()
 	spec, err := s.jobSpec(req.JobRequest, snap)
 	if err != nil {
 		s.writeError(w, r, err)
