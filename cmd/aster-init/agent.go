@@ -24,9 +24,17 @@ type agent struct {
 	out     *initproto.Writer
 	workDir string
 	pid1    bool
+	// linger is how long init waits, after the result, for the host to close
+	// stdin before it exits (0: exit at once).
+	linger time.Duration
 
 	hostGone atomic.Bool
+	// inputDone is closed when stdin ends, once the job has started.
+	inputDone chan struct{}
 }
+
+// maxHelloRequests bounds the hello requests a host may send before the job.
+const maxHelloRequests = 10000
 
 // run executes one job and returns init's own exit code.
 func (a *agent) run() int {
@@ -35,6 +43,13 @@ func (a *agent) run() int {
 		return 1
 	}
 	f, err := a.in.Next()
+	// Hello requests: the host learns that it is attached by the answers.
+	for n := 0; err == nil && f.Type == initproto.TypeHello && n < maxHelloRequests; n++ {
+		if err := a.answerHello(f.Payload); err != nil {
+			return 1
+		}
+		f, err = a.in.Next()
+	}
 	if err != nil {
 		// The host went away before sending a job (a pooled sandbox being
 		// discarded, or a host crash). Nothing to report.
@@ -58,12 +73,51 @@ func (a *agent) run() int {
 	return a.finish(a.execute(job))
 }
 
+// answerHello answers a host's hello request with a hello carrying its seq.
+func (a *agent) answerHello(req []byte) error {
+	var h initproto.Hello
+	_ = json.Unmarshal(req, &h) // a malformed request is answered with seq 0
+	p, _ := json.Marshal(initproto.Hello{Version: initproto.Version, PID: os.Getpid(), Seq: h.Seq})
+	return a.out.WriteFrame(initproto.TypeHello, p)
+}
+
 func (a *agent) finish(r initproto.ResultFrame) int {
 	p, _ := json.Marshal(r)
 	if err := a.out.WriteFrame(initproto.TypeResult, p); err != nil {
 		return 1
 	}
+	a.awaitHostClose()
 	return 0
+}
+
+// awaitHostClose keeps init (and so the sandbox) alive after the result until
+// the host closes stdin, for at most a.linger: on a runtime whose attach stream
+// may drop what a container writes just before it exits, the result must not
+// be the last thing written before exit.
+func (a *agent) awaitHostClose() {
+	if a.linger <= 0 {
+		return
+	}
+	done := a.inputDone
+	if done == nil {
+		// The job never started: nothing reads stdin yet.
+		ch := make(chan struct{})
+		go func() {
+			defer close(ch)
+			for {
+				if _, err := a.in.Next(); err != nil {
+					return
+				}
+			}
+		}()
+		done = ch
+	}
+	t := time.NewTimer(a.linger)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
 }
 
 // unpack streams the workspace tar frames into the work directory.
@@ -265,6 +319,7 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 
 	// The caller's stdin, then watch for the host going away.
 	hostGone := make(chan struct{})
+	a.inputDone = hostGone
 	go a.pumpStdin(stdinW, hostGone)
 
 	deadline := time.NewTimer(time.Duration(job.TimeoutMS) * time.Millisecond)

@@ -5,12 +5,16 @@
 // or the deadline passes, and ends with a result frame. Then it exits, and the
 // sandbox is destroyed.
 //
-// It is built static (CGO_ENABLED=0) and mounted read-only at /.aster/init.
+// It is built static (CGO_ENABLED=0) and mounted read-only at /.aster/init. On
+// Kubernetes an init container runs it with -install to copy it into the Pod,
+// and the sandbox runs it with -linger, so that the result is never the last
+// thing written before the container exits (see internal/sandbox/kubernetes).
 package main
 
 import (
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -22,7 +26,16 @@ import (
 
 func main() {
 	workDir := flag.String("work", "/work", "directory the workspace is unpacked into")
+	linger := flag.Duration("linger", 0, "after the result, wait this long at most for the host to close stdin before exiting")
+	install := flag.String("install", "", "copy this binary to the given path and exit (an init container delivering aster-init into a Pod)")
 	flag.Parse()
+	if *install != "" {
+		if err := installSelf(*install); err != nil {
+			logf("install: %v", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 
 	// A write to a host that went away must surface as an error we handle (kill
 	// the job, exit), not as a silent SIGPIPE death halfway through clean-up.
@@ -45,7 +58,7 @@ func main() {
 
 	in := initproto.NewReader(stdin)
 	out := initproto.NewWriter(stdout)
-	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1}
+	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1, linger: *linger}
 	os.Exit(a.run())
 }
 
@@ -72,6 +85,28 @@ func reserveThreads(n int) {
 	}
 	ready.Wait()
 	release.Done()
+}
+
+// installSelf copies the running executable to dst (a new file, mode 0555).
+func installSelf(dst string) error {
+	src, err := os.Open("/proc/self/exe")
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o555)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, src); err != nil {
+		out.Close()
+		return err
+	}
+	if err := out.Sync(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
 }
 
 // PR_SET_CHILD_SUBREAPER is not in package syscall.

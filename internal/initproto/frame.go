@@ -26,6 +26,10 @@ const MaxPayload = 1 << 20
 // HeaderSize is the size of a frame header.
 const HeaderSize = 5
 
+// smallFrame is the largest payload written with its header in one write:
+// frame and header fit PIPE_BUF (4096), which Linux writes to a pipe atomically.
+const smallFrame = 4096 - HeaderSize
+
 // Type is a frame type.
 type Type byte
 
@@ -84,9 +88,10 @@ type Frame struct {
 // Writer writes frames; it is safe for concurrent use and splits data payloads
 // larger than MaxPayload into several frames of the same type.
 type Writer struct {
-	mu  sync.Mutex
-	w   io.Writer
-	hdr [HeaderSize]byte
+	mu    sync.Mutex
+	w     io.Writer
+	hdr   [HeaderSize]byte
+	small [HeaderSize + smallFrame]byte
 }
 
 // NewWriter returns a Writer on w.
@@ -97,6 +102,16 @@ func NewWriter(w io.Writer) *Writer { return &Writer{w: w} }
 func (fw *Writer) WriteFrame(t Type, p []byte) error {
 	fw.mu.Lock()
 	defer fw.mu.Unlock()
+	if len(p) <= smallFrame {
+		// One write for a small frame: a pipe takes it atomically, so a reader
+		// that joins the stream late (an attach) sees whole frames or none.
+		buf := fw.small[:HeaderSize+len(p)]
+		buf[0] = byte(t)
+		binary.BigEndian.PutUint32(buf[1:], uint32(len(p)))
+		copy(buf[HeaderSize:], p)
+		_, err := fw.w.Write(buf)
+		return err
+	}
 	for {
 		n := min(len(p), MaxPayload)
 		fw.hdr[0] = byte(t)

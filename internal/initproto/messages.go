@@ -18,9 +18,17 @@ const (
 )
 
 // Hello is aster-init's first frame: it proves init is up and speaks Version.
+//
+// Before the job, the host may also send hello frames of its own (a request
+// with a Seq); init answers each with a hello carrying the same Seq. A runtime
+// whose attach stream can miss what init wrote before the host was attached
+// (Kubernetes) uses that to learn when it is: the answer to its latest request
+// has arrived.
 type Hello struct {
 	Version int `json:"version"`
 	PID     int `json:"pid"`
+	// Seq is 0 in the hello init sends at start, and echoes the host's request otherwise.
+	Seq int64 `json:"seq,omitempty"`
 }
 
 // JobHeader is the first frame the host sends.

@@ -37,6 +37,9 @@ K8S_CNI_BRIDGE="${ASTER_K8S_CNI_BRIDGE:-aster-cni0}"
 K8S_POD_SUBNET="${ASTER_K8S_POD_SUBNET:-10.88.76.0/24}"
 K8S_SERVICE_SUBNET="${ASTER_K8S_SERVICE_SUBNET:-10.96.76.0/24}"
 K8S_NODE_NAME=localhost
+# Per-Pod process cap of the kubelet (podPidsLimit), and the size of the tmpfs for Pod logs.
+K8S_POD_PIDS_LIMIT="${ASTER_K8S_POD_PIDS_LIMIT:-128}"
+K8S_POD_LOGS_SIZE="${ASTER_K8S_POD_LOGS_SIZE:-1g}"
 
 # Host changes recorded by up.sh and undone by down.sh.
 K8S_HOST_RECORD="$K8S_STATE/host-record"
