@@ -195,3 +195,7 @@ func (i *instance) Close(ctx context.Context) error {
 	})
 	return i.closeErr
 }
+
+// Done is closed once the container is gone; the warm pool uses it to skip a
+// pooled sandbox that died while waiting (an engine restart, say).
+func (i *instance) Done() <-chan struct{} { return i.exited }
