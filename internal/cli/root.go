@@ -108,6 +108,7 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 	override("init-path", &c.InitPath, g.initPath)
 	override("engine-runtime", &c.EngineRuntime, g.engineRuntime)
 	override("oci-runtime", &c.OCI.Runtime, g.ociRuntime)
+	overrideKubernetesFlags(flags, &c.Kubernetes)
 	return c, nil
 }
 
@@ -152,11 +153,12 @@ aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.configPath, "config", "", "configuration file (default ./aster.yaml, then ~/.config/aster/aster.yaml)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
-	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine) or oci (crun/runc/runsc directly, no daemon; needs root)")
+	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc/runsc directly, no daemon; needs root) or kubernetes (one Pod per run)")
 	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker engine address (default DOCKER_HOST or unix:///var/run/docker.sock)")
 	pf.StringVar(&g.initPath, "init-path", "", "path of the aster-init binary (default: next to aster, or ./bin/aster-init)")
 	pf.StringVar(&g.engineRuntime, "engine-runtime", "", "engine runtime for sandboxes, e.g. runsc (gVisor) or kata-runtime")
 	pf.StringVar(&g.ociRuntime, "oci-runtime", config.DefaultOCIRuntime, "OCI runtime binary for --runtime oci: crun, runc or runsc (gVisor), or a path")
+	addKubernetesFlags(pf)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	})

@@ -10,8 +10,9 @@ import (
 
 // runtimeFactories builds a runtime by name. Other runtimes register here.
 var runtimeFactories = map[string]func(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error){
-	"docker": newDockerRuntime,
-	"oci":    newOCIRuntime,
+	"docker":     newDockerRuntime,
+	"oci":        newOCIRuntime,
+	"kubernetes": newKubernetesRuntime,
 }
 
 func newDockerRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error) {

@@ -18,7 +18,7 @@ import (
 // Config is Aster's whole configuration. Precedence, lowest first: the
 // defaults here, aster.yaml, ASTER_* environment variables, command-line flags.
 type Config struct {
-	// Runtime names the sandbox runtime: "docker" or "oci".
+	// Runtime names the sandbox runtime: "docker", "oci" or "kubernetes".
 	Runtime string `yaml:"runtime"`
 	// DockerHost is the engine address; empty uses DOCKER_HOST or the default socket.
 	DockerHost string `yaml:"docker_host"`
@@ -26,6 +26,8 @@ type Config struct {
 	EngineRuntime string `yaml:"engine_runtime"`
 	// OCI configures the direct OCI runtime (--runtime oci); see oci.go.
 	OCI OCIConfig `yaml:"oci"`
+	// Kubernetes configures the Kubernetes runtime (--runtime kubernetes); see kubernetes.go.
+	Kubernetes KubernetesConfig `yaml:"kubernetes"`
 	// InitPath is the host path of the aster-init binary.
 	InitPath string `yaml:"init_path"`
 	// Images is the image allowlist; the first is the default.
@@ -83,6 +85,8 @@ func Default() Config {
 		},
 		Reaper: ReaperConfig{Grace: "30s", Period: "1m", Allowance: "2m"},
 		OCI:    DefaultOCI(),
+
+		Kubernetes: DefaultKubernetes(),
 	}
 }
 
@@ -148,6 +152,7 @@ func merge(dst *Config, src Config) {
 	set(&dst.DockerHost, src.DockerHost)
 	set(&dst.EngineRuntime, src.EngineRuntime)
 	mergeOCI(&dst.OCI, src.OCI)
+	mergeKubernetes(&dst.Kubernetes, src.Kubernetes)
 	set(&dst.InitPath, src.InitPath)
 	set(&dst.LogLevel, src.LogLevel)
 	if len(src.Images) > 0 {
@@ -180,7 +185,7 @@ func merge(dst *Config, src Config) {
 
 // EnvVars lists the variables Load reads, for --help and the README.
 var EnvVars = map[string]string{
-	"ASTER_RUNTIME":          "sandbox runtime (docker or oci)",
+	"ASTER_RUNTIME":          "sandbox runtime (docker, oci or kubernetes)",
 	"ASTER_OCI_RUNTIME":      "OCI runtime binary for --runtime oci: crun, runc or runsc",
 	"ASTER_OCI_STATE_DIR":    "per-sandbox bundles and run records of the oci runtime",
 	"ASTER_OCI_CACHE_DIR":    "exported image root filesystems of the oci runtime",
@@ -213,6 +218,7 @@ func applyEnv(c *Config, getenv func(string) string) {
 	set(&c.DockerHost, "ASTER_DOCKER_HOST")
 	set(&c.EngineRuntime, "ASTER_ENGINE_RUNTIME")
 	applyOCIEnv(&c.OCI, getenv)
+	applyKubernetesEnv(&c.Kubernetes, getenv)
 	set(&c.InitPath, "ASTER_INIT_PATH")
 	set(&c.LogLevel, "ASTER_LOG_LEVEL")
 	if v := getenv("ASTER_IMAGES"); v != "" {

@@ -1,0 +1,150 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Defaults of the Kubernetes runtime (`--runtime kubernetes`).
+const (
+	DefaultKubernetesNamespace       = "aster-sandboxes"
+	DefaultKubernetesInitImage       = "aster-init:latest"
+	DefaultKubernetesImagePullPolicy = "IfNotPresent"
+	DefaultKubernetesScheduleTimeout = 30 * time.Second
+	// DefaultKubernetesMaxPods 0: no namespace-wide cap beyond each replica's
+	// max-concurrent (a ResourceQuota can add one).
+	DefaultKubernetesMaxPods = 0
+)
+
+// KubernetesConfig is the `kubernetes:` section of aster.yaml.
+type KubernetesConfig struct {
+	// Kubeconfig is a kubeconfig path; empty uses the in-cluster configuration
+	// inside a Pod, else $KUBECONFIG or ~/.kube/config.
+	Kubeconfig string `yaml:"kubeconfig"`
+	// Namespace holds the sandbox Pods and Aster's deny-all NetworkPolicy.
+	Namespace string `yaml:"namespace"`
+	// RuntimeClass is the runtimeClassName of every sandbox Pod (gVisor, Kata).
+	RuntimeClass string `yaml:"runtime_class"`
+	// InitImage is the image whose /aster-init an init container copies into
+	// every Pod; it must match this version of Aster.
+	InitImage string `yaml:"init_image"`
+	// ImagePullPolicy applies to the sandbox images and the init image.
+	ImagePullPolicy string `yaml:"image_pull_policy"`
+	// ScheduleTimeout bounds how long a Pod may stay unschedulable.
+	ScheduleTimeout string `yaml:"schedule_timeout"`
+	// MaxPods caps the live sandbox Pods of the namespace across replicas (0: none).
+	MaxPods string `yaml:"max_pods"`
+}
+
+// KubernetesSettings are the parsed, validated values of a KubernetesConfig.
+type KubernetesSettings struct {
+	Kubeconfig      string
+	Namespace       string
+	RuntimeClass    string
+	InitImage       string
+	ImagePullPolicy string
+	ScheduleTimeout time.Duration
+	MaxPods         int
+}
+
+// KubernetesEnvVars lists the variables the kubernetes section reads.
+var KubernetesEnvVars = map[string]string{
+	"ASTER_KUBECONFIG":            "kubeconfig for --runtime kubernetes (default: in-cluster, then $KUBECONFIG)",
+	"ASTER_K8S_NAMESPACE":         "namespace of the sandbox Pods",
+	"ASTER_K8S_RUNTIME_CLASS":     "RuntimeClass of the sandbox Pods (gVisor, Kata)",
+	"ASTER_K8S_INIT_IMAGE":        "image carrying /aster-init, copied into every Pod",
+	"ASTER_K8S_IMAGE_PULL_POLICY": "Always, IfNotPresent or Never",
+	"ASTER_K8S_SCHEDULE_TIMEOUT":  "how long a sandbox Pod may stay unschedulable",
+	"ASTER_K8S_MAX_PODS":          "live sandbox Pods allowed in the namespace across replicas (0: no cap)",
+}
+
+// DefaultKubernetes returns the kubernetes section with every default filled in.
+func DefaultKubernetes() KubernetesConfig {
+	return KubernetesConfig{
+		Namespace:       DefaultKubernetesNamespace,
+		InitImage:       DefaultKubernetesInitImage,
+		ImagePullPolicy: DefaultKubernetesImagePullPolicy,
+		ScheduleTimeout: DefaultKubernetesScheduleTimeout.String(),
+		MaxPods:         strconv.Itoa(DefaultKubernetesMaxPods),
+	}
+}
+
+func mergeKubernetes(dst *KubernetesConfig, src KubernetesConfig) {
+	set := func(d *string, s string) {
+		if s != "" {
+			*d = s
+		}
+	}
+	set(&dst.Kubeconfig, src.Kubeconfig)
+	set(&dst.Namespace, src.Namespace)
+	set(&dst.RuntimeClass, src.RuntimeClass)
+	set(&dst.InitImage, src.InitImage)
+	set(&dst.ImagePullPolicy, src.ImagePullPolicy)
+	set(&dst.ScheduleTimeout, src.ScheduleTimeout)
+	set(&dst.MaxPods, src.MaxPods)
+}
+
+func applyKubernetesEnv(k *KubernetesConfig, getenv func(string) string) {
+	set := func(d *string, key string) {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			*d = v
+		}
+	}
+	set(&k.Kubeconfig, "ASTER_KUBECONFIG")
+	set(&k.Namespace, "ASTER_K8S_NAMESPACE")
+	set(&k.RuntimeClass, "ASTER_K8S_RUNTIME_CLASS")
+	set(&k.InitImage, "ASTER_K8S_INIT_IMAGE")
+	set(&k.ImagePullPolicy, "ASTER_K8S_IMAGE_PULL_POLICY")
+	set(&k.ScheduleTimeout, "ASTER_K8S_SCHEDULE_TIMEOUT")
+	set(&k.MaxPods, "ASTER_K8S_MAX_PODS")
+}
+
+var (
+	dnsLabel     = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
+)
+
+// Parse validates the section.
+func (k KubernetesConfig) Parse() (KubernetesSettings, error) {
+	def := DefaultKubernetes()
+	or := func(v, d string) string {
+		if v = strings.TrimSpace(v); v == "" {
+			return d
+		}
+		return v
+	}
+	out := KubernetesSettings{
+		Kubeconfig:      strings.TrimSpace(k.Kubeconfig),
+		Namespace:       or(k.Namespace, def.Namespace),
+		RuntimeClass:    strings.TrimSpace(k.RuntimeClass),
+		InitImage:       or(k.InitImage, def.InitImage),
+		ImagePullPolicy: or(k.ImagePullPolicy, def.ImagePullPolicy),
+	}
+	var errs []error
+	if !dnsLabel.MatchString(out.Namespace) {
+		errs = append(errs, fmt.Errorf("kubernetes namespace %q is not a DNS label", out.Namespace))
+	}
+	if out.RuntimeClass != "" && (len(out.RuntimeClass) > 253 || !dnsSubdomain.MatchString(out.RuntimeClass)) {
+		errs = append(errs, fmt.Errorf("kubernetes runtime class %q is not a valid name", out.RuntimeClass))
+	}
+	switch out.ImagePullPolicy {
+	case "Always", "IfNotPresent", "Never":
+	default:
+		errs = append(errs, fmt.Errorf("kubernetes image pull policy %q: want Always, IfNotPresent or Never", out.ImagePullPolicy))
+	}
+	if d, err := ParseDuration(or(k.ScheduleTimeout, def.ScheduleTimeout)); err != nil || d < time.Second {
+		errs = append(errs, fmt.Errorf("kubernetes schedule timeout %q: want a duration of at least 1s", k.ScheduleTimeout))
+	} else {
+		out.ScheduleTimeout = d
+	}
+	if n, err := strconv.Atoi(or(k.MaxPods, def.MaxPods)); err != nil || n < 0 || n > 100_000 {
+		errs = append(errs, fmt.Errorf("kubernetes max pods %q: want a whole number from 0", k.MaxPods))
+	} else {
+		out.MaxPods = n
+	}
+	return out, errors.Join(errs...)
+}
