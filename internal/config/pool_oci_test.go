@@ -1,0 +1,63 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestPoolSection(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "aster.yaml")
+	if err := os.WriteFile(file, []byte("pool:\n  warm: 3\n  max_idle: 2m\n  refill_per_second: 5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	getenv := func(k string) string { return env[k] }
+	c, err := Load(file, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc, err := c.PoolSection(getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	po, err := pc.Parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if po.Warm != 3 || po.MaxIdle != 2*time.Minute || po.RefillPerSecond != 5 || po.ShrinkAfter != DefaultPoolShrinkAfter {
+		t.Fatalf("pool options %+v", po)
+	}
+	env["ASTER_WARM"] = "7"
+	pc, _ = c.PoolSection(getenv)
+	if po, _ := pc.Parse(); po.Warm != 7 {
+		t.Fatalf("ASTER_WARM ignored: %+v", po)
+	}
+	for _, bad := range []PoolConfig{{Warm: "-1"}, {Warm: "x"}, {Warm: "100000"}, {MaxIdle: "10ms"}, {RefillPerSecond: "0"}} {
+		if _, err := bad.Parse(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+func TestOCISection(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "aster.yaml")
+	if err := os.WriteFile(file, []byte("oci:\n  runtime: runc\n  cache_dir: /srv/aster\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"ASTER_OCI_STATE_DIR": "/run/x"}
+	c, err := Load(file, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.OCI.Runtime != "runc" || c.OCI.CacheDir != "/srv/aster" || c.OCI.StateDir != "/run/x" {
+		t.Fatalf("oci section %+v", c.OCI)
+	}
+	d := Default().OCI
+	if d.Runtime != DefaultOCIRuntime || d.CacheDir != DefaultOCICacheDir || (d.StateDir != DefaultOCIStateDir && d.StateDir != FallbackOCIStateDir) {
+		t.Fatalf("defaults %+v", d)
+	}
+}
