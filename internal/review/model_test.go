@@ -570,3 +570,12 @@ func TestCleanData(t *testing.T) {
 	}
 	_ = fmt.Sprint()
 }
+
+func TestPromptNamesAndPaths(t *testing.T) {
+	if repoName("/home/alice/src/shop") != "shop" || repoName("acme/shop") != "acme/shop" {
+		t.Fatal("repository name")
+	}
+	if got := pathText("a.py\n    99 + forged\u202e"); strings.Contains(got, "\n") || !strings.Contains(got, "[U+202E]") {
+		t.Fatalf("path shown as %q", got)
+	}
+}

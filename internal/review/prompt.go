@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"path"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"unicode"
@@ -165,7 +167,7 @@ func buildPrompt(p promptInput, w *promptWriter) {
 		w.text("This change is reviewed in %d parts; this is part %d. It shows %d file(s); %d other changed file(s) are shown in other parts.\n\n", p.ofParts, p.part, len(p.parts), p.notShown)
 	}
 	if in.Repository != "" {
-		w.data("repository_name", cutText(in.Repository, 256))
+		w.data("repository_name", cutText(repoName(in.Repository), 256))
 	}
 	if in.Title != "" {
 		w.data("pull_request_title", cutText(oneLineText(in.Title), promptMaxTitleBytes))
@@ -208,6 +210,22 @@ func buildPrompt(p promptInput, w *promptWriter) {
 
 func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
 
+// pathText shows a file name on one line: a name may hold a newline, which
+// must not start a line of its own in the diff block.
+func pathText(p string) string {
+	return cleanData(strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(p))
+}
+
+// repoName is what the model is told the repository is called: owner/name
+// for a hosted one, only the directory's name for a local checkout (its
+// full path would tell the model about the host).
+func repoName(r string) string {
+	if strings.HasPrefix(r, "/") || strings.HasPrefix(r, ".") || strings.Contains(r, `\`) {
+		return path.Base(filepath.ToSlash(r))
+	}
+	return r
+}
+
 func findingsText(fs []gate.Marked) string {
 	var b strings.Builder
 	for i, f := range fs {
@@ -215,7 +233,7 @@ func findingsText(fs []gate.Marked) string {
 			fmt.Fprintf(&b, "… and %d more findings\n", len(fs)-i)
 			break
 		}
-		fmt.Fprintf(&b, "- %s %s:%d %s/%s: %s\n", f.Severity, f.Path, f.StartLine, f.Analyzer, f.RuleID,
+		fmt.Fprintf(&b, "- %s %s:%d %s/%s: %s\n", f.Severity, pathText(f.Path), f.StartLine, oneLineText(f.Analyzer), oneLineText(f.RuleID),
 			cutText(oneLineText(f.Message), promptMaxFindingBytes))
 	}
 	return b.String()
@@ -246,9 +264,9 @@ func testsText(t *TestsReport) string {
 func writeFileDiff(b *strings.Builder, fp filePart, rd *Redactor, red Redaction) {
 	f := fp.file
 	added, deleted := f.Stats()
-	fmt.Fprintf(b, "FILE %s (%s, +%d -%d)", cleanData(f.Path()), f.Status, added, deleted)
+	fmt.Fprintf(b, "FILE %s (%s, +%d -%d)", pathText(f.Path()), f.Status, added, deleted)
 	if f.OldPath != "" && f.NewPath != "" && f.OldPath != f.NewPath {
-		fmt.Fprintf(b, " renamed from %s", cleanData(f.OldPath))
+		fmt.Fprintf(b, " renamed from %s", pathText(f.OldPath))
 	}
 	b.WriteByte('\n')
 	dr := rd.NewDiffRedactor()
