@@ -643,3 +643,18 @@ func toolResults(j map[string]any) []string {
 	}
 	return out
 }
+
+func TestOpenAICompatibleWithoutKey(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	srv := llmtest.OpenAI(t, "", llmtest.Reply{Text: "{}"})
+	p, err := llm.NewOpenAI(llm.OpenAIOptions{Model: "llama3.1", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := llm.NewClient(p, llm.ClientOptions{}).Complete(t.Context(), baseRequest()); err != nil {
+		t.Fatal(err)
+	}
+	if h := srv.Requests()[0].Header.Get("Authorization"); h != "" {
+		t.Fatalf("Authorization %q sent to a server that needs none", h)
+	}
+}
