@@ -109,8 +109,14 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	// which lingers after its result, exit.
 	i.stdin.Close()
 	i.setTiming("job", time.Since(t0))
-	if err != nil && errors.Is(err, sandbox.ErrProtocol) {
+	switch {
+	case err != nil && errors.Is(err, sandbox.ErrProtocol):
 		res, err = i.explain(ctx, res, err)
+	case res.Status == sandbox.StatusKilled && i.pastActiveDeadline():
+		// The kubelet stopped the Pod at its deadline (SIGTERM, then SIGKILL),
+		// and aster-init reported the job ended by that signal.
+		res.Status = sandbox.StatusTimeout
+		res.Error = "the Pod passed its activeDeadlineSeconds and was stopped by the kubelet (" + res.Error + ")"
 	}
 	res.ID = i.name
 	res.Runtime = i.rt.Name()
@@ -155,6 +161,16 @@ func (i *instance) explain(ctx context.Context, res sandbox.Result, err error) (
 		res.Error = err.Error()
 	}
 	return res, err
+}
+
+// pastActiveDeadline says the Pod has reached its activeDeadlineSeconds.
+func (i *instance) pastActiveDeadline() bool {
+	p, _, _ := i.watch.state()
+	if p == nil || p.Spec.ActiveDeadlineSeconds == nil || p.Status.StartTime == nil {
+		return false
+	}
+	end := p.Status.StartTime.Add(time.Duration(*p.Spec.ActiveDeadlineSeconds) * time.Second)
+	return !time.Now().Before(end.Add(-time.Second)) || p.Status.Reason == "DeadlineExceeded"
 }
 
 // destroy ends the sandbox now: the Session calls it at the host's deadline,

@@ -287,4 +287,3 @@ func TestNoRequestCanRelaxHardening(t *testing.T) {
 		t.Fatalf("hardening relaxed by limits: got %q want %q", res.Stdout.Data, want)
 	}
 }
-
