@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,8 @@ import (
 	"github.com/asterhq/aster/internal/llm/llmtest"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/sandboxclient"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -235,3 +238,54 @@ func assertNoRepeatsOn(t *testing.T, h *harness, number int) {
 }
 
 func fingerprintsOf(body string) []string { return github.Fingerprints(body) }
+
+// TestRemoteSandbox runs the pipeline's sandboxes through a real `aster sandbox serve`
+// (sandboxapi over Docker) with a bearer token, as --sandbox-url does: the review is the
+// same as in-process.
+func TestRemoteSandbox(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs a Docker engine")
+	}
+	rt := sandboxtest.Docker(t)
+	mgr := sandboxtest.Manager(t, rt, 4)
+	const token = "remote-sandbox-token-0123456789abcdef"
+	tokens, err := sandboxapi.ParseTokens(strings.NewReader(token + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Tokens: tokens, TempDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	client, err := sandboxclient.New(sandboxclient.Options{BaseURL: srv.URL, Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := gate.NewRunner(RemoteSandbox{Client: client}, gate.RunnerOptions{Image: sandboxtest.Image(), Parallel: 4})
+	h := newHarness(t, harnessOptions{reviewer: NewPipelineReviewer(PipelineOptions{Gate: runner, TempDir: t.TempDir()})})
+	base := h.git.Commit("", "base", map[string]string{"README.md": "# widgets\n"})
+	head := h.git.Commit(base, "runner", map[string]string{
+		"app.py": "import subprocess\n\ndef run(cmd):\n    subprocess.call(cmd, shell=True)\n",
+		"run.sh": "#!/bin/sh\necho $1\n",
+	})
+	h.openPR(12, base, head)
+	h.deliver("pull_request", "remote-1", h.prEvent("opened", 12, head, base, ""))
+	recs := h.waitHistory(12, 1, 4*time.Minute)
+	if recs[0].Outcome != store.OutcomePosted || recs[0].Conclusion != ConclusionFailure {
+		t.Fatalf("record: %+v", recs[0])
+	}
+	runs := h.fake.CheckRuns("acme", "widgets")
+	got := map[string]bool{}
+	for _, a := range runs[0].Annotations {
+		got[strings.SplitN(a.Title, ":", 2)[0]] = true
+	}
+	if !got["bandit"] || !got["shellcheck"] {
+		t.Fatalf("annotations from the remote sandboxes: %v", got)
+	}
+	if s := h.fake.IssueComments("acme", "widgets", 12); len(s) != 1 || !strings.Contains(s[0].Body, "skipped") {
+		t.Fatalf("summary (the model is not configured, and must say so): %+v", s)
+	}
+	h.assertNoSecrets(token)
+}
