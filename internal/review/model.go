@@ -331,6 +331,7 @@ func (m *modelRun) call(ctx context.Context, parts []filePart, part, of, notShow
 		return true, "", nil
 	}
 	if out.Incomplete {
+		m.truncated = true
 		m.problems = append(m.problems, partLabel(part, of)+"the answer was cut short; the comments before the cut were kept")
 	}
 	m.okChunks++
