@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/store"
 )
@@ -209,15 +210,11 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	return nil
 }
 
-// pruneAge is how long delivery ids and finished runs' progress are kept. GitHub offers
-// redelivery of the last few days' deliveries.
-const pruneAge = 30 * 24 * time.Hour
-
 func prune(ctx context.Context, s *store.Store, log *slog.Logger) {
 	t := time.NewTicker(6 * time.Hour)
 	defer t.Stop()
 	for {
-		if n, err := s.Prune(ctx, pruneAge); err != nil && ctx.Err() == nil {
+		if n, err := s.Prune(ctx, config.DefaultAppRetention); err != nil && ctx.Err() == nil {
 			log.Warn("prune old deliveries", "err", err)
 		} else if n > 0 {
 			log.Info("pruned old deliveries and runs", "rows", n)

@@ -13,17 +13,23 @@ import (
 
 // Defaults of `aster app serve`.
 const (
-	DefaultAppAddr         = "127.0.0.1:8090"
-	DefaultGitHubAPIURL    = "https://api.github.com/"
-	DefaultAppWorkers      = 2
-	MaxAppWorkers          = 256
-	DefaultAppDBFile       = "aster.db"
-	DefaultAppJobTimeout   = 20 * time.Minute
-	DefaultAppMaxAttempts  = 8
-	DefaultAppRetryBase    = 30 * time.Second
-	DefaultAppRetryMax     = 30 * time.Minute
-	DefaultAppLease        = 2 * time.Minute
-	DefaultAppBusySnooze   = 10 * time.Second
+	DefaultAppAddr        = "127.0.0.1:8090"
+	DefaultGitHubAPIURL   = "https://api.github.com/"
+	DefaultAppWorkers     = 2
+	MaxAppWorkers         = 256
+	DefaultAppDBFile      = "aster.db"
+	DefaultAppJobTimeout  = 20 * time.Minute
+	DefaultAppMaxAttempts = 8
+	DefaultAppRetryBase   = 30 * time.Second
+	DefaultAppRetryMax    = 30 * time.Minute
+	DefaultAppLease       = 2 * time.Minute
+	DefaultAppBusySnooze  = 10 * time.Second
+	// DefaultAppPollInterval is how often idle workers look for jobs another process
+	// queued (jobs queued by the same process start at once).
+	DefaultAppPollInterval = time.Second
+	// DefaultAppRetention is how long delivery ids and per-run progress are kept (GitHub
+	// offers redelivery of recent deliveries only); the review history is kept.
+	DefaultAppRetention    = 30 * 24 * time.Hour
 	DefaultAppShutdownWait = 30 * time.Second
 	// DefaultAppRescueMargin is added to the job timeout to decide when another replica's
 	// job, still marked running, was lost with its process and is run again.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
+
+	"github.com/asterhq/aster/internal/config"
 )
 
 // QueueOptions tune the job queue. Zero fields take the defaults in withDefaults.
@@ -48,31 +50,31 @@ func (q QueueOptions) withDefaults() QueueOptions {
 		}
 	}
 	if q.Workers <= 0 {
-		q.Workers = 2
+		q.Workers = config.DefaultAppWorkers
 	}
 	if q.JobTimeout <= 0 {
-		q.JobTimeout = 20 * time.Minute
+		q.JobTimeout = config.DefaultAppJobTimeout
 	}
 	if q.RescueAfter <= q.JobTimeout {
-		q.RescueAfter = q.JobTimeout + 5*time.Minute
+		q.RescueAfter = q.JobTimeout + config.DefaultAppRescueMargin
 	}
 	if q.MaxAttempts <= 0 {
-		q.MaxAttempts = 8
+		q.MaxAttempts = config.DefaultAppMaxAttempts
 	}
 	if q.RetryBase <= 0 {
-		q.RetryBase = 30 * time.Second
+		q.RetryBase = config.DefaultAppRetryBase
 	}
 	if q.RetryMax < q.RetryBase {
-		q.RetryMax = max(30*time.Minute, q.RetryBase)
+		q.RetryMax = max(config.DefaultAppRetryMax, q.RetryBase)
 	}
 	if q.Lease <= 0 {
-		q.Lease = 2 * time.Minute
+		q.Lease = config.DefaultAppLease
 	}
 	if q.BusySnooze <= 0 {
-		q.BusySnooze = 10 * time.Second
+		q.BusySnooze = config.DefaultAppBusySnooze
 	}
 	if q.PollInterval <= 0 {
-		q.PollInterval = time.Second
+		q.PollInterval = config.DefaultAppPollInterval
 	}
 	return q
 }
