@@ -337,7 +337,7 @@ var (
 	tagStart     = regexp.MustCompile(`<([A-Za-z/!?])`)
 	inlineLink   = regexp.MustCompile(`\]\(\s*(<[^>\n]*>|[^()\s]*(?:\([^()\s]*\)[^()\s]*)*)(?:\s+(?:"[^"\n]*"|'[^'\n]*'|\([^)\n]*\)))?\s*\)`)
 	bareURL      = regexp.MustCompile(`(?i)\b(?:https?://|ftp://|www\.)[^\s<>]*`)
-	schemeURL    = regexp.MustCompile(`(?i)\b(?:javascript|vbscript|data|file|mailto|xmpp|irc|ssh|git|sftp):[^\s<>]*`)
+	schemeURL    = regexp.MustCompile(`(?i)\b(?:javascript|vbscript|data|mailto|xmpp):[^\s<>]+`)
 	refDef       = regexp.MustCompile(`(?m)^ {0,3}\[[^\]\n]+\]:[ \t]*(\S+).*$`)
 	mentionAt    = regexp.MustCompile(`@([A-Za-z0-9_])`)
 	issueRef     = regexp.MustCompile(`#([0-9])`)

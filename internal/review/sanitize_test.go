@@ -97,7 +97,7 @@ func TestSanitizeCap(t *testing.T) {
 
 func TestSanitizeKeepsOrdinaryReview(t *testing.T) {
 	in := "**Bug:** `items[i]` can be out of range when `len(items) == 0`.\n\n" +
-		"- check the length first\n- add a test\n\nSee https://go.dev/ref/spec#Index_expressions for the rule; a < b is fine."
+		"- check the length first\n- add a test\n\nSee https://go.dev/ref/spec#Index_expressions for the rule; a < b is fine. In this file: data: and git: are words."
 	out, st := Sanitize(in, sanitizeOpts)
 	if out != in || st != (SanitizeStats{}) {
 		t.Fatalf("ordinary text changed (%+v):\n%s", st, out)
