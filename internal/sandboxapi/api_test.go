@@ -567,7 +567,10 @@ func TestGracefulShutdown(t *testing.T) {
 		}
 		killed <- res
 	}()
-	waitFor(t, 30*time.Second, "the run to start", func() bool { return h2.mgr.Stats().Running == 1 })
+	// Past preparation (a slow engine can take longer than the grace to
+	// start a container): the job itself is running.
+	waitFor(t, 30*time.Second, "the sandbox to run", func() bool { return containers(t, h2.label, "running") == 1 })
+	time.Sleep(time.Second)
 	t0 := time.Now()
 	h2.stop()
 	select {
