@@ -188,6 +188,17 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 		return usageErr("%v", err)
 	}
 
+	st, err := store.Open(ctx, store.Options{Path: set.DB, URL: set.DatabaseURL, Logger: log, Queue: store.QueueOptions{
+		ClientID: set.ReplicaID, Workers: set.Workers, JobTimeout: set.JobTimeout, MaxAttempts: set.MaxAttempts,
+		RetryBase: set.RetryBase, RetryMax: set.RetryMax, Lease: set.Lease,
+	}})
+	if err != nil {
+		if errors.Is(err, store.ErrLocked) {
+			return usageErr("%v", err)
+		}
+		return &exitError{code: ExitFailure, err: err}
+	}
+	defer st.Close()
 	sb, ready, closeSB, err := appSandbox(ctx, c, set, limits, f.parallel, log)
 	if err != nil {
 		return err
@@ -207,17 +218,6 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 		},
 	})
 
-	st, err := store.Open(ctx, store.Options{Path: set.DB, URL: set.DatabaseURL, Logger: log, Queue: store.QueueOptions{
-		ClientID: set.ReplicaID, Workers: set.Workers, JobTimeout: set.JobTimeout, MaxAttempts: set.MaxAttempts,
-		RetryBase: set.RetryBase, RetryMax: set.RetryMax, Lease: set.Lease,
-	}})
-	if err != nil {
-		if errors.Is(err, store.ErrLocked) {
-			return usageErr("%v", err)
-		}
-		return &exitError{code: ExitFailure, err: err}
-	}
-	defer st.Close()
 	where := set.DB
 	if set.DatabaseURL != "" {
 		where = "postgres"
