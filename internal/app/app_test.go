@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -310,4 +311,35 @@ func TestBadSignaturesStoreNothing(t *testing.T) {
 		t.Fatalf("good delivery after bad ones: %d", got)
 	}
 	h.waitHistory(1, 1, 20*time.Second)
+}
+
+// TestForkPullRequest: a pull request from a fork is reviewed like any other; its commits
+// are read from the base repository, and everything is posted there.
+func TestForkPullRequest(t *testing.T) {
+	rv := &scripted{}
+	h := newHarness(t, harnessOptions{reviewer: rv})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head := h.git.Commit(base, "from a fork", map[string]string{"main.go": baseMain + "// BUG from a fork\n"})
+	h.fake.AddPullRequest("acme", "widgets", githubtest.PullRequest{Number: 21, Title: "Fork change", BaseRef: "main",
+		BaseSHA: base, HeadRef: "patch-1", HeadSHA: head, HeadOwner: "stranger", HeadName: "widgets-fork", Author: "stranger"})
+	var m map[string]any
+	if err := json.Unmarshal(h.prEvent("opened", 21, head, base, ""), &m); err != nil {
+		t.Fatal(err)
+	}
+	hr := m["pull_request"].(map[string]any)["head"].(map[string]any)["repo"].(map[string]any)
+	hr["id"], hr["name"], hr["full_name"] = float64(777), "widgets-fork", "stranger/widgets-fork"
+	hr["owner"].(map[string]any)["login"] = "stranger"
+	body, _ := json.Marshal(m)
+	if got := h.deliver("pull_request", "fork-1", body); got != http.StatusAccepted {
+		t.Fatalf("fork pull request: %d", got)
+	}
+	if r := h.waitHistory(21, 1, 20*time.Second)[0]; r.Outcome != store.OutcomePosted {
+		t.Fatalf("fork review: %+v", r)
+	}
+	if in := rv.calls()[0]; !in.Fork || in.Author != "stranger" {
+		t.Fatalf("reviewer input for a fork: fork=%v author=%q", in.Fork, in.Author)
+	}
+	if n := len(h.fake.Reviews("acme", "widgets", 21)); n != 1 {
+		t.Fatalf("%d reviews on the fork's pull request", n)
+	}
 }
