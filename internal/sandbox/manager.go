@@ -212,6 +212,16 @@ func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions
 	if err != nil {
 		return failed(spec, err), err
 	}
+	if spec.Workspace.Tar != nil {
+		// Validate an untrusted archive before admission: a hostile one is
+		// refused with nothing started and no slot taken.
+		spooled, cleanup, err := spoolWorkspace(spec.Workspace.Tar, spec.Limits.WorkdirBytes)
+		if err != nil {
+			return failed(spec, err), err
+		}
+		defer cleanup()
+		spec.Workspace.Tar = spooled
+	}
 	warm, err := m.admit(ctx, spec)
 	if err != nil {
 		return failed(spec, err), err
@@ -253,9 +263,14 @@ func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry) (Result, 
 		})
 		if err != nil {
 			m.adm.release()
-			log.Warn("prepare sandbox", "err", err)
 			res := failed(spec, err)
 			res.ImageDigest = img.Digest
+			if ctx.Err() != nil {
+				// The caller went away while its sandbox was being made.
+				res.Status, res.Error = StatusKilled, "cancelled: "+context.Cause(ctx).Error()
+				return res, nil
+			}
+			log.Warn("prepare sandbox", "err", err)
 			return res, err
 		}
 		m.track(inst.ID(), true)

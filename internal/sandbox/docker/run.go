@@ -51,6 +51,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	// so the exit is seen however the run ends. With AutoRemove the container
 	// is gone once "removed" fires.
 	wait := r.api.ContainerWait(context.WithoutCancel(ctx), created.ID, client.ContainerWaitOptions{Condition: container.WaitConditionRemoved})
+	inst.waiting = true
 	go inst.watch(wait)
 
 	// Demultiplex the attach stream: stdout carries init's frames, stderr its
@@ -92,6 +93,7 @@ type instance struct {
 	closeOnce sync.Once
 	closeErr  error
 	ran       bool
+	waiting   bool // a wait for removal is registered; exited will close
 }
 
 func (i *instance) ID() string { return i.id }
@@ -190,6 +192,13 @@ func (i *instance) Close(ctx context.Context) error {
 		i.closeErr = i.rt.Remove(rctx, i.id)
 		if i.closeErr != nil {
 			i.rt.log.Warn("remove sandbox container", "container", i.id, "err", i.closeErr)
+		} else if i.waiting {
+			// With AutoRemove the engine may still be removing it; wait until
+			// it is gone so a freed slot never shows as one container too many.
+			select {
+			case <-i.exited:
+			case <-rctx.Done():
+			}
 		}
 		i.setTiming("remove", time.Since(t0))
 	})
