@@ -3,15 +3,28 @@ package securitytest
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/workspace"
 )
+
+type countingRuntime struct {
+	sandbox.Runtime
+	prepared atomic.Int64
+}
+
+func (c *countingRuntime) Prepare(ctx context.Context, o sandbox.PrepareOptions) (sandbox.Instance, error) {
+	c.prepared.Add(1)
+	return c.Runtime.Prepare(ctx, o)
+}
 
 // F1: archives with ../ paths, absolute paths, links out and device nodes are
 // refused before anything starts, or confined inside the sandbox; nothing is
@@ -29,8 +42,15 @@ func (s *suite) f1Archives(t *testing.T) {
 		"blockdev":     tarOf(t, &tar.Header{Typeflag: tar.TypeBlock, Name: "sda", Devmajor: 8}),
 		"fifo":         tarOf(t, &tar.Header{Typeflag: tar.TypeFifo, Name: "p"}),
 	}
+	// A Manager of its own over a runtime that counts sandboxes prepared: a
+	// refused archive must start nothing.
+	counting := &countingRuntime{Runtime: s.tgt.Runtime}
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{Runtime: counting, Images: []string{s.tgt.Image}, Defaults: config.DefaultLimits(), ValidateLimits: config.ValidateLimits})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, archive := range refused {
-		res, err := s.mgr.Run(t.Context(), sandbox.Spec{
+		res, err := mgr.Run(t.Context(), sandbox.Spec{
 			Image:     s.tgt.Image,
 			Argv:      []string{"sh", "-c", "ls -la /work"},
 			Workspace: sandbox.Workspace{Tar: archive},
@@ -41,6 +61,9 @@ func (s *suite) f1Archives(t *testing.T) {
 		if !errors.Is(err, workspace.ErrUnsafe) {
 			t.Errorf("%s: error should name the unsafe entry: %v", name, err)
 		}
+	}
+	if n := counting.prepared.Load(); n != 0 {
+		t.Fatalf("refused archives started %d sandboxes", n)
 	}
 	if _, err := os.Stat(sentinel); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("an archive wrote %s on the host", sentinel)
