@@ -287,10 +287,12 @@ func (i *instance) destroy() {
 		return
 	default:
 	}
+	// Signal under the lock: Close closes the pidfd under it, and a closed
+	// descriptor's number may already name another sandbox's pidfd.
 	i.pidMu.Lock()
-	fd := i.pidfd
+	sent := i.pidfd >= 0 && unix.PidfdSendSignal(i.pidfd, unix.SIGKILL, nil, 0) == nil
 	i.pidMu.Unlock()
-	if fd >= 0 && unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0) == nil {
+	if sent {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), killWait)
