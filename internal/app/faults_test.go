@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/store"
 )
@@ -117,5 +118,43 @@ func TestReviewerFailureGivesUpVisibly(t *testing.T) {
 	}
 	if n := len(h.fake.Reviews("acme", "widgets", 4)); n != 0 {
 		t.Fatalf("%d reviews posted by a failed job", n)
+	}
+}
+
+// diffRefused is GitHub refusing to render a pull request's diff (406, too large).
+type diffRefused struct{ GitHub }
+
+func (d diffRefused) Repo(id int64, owner, repo string) (RepoAPI, error) {
+	api, err := d.GitHub.Repo(id, owner, repo)
+	return refusingAPI{api}, err
+}
+
+type refusingAPI struct{ RepoAPI }
+
+func (r refusingAPI) GetDiff(ctx context.Context, o github.DiffOptions) (github.Diff, error) {
+	return github.Diff{}, fmt.Errorf("get pull request diff: %w", github.ErrTooLarge)
+}
+
+// TestDiffTooLargeIsNeutral: a pull request whose diff GitHub will not render is not
+// passed green: the check is neutral and the summary says why.
+func TestDiffTooLargeIsNeutral(t *testing.T) {
+	rv := &scripted{}
+	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(g GitHub) GitHub { return diffRefused{g} }})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head := h.git.Commit(base, "huge", map[string]string{"main.go": baseMain + "// FIXME\n"})
+	h.openPR(6, base, head)
+	h.deliver("pull_request", "d-1", h.prEvent("opened", 6, head, base, ""))
+	if r := h.waitHistory(6, 1, 20*time.Second)[0]; r.Outcome != store.OutcomeNothingNew || r.Conclusion != ConclusionNeutral {
+		t.Fatalf("record: %+v", r)
+	}
+	runs := h.fake.CheckRuns("acme", "widgets")
+	if len(runs) != 1 || runs[0].Conclusion != "neutral" {
+		t.Fatalf("check run: %+v", runs)
+	}
+	if s := h.fake.IssueComments("acme", "widgets", 6); len(s) != 1 || !strings.Contains(s[0].Body, "too large") {
+		t.Fatalf("summary: %+v", s)
+	}
+	if len(rv.calls()) != 0 {
+		t.Fatal("the reviewer ran without a diff")
 	}
 }

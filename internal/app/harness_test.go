@@ -44,6 +44,8 @@ type harnessOptions struct {
 	queue    store.QueueOptions
 	dbURL    string // postgres; default a SQLite file in the test's directory
 	drafts   bool
+	// wrap, when set, stands between the worker and GitHub.
+	wrap func(GitHub) GitHub
 }
 
 // syncBuffer collects log output from many goroutines.
@@ -109,8 +111,12 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	h.url = "http://" + ln.Addr().String()
 	ctx, cancel := context.WithCancel(context.Background())
 	h.stop, h.done = cancel, make(chan error, 1)
+	var gh GitHub = AppGitHub{App: app}
+	if o.wrap != nil {
+		gh = o.wrap(gh)
+	}
 	go func() {
-		h.done <- Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: AppGitHub{App: app},
+		h.done <- Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: gh,
 			Reviewer: o.reviewer, ReviewDrafts: o.drafts, TempDir: t.TempDir(), Secrets: [][]byte{fake.PrivateKeyPEM()},
 			ShutdownGrace: 5 * time.Second, Logger: log})
 	}()

@@ -258,7 +258,12 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		return store.Finish{}, err
 	}
 	if r.state.Result == nil {
-		out, err := w.opts.Reviewer.Review(ctx, in.ReviewInput)
+		out, err := ReviewOutput{Conclusion: ConclusionNeutral, Model: ModelInfo{Status: "skipped", Note: "no diff to review"},
+			Notes: []string{"GitHub refused to render this pull request's diff (it is too large), so Aster could not review it; " +
+				"split the pull request, or run `aster review` on it locally"}}, error(nil)
+		if !in.tooLarge {
+			out, err = w.opts.Reviewer.Review(ctx, in.ReviewInput)
+		}
 		if err != nil {
 			return store.Finish{}, fmt.Errorf("review: %w", err)
 		}
@@ -291,12 +296,19 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 type gathered struct {
 	ReviewInput
 	scope scope
+	// tooLarge: GitHub refused to render the diff; nothing can be placed or reviewed.
+	tooLarge bool
 }
 
 // gather fetches the diffs, the base configuration and the head archive.
 func (r *run) gather(ctx context.Context, pr github.PullRequest, since string) (*gathered, func(), error) {
 	api := r.api
 	full, err := api.GetDiff(ctx, github.DiffOptions{Number: pr.Number})
+	if errors.Is(err, github.ErrTooLarge) {
+		// GitHub will not render the diff (thousands of files): say so, never pass it green.
+		r.log.Warn("GitHub refused to render the pull request's diff", "err", err)
+		return &gathered{tooLarge: true, ReviewInput: ReviewInput{Number: pr.Number, Head: Revision{Ref: pr.Head.Ref, SHA: pr.Head.SHA}}}, nil, nil
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("get diff: %w", err)
 	}
