@@ -226,7 +226,11 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 			}
 		}
 	} else {
-		state = store.Run{Pull: job.Pull, HeadSHA: head, JobID: job.ID, StartedAt: r.started}
+		fresh := store.Run{Pull: job.Pull, HeadSHA: head, JobID: job.ID, StartedAt: r.started}
+		if found && !state.CheckDone {
+			fresh.CheckRunID = state.CheckRunID // never leave a check run spinning
+		}
+		state = fresh
 	}
 	state.SinceSHA = since
 	r.state = state
@@ -258,14 +262,11 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		return store.Finish{}, err
 	}
 	if r.state.Result == nil {
-		out, err := ReviewOutput{Conclusion: ConclusionNeutral, Model: ModelInfo{Status: "skipped", Note: "no diff to review"},
-			Notes: []string{"GitHub refused to render this pull request's diff (it is too large), so Aster could not review it; " +
-				"split the pull request, or run `aster review` on it locally"}}, error(nil)
+		out := diffRefusedOutput()
 		if !in.tooLarge {
-			out, err = w.opts.Reviewer.Review(ctx, in.ReviewInput)
-		}
-		if err != nil {
-			return store.Finish{}, fmt.Errorf("review: %w", err)
+			if out, err = w.opts.Reviewer.Review(ctx, in.ReviewInput); err != nil {
+				return store.Finish{}, fmt.Errorf("review: %w", err)
+			}
 		}
 		normalize(&out)
 		r.stored = storedResult{Output: out}
@@ -404,6 +405,16 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	}
 	r.state.CheckDone = true
 	_ = r.w.opts.Jobs.SaveRun(ctx, r.state)
+}
+
+// diffRefusedOutput is the review of a pull request whose diff GitHub will not render.
+func diffRefusedOutput() ReviewOutput {
+	return ReviewOutput{
+		Conclusion: ConclusionNeutral,
+		Model:      ModelInfo{Status: "skipped", Note: "no diff to review"},
+		Notes: []string{"GitHub refused to render this pull request's diff (it is too large), so Aster could not review it; " +
+			"split the pull request, or run `aster review` on it locally"},
+	}
 }
 
 func normalize(out *ReviewOutput) {
