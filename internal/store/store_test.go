@@ -459,3 +459,33 @@ func TestTwoReplicas(t *testing.T) {
 	}
 	t.Logf("runs by replica: %v", byReplica)
 }
+
+// TestReplicasMigrateTogether starts three replicas at once on an empty Postgres schema:
+// the migrations run once, under the advisory lock, and every replica opens.
+func TestReplicasMigrateTogether(t *testing.T) {
+	u := PostgresTestURL(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for i := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := Open(t.Context(), Options{URL: u, Queue: QueueOptions{ClientID: fmt.Sprint("replica-", i)}})
+			if err != nil {
+				errs <- err
+				return
+			}
+			s.Close()
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Errorf("replica start-up: %v", err)
+	}
+	s := openTest(t, Options{URL: u})
+	var n int
+	if err := s.db.QueryRow(t.Context(), `SELECT COUNT(*) FROM aster_migrations`).Scan(&n); err != nil || n != len(migrations) {
+		t.Fatalf("migrations recorded: %d (%v), want %d", n, err, len(migrations))
+	}
+}
