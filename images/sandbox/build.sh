@@ -19,7 +19,7 @@ force=0
 
 log() { printf 'image: %s\n' "$*" >&2; }
 
-inputs="$( (cat "$here/build.sh" "$here/packages.txt"; echo "$GITLEAKS_VERSION") | sha256sum | cut -c1-16)"
+inputs="$( (cat "$here/build.sh" "$here/packages.txt" "$here/packages-apt.txt"; echo "$GITLEAKS_VERSION") | sha256sum | cut -c1-16)"
 if [[ $force == 0 ]]; then
 	have="$(docker image inspect -f '{{ index .Config.Labels "aster.inputs" }}' "$IMAGE" 2>/dev/null || true)"
 	if [[ "$have" == "$inputs" ]]; then
@@ -44,6 +44,24 @@ debootstrap --variant=minbase --include="$pkgs" "$SUITE" "$root" ${MIRROR:+"$MIR
 	exit 1
 }
 log "debootstrap done in $(( $(date +%s) - start ))s"
+
+# Packages whose maintainer scripts do not survive debootstrap's second stage
+# (npm's) are installed afterwards with apt inside the new root.
+extra="$(grep -v '^\s*#' "$here/packages-apt.txt" | grep -v '^\s*$' | paste -sd' ' -)"
+if [[ -n "$extra" ]]; then
+	log "apt-get install in the new root: $extra"
+	mount -t proc proc "$root/proc"
+	trap 'umount "$root/proc" 2>/dev/null || true; rm -rf "$work"' EXIT
+	cp /etc/resolv.conf "$root/etc/resolv.conf"
+	# shellcheck disable=SC2086
+	if ! chroot "$root" sh -c "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $extra" >"$work/apt.log" 2>&1; then
+		tail -n 30 "$work/apt.log" >&2
+		exit 1
+	fi
+	chroot "$root" apt-get clean
+	umount "$root/proc"
+	: >"$root/etc/resolv.conf"
+fi
 
 log "building gitleaks $GITLEAKS_VERSION (static)"
 GOBIN="$work/gobin" CGO_ENABLED=0 GOFLAGS=-trimpath \
