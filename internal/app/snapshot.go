@@ -78,7 +78,7 @@ func stripTop(tr *tar.Reader, w io.Writer) error {
 		if err := tw.WriteHeader(h); err != nil {
 			return fmt.Errorf("archive: %w", err)
 		}
-		if h.Typeflag == tar.TypeReg || h.Typeflag == tar.TypeRegA {
+		if h.Typeflag == tar.TypeReg {
 			if _, err := io.CopyN(tw, tr, h.Size); err != nil {
 				return fmt.Errorf("archive: %w", err)
 			}

@@ -247,7 +247,7 @@ func (s *Store) work(ctx context.Context, rj *river.Job[reviewArgs]) error {
 	j.stopHeartbeat()
 	if j.claimed && !j.finished {
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		if rerr := s.release(rctx, j); rerr != nil {
+		if rerr := s.release(rctx, j); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
 			s.log.Error("release pull request lease", "job", j.ID, "err", rerr)
 		}
 		rcancel()
