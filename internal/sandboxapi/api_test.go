@@ -427,6 +427,34 @@ func TestClientDisconnectCancels(t *testing.T) {
 	}
 }
 
+// /v1/test detects package.json and runs `npm test` (no machine-readable
+// report: the status comes from the exit code, and the summary says so).
+func TestTestEndpointNPM(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{maxConcurrent: 2})
+	for project, want := range map[string]sandbox.Status{"npmpass": sandbox.StatusOK, "npmfail": sandbox.StatusExitNonzero} {
+		t.Run(project, func(t *testing.T) {
+			t.Parallel()
+			spec := TestRequest{JobRequest: JobRequest{Limits: Limits{Timeout: "2m"}}}
+			spec.Files = filesOf(t, "../testrun/testdata/"+project)
+			resp, body := h.postJSON(RouteTest, spec)
+			if resp.StatusCode != 200 {
+				t.Fatalf("%d %s", resp.StatusCode, body)
+			}
+			var tr TestResponse
+			if err := json.Unmarshal(body, &tr); err != nil {
+				t.Fatal(err)
+			}
+			if tr.Status != want || tr.Tests.Framework != "npm" || fmt.Sprint(tr.Command) != "[npm test]" {
+				t.Fatalf("status %s framework %q command %q stderr %q", tr.Status, tr.Tests.Framework, tr.Command, tr.Stderr)
+			}
+			if want == sandbox.StatusExitNonzero && !strings.Contains(tr.Stderr, "floating point addition is exact") {
+				t.Fatalf("the failing assertion is not in stderr: %q", tr.Stderr)
+			}
+		})
+	}
+}
+
 // /v1/test runs real Go and Python projects and parses their reports, with the
 // snapshot sent each way the API accepts.
 func TestTestEndpoint(t *testing.T) {
