@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -208,7 +207,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	h.assertNoSecrets(modelKey, fakeAWSKey)
 
 	// Every sandbox of this test is gone.
-	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=aster.test="+filepath.Base(t.Name())).Output()
+	out, err := exec.Command("docker", "ps", "-aq", "--filter", "label=aster.test="+sandboxtest.Label(t)).Output()
 	if err != nil {
 		t.Fatal(err)
 	}

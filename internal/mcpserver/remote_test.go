@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -122,7 +121,7 @@ func testContainers(t *testing.T) int {
 	}
 	defer api.Close()
 	res, err := api.ContainerList(context.Background(), client.ContainerListOptions{
-		All: true, Filters: make(client.Filters).Add("label", "aster.test="+filepath.Base(t.Name())),
+		All: true, Filters: make(client.Filters).Add("label", "aster.test="+sandboxtest.Label(t)),
 	})
 	if err != nil {
 		t.Fatalf("list containers: %v", err)

@@ -62,7 +62,7 @@ func assertNoContainers(t *testing.T) {
 	if _, err := exec.LookPath("docker"); err != nil {
 		return
 	}
-	out, err := exec.CommandContext(context.Background(), "docker", "ps", "-aq", "--filter", "label=aster.test="+filepath.Base(t.Name())).Output()
+	out, err := exec.CommandContext(context.Background(), "docker", "ps", "-aq", "--filter", "label=aster.test="+sandboxtest.Label(t)).Output()
 	if err == nil && strings.TrimSpace(string(out)) != "" {
 		t.Errorf("containers left behind: %s", out)
 	}

@@ -6,6 +6,7 @@ package sandboxtest
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -76,18 +77,29 @@ type buildError struct {
 
 func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 
+// processTag tells this test process's containers from another's running the
+// same test names at the same time (go test runs packages in parallel).
+var processTag = fmt.Sprintf("%d", os.Getpid())
+
+// Label is the value of the aster.test label that Docker(t) puts on every
+// container it creates for t: the test's base name and this process's tag.
+// Count a test's containers by it, never by the name alone.
+func Label(t testing.TB) string {
+	return filepath.Base(t.Name()) + "-" + processTag
+}
+
 // Required reports whether a missing engine must fail tests rather than skip.
 func Required() bool { return os.Getenv("ASTER_REQUIRE_DOCKER") == "1" }
 
 // Docker returns a Docker runtime on the local engine, with the test image
 // present. Containers it creates carry the label aster.test=<t.Name()> so a
-// test can count its own. Without an engine the test is skipped, or failed
+// test can count its own (see Label). Without an engine the test is skipped, or failed
 // when Required.
 func Docker(t testing.TB) *docker.Runtime {
 	t.Helper()
 	rt, err := docker.New(docker.Options{
 		InitPath: InitBinary(t),
-		Labels:   map[string]string{"aster.test": filepath.Base(t.Name())},
+		Labels:   map[string]string{"aster.test": Label(t)},
 	})
 	if err != nil {
 		t.Fatalf("docker runtime: %v", err)
