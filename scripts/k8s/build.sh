@@ -13,7 +13,8 @@
 # it relinks in about a minute.
 #
 # Usage: scripts/k8s/build.sh [--force]
-# Env:   ASTER_K8S_CACHE, ASTER_K8S_VERSION, ASTER_ETCD_VERSION, ASTER_K8S_BUILD_JOBS (default 2)
+# Env:   ASTER_K8S_CACHE, ASTER_K8S_VERSION, ASTER_ETCD_VERSION, ASTER_K8S_BUILD_JOBS (default 2),
+#        ASTER_K8S_COMPONENTS (full or minimal, see lib.sh)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,7 +28,7 @@ JOBS="${ASTER_K8S_BUILD_JOBS:-2}"
 force=0
 [[ "${1:-}" == "--force" ]] && force=1
 
-KUBE_CMDS=(kube-apiserver kube-controller-manager kube-scheduler kubelet kubectl)
+KUBE_CMDS=("${K8S_KUBE_CMDS[@]}")
 
 stamp_ok() { # stamp_ok NAME CONTENT
 	[[ $force == 0 && -f "$K8S_CACHE/stamps/$1" && "$(cat "$K8S_CACHE/stamps/$1")" == "$2" ]]
@@ -41,7 +42,7 @@ pause_stamp="pause $K8S_VERSION recipe $RECIPE"
 all_cached() {
 	local b
 	stamp_ok kubernetes "$k8s_stamp" && stamp_ok etcd "$etcd_stamp" && stamp_ok pause "$pause_stamp" || return 1
-	for b in "${KUBE_CMDS[@]}" etcd etcdctl; do [[ -x "$K8S_BIN/$b" ]] || return 1; done
+	for b in "${KUBE_CMDS[@]}" "${K8S_ETCD_CMDS[@]}"; do [[ -x "$K8S_BIN/$b" ]] || return 1; done
 	[[ -s "$K8S_IMAGES/pause.tar" && -s "$K8S_IMAGES/pause.ref" ]]
 }
 
@@ -154,8 +155,12 @@ build_kubernetes() {
 		echo ")"
 	} >"$src/go.mod"
 	k8s_log "kubernetes: wrapper module with $nrep staging replaces (=> $staging_version); resolving dependencies"
-	local pkgs=() c
-	for c in "${KUBE_CMDS[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
+	local pkgs=() c want=()
+	# Only what is missing (a minimal cache asked for the full set, or a forced rebuild).
+	for c in "${KUBE_CMDS[@]}"; do
+		if [[ $force == 1 || ! -x "$K8S_BIN/$c" ]] || ! stamp_ok kubernetes "$k8s_stamp"; then want+=("$c"); fi
+	done
+	for c in "${want[@]}"; do pkgs+=("k8s.io/kubernetes/cmd/$c"); done
 	local getargs=()
 	for c in "${pkgs[@]}"; do getargs+=("$c@$K8S_VERSION"); done
 	timed_go "$log" -C "$src" get "${getargs[@]}"
@@ -172,7 +177,7 @@ build_kubernetes() {
 	done
 	local total
 	total=$(go -C "$src" list -tags "$tags" -deps "${pkgs[@]}" 2>>"$log" | grep -c . || true)
-	k8s_log "kubernetes: compiling ${KUBE_CMDS[*]} ($total packages; a cold build takes 13-16 min on 2 cores)"
+	k8s_log "kubernetes: compiling ${want[*]} ($total packages; a cold build of all five takes 13-16 min on 2 cores)"
 	local out="$K8S_CACHE/bin.partial"
 	rm -rf "$out"
 	mkdir -p "$out"
@@ -182,7 +187,7 @@ build_kubernetes() {
 	timed_go "$blog" -C "$src" build -v -p "$JOBS" -trimpath -tags "$tags" \
 		-ldflags "$ldflags -s -w" -o "$out/" "${pkgs[@]}"
 	heartbeat_stop
-	for c in "${KUBE_CMDS[@]}"; do
+	for c in "${want[@]}"; do
 		local v
 		if [[ $c == kubectl ]]; then v=$("$out/$c" version --client 2>&1); else v=$("$out/$c" --version 2>&1); fi
 		v=${v%%$'\n'*}
@@ -239,14 +244,16 @@ build_etcd() {
 	k8s_log "etcd: compiling etcd and etcdctl"
 	heartbeat_start etcd "$blog" "?"
 	timed_go "$blog" -C "$src" build -v -p "$JOBS" -trimpath -ldflags "$ldflags" -o "$K8S_BIN/etcd.partial" go.etcd.io/etcd/server/v3
-	timed_go "$blog" -C "$src" build -v -p "$JOBS" -trimpath -ldflags "$ldflags" -o "$K8S_BIN/etcdctl.partial" go.etcd.io/etcd/etcdctl/v3
+	if [[ " ${K8S_ETCD_CMDS[*]} " == *" etcdctl "* ]]; then
+		timed_go "$blog" -C "$src" build -v -p "$JOBS" -trimpath -ldflags "$ldflags" -o "$K8S_BIN/etcdctl.partial" go.etcd.io/etcd/etcdctl/v3
+	fi
 	heartbeat_stop
 	local v
 	v=$("$K8S_BIN/etcd.partial" --version)
 	v=${v%%$'\n'*}
 	[[ $v == *"${ETCD_VERSION#v}"* ]] || k8s_die "etcd reports '$v', expected $ETCD_VERSION"
 	mv -f "$K8S_BIN/etcd.partial" "$K8S_BIN/etcd"
-	mv -f "$K8S_BIN/etcdctl.partial" "$K8S_BIN/etcdctl"
+	[[ ! -f "$K8S_BIN/etcdctl.partial" ]] || mv -f "$K8S_BIN/etcdctl.partial" "$K8S_BIN/etcdctl"
 	stamp_write etcd "$etcd_stamp"
 	k8s_log "etcd: done in $((SECONDS - t0))s ($v)"
 }
@@ -278,8 +285,18 @@ build_pause() {
 }
 
 t_start=$SECONDS
-if ! stamp_ok kubernetes "$k8s_stamp" || [[ ! -x "$K8S_BIN/kubelet" ]]; then build_kubernetes; fi
-if ! stamp_ok etcd "$etcd_stamp" || [[ ! -x "$K8S_BIN/etcd" ]]; then build_etcd; fi
+kube_missing() {
+	local c
+	for c in "${KUBE_CMDS[@]}"; do [[ -x "$K8S_BIN/$c" ]] || return 0; done
+	return 1
+}
+etcd_missing() {
+	local c
+	for c in "${K8S_ETCD_CMDS[@]}"; do [[ -x "$K8S_BIN/$c" ]] || return 0; done
+	return 1
+}
+if ! stamp_ok kubernetes "$k8s_stamp" || kube_missing; then build_kubernetes; fi
+if ! stamp_ok etcd "$etcd_stamp" || etcd_missing; then build_etcd; fi
 if ! stamp_ok pause "$pause_stamp" || [[ ! -s "$K8S_IMAGES/pause.tar" ]]; then build_pause; fi
 
 k8s_log "all done in $((SECONDS - t_start))s; largest single process ${peak_mem_mb} MiB RSS"

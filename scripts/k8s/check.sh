@@ -23,6 +23,7 @@ k8s_require_root
 NS=aster-k8s-check
 CTR=(ctr --address "$K8S_CONTAINERD_SOCK" --namespace k8s.io)
 k() { "$K8S_BIN/kubectl" --kubeconfig "$K8S_KUBECONFIG" "$@"; }
+[[ -x $K8S_BIN/kubectl ]] || k8s_die "no kubectl in $K8S_BIN (a minimal build): run ASTER_K8S_COMPONENTS=full scripts/k8s/build.sh"
 
 k get --raw /readyz >/dev/null 2>&1 || k8s_die "the cluster is not up (scripts/k8s/up.sh)"
 

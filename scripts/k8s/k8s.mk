@@ -20,3 +20,13 @@ k8s-down:
 ## k8s-check: check the running cluster (OOMKilled, logs, attach, exec)
 k8s-check:
 	bash $(ASTER_K8S_SCRIPTS)/check.sh
+
+.PHONY: k8s-ci-start k8s-ci-test
+
+## k8s-ci-start: CI, early in `make test`: build the minimal test cluster in the background (returns at once)
+k8s-ci-start:
+	bash $(ASTER_K8S_SCRIPTS)/ci.sh start-build
+
+## k8s-ci-test: CI, late in `make test`: wait for that build, start the cluster, run the Kubernetes tests, tear it down
+k8s-ci-test:
+	bash $(ASTER_K8S_SCRIPTS)/ci.sh test

@@ -11,7 +11,8 @@
 # Every host change is recorded in $ASTER_K8S_STATE/host-record first, so that down.sh can undo it.
 # Logs: /var/log/aster-k8s/<component>.log. Kubeconfig: /var/lib/aster-k8s/kubeconfig.
 #
-# Usage: scripts/k8s/up.sh            (env: see scripts/k8s/lib.sh; ASTER_K8S_SKIP_SMOKE=1)
+# Usage: scripts/k8s/up.sh [--packages-only]   (env: see scripts/k8s/lib.sh; ASTER_K8S_SKIP_SMOKE=1)
+#   --packages-only  install the missing Debian packages and stop (scripts/k8s/ci.sh start-build)
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -51,6 +52,7 @@ ensure_packages() {
 		[/usr/bin/gcc]=gcc
 		[/usr/include/stdio.h]=libc6-dev
 		[/usr/bin/time]=time
+		[/usr/bin/curl]=curl
 		[/usr/bin/mount]=mount
 	)
 	local f missing=()
@@ -128,7 +130,16 @@ port_free_or_ours() { # port_free_or_ours PORT NAME
 	k8s_die "port $1 (for $2) is already in use: $line"
 }
 
-kubectl_admin() { "$K8S_BIN/kubectl" --kubeconfig "$K8S_KUBECONFIG" "$@"; }
+# api METHOD PATH [curl args...]: the API server as aster-admin (no kubectl needed: a minimal
+# build has none).
+api() {
+	local method=$1 path=$2
+	shift 2
+	# (A user agent that is not curl: the API server pretty-prints for curl.)
+	curl -sS --fail --max-time 10 -A aster-k8s-up --cacert "$PKI/ca.crt" -H "Authorization: Bearer $(cat "$K8S_STATE/admin.token")" \
+		-X "$method" "$@" "$API_URL$path"
+}
+have_controller_manager() { [[ -x $K8S_BIN/kube-controller-manager ]]; }
 
 # --- 2. host record (before the first change) ----------------------------------------------------
 record_host() {
@@ -383,13 +394,17 @@ start_etcd() {
 		--peer-cert-file "$PKI/etcd-server.crt" --peer-key-file "$PKI/etcd-server.key" \
 		--peer-client-cert-auth --peer-trusted-ca-file "$PKI/ca.crt" \
 		--listen-metrics-urls "" --log-level warn
-	wait_for "etcd health" 60 etcd "$K8S_BIN/etcdctl" --endpoints "$c" --cacert "$PKI/ca.crt" \
-		--cert "$PKI/apiserver-etcd-client.crt" --key "$PKI/apiserver-etcd-client.key" endpoint health
+	wait_for "etcd health" 60 etcd curl -sf --max-time 5 --cacert "$PKI/ca.crt" \
+		--cert "$PKI/apiserver-etcd-client.crt" --key "$PKI/apiserver-etcd-client.key" "$c/health"
 }
 
 start_apiserver() {
 	port_free_or_ours "$K8S_API_PORT" kube-apiserver
-	start_daemon kube-apiserver "$K8S_BIN/kube-apiserver" \
+	# Without a controller-manager nothing creates the "default" service accounts that the
+	# ServiceAccount admission plugin insists on (Aster's Pods mount no token anyway).
+	local admission=()
+	have_controller_manager || admission=(--disable-admission-plugins=ServiceAccount)
+	start_daemon kube-apiserver "$K8S_BIN/kube-apiserver" "${admission[@]}" \
 		--bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port="$K8S_API_PORT" \
 		--etcd-servers="https://127.0.0.1:$K8S_ETCD_CLIENT_PORT" --etcd-cafile="$PKI/ca.crt" \
 		--etcd-certfile="$PKI/apiserver-etcd-client.crt" --etcd-keyfile="$PKI/apiserver-etcd-client.key" \
@@ -408,14 +423,15 @@ start_apiserver() {
 		--requestheader-extra-headers-prefix=X-Remote-Extra- \
 		--proxy-client-cert-file="$PKI/front-proxy-client.crt" --proxy-client-key-file="$PKI/front-proxy-client.key" \
 		--cert-dir="$PKI/apiserver-generated" --profiling=false --v=1
-	wait_for "kube-apiserver /readyz" 120 kube-apiserver kubectl_admin get --raw /readyz
+	wait_for "kube-apiserver /readyz" 120 kube-apiserver api GET /readyz
 }
 
 start_controllers() {
 	port_free_or_ours "$K8S_CM_PORT" kube-controller-manager
 	port_free_or_ours "$K8S_SCHED_PORT" kube-scheduler
 	local kc="$K8S_STATE/controller-manager.kubeconfig" ks="$K8S_STATE/scheduler.kubeconfig"
-	start_daemon kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+	have_controller_manager || k8s_log "no kube-controller-manager in $K8S_BIN (a minimal build): not started"
+	have_controller_manager && start_daemon kube-controller-manager "$K8S_BIN/kube-controller-manager" \
 		--kubeconfig="$kc" --authentication-kubeconfig="$kc" --authorization-kubeconfig="$kc" \
 		--bind-address=127.0.0.1 --secure-port="$K8S_CM_PORT" --cert-dir="$PKI/controller-manager-generated" \
 		--leader-elect=false --use-service-account-credentials=true --cluster-name=aster \
@@ -487,63 +503,48 @@ EOF
 }
 
 node_ready() {
-	[[ "$(kubectl_admin get node "$K8S_NODE_NAME" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" == True ]]
+	api GET "/api/v1/nodes/$K8S_NODE_NAME" 2>/dev/null | grep -q '"type":"Ready","status":"True"'
 }
 
 # --- 7. smoke Pod --------------------------------------------------------------------------------
 smoke() {
 	local name="aster-smoke-$$" t cmd
-	wait_for "service account default/default" 60 "" kubectl_admin get serviceaccount default
+	if have_controller_manager; then
+		wait_for "service account default/default" 60 "" api GET /api/v1/namespaces/default/serviceaccounts/default
+	fi
 	t=$SECONDS
 	if [[ $SMOKE_IMAGE == "$PAUSE_REF" ]]; then
-		cmd='args: ["-v"]' # pause prints its version and exits 0
+		cmd='"args": ["-v"]' # pause prints its version and exits 0
 	else
-		cmd='command: ["/bin/sh", "-c", "echo aster-smoke-ok"]'
+		cmd='"command": ["/bin/sh", "-c", "echo aster-smoke-ok"]'
 	fi
-	kubectl_admin apply -f - >/dev/null <<EOF
-apiVersion: v1
-kind: Pod
-metadata:
-  name: $name
-  labels: {app: aster-smoke}
-spec:
-  restartPolicy: Never
-  automountServiceAccountToken: false
-  terminationGracePeriodSeconds: 1
-  securityContext:
-    runAsNonRoot: true
-    runAsUser: 65534
-    runAsGroup: 65534
-    seccompProfile: {type: RuntimeDefault}
-  containers:
-  - name: smoke
-    image: $SMOKE_IMAGE
-    imagePullPolicy: Never
-    $cmd
-    resources:
-      limits: {memory: 64Mi, cpu: 500m}
-    securityContext:
-      allowPrivilegeEscalation: false
-      readOnlyRootFilesystem: true
-      capabilities: {drop: [ALL]}
-EOF
+	api POST /api/v1/namespaces/default/pods -H 'Content-Type: application/json' -o /dev/null --data-binary @- <<JSON ||
+{"apiVersion": "v1", "kind": "Pod",
+ "metadata": {"name": "$name", "labels": {"app": "aster-smoke"}},
+ "spec": {"restartPolicy": "Never", "automountServiceAccountToken": false, "terminationGracePeriodSeconds": 1,
+  "securityContext": {"runAsNonRoot": true, "runAsUser": 65534, "runAsGroup": 65534, "seccompProfile": {"type": "RuntimeDefault"}},
+  "containers": [{"name": "smoke", "image": "$SMOKE_IMAGE", "imagePullPolicy": "Never", $cmd,
+   "resources": {"limits": {"memory": "64Mi", "cpu": "500m"}},
+   "securityContext": {"allowPrivilegeEscalation": false, "readOnlyRootFilesystem": true, "capabilities": {"drop": ["ALL"]}}}]}}
+JSON
+		k8s_die "creating the smoke Pod failed"
 	local phase=
 	while :; do
-		phase=$(kubectl_admin get pod "$name" -o 'jsonpath={.status.phase}' 2>/dev/null || true)
+		phase=$(api GET "/api/v1/namespaces/default/pods/$name" 2>/dev/null | grep -o '"phase":"[A-Za-z]*"' | cut -d'"' -f4 || true)
 		[[ $phase == Succeeded || $phase == Failed ]] && break
 		if ((SECONDS - t > 120)); then
-			kubectl_admin describe pod "$name" >&2 || true
+			api GET "/api/v1/namespaces/default/pods/$name" >&2 || true
 			k8s_die "smoke Pod $name did not finish in 120s (phase '$phase')"
 		fi
 		sleep 0.2
 	done
 	local took=$((SECONDS - t)) out
-	out=$(kubectl_admin logs "$name" 2>&1 || true)
+	out=$(api GET "/api/v1/namespaces/default/pods/$name/log" 2>&1 || true)
 	if [[ $phase != Succeeded ]]; then
-		kubectl_admin describe pod "$name" >&2 || true
+		api GET "/api/v1/namespaces/default/pods/$name" >&2 || true
 		k8s_die "smoke Pod $name ended $phase; logs: $out"
 	fi
-	kubectl_admin delete pod "$name" --wait=false >/dev/null 2>&1 || true
+	api DELETE "/api/v1/namespaces/default/pods/$name" -o /dev/null 2>&1 || true
 	SMOKE_SECONDS=$took
 	k8s_log "smoke Pod ($SMOKE_IMAGE) created, scheduled, run and completed in ${took}s; logs: $out"
 }
@@ -555,6 +556,10 @@ exec 8>"$K8S_RUN/up.lock"
 flock -n 8 || k8s_die "another up.sh is running"
 
 ensure_packages
+if [[ "${1:-}" == --packages-only ]]; then
+	k8s_log "Debian packages present"
+	exit 0
+fi
 t_build=$SECONDS
 "$here/build.sh"
 k8s_log "build step: $((SECONDS - t_build))s"
