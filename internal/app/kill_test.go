@@ -131,7 +131,7 @@ func TestKillMidJobThenRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
-	label := "aster.test=" + filepath.Base(t.Name())
+	label := "aster.test=" + sandboxtest.Label(t)
 	t.Cleanup(func() {
 		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+label).Output()
 		if ids := strings.Fields(string(out)); len(ids) > 0 {
