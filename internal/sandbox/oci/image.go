@@ -135,9 +135,10 @@ type imageCache struct {
 	dir string
 	src ImageSource
 
-	mu     sync.Mutex
-	byName map[string]cachedImage
-	export map[string]*sync.Mutex // per digest: one export at a time
+	mu         sync.Mutex
+	byName     map[string]cachedImage
+	export     map[string]*sync.Mutex // per digest: one export at a time
+	refreshing map[string]bool        // names being re-resolved in the background
 }
 
 type cachedImage struct {
@@ -154,7 +155,7 @@ const indexFile = "images.json"
 const resolveTTL = 30 * time.Second
 
 func newImageCache(dir string, src ImageSource) *imageCache {
-	return &imageCache{dir: dir, src: src, byName: map[string]cachedImage{}, export: map[string]*sync.Mutex{}}
+	return &imageCache{dir: dir, src: src, byName: map[string]cachedImage{}, export: map[string]*sync.Mutex{}, refreshing: map[string]bool{}}
 }
 
 func digestDir(digest string) string {
@@ -162,14 +163,44 @@ func digestDir(digest string) string {
 }
 
 // info resolves an image, falling back to the index when the source is
-// unreachable and the image was exported before.
+// unreachable and the image was exported before. A known image is answered
+// from memory at once; past resolveTTL it is re-resolved in the background,
+// so a slow or restarting engine never holds up a sandbox start.
 func (c *imageCache) info(ctx context.Context, image string) (sandbox.ImageInfo, error) {
 	c.mu.Lock()
 	e, ok := c.byName[image]
+	if ok && time.Since(e.at) >= resolveTTL && !c.refreshing[image] && c.src != nil {
+		c.refreshing[image] = true
+		go c.refresh(image)
+	}
 	c.mu.Unlock()
-	if ok && time.Since(e.at) < resolveTTL {
+	if ok {
 		return sandbox.ImageInfo{Name: image, Digest: e.digest}, nil
 	}
+	return c.resolve(ctx, image)
+}
+
+// refresh re-resolves a known image. An image the source no longer has is
+// forgotten, so the next run asks again and is refused; an unreachable
+// source leaves the known digest in place.
+func (c *imageCache) refresh(image string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	digest, err := c.src.Resolve(ctx, image)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.refreshing, image)
+	switch {
+	case err == nil:
+		c.byName[image] = cachedImage{digest: digest, rootfs: c.rootfsPath(digest), at: time.Now()}
+	case errors.Is(err, sandbox.ErrUnknownImage):
+		delete(c.byName, image)
+	}
+}
+
+// resolve asks the source, or the index of exported images when the source
+// cannot be asked.
+func (c *imageCache) resolve(ctx context.Context, image string) (sandbox.ImageInfo, error) {
 	var digest string
 	var err error
 	if c.src != nil {

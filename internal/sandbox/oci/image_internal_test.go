@@ -182,3 +182,35 @@ func TestImageCacheExportsOnceAndRunsWithoutTheSource(t *testing.T) {
 		t.Fatalf("an image never exported needs the engine: %v", err)
 	}
 }
+
+func TestImageCacheRefreshesInTheBackground(t *testing.T) {
+	src := &fakeSource{archive: tarOf(t, entry{h: tar.Header{Typeflag: tar.TypeReg, Name: "x"}, body: "x"})}
+	c := newImageCache(t.TempDir(), src)
+	ctx := t.Context()
+	if _, err := c.info(ctx, "img:1"); err != nil {
+		t.Fatal(err)
+	}
+	// Age the entry, take the engine away: the known digest is answered at
+	// once, and the failed refresh keeps it.
+	c.mu.Lock()
+	e := c.byName["img:1"]
+	e.at = e.at.Add(-2 * resolveTTL)
+	c.byName["img:1"] = e
+	c.mu.Unlock()
+	src.down.Store(true)
+	if info, err := c.info(ctx, "img:1"); err != nil || info.Digest != "sha256:abc" {
+		t.Fatalf("stale answer: %+v %v", info, err)
+	}
+	for {
+		c.mu.Lock()
+		busy := c.refreshing["img:1"]
+		_, known := c.byName["img:1"]
+		c.mu.Unlock()
+		if !busy {
+			if !known {
+				t.Fatal("an unreachable engine made the image unknown")
+			}
+			break
+		}
+	}
+}
