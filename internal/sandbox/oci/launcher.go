@@ -15,16 +15,19 @@ import (
 // beside the v1 controllers.
 const unifiedMount = "/sys/fs/cgroup/unified"
 
-// launcher starts every process of the OCI runtime binary from one OS thread.
+// launcher starts every process of the OCI runtime binary from a few
+// dedicated OS threads.
 //
 // Why: crun refuses a hybrid cgroup host (v1 controllers plus a v2 hierarchy at
 // /sys/fs/cgroup/unified) as soon as the v2 side has any controller enabled
 // ("cgroups in hybrid mode not supported"), even though it manages the v1
-// controllers fine. When that is the case the launcher's thread moves into a
-// mount namespace of its own (a slave of the host's, so later host mounts still
-// show) and unmounts the v2 hierarchy there; crun, started from that thread,
-// then sees a plain cgroup v1 host and manages the sandbox's cgroups itself.
-// Nothing else in the process, and nothing on the host, sees the change.
+// controllers fine. When that is the case each launcher thread moves into a
+// mount namespace of its own (a slave of the host's, so later host mounts
+// still show) and unmounts the v2 hierarchy there; crun, started from such a
+// thread, then sees a plain cgroup v1 host and manages the sandbox's cgroups
+// itself. Nothing else in the process, and nothing on the host, sees the
+// change. Several threads, so that a burst of starts on a busy machine does
+// not queue behind one thread waiting for a CPU.
 type launcher struct {
 	reqs chan launchReq
 	done chan struct{}
@@ -37,38 +40,49 @@ type launchReq struct {
 	err chan error
 }
 
-// newLauncher starts the launcher thread. hide says whether to hide the v2
+// launcherThreads is how many threads start runtime processes.
+const launcherThreads = 4
+
+// newLauncher starts the launcher threads. hide says whether to hide the v2
 // hierarchy of a hybrid host.
 func newLauncher(hide bool) (*launcher, error) {
 	l := &launcher{reqs: make(chan launchReq), done: make(chan struct{}), hidden: hide}
-	ready := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread's mount namespace differs from the
-		// process's, so the Go runtime must retire it when this goroutine ends.
-		runtime.LockOSThread()
-		if hide {
-			if err := hideUnified(); err != nil {
-				ready <- err
-				return
-			}
+	ready := make(chan error, launcherThreads)
+	for range launcherThreads {
+		go l.thread(hide, ready)
+	}
+	for range launcherThreads {
+		if err := <-ready; err != nil {
+			l.stop()
+			return nil, err
 		}
-		ready <- nil
-		for {
-			select {
-			case r := <-l.reqs:
-				r.err <- r.cmd.Start()
-			case <-l.done:
-				return
-			}
-		}
-	}()
-	if err := <-ready; err != nil {
-		return nil, err
 	}
 	return l, nil
 }
 
-// start starts cmd from the launcher thread.
+// thread is one launcher thread: it serves start requests until stop.
+func (l *launcher) thread(hide bool, ready chan<- error) {
+	// Never unlocked: the thread's mount namespace differs from the
+	// process's, so the Go runtime must retire it when this goroutine ends.
+	runtime.LockOSThread()
+	if hide {
+		if err := hideUnified(); err != nil {
+			ready <- err
+			return
+		}
+	}
+	ready <- nil
+	for {
+		select {
+		case r := <-l.reqs:
+			r.err <- r.cmd.Start()
+		case <-l.done:
+			return
+		}
+	}
+}
+
+// start starts cmd from a launcher thread.
 func (l *launcher) start(cmd *exec.Cmd) error {
 	r := launchReq{cmd: cmd, err: make(chan error, 1)}
 	select {
@@ -79,7 +93,7 @@ func (l *launcher) start(cmd *exec.Cmd) error {
 	return <-r.err
 }
 
-// stop ends the launcher thread.
+// stop ends the launcher threads.
 func (l *launcher) stop() { close(l.done) }
 
 func hideUnified() error {
