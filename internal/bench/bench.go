@@ -75,6 +75,7 @@ type Cell struct {
 	PacedP50MS    *float64 `json:"paced_p50_ms,omitempty"`
 	PacedP99MS    *float64 `json:"paced_p99_ms,omitempty"`
 	PacedHitRate  *float64 `json:"paced_hit_rate,omitempty"`
+	Slowest       *Slowest `json:"slowest,omitempty"`
 }
 
 // sample is one request's outcome.
@@ -82,6 +83,16 @@ type sample struct {
 	d    time.Duration
 	warm bool
 	err  error
+	// timings are the server's own, when the system reports them.
+	timings map[string]int64
+}
+
+// Slowest is the slowest successful request of a cell, with where the server
+// says its time went: the first thing to look at when a p99 is odd.
+type Slowest struct {
+	MS        float64          `json:"ms"`
+	Warm      bool             `json:"warm"`
+	TimingsMS map[string]int64 `json:"timings_ms,omitempty"`
 }
 
 // system is one way of running a job.
@@ -215,6 +226,9 @@ func fill(cell *Cell, samples []sample, elapsed time.Duration) {
 		}
 		ok = append(ok, s.d)
 		sum += s.d
+		if cell.Slowest == nil || ms(s.d) > cell.Slowest.MS {
+			cell.Slowest = &Slowest{MS: ms(s.d), Warm: s.warm, TimingsMS: s.timings}
+		}
 	}
 	cell.Requests = len(samples)
 	if len(ok) == 0 {

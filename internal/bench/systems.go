@@ -284,7 +284,7 @@ func (s *apiSystem) Run(ctx context.Context, job Job) sample {
 		return sample{d: d, err: fmt.Errorf("status %s: %s %s", res.Status, res.Error, strings.TrimSpace(res.Stderr))}
 	}
 	_, warm := res.TimingsMS["warm"]
-	return sample{d: d, warm: warm}
+	return sample{d: d, warm: warm, timings: res.TimingsMS}
 }
 
 func (s *apiSystem) Close() error {
