@@ -176,7 +176,7 @@ if ip link show "$K8S_CNI_BRIDGE" >/dev/null 2>&1; then
 fi
 
 # 5. kubepods cgroups in every hierarchy (cgroup v1 controllers, the named systemd one, v2).
-if pgrep -x kubelet >/dev/null; then
+if pgrep -x --runstates D,R,S,T kubelet >/dev/null; then # (a zombie, just stopped, does not count)
 	warn "a kubelet we did not start is running; leaving kubepods cgroups alone"
 else
 	removed_cg=0

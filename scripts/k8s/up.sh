@@ -594,6 +594,14 @@ else
 	k8s_log "node $K8S_NODE_NAME Ready ${NODE_READY_SECONDS}s after the kubelet start"
 fi
 
+if ! have_controller_manager; then
+	# The kubelet registers its node with the not-ready taint and the node lifecycle controller
+	# lifts it once the node is Ready; without a controller-manager we do.
+	api PATCH "/api/v1/nodes/$K8S_NODE_NAME" -H 'Content-Type: application/merge-patch+json' \
+		--data '{"spec":{"taints":null}}' -o /dev/null || k8s_die "could not lift the not-ready taint"
+	k8s_log "lifted the node's not-ready taint (no controller-manager)"
+fi
+
 SMOKE_SECONDS=-
 IMAGES=$PAUSE_REF
 [[ $SMOKE_IMAGE != "$PAUSE_REF" ]] && IMAGES+=", $SMOKE_IMAGE"

@@ -96,14 +96,19 @@ func Core(t testing.TB, cfg *rest.Config) corev1client.CoreV1Interface {
 	return c
 }
 
-// Namespace creates a namespace for the test and deletes it afterwards.
+// Namespace creates a namespace for the test (restricted Pod Security) and
+// deletes it afterwards.
 func Namespace(t testing.TB, cfg *rest.Config) string {
 	t.Helper()
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	name := "aster-test-" + hex.EncodeToString(b[:])
 	core := Core(t, cfg)
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"aster.test": "true"}}}
+	// Pod Security Admission enforces the restricted profile, as in
+	// deploy/kubernetes: a sandbox Pod that falls short of it is refused.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"aster.test": "true", "pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+	}}}
 	if _, err := core.Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
 	}
