@@ -66,6 +66,9 @@ func Skip(t testing.TB, format string, args ...any) {
 // or skips.
 func Config(t testing.TB) *rest.Config {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a Kubernetes cluster (-short)")
+	}
 	path := KubeconfigPath()
 	if _, err := os.Stat(path); err != nil {
 		Skip(t, "no test cluster: %v", err)
