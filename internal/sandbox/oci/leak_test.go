@@ -30,6 +30,9 @@ func TestHelperOrchestrator(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	opts := ocitest.Options(t)
+	// This process is killed, so its cleanups never run: use only the
+	// parent's directory.
+	os.RemoveAll(opts.StateDir)
 	opts.StateDir = state
 	rt, err := oci.New(opts)
 	if err != nil {
