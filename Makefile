@@ -9,7 +9,7 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/asterhq/aster/internal/cli.version=$(VERSION)
 # Integration tests must not skip in CI: a missing engine fails them.
-TEST_ENV := CI=true ASTER_REQUIRE_DOCKER=1 ASTER_TEST_ENGINE_RESTART=1
+TEST_ENV := CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_TEST_ENGINE_RESTART=1
 GOTEST_FLAGS ?= -timeout 25m
 
 .PHONY: all setup build image demo test test-unit test-go test-tools lint fuzz bench clean
@@ -34,14 +34,25 @@ image:
 demo: setup
 	@scripts/demo.sh
 
-## test: set up, then every test: vet and format, unit, fuzz seeds, real-engine integration, outside references
-test: setup lint test-deps test-go test-tools
+## test: set up, then every test: vet and format, unit, fuzz seeds, real-engine integration,
+## PostgreSQL, outside references (SARIF validator, MCP conformance), a real Kubernetes
+test:
+	@scripts/setup.sh --packages-only
+	@# The Kubernetes build is long and mostly CPU; start it now so it overlaps the
+	@# image build and the tests' waits. ci.sh test (last) waits for it.
+	@scripts/k8s/ci.sh start-build
+	@scripts/setup.sh
+	@# Run the Kubernetes tests even when something before them failed, then
+	@# fail with the first failure.
+	@rc=0; $(MAKE) --no-print-directory lint test-deps test-go test-tools || rc=$$?; \
+	scripts/k8s/ci.sh test || { r=$$?; [[ $$rc -ne 0 ]] || rc=$$r; }; \
+	if [[ $$rc -ne 0 ]]; then echo "make test: FAILED (status $$rc)"; else echo "make test: all passed"; fi; exit $$rc
 
 test-deps:
 	@scripts/fetch-test-deps.sh
 
 test-go:
-	$(TEST_ENV) $(GO) test $(GOTEST_FLAGS) ./...
+	ASTER_TEST_POSTGRES_URL="$$(scripts/postgres-test.sh)" $(TEST_ENV) $(GO) test $(GOTEST_FLAGS) ./...
 
 # Checks that run outside `go test`: outside reference tools (SARIF validator, MCP conformance).
 test-tools:

@@ -8,7 +8,8 @@
 #   4. bin/aster and bin/aster-init;
 #   5. the sandbox image aster-sandbox:latest (rebuilt only when its inputs change).
 #
-# Usage: scripts/setup.sh [--no-image]     Needs root (or sudo) for steps 1 and 3.
+# Usage: scripts/setup.sh [--no-image | --packages-only]
+# Needs root (or sudo) for steps 1 and 3.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +24,13 @@ if [[ $(id -u) -ne 0 ]]; then
 fi
 
 want_image=1
-[[ "${1:-}" == "--no-image" ]] && want_image=0
+packages_only=0
+case "${1:-}" in
+--no-image) want_image=0 ;;
+--packages-only) packages_only=1 ;;
+"") ;;
+*) die "unknown argument ${1} (want --no-image or --packages-only)" ;;
+esac
 
 # --- 1. Debian packages --------------------------------------------------------------------------
 packages=(docker.io debootstrap crun git ca-certificates curl unzip iproute2 procps make)
@@ -41,6 +48,8 @@ if ((${#missing[@]})); then
 else
 	say "Debian packages present"
 fi
+
+((packages_only)) && exit 0
 
 # --- 2. Go ---------------------------------------------------------------------------------------
 need_go="$(awk '/^go /{print $2; exit}' go.mod)"
