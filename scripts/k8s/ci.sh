@@ -77,6 +77,14 @@ wait_build() {
 run_tests() {
 	k8s_require_root
 	wait_build
+	# One test session per machine: a second one (another checkout's `make test`) waits here
+	# instead of tearing the cluster down under the first. (fd 8: up.sh closes it for daemons.)
+	mkdir -p "$K8S_LOGS"
+	exec 8>"$K8S_LOGS/ci-test.lock"
+	if ! flock -n 8; then
+		k8s_log "another Kubernetes test session holds $K8S_LOGS/ci-test.lock; waiting"
+		flock 8
+	fi
 	local rc=0 t0=$SECONDS
 	# Whatever happens from here on, the host is restored.
 	trap '"$here/down.sh" || k8s_log "warning: down.sh reported problems"' EXIT
