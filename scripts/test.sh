@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# test.sh is `make test`: set up whatever is missing, then run every test.
+#
+#   1. Debian packages (scripts/setup.sh --packages-only);
+#   2. the Kubernetes test cluster's build, in the background: it is long and
+#      mostly CPU, so it overlaps the image build and the tests' waits;
+#   3. the rest of the set-up: Go, the Docker engine, binaries, the sandbox image;
+#   4. gofmt and go vet; the npm-based outside references; a throwaway PostgreSQL;
+#   5. every Go test, with the integration tests required (they fail instead of
+#      skipping when the engine, crun, PostgreSQL or the npm data is missing);
+#   6. checks that run outside go test (scripts/test-*.sh: SARIF validation, MCP
+#      conformance and inspector);
+#   7. the Kubernetes tests on the real single-node cluster, which is then torn
+#      down and the host restored — run even when an earlier step failed.
+# The status is the first failure's.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+export PATH="/usr/local/go/bin:$HOME/.cache/aster/go/bin:$PATH"
+export CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_TEST_ENGINE_RESTART=1
+GOTEST_FLAGS="${GOTEST_FLAGS:--timeout 25m}"
+
+started=$(date +%s)
+step() { printf '\n\033[1m== %s\033[0m (%ss)\n' "$*" "$(($(date +%s) - started))"; }
+rc=0
+fail() {
+	echo "test: FAILED: $*" >&2
+	[[ $rc -ne 0 ]] || rc=1
+}
+
+step "packages"
+scripts/setup.sh --packages-only || exit 1
+step "Kubernetes build (background)"
+scripts/k8s/ci.sh start-build || fail "start the Kubernetes build"
+step "set-up"
+scripts/setup.sh || exit 1
+
+step "lint"
+out="$(gofmt -l cmd internal bench 2>/dev/null)"
+[[ -z "$out" ]] || fail "gofmt needed: $out"
+go vet ./... || fail "go vet"
+
+step "test data and PostgreSQL"
+scripts/fetch-test-deps.sh || fail "fetch test data"
+if url="$(scripts/postgres-test.sh)"; then
+	export ASTER_TEST_POSTGRES_URL="$url"
+else
+	fail "PostgreSQL"
+fi
+
+step "go test ./..."
+# shellcheck disable=SC2086
+go test $GOTEST_FLAGS ./... || fail "go test"
+
+for s in scripts/test-*.sh; do
+	[[ -x "$s" ]] || continue
+	step "$s"
+	"$s" || fail "$s"
+done
+
+step "Kubernetes"
+scripts/k8s/ci.sh test || fail "Kubernetes tests"
+
+step "done"
+if [[ $rc -ne 0 ]]; then
+	echo "make test: FAILED"
+else
+	echo "make test: all passed"
+fi
+exit $rc
