@@ -34,19 +34,9 @@ image:
 demo: setup
 	@scripts/demo.sh
 
-## test: set up, then every test: vet and format, unit, fuzz seeds, real-engine integration,
-## PostgreSQL, outside references (SARIF validator, MCP conformance), a real Kubernetes
+## test: set up, then every test, required to run for real (scripts/test.sh says what and in which order)
 test:
-	@scripts/setup.sh --packages-only
-	@# The Kubernetes build is long and mostly CPU; start it now so it overlaps the
-	@# image build and the tests' waits. ci.sh test (last) waits for it.
-	@scripts/k8s/ci.sh start-build
-	@scripts/setup.sh
-	@# Run the Kubernetes tests even when something before them failed, then
-	@# fail with the first failure.
-	@rc=0; $(MAKE) --no-print-directory lint test-deps test-go test-tools || rc=$$?; \
-	scripts/k8s/ci.sh test || { r=$$?; [[ $$rc -ne 0 ]] || rc=$$r; }; \
-	if [[ $$rc -ne 0 ]]; then echo "make test: FAILED (status $$rc)"; else echo "make test: all passed"; fi; exit $$rc
+	@scripts/test.sh
 
 test-deps:
 	@scripts/fetch-test-deps.sh
