@@ -24,6 +24,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -114,6 +115,12 @@ func Namespace(t testing.TB, cfg *rest.Config) string {
 	}}}
 	if _, err := core.Namespaces().Create(context.Background(), ns, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create namespace: %v", err)
+	}
+	// The controller-manager creates the "default" service account a moment later (and a
+	// minimal cluster has none); the ServiceAccount admission plugin refuses Pods until then.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default"}, AutomountServiceAccountToken: ptrTo(false)}
+	if _, err := core.ServiceAccounts(name).Create(context.Background(), sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("create service account: %v", err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -296,3 +303,5 @@ func labelOf(name string) string {
 	}
 	return s
 }
+
+func ptrTo[T any](v T) *T { return &v }
