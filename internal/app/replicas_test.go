@@ -183,12 +183,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 		case runs[heads[n]] == 0:
 			t.Errorf("pull request %d: no check run", n)
 		case runs[heads[n]] > 1:
-			// KNOWN ISSUE (reported): a kill that lands after an attempt completed its
-			// check run but before the queue marked the job done makes the next attempt
-			// start afresh (worker.go: a finished run of this head) and create a second,
-			// completed, check run; the review itself is not posted twice. Logged rather
-			// than failed until the worker treats its own finished run as done.
-			t.Logf("KNOWN ISSUE: pull request %d has %d completed check runs on its head", n, runs[heads[n]])
+			t.Errorf("pull request %d: %d check runs on its head, want 1", n, runs[heads[n]])
 		}
 		if c := len(fake.IssueComments("acme", "widgets", n)); c != 1 {
 			t.Errorf("pull request %d: %d summary comments, want 1", n, c)

@@ -214,6 +214,18 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	if err != nil {
 		return store.Finish{}, err
 	}
+	if found && state.CheckDone && state.JobID == job.ID {
+		// This very job finished every step, and the process died before the queue
+		// recorded it: record it now and post nothing again.
+		r.state = state
+		if state.Result != nil {
+			if err := json.Unmarshal(state.Result, &r.stored); err != nil {
+				r.log.Warn("stored review unreadable", "err", err)
+			}
+		}
+		r.log.Info("review already complete: recording it", "head", short(head))
+		return r.completed(head, claim.Force), nil
+	}
 	// Resume an unfinished run of this head (this job's earlier attempt, or a job that gave
 	// way to this one); start afresh after a finished one (a /aster review, or a run that
 	// gave up) or when a command asks for a new review.
@@ -277,6 +289,12 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	if err := r.post(ctx, in); err != nil {
 		return store.Finish{}, err
 	}
+	return r.completed(head, claim.Force), nil
+}
+
+// completed fills the history record from the stored review and says the head
+// is reviewed.
+func (r *run) completed(head string, force bool) store.Finish {
 	out := r.stored.Output
 	n, _, _ := countReported(out.Findings)
 	r.rec.Conclusion, r.rec.Findings, r.rec.Reported = out.Conclusion, len(out.Findings), n
@@ -290,7 +308,7 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 			r.rec.Outcome = store.OutcomePosted
 		}
 	}
-	return store.Finish{ReviewedSHA: head, ForceHandled: claim.Force}, nil
+	return store.Finish{ReviewedSHA: head, ForceHandled: force}
 }
 
 // gathered is a review's input with what the worker needs to place comments.
