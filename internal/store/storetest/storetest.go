@@ -24,6 +24,9 @@ func PostgresURL(t testing.TB) string {
 	t.Helper()
 	base := os.Getenv(PostgresEnv)
 	if base == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal(PostgresEnv + " not set under CI (scripts/postgres-test.sh starts a throwaway server; make test sets it)")
+		}
 		t.Skip(PostgresEnv + " not set (scripts/postgres-test.sh starts a throwaway server)")
 	}
 	b := make([]byte, 6)
