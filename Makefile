@@ -52,10 +52,11 @@ test-tools:
 test-unit:
 	$(GO) test -short ./...
 
-## lint: gofmt and go vet
+## lint: gofmt, go vet and staticcheck
 lint:
-	@out="$$(gofmt -l cmd internal bench 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out="$$(gofmt -l cmd internal 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## fuzz: run every fuzz target for FUZZTIME each (default 15s)
 FUZZTIME ?= 15s

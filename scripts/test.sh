@@ -5,7 +5,7 @@
 #   2. the Kubernetes test cluster's build, in the background: it is long and
 #      mostly CPU, so it overlaps the image build and the tests' waits;
 #   3. the rest of the set-up: Go, the Docker engine, binaries, the sandbox image;
-#   4. gofmt and go vet; the npm-based outside references; a throwaway PostgreSQL;
+#   4. gofmt, go vet and staticcheck; the npm-based outside references; a throwaway PostgreSQL;
 #   5. every Go test, with the integration tests required (they fail instead of
 #      skipping when the engine, crun, PostgreSQL or the npm data is missing);
 #   6. checks that run outside go test (scripts/test-*.sh: SARIF validation, MCP
@@ -36,9 +36,10 @@ step "set-up"
 scripts/setup.sh || exit 1
 
 step "lint"
-out="$(gofmt -l cmd internal bench 2>/dev/null)"
+out="$(gofmt -l cmd internal 2>/dev/null)"
 [[ -z "$out" ]] || fail "gofmt needed: $out"
 go vet ./... || fail "go vet"
+go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... || fail "staticcheck"
 
 step "test data and PostgreSQL"
 scripts/fetch-test-deps.sh || fail "fetch test data"

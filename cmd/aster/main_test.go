@@ -56,7 +56,7 @@ func aster(t *testing.T, label string, stdin string, args ...string) (int, strin
 func engine(t *testing.T) *client.Client {
 	t.Helper()
 	sandboxtest.Docker(t) // skips or fails without an engine
-	c, err := client.New(client.WithAPIVersionNegotiation())
+	c, err := client.New()
 	if err != nil {
 		t.Fatal(err)
 	}

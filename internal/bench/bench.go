@@ -8,7 +8,6 @@ package bench
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"slices"
 	"sync"
@@ -258,6 +257,3 @@ func ratio(a, b int) float64 {
 	}
 	return round2(float64(a) / float64(b))
 }
-
-// errorf is a run failure with the system's name.
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

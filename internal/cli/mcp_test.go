@@ -247,7 +247,7 @@ func waitHTTP(t *testing.T, url string, logs fmt.Stringer) {
 // left (the subprocess labels its containers with ASTER_LABELS).
 func assertNoTestContainers(t *testing.T) {
 	t.Helper()
-	api, err := client.New(client.WithAPIVersionNegotiation(), client.WithHostFromEnv())
+	api, err := client.New(client.WithHostFromEnv())
 	if err != nil {
 		t.Fatal(err)
 	}

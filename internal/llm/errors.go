@@ -1,7 +1,6 @@
 package llm
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -127,16 +126,6 @@ func kindForStatus(status int) Kind {
 		return KindBadRequest
 	}
 	return KindBadResponse
-}
-
-// contextError classifies a transport error that came with a done context:
-// the caller's context ending is KindCanceled; only the attempt's own
-// deadline passing is KindTimeout.
-func contextError(provider string, parent, attempt context.Context) *Error {
-	if err := parent.Err(); err != nil {
-		return &Error{Kind: KindCanceled, Provider: provider, msg: err.Error(), cause: err}
-	}
-	return &Error{Kind: KindTimeout, Provider: provider, msg: "per-call timeout passed", cause: attempt.Err()}
 }
 
 // scrubber removes secrets from text that may reach an error message.

@@ -115,7 +115,7 @@ func TestRemoteExecutor(t *testing.T) {
 // testContainers counts the containers sandboxtest.Docker labelled for t.
 func testContainers(t *testing.T) int {
 	t.Helper()
-	api, err := client.New(client.WithAPIVersionNegotiation(), client.WithHostFromEnv())
+	api, err := client.New(client.WithHostFromEnv())
 	if err != nil {
 		t.Fatal(err)
 	}

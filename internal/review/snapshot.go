@@ -157,7 +157,7 @@ func PrepareSnapshot(r io.Reader, dir string, rules SnapshotRules) (*gate.Snapsh
 		case tar.TypeSymlink:
 			skip(name, ReasonSymlink)
 			continue
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg:
 		default:
 			skip(name, ReasonSpecial)
 			continue

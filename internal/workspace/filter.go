@@ -93,7 +93,7 @@ func checkEntry(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
 	switch hdr.Typeflag {
 	case tar.TypeXGlobalHeader:
 		return nil, nil // git archive writes one with the commit id
-	case tar.TypeReg, tar.TypeRegA, tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
+	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
 	case tar.TypeChar, tar.TypeBlock:
 		return nil, fmt.Errorf("%w: device node %s", ErrUnsafe, Quote(hdr.Name))
 	case tar.TypeFifo:
@@ -118,7 +118,7 @@ func checkEntry(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
 		Format:  tar.FormatPAX,
 	}
 	switch hdr.Typeflag {
-	case tar.TypeReg, tar.TypeRegA:
+	case tar.TypeReg:
 		out.Typeflag = tar.TypeReg
 		out.Size = hdr.Size
 	case tar.TypeDir:

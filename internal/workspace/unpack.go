@@ -51,7 +51,7 @@ func Unpack(r io.Reader, root *os.Root, caps Caps) (Stats, error) {
 			if err := root.MkdirAll(name, mode|0o700); err != nil {
 				return st, fmt.Errorf("create %s: %w", Quote(name), err)
 			}
-		case tar.TypeReg, tar.TypeRegA:
+		case tar.TypeReg:
 			if hdr.Size > caps.MaxBytes-st.Bytes {
 				return st, fmt.Errorf("%w: more than %d bytes of files", ErrTooLarge, caps.MaxBytes)
 			}

@@ -21,7 +21,6 @@ type entry struct {
 	link string
 	body string
 	mode int64
-	size int64 // overrides len(body) when set
 	dev  int64
 }
 

@@ -92,7 +92,7 @@ func New(opts Options) (*Runtime, error) {
 	if fi.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("aster-init at %s is not executable", abs)
 	}
-	copts := []client.Opt{client.WithAPIVersionNegotiation()}
+	var copts []client.Opt
 	switch {
 	case opts.Host != "":
 		copts = append(copts, client.WithHost(opts.Host))

@@ -38,7 +38,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 	}
 	defer inst.Close(context.Background())
 
-	api, err := client.New(client.WithAPIVersionNegotiation())
+	api, err := client.New()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ type DockerSource struct {
 // NewDockerSource connects to the engine at host (DOCKER_HOST or the default
 // socket when empty). It does not contact it yet.
 func NewDockerSource(host string) (*DockerSource, error) {
-	copts := []client.Opt{client.WithAPIVersionNegotiation()}
+	var copts []client.Opt
 	switch {
 	case host != "":
 		copts = append(copts, client.WithHost(host))
