@@ -93,8 +93,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	i.ran = true
 	i.mu.Unlock()
 	if used {
-		err := errors.New("sandbox instance already used: a sandbox runs exactly one job")
-		return sandbox.Result{Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+		return sandbox.UsedResult(), sandbox.ErrUsed
 	}
 	s := &sandbox.Session{
 		W:         i.stdin,

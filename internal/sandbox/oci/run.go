@@ -3,7 +3,6 @@ package oci
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -178,34 +177,7 @@ func (i *instance) start() error {
 }
 
 func (i *instance) awaitHello(ctx context.Context) error {
-	type result struct {
-		f   initproto.Frame
-		err error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		f, err := i.frames.Next()
-		ch <- result{f, err}
-	}()
-	timer := time.NewTimer(helloTimeout)
-	defer timer.Stop()
-	select {
-	case r := <-ch:
-		if r.err != nil {
-			return fmt.Errorf("%w: aster-init did not start: %v%s", sandbox.ErrProtocol, r.err, i.diagnostics())
-		}
-		if r.f.Type != initproto.TypeHello {
-			return fmt.Errorf("%w: first frame from aster-init is %s", sandbox.ErrProtocol, r.f.Type)
-		}
-		if _, err := initproto.DecodeHello(r.f.Payload); err != nil {
-			return fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
-		}
-		return nil
-	case <-timer.C:
-		return fmt.Errorf("%w: aster-init did not say hello within %s", sandbox.ErrProtocol, helloTimeout)
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return sandbox.AwaitHello(ctx, i.frames, helloTimeout, i.diagnostics)
 }
 
 // diagnostics returns what the runtime and init wrote on stderr, once the
@@ -255,8 +227,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	i.ran = true
 	i.ranMu.Unlock()
 	if used {
-		err := errors.New("sandbox instance already used: a sandbox runs exactly one job")
-		return sandbox.Result{Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+		return sandbox.UsedResult(), sandbox.ErrUsed
 	}
 	s := &sandbox.Session{
 		W:         i.stdin,

@@ -1,0 +1,58 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/asterhq/aster/internal/initproto"
+)
+
+// AwaitHello reads aster-init's first frame from r and checks it is a hello of
+// this protocol version, within timeout. diag, when set, adds what the runtime
+// knows (init's stderr, say) to the error when init never speaks. A runtime
+// calls it once its sandbox is started, so Prepare returns only ready sandboxes.
+func AwaitHello(ctx context.Context, r *initproto.Reader, timeout time.Duration, diag func() string) error {
+	type result struct {
+		f   initproto.Frame
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		f, err := r.Next()
+		ch <- result{f, err}
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case got := <-ch:
+		if got.err != nil {
+			more := ""
+			if diag != nil {
+				more = diag()
+			}
+			return fmt.Errorf("%w: aster-init did not start: %v%s", ErrProtocol, got.err, more)
+		}
+		if got.f.Type != initproto.TypeHello {
+			return fmt.Errorf("%w: first frame from aster-init is %s", ErrProtocol, got.f.Type)
+		}
+		if _, err := initproto.DecodeHello(got.f.Payload); err != nil {
+			return fmt.Errorf("%w: %v", ErrProtocol, err)
+		}
+		return nil
+	case <-timer.C:
+		return fmt.Errorf("%w: aster-init did not say hello within %s", ErrProtocol, timeout)
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// ErrUsed is what Instance.Run returns the second time: a sandbox runs exactly
+// one job.
+var ErrUsed = errors.New("sandbox instance already used: a sandbox runs exactly one job")
+
+// UsedResult is the Result that goes with ErrUsed.
+func UsedResult() Result {
+	return Result{Status: StatusError, ExitCode: -1, Error: ErrUsed.Error()}
+}
