@@ -108,11 +108,7 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 		return usageErr("%v", err)
 	}
 	fl := cmd.Flags()
-	str := func(name string, dst *string, v string) {
-		if fl.Changed(name) {
-			*dst = v
-		}
-	}
+	str := changedSetter(fl)
 	str("addr", &ac.Addr, f.addr)
 	str("app-id", &ac.AppID, f.appID)
 	str("private-key", &ac.PrivateKeyFile, f.privateKey)

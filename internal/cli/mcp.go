@@ -122,11 +122,7 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		return usageErr("%v", err)
 	}
 	fl := cmd.Flags()
-	str := func(name string, dst *string, v string) {
-		if fl.Changed(name) {
-			*dst = v
-		}
-	}
+	str := changedSetter(fl)
 	str("http", &mc.HTTP, f.http)
 	str("sandbox-url", &mc.SandboxURL, f.sandboxURL)
 	str("token-file", &sc.TokenFile, f.tokenFile)

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/asterhq/aster/internal/config"
 )
@@ -78,6 +79,17 @@ func usageErr(format string, args ...any) error {
 	return &exitError{code: ExitUsage, err: fmt.Errorf(format, args...)}
 }
 
+// changedSetter returns a function that copies a flag's value over a
+// configuration field, but only when the flag was given: flags override the
+// environment and aster.yaml, never the other way round.
+func changedSetter(flags *pflag.FlagSet) func(name string, dst *string, v string) {
+	return func(name string, dst *string, v string) {
+		if flags.Changed(name) {
+			*dst = v
+		}
+	}
+}
+
 // globals are the flags every command shares.
 type globals struct {
 	stdio         IO
@@ -97,11 +109,7 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 		return c, usageErr("%v", err)
 	}
 	flags := cmd.Flags()
-	override := func(name string, dst *string, v string) {
-		if flags.Changed(name) {
-			*dst = v
-		}
-	}
+	override := changedSetter(flags)
 	override("log-level", &c.LogLevel, g.logLevel)
 	override("runtime", &c.Runtime, g.runtime)
 	override("docker-host", &c.DockerHost, g.dockerHost)

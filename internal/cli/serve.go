@@ -99,11 +99,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return usageErr("%v", err)
 	}
 	fl := cmd.Flags()
-	str := func(name string, dst *string, v string) {
-		if fl.Changed(name) {
-			*dst = v
-		}
-	}
+	str := changedSetter(fl)
 	str("addr", &sc.Addr, f.addr)
 	str("max-concurrent", &sc.MaxConcurrent, f.maxConcurrent)
 	str("queue", &sc.Queue, f.queue)

@@ -91,16 +91,10 @@ var AppEnvVars = map[string]string{
 // ASTER_* variables above over it.
 func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
 	var a AppConfig
-	if node, ok := c.Extra["app"]; ok {
-		if err := node.Decode(&a); err != nil {
-			return a, fmt.Errorf("config app section: %w", err)
-		}
+	if err := c.decodeSection("app", &a); err != nil {
+		return a, err
 	}
-	set := func(d *string, key string) {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			*d = v
-		}
-	}
+	set := envSetter(getenv)
 	set(&a.Addr, "ASTER_APP_ADDR")
 	set(&a.AppID, "ASTER_APP_ID")
 	set(&a.PrivateKeyFile, "ASTER_APP_PRIVATE_KEY_FILE")

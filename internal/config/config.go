@@ -209,11 +209,7 @@ var EnvVars = map[string]string{
 }
 
 func applyEnv(c *Config, getenv func(string) string) {
-	set := func(d *string, key string) {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			*d = v
-		}
-	}
+	set := envSetter(getenv)
 	set(&c.Runtime, "ASTER_RUNTIME")
 	set(&c.DockerHost, "ASTER_DOCKER_HOST")
 	set(&c.EngineRuntime, "ASTER_ENGINE_RUNTIME")
@@ -242,6 +238,28 @@ func applyEnv(c *Config, getenv func(string) string) {
 			c.Labels[strings.TrimSpace(k)] = strings.TrimSpace(val)
 		}
 	}
+}
+
+// envSetter returns a function that copies a non-blank variable over a field.
+func envSetter(getenv func(string) string) func(dst *string, key string) {
+	return func(dst *string, key string) {
+		if v := strings.TrimSpace(getenv(key)); v != "" {
+			*dst = v
+		}
+	}
+}
+
+// decodeSection decodes the named section of aster.yaml (kept in Extra for
+// its owner) into v; an absent section leaves v as it is.
+func (c Config) decodeSection(name string, v any) error {
+	node, ok := c.Extra[name]
+	if !ok {
+		return nil
+	}
+	if err := node.Decode(v); err != nil {
+		return fmt.Errorf("config %s section: %w", name, err)
+	}
+	return nil
 }
 
 // SplitList splits a comma-separated list, dropping blanks.

@@ -89,11 +89,7 @@ func mergeKubernetes(dst *KubernetesConfig, src KubernetesConfig) {
 }
 
 func applyKubernetesEnv(k *KubernetesConfig, getenv func(string) string) {
-	set := func(d *string, key string) {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			*d = v
-		}
-	}
+	set := envSetter(getenv)
 	set(&k.Kubeconfig, "ASTER_KUBECONFIG")
 	set(&k.Namespace, "ASTER_K8S_NAMESPACE")
 	set(&k.RuntimeClass, "ASTER_K8S_RUNTIME_CLASS")

@@ -154,16 +154,10 @@ var LLMEnvVars = map[string]string{
 // provider's usual variable.
 func (c Config) LLMSection(getenv func(string) string) (LLMConfig, error) {
 	var l LLMConfig
-	if node, ok := c.Extra["llm"]; ok {
-		if err := node.Decode(&l); err != nil {
-			return l, fmt.Errorf("config llm section: %w", err)
-		}
+	if err := c.decodeSection("llm", &l); err != nil {
+		return l, err
 	}
-	set := func(d *string, key string) {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			*d = v
-		}
-	}
+	set := envSetter(getenv)
 	set(&l.Provider, "ASTER_LLM_PROVIDER")
 	set(&l.Model, "ASTER_LLM_MODEL")
 	set(&l.BaseURL, "ASTER_LLM_BASE_URL")

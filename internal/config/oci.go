@@ -1,7 +1,6 @@
 package config
 
 import (
-	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -54,11 +53,7 @@ func mergeOCI(dst *OCIConfig, src OCIConfig) {
 }
 
 func applyOCIEnv(o *OCIConfig, getenv func(string) string) {
-	set := func(d *string, key string) {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			*d = v
-		}
-	}
+	set := envSetter(getenv)
 	set(&o.Runtime, "ASTER_OCI_RUNTIME")
 	set(&o.StateDir, "ASTER_OCI_STATE_DIR")
 	set(&o.CacheDir, "ASTER_OCI_CACHE_DIR")

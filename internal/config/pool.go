@@ -33,10 +33,8 @@ type PoolConfig struct {
 // ASTER_WARM over it.
 func (c Config) PoolSection(getenv func(string) string) (PoolConfig, error) {
 	var p PoolConfig
-	if node, ok := c.Extra["pool"]; ok {
-		if err := node.Decode(&p); err != nil {
-			return p, fmt.Errorf("config pool section: %w", err)
-		}
+	if err := c.decodeSection("pool", &p); err != nil {
+		return p, err
 	}
 	if v := strings.TrimSpace(getenv("ASTER_WARM")); v != "" {
 		p.Warm = v

@@ -76,16 +76,10 @@ var ServeEnvVars = map[string]string{
 // applies the ASTER_* variables above over it.
 func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	var s ServeConfig
-	if node, ok := c.Extra["serve"]; ok {
-		if err := node.Decode(&s); err != nil {
-			return s, fmt.Errorf("config serve section: %w", err)
-		}
+	if err := c.decodeSection("serve", &s); err != nil {
+		return s, err
 	}
-	set := func(d *string, key string) {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			*d = v
-		}
-	}
+	set := envSetter(getenv)
 	set(&s.Addr, "ASTER_SERVE_ADDR")
 	set(&s.MaxConcurrent, "ASTER_MAX_CONCURRENT")
 	set(&s.Queue, "ASTER_QUEUE")
