@@ -160,7 +160,10 @@ func TestKill9ThenReap(t *testing.T) {
 	t.Run("self-cleaning", func(t *testing.T) {
 		label := "kill9-self-" + sandbox.NewRunID()
 		cmd := startExec(t, label, "60s")
-		waitContainers(t, api, label, 1)
+		// Kill it once its sandbox runs the job. (A kill between create and
+		// start leaves a created container that never runs: the reaper's
+		// deadline covers that one, as in the next case.)
+		waitRunning(t, api, waitContainers(t, api, label, 1)[0])
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		waitContainers(t, api, label, 0)
@@ -205,6 +208,22 @@ func startExec(t *testing.T, label, timeout string) *exec.Cmd {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	return cmd
+}
+
+// waitRunning waits until the container is running.
+func waitRunning(t *testing.T, api *client.Client, id string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		res, err := api.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
+		if err == nil && res.Container.State != nil && res.Container.State.Running {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("container %s not running: %v", id, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 func waitContainers(t *testing.T, api *client.Client, label string, n int) []string {

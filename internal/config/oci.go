@@ -1,7 +1,6 @@
 package config
 
 import (
-
 	"golang.org/x/sys/unix"
 )
 

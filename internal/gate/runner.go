@@ -250,7 +250,7 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		return done(StatusError, "open snapshot: "+err.Error())
 	}
 	defer tr.Close()
-	spec.Workspace.Tar = tr
+	spec.Workspace = sandbox.Workspace{Tar: tr, Filtered: true}
 	sres, runErr := r.sb.Run(ctx, spec)
 	res.RunID = sres.ID
 	res.ExitCode = sres.ExitCode

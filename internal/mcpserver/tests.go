@@ -86,7 +86,7 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 		Argv:      plan.Argv,
 		Env:       plan.MergeEnv(in.Env),
 		Workdir:   in.Workdir,
-		Workspace: sandbox.Workspace{Tar: tarFile},
+		Workspace: sandbox.Workspace{Tar: tarFile, Filtered: true},
 		Limits:    limits,
 		OnOutput: func(st sandbox.Stream, b []byte) {
 			if st == sandbox.Stdout {

@@ -184,7 +184,7 @@ func (a *Agent) runCommand(ctx context.Context, argv []string) (string, error) {
 	limits := a.Limits
 	limits.TimeoutMS = a.timeout().Milliseconds()
 	spec := sandbox.Spec{Image: a.Image, Argv: argv, Env: map[string]string{"HOME": "/tmp"}, Limits: limits,
-		Workspace: sandbox.Workspace{Tar: tr}}
+		Workspace: sandbox.Workspace{Tar: tr, Filtered: true}}
 	res, err := a.Sandbox.Run(ctx, spec)
 	if err != nil && res.Status == "" {
 		return "", fmt.Errorf("sandbox: %w", err)

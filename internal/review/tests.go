@@ -98,7 +98,7 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 		return rep
 	}
 	defer tr.Close()
-	spec := sandbox.Spec{Image: s.Image, Argv: plan.Argv, Env: env, Limits: limits, Workspace: sandbox.Workspace{Tar: tr},
+	spec := sandbox.Spec{Image: s.Image, Argv: plan.Argv, Env: env, Limits: limits, Workspace: sandbox.Workspace{Tar: tr, Filtered: true},
 		OnOutput: func(st sandbox.Stream, p []byte) {
 			if st == sandbox.Stdout {
 				_, _ = col.Write(p)

@@ -212,7 +212,7 @@ func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions
 	if err != nil {
 		return failed(spec, err), err
 	}
-	if spec.Workspace.Tar != nil {
+	if spec.Workspace.Tar != nil && !spec.Workspace.Filtered {
 		// Validate an untrusted archive before admission: a hostile one is
 		// refused with nothing started and no slot taken.
 		spooled, cleanup, err := spoolWorkspace(spec.Workspace.Tar, spec.Limits.WorkdirBytes)

@@ -56,6 +56,11 @@ type Workspace struct {
 	// no links leaving the tree, no device nodes, size and entry caps) while it is
 	// streamed to the sandbox; the host never unpacks it.
 	Tar io.Reader
+	// Filtered says Tar already passed workspace.Filter (a snapshot the caller
+	// spooled and checked itself), so the Manager does not spool and check it
+	// again before admission. The archive is still filtered while it streams to
+	// the sandbox, so a wrong claim can only delay a refusal, never skip it.
+	Filtered bool
 }
 
 // Spec is one request to run a command in a fresh sandbox.

@@ -111,7 +111,7 @@ func (s *Server) jobSpec(req JobRequest, snap *Snapshot) (sandbox.Spec, error) {
 			return spec, fmt.Errorf("%w: the snapshot holds %s of files, over workdir_size %s",
 				sandbox.ErrTooLarge, config.FormatBytes(snap.Stats.Bytes), config.FormatBytes(workdirBytes))
 		}
-		spec.Workspace.Tar = snap.Reader()
+		spec.Workspace = sandbox.Workspace{Tar: snap.Reader(), Filtered: true}
 	}
 	if req.Stdin != "" || req.StdinEncoding != "" {
 		b, err := decodeText(req.Stdin, req.StdinEncoding)
