@@ -27,6 +27,8 @@ type agent struct {
 	// linger is how long init waits, after the result, for the host to close
 	// stdin before it exits (0: exit at once).
 	linger time.Duration
+	// id is who init and the job run as.
+	id identity
 
 	hostGone atomic.Bool
 	// inputDone is closed when stdin ends, once the job has started.
@@ -66,7 +68,7 @@ func (a *agent) run() int {
 		return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: "job header: " + err.Error()})
 	}
 	if job.Workspace {
-		if err := a.unpack(job); err != nil {
+		if err := a.id.asJob(func() error { return a.unpack(job) }); err != nil {
 			return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: "workspace: " + err.Error()})
 		}
 	}
@@ -177,7 +179,7 @@ func (s *frameStream) Read(p []byte) (int, error) {
 func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	res := initproto.ResultFrame{ExitCode: -1}
 	dir := filepath.Join(a.workDir, job.Dir)
-	if err := mkdirIn(a.workDir, job.Dir); err != nil {
+	if err := a.id.asJob(func() error { return mkdirIn(a.workDir, job.Dir) }); err != nil {
 		res.SetupError = fmt.Sprintf("working directory %s: %v", job.Dir, err)
 		return res
 	}
@@ -219,18 +221,28 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	sigchld := make(chan os.Signal, 64)
 	signal.Notify(sigchld, syscall.SIGCHLD)
 	defer signal.Stop(sigchld)
+	// SIGTERM from the engine stops the job; only where the job cannot
+	// reach init (see ignoreSignals).
 	term := make(chan os.Signal, 1)
-	signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(term)
+	if a.id.separate {
+		signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
+		defer signal.Stop(term)
+	}
 
 	syscall.Umask(0o022)
 	start := time.Now()
-	pid, err := syscall.ForkExec(argv0, job.Argv, &syscall.ProcAttr{
+	pid, err := syscall.ForkExec(selfExe, trampolineArgv(argv0, job.Argv), &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   env,
 		Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: a.id.credential()},
 	})
+	if a.id.separate {
+		// The job is started: init needs no capability any more.
+		if cerr := dropCapabilities(); cerr != nil {
+			logf("drop capabilities: %v", cerr)
+		}
+	}
 	stdinR.Close()
 	stdoutW.Close()
 	stderrW.Close()
@@ -321,6 +333,13 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	hostGone := make(chan struct{})
 	a.inputDone = hostGone
 	go a.pumpStdin(stdinW, hostGone)
+	// pumpStdin notices the host going away only when it reads, and it may
+	// be blocked writing to a job that never reads its stdin: watch the
+	// stream itself too, so that a vanished caller ends the job in seconds.
+	hangup := make(chan struct{})
+	stopWatch := make(chan struct{})
+	defer close(stopWatch)
+	go watchHangup(0, hangup, stopWatch)
 
 	deadline := time.NewTimer(time.Duration(job.TimeoutMS) * time.Millisecond)
 	defer deadline.Stop()
@@ -359,6 +378,10 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 			kill(grace)
 		case <-hostGone:
 			hostGone = nil
+			kill(0)
+		case <-hangup:
+			hangup = nil
+			a.hostGone.Store(true)
 			kill(0)
 		case <-term:
 			kill(grace)

@@ -25,9 +25,13 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == execJobFlag {
+		runTrampoline(os.Args[2:])
+	}
 	workDir := flag.String("work", "/work", "directory the workspace is unpacked into")
 	linger := flag.Duration("linger", 0, "after the result, wait this long at most for the host to close stdin before exiting")
 	install := flag.String("install", "", "copy this binary to the given path and exit (an init container delivering aster-init into a Pod)")
+	ids := flag.String("ids", "", "INIT:JOB: the uid (and gid) init runs as, and the one the job runs as")
 	flag.Parse()
 	if *install != "" {
 		if err := installSelf(*install); err != nil {
@@ -40,8 +44,16 @@ func main() {
 	// A write to a host that went away must surface as an error we handle (kill
 	// the job, exit), not as a silent SIGPIPE death halfway through clean-up.
 	signal.Ignore(syscall.SIGPIPE)
-	// Keep the job (same uid) from opening /proc/1/fd/* and writing protocol
-	// frames in init's name. exec resets this for the job itself.
+	// Before anything is read from the host: become the init uid.
+	id, err := becomeInit(*ids)
+	if err != nil {
+		logf("identity: %v", err)
+		os.Exit(1)
+	}
+	ignoreSignals(id.separate)
+	// Keep the job from opening /proc/1/fd/* and writing protocol frames in
+	// init's name (it shares init's uid where the runtime allows no other).
+	// exec resets this for the job itself.
 	_ = prctl(syscall.PR_SET_DUMPABLE, 0)
 	if os.Getpid() != 1 {
 		// Outside a PID namespace (tests), adopt orphans like PID 1 would.
@@ -58,7 +70,7 @@ func main() {
 
 	in := initproto.NewReader(stdin)
 	out := initproto.NewWriter(stdout)
-	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1, linger: *linger}
+	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1, linger: *linger, id: id}
 	os.Exit(a.run())
 }
 

@@ -43,7 +43,18 @@ type Session struct {
 	Exited <-chan struct{}
 	// HelloSeen says the hello frame was already consumed (by Prepare).
 	HelloSeen bool
+	// HostOOM, when set, returns the sandbox's OOM kill count as the host sees
+	// it (the sandbox's cgroup, or how its init ended), a source the job cannot
+	// touch; ok is false when the host cannot tell, and init's report stands.
+	// It is called when the result has arrived (init then waits for the host,
+	// so the cgroup still exists) and, for a sandbox that ended without a
+	// result, once it is gone.
+	HostOOM func() (kills int64, ok bool)
 }
+
+// exitWaitNoResult bounds the wait for a sandbox that ended without a result
+// to be reported gone, so that HostOOM sees how it ended.
+const exitWaitNoResult = 3 * time.Second
 
 // Run sends job and gathers its result. It always returns a Result whose
 // Status is set; err is non-nil only with StatusError.
@@ -141,6 +152,11 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 		}
 	}
 	hostDeadline.Stop()
+	if rf != nil && s.HostOOM != nil {
+		if n, ok := s.HostOOM(); ok {
+			rf.OOMKills = n
+		}
+	}
 
 	res.Stdout = stdout.Output()
 	res.Stderr = stderr.Output()
@@ -161,6 +177,14 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 			return errorResult(res, err), err
 		case hostReason != "":
 			res.Status, res.Error = hostReason, hostMsg
+			return res, nil
+		case s.ranOutOfMemory():
+			// The OOM killer took init itself (tmpfs pages, say, belong to no
+			// process, so once the job's processes are gone init is all that
+			// is left to kill). The output up to then is kept.
+			s.Destroy()
+			res.Status, res.OOMKilled = StatusOOM, true
+			res.Error = "the sandbox ran out of memory and aster-init was killed before it could report; the output up to then is kept"
 			return res, nil
 		default:
 			msg := "sandbox ended without a result"
@@ -188,6 +212,24 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 		return res, fmt.Errorf("%w: %s", ErrInvalidSpec, res.Error)
 	}
 	return res, nil
+}
+
+// ranOutOfMemory asks the host, once the sandbox is gone, whether it ended in
+// an OOM kill.
+func (s *Session) ranOutOfMemory() bool {
+	if s.HostOOM == nil {
+		return false
+	}
+	if s.Exited != nil {
+		t := time.NewTimer(exitWaitNoResult)
+		select {
+		case <-s.Exited:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	n, ok := s.HostOOM()
+	return ok && n > 0
 }
 
 func errorResult(res Result, err error) Result {

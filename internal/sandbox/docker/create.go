@@ -14,14 +14,18 @@ import (
 // the request except the image (already checked against the allowlist), the
 // sizes in limits (already validated) and the run id; every hardening setting
 // is fixed.
-func (r *Runtime) containerConfig(opts sandbox.PrepareOptions) (*container.Config, *container.HostConfig) {
+func (r *Runtime) containerConfig(opts sandbox.PrepareOptions, id sandbox.Identity) (*container.Config, *container.HostConfig) {
 	l := opts.Limits
 	cfg := &container.Config{
-		Image:        opts.Image,
-		User:         SandboxUser,
-		Hostname:     "sandbox",
-		Entrypoint:   []string{InitMountPath},
-		Cmd:          nil,
+		Image: opts.Image,
+		// Root only for aster-init's first instant: Docker gives a non-root
+		// user no effective capability, and init needs CAP_SETUID to start
+		// the job under a uid other than its own. It becomes id.Init before
+		// it reads anything (see cmd/aster-init/identity.go).
+		User:       InitStartUser,
+		Hostname:   "sandbox",
+		Entrypoint: []string{InitMountPath},
+		Cmd:        []string{id.Flag(), "-linger=" + initLinger.String()},
 		WorkingDir:   "/work",
 		Env:          []string{}, // init gives the job only what the caller passed
 		AttachStdin:  true,
@@ -48,13 +52,14 @@ func (r *Runtime) containerConfig(opts sandbox.PrepareOptions) (*container.Confi
 	// scripts from /work and build binaries in /tmp. nr_inodes caps the number
 	// of files, which a size cap alone does not.
 	tmpfsOpts := func(size int64) string {
-		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,uid=1000,gid=1000,mode=0755", size, sandbox.TmpfsInodes(size))
+		return fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,nr_inodes=%d,uid=%d,gid=%d,mode=0755", size, sandbox.TmpfsInodes(size), id.Job, id.Job)
 	}
 	host := &container.HostConfig{
 		NetworkMode:    "none",
 		AutoRemove:     true,
 		Privileged:     false,
 		CapDrop:        []string{"ALL"},
+		CapAdd:         InitCapabilities,
 		SecurityOpt:    []string{"no-new-privileges"},
 		ReadonlyRootfs: true,
 		IpcMode:        "private",

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -32,8 +33,20 @@ const (
 // InitMountPath is where aster-init is mounted, read-only, in every sandbox.
 const InitMountPath = "/.aster/init"
 
-// SandboxUser is the uid:gid every job runs as, whatever the image says.
-const SandboxUser = "1000:1000"
+// InitStartUser is the user the container starts aster-init as. Init switches
+// to its sandbox's own unprivileged uid before it reads anything; the job runs
+// under a second uid of that sandbox (sandbox.Identity), whatever the image says.
+const InitStartUser = "0:0"
+
+// InitCapabilities are the only capabilities a sandbox starts with: aster-init's,
+// to start the job under its own uid. Init empties the bounding set before the
+// job starts and drops all three right after; the job never holds any.
+var InitCapabilities = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
+
+// initLinger is how long aster-init keeps a finished sandbox after its result,
+// waiting for the host to close the stream: the host reads the sandbox's
+// cgroup (its OOM verdict) meanwhile, and the cgroup goes with the container.
+const initLinger = 10 * time.Second
 
 // engine is the part of the Docker API this package uses.
 type engine interface {
@@ -44,6 +57,7 @@ type engine interface {
 	ContainerRemove(ctx context.Context, containerID string, options client.ContainerRemoveOptions) (client.ContainerRemoveResult, error)
 	ContainerList(ctx context.Context, options client.ContainerListOptions) (client.ContainerListResult, error)
 	ImageInspect(ctx context.Context, imageID string, inspectOpts ...client.ImageInspectOption) (client.ImageInspectResult, error)
+	Info(ctx context.Context, options client.InfoOptions) (client.SystemInfoResult, error)
 	Ping(ctx context.Context, options client.PingOptions) (client.PingResult, error)
 }
 
@@ -62,7 +76,10 @@ type Options struct {
 	// Labels are added to every container (tests use them to find their own);
 	// they cannot override the aster.* labels.
 	Labels map[string]string
-	Logger *slog.Logger
+	// Identities hands out each sandbox's own uids; nil uses a pool over
+	// the default range.
+	Identities *sandbox.IdentityPool
+	Logger     *slog.Logger
 }
 
 // Runtime is the Docker implementation of sandbox.Runtime.
@@ -72,6 +89,10 @@ type Runtime struct {
 	opts    Options
 	log     *slog.Logger
 	initAbs string
+	ids     *sandbox.IdentityPool
+
+	cgroupOnce sync.Once
+	cgroupFmt  string // host memory cgroup directory of a container, %s = its id; "" unknown
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -107,7 +128,43 @@ func New(opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{api: c, closer: c.Close, opts: opts, log: log, initAbs: abs}, nil
+	ids := opts.Identities
+	if ids == nil {
+		if ids, err = sandbox.NewIdentityPool(sandbox.IdentityPoolOptions{}); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
+	return &Runtime{api: c, closer: c.Close, opts: opts, log: log, initAbs: abs, ids: ids}, nil
+}
+
+// cgroupDir is the host directory of a container's memory cgroup, when the
+// engine runs on this host with a cgroup layout we know; "" otherwise (a
+// remote engine, a custom cgroup parent), and then the OOM verdict rests on
+// how init ended and on init's own report.
+func (r *Runtime) cgroupDir(ctx context.Context, id string) string {
+	r.cgroupOnce.Do(func() {
+		ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		info, err := r.api.Info(ictx, client.InfoOptions{})
+		if err != nil {
+			return
+		}
+		switch info.Info.CgroupDriver {
+		case "cgroupfs":
+			r.cgroupFmt = sandbox.MemoryCgroupDir("/docker/%s")
+		case "systemd":
+			r.cgroupFmt = sandbox.MemoryCgroupDir("/system.slice/docker-%s.scope")
+		}
+	})
+	if r.cgroupFmt == "" {
+		return ""
+	}
+	dir := fmt.Sprintf(r.cgroupFmt, id)
+	if _, err := os.Stat(dir); err != nil {
+		return ""
+	}
+	return dir
 }
 
 // Close releases the client.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"maps"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -27,12 +28,17 @@ const removeTimeout = 30 * time.Second
 // start → hello. On any failure after create the container is force-removed.
 func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ sandbox.Instance, err error) {
 	t0 := time.Now()
-	cfg, host := r.containerConfig(opts)
+	ident, err := r.ids.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	cfg, host := r.containerConfig(opts, ident)
 	created, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
 	if err != nil {
+		ident.Release()
 		return nil, classify("create container", err)
 	}
-	inst := &instance{rt: r, id: created.ID, exited: make(chan struct{}), timings: map[string]time.Duration{"create": time.Since(t0)}}
+	inst := &instance{rt: r, id: created.ID, ident: ident, exited: make(chan struct{}), timings: map[string]time.Duration{"create": time.Since(t0)}}
 	defer func() {
 		if err != nil {
 			inst.Close(context.WithoutCancel(ctx))
@@ -73,14 +79,20 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 		return nil, err
 	}
 	inst.setTiming("init", time.Since(t2))
+	inst.cgroup = r.cgroupDir(ctx, created.ID)
 	return inst, nil
 }
 
 // instance is one prepared container.
 type instance struct {
-	rt       *Runtime
-	id       string
-	conn     client.HijackedResponse
+	rt    *Runtime
+	id    string
+	ident sandbox.Identity
+	// cgroup is the host directory of the container's memory cgroup, "" when
+	// the host cannot read it.
+	cgroup    string
+	destroyed atomic.Bool // the host removed it (so a SIGKILLed init is no OOM)
+	conn      client.HijackedResponse
 	frames   *initproto.Reader
 	initLog  *sandbox.Capture
 	exited   chan struct{}
@@ -135,6 +147,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 		Destroy:   func() { i.Close(context.WithoutCancel(ctx)) },
 		Exited:    i.exited,
 		HelloSeen: true,
+		HostOOM:   i.hostOOM,
 	}
 	t0 := time.Now()
 	res, err := s.Run(ctx, job)
@@ -150,9 +163,32 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	return res, err
 }
 
+// hostOOM implements sandbox.Session.HostOOM: the cgroup's own count while
+// the container exists; once it is gone, whether init was SIGKILLed by
+// someone other than the host — only the kernel's OOM killer can: the job
+// cannot signal init (another uid, and PID 1 of its namespace).
+func (i *instance) hostOOM() (int64, bool) {
+	if i.cgroup != "" {
+		if n, ok := sandbox.CgroupOOMKills(i.cgroup); ok {
+			return n, true
+		}
+	}
+	select {
+	case <-i.exited:
+	default:
+		return 0, false
+	}
+	if i.exit.StatusCode == 128+9 && !i.destroyed.Load() {
+		return 1, true
+	}
+	return 0, false
+}
+
 // Close implements sandbox.Instance: force-remove, on a detached context.
 func (i *instance) Close(ctx context.Context) error {
 	i.closeOnce.Do(func() {
+		defer i.ident.Release()
+		i.destroyed.Store(true)
 		t0 := time.Now()
 		if i.conn.Conn != nil {
 			i.conn.Close()

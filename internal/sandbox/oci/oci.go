@@ -43,7 +43,10 @@ type Options struct {
 	// Annotations are added to every bundle (tests use them to find their
 	// own); they cannot override the aster.* ones.
 	Annotations map[string]string
-	Logger      *slog.Logger
+	// Identities hands out each sandbox's own uids; nil uses a pool over
+	// the default range.
+	Identities *sandbox.IdentityPool
+	Logger     *slog.Logger
 }
 
 // Runtime is the direct OCI implementation of sandbox.Runtime.
@@ -59,6 +62,7 @@ type Runtime struct {
 	launch   *launcher
 	log      *slog.Logger
 	rootless bool
+	ids      *sandbox.IdentityPool
 
 	bpfMu sync.Mutex
 	bpf   string // the seccomp profile as crun compiled it, base64; "" until seen
@@ -114,6 +118,11 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
+	}
+	if r.ids = opts.Identities; r.ids == nil {
+		if r.ids, err = sandbox.NewIdentityPool(sandbox.IdentityPoolOptions{}); err != nil {
+			return nil, err
+		}
 	}
 	for _, d := range []string{opts.StateDir, r.runsDir, r.rootDir} {
 		if err := os.MkdirAll(d, 0o700); err != nil {

@@ -3,14 +3,17 @@ package oci
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -53,7 +56,13 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)
 	}
-	inst := &instance{rt: r, id: id, dir: dir, pidfd: -1, exited: make(chan struct{}), timings: map[string]time.Duration{}}
+	ident, err := r.ids.Acquire()
+	if err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	inst := &instance{rt: r, id: id, dir: dir, ident: ident, pidfd: -1, exited: make(chan struct{}), timings: map[string]time.Duration{},
+		cgroup: sandbox.MemoryCgroupDir("/aster/" + id)}
 	defer func() {
 		if err != nil {
 			inst.Close(context.WithoutCancel(ctx))
@@ -63,7 +72,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	if err := writeRecord(dir, rec); err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)
 	}
-	spec := r.bundleSpec(opts, id, rootfs)
+	spec := r.bundleSpec(opts, ident, id, rootfs)
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)
@@ -89,9 +98,13 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 // instance is one prepared sandbox: a `<runtime> run` process whose stdio are
 // the frame streams of aster-init.
 type instance struct {
-	rt  *Runtime
-	id  string
-	dir string
+	rt    *Runtime
+	id    string
+	dir   string
+	ident sandbox.Identity
+	// cgroup is the host directory of the sandbox's memory cgroup.
+	cgroup    string
+	destroyed atomic.Bool // the host killed it (so a SIGKILLed init is no OOM)
 
 	cmd     *os.Process
 	stdin   *os.File // host end: frames to init
@@ -235,6 +248,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 		Destroy:   i.destroy,
 		Exited:    i.exited,
 		HelloSeen: true,
+		HostOOM:   i.hostOOM,
 	}
 	t0 := time.Now()
 	res, err := s.Run(ctx, job)
@@ -250,9 +264,30 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	return res, err
 }
 
+// hostOOM implements sandbox.Session.HostOOM: the cgroup's own count while
+// the sandbox exists; once it is gone, whether init was SIGKILLed by someone
+// other than the host — only the kernel's OOM killer can: the job cannot
+// signal init (another uid, and PID 1 of its namespace).
+func (i *instance) hostOOM() (int64, bool) {
+	if n, ok := sandbox.CgroupOOMKills(i.cgroup); ok {
+		return n, true
+	}
+	select {
+	case <-i.exited:
+	default:
+		return 0, false
+	}
+	var ee *exec.ExitError
+	if errors.As(i.exitErr, &ee) && ee.ExitCode() == 128+9 && !i.destroyed.Load() {
+		return 1, true
+	}
+	return 0, false
+}
+
 // destroy kills the sandbox now: SIGKILL to its init ends the whole PID
 // namespace, and the runtime process then cleans up and exits.
 func (i *instance) destroy() {
+	i.destroyed.Store(true)
 	select {
 	case <-i.exited:
 		return
@@ -281,6 +316,7 @@ func (i *instance) destroy() {
 // bundle are removed.
 func (i *instance) Close(ctx context.Context) error {
 	i.closeOnce.Do(func() {
+		defer i.ident.Release()
 		t0 := time.Now()
 		if i.stdin != nil {
 			i.stdin.Close()

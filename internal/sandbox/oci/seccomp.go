@@ -25,8 +25,8 @@ const (
 
 // bundleSpec is the config.json of one sandbox, with the compiled filter when
 // the runtime binary is crun and has compiled it once already.
-func (r *Runtime) bundleSpec(opts sandbox.PrepareOptions, id, rootfs string) *specs.Spec {
-	spec := r.base.bundleSpec(opts, id, rootfs, r.initAbs, r.opts.Annotations)
+func (r *Runtime) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identity, id, rootfs string) *specs.Spec {
+	spec := r.base.bundleSpec(opts, ident, id, rootfs, r.initAbs, r.opts.Annotations)
 	if r.kind != "crun" {
 		return spec
 	}

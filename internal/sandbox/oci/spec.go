@@ -3,6 +3,7 @@ package oci
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
@@ -21,11 +22,16 @@ const (
 // InitMountPath is where aster-init is bind-mounted, read-only, in every sandbox.
 const InitMountPath = "/.aster/init"
 
-// SandboxUID and SandboxGID are the ids every job runs as, whatever the image says.
-const (
-	SandboxUID = 1000
-	SandboxGID = 1000
-)
+// initCapabilities are the only capabilities a sandbox starts with: aster-init's,
+// to start the job under its own uid (sandbox.Identity). Init empties the
+// bounding set before the job starts and drops all three right after; the job
+// never holds any.
+var initCapabilities = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
+
+// initLinger is how long aster-init keeps a finished sandbox after its result,
+// waiting for the host to close the stream: the host reads the sandbox's cgroup
+// (its OOM verdict) meanwhile, and `run` removes the cgroup once init exits.
+const initLinger = 10 * time.Second
 
 // ociVersion is the spec version bundles declare. The fields used here are all
 // in 1.0, and crun before 1.9 refuses any version without "1.0" in it.
@@ -70,7 +76,7 @@ func newSpecBase(apparmor string) (*specBase, error) {
 // bundleSpec builds the config.json of one sandbox. Nothing in it comes from the
 // request except the sizes in opts.Limits (validated by the Manager) and the run
 // id; every hardening setting is fixed.
-func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, id, rootfs, initPath string, extra map[string]string) *specs.Spec {
+func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identity, id, rootfs, initPath string, extra map[string]string) *specs.Spec {
 	l := opts.Limits
 	annotations := map[string]string{}
 	for k, v := range extra {
@@ -86,7 +92,7 @@ func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, id, rootfs, initPath 
 		return []string{"rw", "exec", "nosuid", "nodev",
 			"size=" + strconv.FormatInt(size, 10),
 			"nr_inodes=" + strconv.FormatInt(sandbox.TmpfsInodes(size), 10),
-			"uid=" + strconv.Itoa(SandboxUID), "gid=" + strconv.Itoa(SandboxGID), "mode=0755"}
+			"uid=" + strconv.Itoa(ident.Job), "gid=" + strconv.Itoa(ident.Job), "mode=0755"}
 	}
 	memory := l.MemoryBytes
 	swap := memory // memory+swap equal to memory: no swap at all
@@ -99,13 +105,19 @@ func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, id, rootfs, initPath 
 		Version: ociVersion,
 		Process: &specs.Process{
 			Terminal: false,
-			User:     specs.User{UID: SandboxUID, GID: SandboxGID},
-			Args:     []string{InitMountPath},
+			User:     specs.User{UID: uint32(ident.Init), GID: uint32(ident.Init)},
+			Args:     []string{InitMountPath, ident.Flag(), "-linger=" + initLinger.String()},
 			// init gives the job only what the caller passed; this is init's own.
 			// One P: init is small, and fewer threads start and exit faster.
 			Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMAXPROCS=1"},
 			Cwd:             "/work",
-			Capabilities:    &specs.LinuxCapabilities{},
+			// Ambient (and so inheritable) too: init runs as a non-root uid, and
+			// exec keeps nothing else for one. Init clears its inheritable and
+			// ambient sets first thing, so nothing it starts inherits them.
+			Capabilities: &specs.LinuxCapabilities{
+				Bounding: initCapabilities, Effective: initCapabilities, Permitted: initCapabilities,
+				Inheritable: initCapabilities, Ambient: initCapabilities,
+			},
 			NoNewPrivileges: true,
 			Rlimits: []specs.POSIXRlimit{
 				{Type: "RLIMIT_NOFILE", Hard: 1024, Soft: 1024},
@@ -121,10 +133,10 @@ func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, id, rootfs, initPath 
 			{Destination: "/dev/pts", Type: "devpts", Source: "devpts", Options: []string{"nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5"}},
 			{Destination: "/dev/shm", Type: "tmpfs", Source: "shm", Options: []string{"nosuid", "noexec", "nodev", "mode=1777", "size=" + strconv.Itoa(shmBytes)}},
 			{Destination: "/dev/mqueue", Type: "mqueue", Source: "mqueue", Options: []string{"nosuid", "noexec", "nodev"}},
+			// No cgroup mount: the host reads the sandbox's cgroup itself (the OOM
+			// verdict must come from a source the job cannot touch), and crun on a
+			// cgroup v1 host mounts a writable tmpfs there whatever the options say.
 			{Destination: "/sys", Type: "sysfs", Source: "sysfs", Options: []string{"nosuid", "noexec", "nodev", "ro"}},
-			// The sandbox's own cgroup, read-only, for aster-init's OOM and peak
-			// memory accounting (memory.events on v2, memory.oom_control on v1).
-			{Destination: "/sys/fs/cgroup", Type: "cgroup", Source: "cgroup", Options: []string{"nosuid", "noexec", "nodev", "relatime", "ro"}},
 			{Destination: "/work", Type: "tmpfs", Source: "tmpfs", Options: tmpfs(l.WorkdirBytes)},
 			{Destination: "/tmp", Type: "tmpfs", Source: "tmpfs", Options: tmpfs(l.TmpBytes)},
 			{Destination: InitMountPath, Type: "bind", Source: initPath, Options: []string{"bind", "ro", "nosuid", "nodev", "rprivate"}},

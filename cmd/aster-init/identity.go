@@ -1,0 +1,192 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+)
+
+// identity is who init and the job run as. When they differ the job cannot
+// reach init at all: no signal, ptrace or prlimit from one uid to another
+// without capabilities, and the job has none.
+//
+// The runtime starts init either as root (Docker gives a non-root user no
+// effective capabilities) or as the init uid, in both cases with exactly
+// CAP_SETUID, CAP_SETGID and CAP_SETPCAP. Before it reads anything from the
+// host, init becomes the init uid, keeping those three; it empties the
+// bounding set so that nothing it starts can ever regain a capability; it
+// forks the job under the job uid; then it drops every capability for good.
+type identity struct {
+	init, job int
+	// separate says the job runs under its own uid. False when the runtime
+	// gave init no way to switch (Kubernetes' restricted profile): the job then
+	// runs as init's uid, and init, as PID 1 ignoring every signal, is still
+	// out of the reach of its signals.
+	separate bool
+}
+
+// Capabilities init may hold until the job is forked.
+const (
+	capSetgid  = 6
+	capSetuid  = 7
+	capSetpcap = 8
+	initCaps   = 1<<capSetgid | 1<<capSetuid | 1<<capSetpcap
+)
+
+const (
+	linuxCapabilityVersion3 = 0x20080522
+	prCapbsetDrop           = 24
+	prSetKeepcaps           = 8
+	prCapAmbient            = 47
+	prCapAmbientClearAll    = 4
+)
+
+type capHeader struct {
+	version uint32
+	pid     int32
+}
+
+type capData struct{ effective, permitted, inheritable uint32 }
+
+// parseIDs reads -ids INIT:JOB.
+func parseIDs(s string) (initID, jobID int, err error) {
+	a, b, ok := strings.Cut(s, ":")
+	if !ok {
+		return 0, 0, fmt.Errorf("-ids %q: want INIT:JOB", s)
+	}
+	if initID, err = strconv.Atoi(a); err != nil || initID <= 0 {
+		return 0, 0, fmt.Errorf("-ids %q: bad init id", s)
+	}
+	if jobID, err = strconv.Atoi(b); err != nil || jobID <= 0 {
+		return 0, 0, fmt.Errorf("-ids %q: bad job id", s)
+	}
+	return initID, jobID, nil
+}
+
+// becomeInit switches to the init identity. With spec empty init stays who it
+// is and the job runs as the same uid.
+func becomeInit(spec string) (identity, error) {
+	if spec == "" {
+		if os.Getuid() == 0 {
+			return identity{}, fmt.Errorf("started as root without -ids: refusing to run a job as root")
+		}
+		return identity{init: os.Getuid(), job: os.Getuid()}, nil
+	}
+	initID, jobID, err := parseIDs(spec)
+	if err != nil {
+		return identity{}, err
+	}
+	id := identity{init: initID, job: jobID, separate: initID != jobID}
+	if os.Getuid() == 0 {
+		// Keep the permitted set across the change away from uid 0.
+		if err := allThreadsPrctl(prSetKeepcaps, 1); err != nil {
+			return identity{}, fmt.Errorf("keep capabilities: %w", err)
+		}
+		if err := syscall.Setgroups(nil); err != nil {
+			return identity{}, fmt.Errorf("setgroups: %w", err)
+		}
+		if err := syscall.Setresgid(initID, initID, initID); err != nil {
+			return identity{}, fmt.Errorf("setresgid: %w", err)
+		}
+		if err := syscall.Setresuid(initID, initID, initID); err != nil {
+			return identity{}, fmt.Errorf("setresuid: %w", err)
+		}
+		_ = allThreadsPrctl(prSetKeepcaps, 0)
+	}
+	if os.Getuid() != initID || os.Geteuid() != initID {
+		return identity{}, fmt.Errorf("running as uid %d, want %d", os.Geteuid(), initID)
+	}
+	if !id.separate {
+		return id, dropCapabilities()
+	}
+	c, err := capget()
+	if err != nil || c.permitted&initCaps != initCaps {
+		// The runtime did not give init what it needs to start the job under
+		// its own uid: run it as init's, and say so.
+		logf("no capability to switch uids (permitted %#x): the job runs as uid %d", c.permitted, initID)
+		id.job, id.separate = initID, false
+		return id, dropCapabilities()
+	}
+	// No inheritable or ambient capability: nothing init starts may carry one
+	// across exec (lowering the inheritable set clears the ambient one too).
+	if err := capset(capData{effective: initCaps, permitted: initCaps}); err != nil {
+		return identity{}, fmt.Errorf("capset: %w", err)
+	}
+	if err := allThreadsPrctl(prCapAmbient, prCapAmbientClearAll); err != nil && err != syscall.EINVAL {
+		return identity{}, fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	// Empty the bounding set: no process started from here on can gain a
+	// capability, even from a file.
+	for c := uintptr(0); c < 64; c++ {
+		if err := allThreadsPrctl(prCapbsetDrop, c); err == syscall.EINVAL {
+			break
+		}
+	}
+	return id, nil
+}
+
+// asJob runs fn with the job's ids as effective ids, so the files it creates
+// (the workspace) belong to the job. Only meaningful before the job starts,
+// while init can still switch.
+func (id identity) asJob(fn func() error) error {
+	if !id.separate {
+		return fn()
+	}
+	if err := syscall.Setresgid(-1, id.job, -1); err != nil {
+		return fmt.Errorf("setresgid: %w", err)
+	}
+	if err := syscall.Setresuid(-1, id.job, -1); err != nil {
+		return fmt.Errorf("setresuid: %w", err)
+	}
+	err := fn()
+	if e := syscall.Setresuid(-1, id.init, -1); e != nil && err == nil {
+		err = e
+	}
+	if e := syscall.Setresgid(-1, id.init, -1); e != nil && err == nil {
+		err = e
+	}
+	return err
+}
+
+// credential is what the job is forked with.
+func (id identity) credential() *syscall.Credential {
+	if !id.separate {
+		return nil
+	}
+	return &syscall.Credential{Uid: uint32(id.job), Gid: uint32(id.job), Groups: []uint32{}}
+}
+
+// dropCapabilities empties every capability set of every thread of init.
+func dropCapabilities() error {
+	return capset(capData{})
+}
+
+func capget() (capData, error) {
+	h := capHeader{version: linuxCapabilityVersion3}
+	var d [2]capData
+	if _, _, e := syscall.RawSyscall(syscall.SYS_CAPGET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0); e != 0 {
+		return capData{}, e
+	}
+	return d[0], nil
+}
+
+// capset sets the low 32 capabilities of every thread (capabilities are per
+// thread, and the runtime's threads are all init).
+func capset(c capData) error {
+	h := capHeader{version: linuxCapabilityVersion3}
+	d := [2]capData{c, {}}
+	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+func allThreadsPrctl(option int, arg uintptr) error {
+	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, uintptr(option), arg, 0); e != 0 {
+		return e
+	}
+	return nil
+}

@@ -1,0 +1,70 @@
+package sandbox
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// The host's view of a sandbox's memory cgroup. aster-init reports OOM kills
+// too, but a report made beside the job is data about the run; the verdict
+// comes from here wherever the host can read the cgroup, because the job can
+// write to nothing the host reads.
+
+// CgroupV2 says the host runs the unified cgroup hierarchy.
+func CgroupV2() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err == nil
+}
+
+// MemoryCgroupDir is the host directory of the memory cgroup at path (as a
+// runtime names it, e.g. "/aster/ID" or "/docker/ID").
+func MemoryCgroupDir(path string) string {
+	if CgroupV2() {
+		return filepath.Join("/sys/fs/cgroup", path)
+	}
+	return filepath.Join("/sys/fs/cgroup/memory", path)
+}
+
+// CgroupOOMKills reads the OOM kill count of the memory cgroup in dir
+// (memory.events on v2, memory.oom_control on v1). ok is false when the cgroup
+// cannot be read (gone, or not on this host).
+func CgroupOOMKills(dir string) (kills int64, ok bool) {
+	for _, f := range []string{"memory.events", "memory.oom_control"} {
+		if v, found := keyedInt(filepath.Join(dir, f), "oom_kill"); found {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// CgroupPeakBytes reads the cgroup's peak memory use (0 when unreadable).
+func CgroupPeakBytes(dir string) int64 {
+	for _, f := range []string{"memory.peak", "memory.max_usage_in_bytes"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+			if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+				return v
+			}
+		}
+	}
+	return 0
+}
+
+func keyedInt(file, key string) (int64, bool) {
+	f, err := os.Open(file)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), " ")
+		if ok && k == key {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
