@@ -68,7 +68,7 @@ func (a *agent) run() int {
 		return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: "job header: " + err.Error()})
 	}
 	if job.Workspace {
-		if err := a.id.asJob(func() error { return a.unpack(job) }); err != nil {
+		if err := a.unpack(job); err != nil {
 			return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: "workspace: " + err.Error()})
 		}
 	}
@@ -179,7 +179,7 @@ func (s *frameStream) Read(p []byte) (int, error) {
 func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	res := initproto.ResultFrame{ExitCode: -1}
 	dir := filepath.Join(a.workDir, job.Dir)
-	if err := a.id.asJob(func() error { return mkdirIn(a.workDir, job.Dir) }); err != nil {
+	if err := mkdirIn(a.workDir, job.Dir); err != nil {
 		res.SetupError = fmt.Sprintf("working directory %s: %v", job.Dir, err)
 		return res
 	}

@@ -66,8 +66,14 @@ func parseIDs(s string) (initID, jobID int, err error) {
 	return initID, jobID, nil
 }
 
-// becomeInit switches to the init identity. With spec empty init stays who it
-// is and the job runs as the same uid.
+// becomeInit switches to the init identity: real and saved ids init's own,
+// effective ids the job's. The asymmetry is the point: the kernel lets a
+// process signal another when its real or effective uid matches the target's
+// real or saved uid, so init (effective uid = the job's) can signal every job
+// process, while no job process (all three ids the job's) can signal init; and
+// ptrace and prlimit need all three of init's ids to match, which they never
+// do. Files init creates (the workspace) belong to the job. With spec empty
+// init stays who it is and the job runs as the same uid.
 func becomeInit(spec string) (identity, error) {
 	if spec == "" {
 		if os.Getuid() == 0 {
@@ -80,6 +86,7 @@ func becomeInit(spec string) (identity, error) {
 		return identity{}, err
 	}
 	id := identity{init: initID, job: jobID, separate: initID != jobID}
+	effective := jobID
 	if os.Getuid() == 0 {
 		// Keep the permitted set across the change away from uid 0.
 		if err := allThreadsPrctl(prSetKeepcaps, 1); err != nil {
@@ -88,26 +95,27 @@ func becomeInit(spec string) (identity, error) {
 		if err := syscall.Setgroups(nil); err != nil {
 			return identity{}, fmt.Errorf("setgroups: %w", err)
 		}
-		if err := syscall.Setresgid(initID, initID, initID); err != nil {
+	}
+	c, err := capget()
+	if id.separate && (err != nil || c.permitted&initCaps != initCaps) {
+		// The runtime did not give init what it needs to start the job under
+		// its own uid: run it as init's, and say so.
+		logf("no capability to switch uids (permitted %#x): the job runs as uid %d", c.permitted, initID)
+		id.job, id.separate, effective = initID, false, initID
+	}
+	if os.Getuid() == 0 || id.separate {
+		if err := syscall.Setresgid(initID, effective, initID); err != nil {
 			return identity{}, fmt.Errorf("setresgid: %w", err)
 		}
-		if err := syscall.Setresuid(initID, initID, initID); err != nil {
+		if err := syscall.Setresuid(initID, effective, initID); err != nil {
 			return identity{}, fmt.Errorf("setresuid: %w", err)
 		}
 		_ = allThreadsPrctl(prSetKeepcaps, 0)
 	}
-	if os.Getuid() != initID || os.Geteuid() != initID {
-		return identity{}, fmt.Errorf("running as uid %d, want %d", os.Geteuid(), initID)
+	if os.Getuid() != initID || os.Geteuid() != effective {
+		return identity{}, fmt.Errorf("running as uid %d/%d, want %d/%d", os.Getuid(), os.Geteuid(), initID, effective)
 	}
 	if !id.separate {
-		return id, dropCapabilities()
-	}
-	c, err := capget()
-	if err != nil || c.permitted&initCaps != initCaps {
-		// The runtime did not give init what it needs to start the job under
-		// its own uid: run it as init's, and say so.
-		logf("no capability to switch uids (permitted %#x): the job runs as uid %d", c.permitted, initID)
-		id.job, id.separate = initID, false
 		return id, dropCapabilities()
 	}
 	// No inheritable or ambient capability: nothing init starts may carry one
@@ -126,29 +134,6 @@ func becomeInit(spec string) (identity, error) {
 		}
 	}
 	return id, nil
-}
-
-// asJob runs fn with the job's ids as effective ids, so the files it creates
-// (the workspace) belong to the job. Only meaningful before the job starts,
-// while init can still switch.
-func (id identity) asJob(fn func() error) error {
-	if !id.separate {
-		return fn()
-	}
-	if err := syscall.Setresgid(-1, id.job, -1); err != nil {
-		return fmt.Errorf("setresgid: %w", err)
-	}
-	if err := syscall.Setresuid(-1, id.job, -1); err != nil {
-		return fmt.Errorf("setresuid: %w", err)
-	}
-	err := fn()
-	if e := syscall.Setresuid(-1, id.init, -1); e != nil && err == nil {
-		err = e
-	}
-	if e := syscall.Setresgid(-1, id.init, -1); e != nil && err == nil {
-		err = e
-	}
-	return err
 }
 
 // credential is what the job is forked with.

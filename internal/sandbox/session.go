@@ -260,10 +260,13 @@ func applyResultFrame(res *Result, rf initproto.ResultFrame, hostReason Status, 
 		if rf.OutputLimit == "" {
 			res.Error = hostMsg
 		}
+	case rf.OOMKills > 0:
+		// Whatever the command's own exit: a job that lost a process to the
+		// OOM killer (a worker of make -j or pytest-xdist) did not run as
+		// written, and a hang or timeout that follows is its consequence.
+		res.Status, res.Error = StatusOOM, "a process of the job was killed for running out of memory"
 	case rf.TimedOut || hostReason == StatusTimeout:
 		res.Status, res.Error = StatusTimeout, "the job passed its wall-clock timeout and was killed"
-	case rf.OOMKills > 0 && (rf.ExitCode != 0 || rf.Signal != 0):
-		res.Status, res.Error = StatusOOM, "a process of the job was killed for running out of memory"
 	case hostReason == StatusKilled:
 		res.Status, res.Error = StatusKilled, hostMsg
 	case rf.Signal != 0:

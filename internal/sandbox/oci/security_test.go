@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -122,11 +123,19 @@ func TestLiveSandboxSettings(t *testing.T) {
 	l := inspect(t, opts, inst.ID())
 	status := l.proc(t, "status")
 
-	// A1: not privileged; no capabilities at all; no-new-privileges; seccomp
-	// filtering; AppArmor not unconfined where AppArmor is on.
-	for _, k := range []string{"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+	// A1: not privileged; no capabilities but aster-init's CAP_SETUID,
+	// CAP_SETGID and CAP_SETPCAP until it has forked the job (the job's side
+	// is E1), with the bounding, inheritable and ambient sets already empty;
+	// no-new-privileges; seccomp filtering; AppArmor not unconfined where
+	// AppArmor is on.
+	for _, k := range []string{"CapInh", "CapBnd", "CapAmb"} {
 		if v := statusField(status, k); v != "0000000000000000" {
 			t.Errorf("A1: %s = %s", k, v)
+		}
+	}
+	for _, k := range []string{"CapPrm", "CapEff"} {
+		if v, err := strconv.ParseUint(statusField(status, k), 16, 64); err != nil || v&^0x1c0 != 0 {
+			t.Errorf("A1: %s = %s, want at most SETUID|SETGID|SETPCAP", k, statusField(status, k))
 		}
 	}
 	if v := statusField(status, "NoNewPrivs"); v != "1" {
@@ -140,8 +149,15 @@ func TestLiveSandboxSettings(t *testing.T) {
 			t.Errorf("A1: AppArmor %q", cur)
 		}
 	}
-	if c := l.spec.Process.Capabilities; c == nil || len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) != 0 {
-		t.Errorf("A1: bundle capabilities %+v", c)
+	if c := l.spec.Process.Capabilities; c == nil || !slices.Equal(c.Bounding, oci.InitCapabilities) || !slices.Equal(c.Effective, oci.InitCapabilities) ||
+		!slices.Equal(c.Permitted, oci.InitCapabilities) || !slices.Equal(c.Ambient, oci.InitCapabilities) {
+		t.Errorf("A1: bundle capabilities %+v, want only %v", c, oci.InitCapabilities)
+	}
+	// aster-init's effective uid is the job's (see cmd/aster-init/identity.go).
+	var jobUID uint32
+	if uids := strings.Fields(statusField(status, "Uid")); len(uids) == 4 {
+		n, _ := strconv.ParseUint(uids[1], 10, 32)
+		jobUID = uint32(n)
 	}
 
 	// A2: read-only root; every tmpfs has a size; network none (only lo).
@@ -169,7 +185,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 			// Every tmpfs the job can write to has a size. (runc mounts the
 			// masked directories and the /sys/fs/cgroup skeleton as tmpfs
 			// without one: read-only, or root's and not writable by others.)
-			if !strings.Contains(m.super, "size=") && !strings.Contains(","+m.opts+",", ",ro,") && writableByJob(t, l.pid, m.point) {
+			if !strings.Contains(m.super, "size=") && !strings.Contains(","+m.opts+",", ",ro,") && writableByJob(t, l.pid, m.point, jobUID) {
 				t.Errorf("A2: writable tmpfs %s without a size: %s", m.point, m.super)
 			}
 			if (m.point == "/work" || m.point == "/tmp") && !strings.Contains(m.super, "nr_inodes=") {
@@ -217,7 +233,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 
 	// A4: not root; no host pid/ipc/uts/net/mount/cgroup namespace. (The
 	// user namespace is the host's, as under Docker without userns-remap;
-	// the job is uid 1000 with no capabilities.)
+	// init and the job have uids of their own, with no capabilities.)
 	if uid := strings.Fields(statusField(status, "Uid")); len(uid) == 0 || uid[0] == "0" || uid[1] == "0" {
 		t.Errorf("A4: uid %v", uid)
 	}
@@ -315,20 +331,21 @@ func TestNoRequestCanRelaxHardening(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "1000\nCapEff:0000000000000000\nNoNewPrivs:1\nlo\n1\n"
-	if string(res.Stdout.Data) != want {
-		t.Fatalf("hardening relaxed by limits: got %q want %q", res.Stdout.Data, want)
+	uid, rest, _ := strings.Cut(string(res.Stdout.Data), "\n")
+	want := "CapEff:0000000000000000\nNoNewPrivs:1\nlo\n1\n"
+	if n, err := strconv.Atoi(uid); err != nil || n < sandbox.DefaultIdentityBase || rest != want {
+		t.Fatalf("hardening relaxed by limits: got %q want a sandbox uid, then %q", res.Stdout.Data, want)
 	}
 }
 
 // writableByJob says whether the sandbox's uid could write to a directory of
 // the sandbox (it has no capabilities, so only ownership and mode count).
-func writableByJob(t *testing.T, pid int, dir string) bool {
+func writableByJob(t *testing.T, pid int, dir string, uid uint32) bool {
 	t.Helper()
 	fi, err := os.Stat(fmt.Sprintf("/proc/%d/root%s", pid, dir))
 	if err != nil {
 		t.Fatalf("stat %s in the sandbox: %v", dir, err)
 	}
 	st := fi.Sys().(*syscall.Stat_t)
-	return st.Uid == oci.SandboxUID || fi.Mode().Perm()&0o002 != 0 || (st.Gid == oci.SandboxGID && fi.Mode().Perm()&0o020 != 0)
+	return st.Uid == uid || fi.Mode().Perm()&0o002 != 0 || (st.Gid == uid && fi.Mode().Perm()&0o020 != 0)
 }

@@ -22,11 +22,11 @@ const (
 // InitMountPath is where aster-init is bind-mounted, read-only, in every sandbox.
 const InitMountPath = "/.aster/init"
 
-// initCapabilities are the only capabilities a sandbox starts with: aster-init's,
+// InitCapabilities are the only capabilities a sandbox starts with: aster-init's,
 // to start the job under its own uid (sandbox.Identity). Init empties the
 // bounding set before the job starts and drops all three right after; the job
 // never holds any.
-var initCapabilities = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
+var InitCapabilities = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
 
 // initLinger is how long aster-init keeps a finished sandbox after its result,
 // waiting for the host to close the stream: the host reads the sandbox's cgroup
@@ -115,8 +115,8 @@ func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identit
 			// exec keeps nothing else for one. Init clears its inheritable and
 			// ambient sets first thing, so nothing it starts inherits them.
 			Capabilities: &specs.LinuxCapabilities{
-				Bounding: initCapabilities, Effective: initCapabilities, Permitted: initCapabilities,
-				Inheritable: initCapabilities, Ambient: initCapabilities,
+				Bounding: InitCapabilities, Effective: InitCapabilities, Permitted: InitCapabilities,
+				Inheritable: InitCapabilities, Ambient: InitCapabilities,
 			},
 			NoNewPrivileges: true,
 			Rlimits: []specs.POSIXRlimit{

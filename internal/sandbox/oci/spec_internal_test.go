@@ -21,17 +21,19 @@ func TestBundleSpecHardening(t *testing.T) {
 	}
 	l := sandbox.Limits{TimeoutMS: 1000, MemoryBytes: 256 << 20, MilliCPUs: 1500, Pids: 64, WorkdirBytes: 8 << 20, TmpBytes: 4 << 20}
 	deadline := time.Unix(1_900_000_000, 0)
-	s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: deadline}, "r-1", "/cache/rootfs/x", "/opt/aster-init",
+	ident := sandbox.Identity{Init: 1_900_000_010, Job: 1_900_000_011}
+	s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: deadline}, ident, "r-1", "/cache/rootfs/x", "/opt/aster-init",
 		map[string]string{AnnotationManaged: "false", "aster.test": "x"})
 
 	p := s.Process
-	if p.User.UID != SandboxUID || p.User.GID != SandboxGID || !p.NoNewPrivileges || p.Terminal {
+	if p.User.UID != uint32(ident.Init) || p.User.GID != uint32(ident.Init) || !p.NoNewPrivileges || p.Terminal {
 		t.Errorf("process %+v", p)
 	}
-	if c := p.Capabilities; c == nil || len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) > 0 {
-		t.Errorf("capabilities %+v", c)
+	if c := p.Capabilities; c == nil || !slices.Equal(c.Bounding, InitCapabilities) || !slices.Equal(c.Effective, InitCapabilities) ||
+		!slices.Equal(c.Permitted, InitCapabilities) || !slices.Equal(c.Inheritable, InitCapabilities) || !slices.Equal(c.Ambient, InitCapabilities) {
+		t.Errorf("capabilities %+v, want exactly aster-init's %v", c, InitCapabilities)
 	}
-	if !slices.Equal(p.Args, []string{InitMountPath}) {
+	if !slices.Equal(p.Args, []string{InitMountPath, ident.Flag(), "-linger=" + initLinger.String()}) {
 		t.Errorf("args %v", p.Args)
 	}
 	rl := map[string]uint64{}
@@ -111,8 +113,12 @@ func TestBundleSpecHardening(t *testing.T) {
 	if m := mounts[InitMountPath]; m.Source != "/opt/aster-init" || !slices.Contains(m.Options, "ro") {
 		t.Errorf("init mount %+v", m)
 	}
-	if m := mounts["/sys/fs/cgroup"]; m.Type != "cgroup" || !slices.Contains(m.Options, "ro") {
-		t.Errorf("cgroup mount %+v", m)
+	// No cgroup mount: the host reads the cgroup, and the job can write none.
+	if m, ok := mounts["/sys/fs/cgroup"]; ok {
+		t.Errorf("cgroup mounted into the sandbox: %+v", m)
+	}
+	if m := mounts["/sys"]; m.Type != "sysfs" || !slices.Contains(m.Options, "ro") {
+		t.Errorf("sysfs mount %+v", m)
 	}
 	// The aster.* annotations cannot be overridden by extra ones.
 	if s.Annotations[AnnotationManaged] != "true" || s.Annotations[AnnotationRun] != "r-1" || s.Annotations[AnnotationDeadline] != "1900000000" || s.Annotations["aster.test"] != "x" {

@@ -42,6 +42,7 @@ func (s *suite) e1Status(t *testing.T) {
 func (s *suite) e2Setuid(t *testing.T) {
 	res := s.run(t, sandbox.Spec{Argv: []string{"sh", "-c", `
 stat -c 'mode=%a owner=%u' /usr/bin/passwd
+echo "me=$(id -u)"
 (sleep 3 | /usr/bin/passwd >/dev/null 2>&1) &
 sleep 0.7
 for p in $(pgrep -x passwd); do echo "uids=$(grep '^Uid:' /proc/$p/status | cut -f2-)"; done
@@ -55,9 +56,12 @@ su -c 'id -u' root </dev/null >/dev/null 2>&1; echo "su_exit=$?"
 	if strings.Fields(got["uids"]) == nil {
 		t.Fatalf("could not observe the setuid process: %s", short(res))
 	}
+	if got["me"] == "" || got["me"] == "0" {
+		t.Fatalf("job uid %q: %s", got["me"], short(res))
+	}
 	for _, id := range strings.Fields(got["uids"]) {
-		if id != "1000" {
-			t.Fatalf("setuid binary ran with uids %q", got["uids"])
+		if id != got["me"] {
+			t.Fatalf("setuid binary ran with uids %q, the job's uid is %s", got["uids"], got["me"])
 		}
 	}
 	if got["su_exit"] == "0" {
