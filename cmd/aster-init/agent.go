@@ -235,7 +235,9 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 		Dir:   dir,
 		Env:   env,
 		Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Credential: a.id.credential()},
+		// A session of its own: SIGCONT may be sent to any process of the
+		// sender's session whatever the uids, and init must be out of reach.
+		Sys: &syscall.SysProcAttr{Setsid: true, Credential: a.id.credential()},
 	})
 	if a.id.separate {
 		// The job is started: init needs no capability any more.
