@@ -168,6 +168,22 @@ func TestKill9ThenReap(t *testing.T) {
 		cmd.Wait()
 		waitContainers(t, api, label, 0)
 	})
+	t.Run("stdin-never-read", func(t *testing.T) {
+		// SECURITY.md K5: the job never reads its stdin, so aster-init is
+		// blocked writing it and never reads the host's end of the stream;
+		// the sandbox must still end within seconds of the caller's death.
+		label := "kill9-stdin-" + sandbox.NewRunID()
+		big := filepath.Join(t.TempDir(), "stdin")
+		if err := os.WriteFile(big, make([]byte, 16<<20), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := startExec(t, label, "300s", "--stdin", big)
+		waitRunning(t, api, waitContainers(t, api, label, 1)[0])
+		time.Sleep(time.Second) // the stdin pipe fills up
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		waitContainers(t, api, label, 0)
+	})
 	t.Run("wedged-then-reaped", func(t *testing.T) {
 		label := "kill9-wedged-" + sandbox.NewRunID()
 		cmd := startExec(t, label, "2s")
@@ -199,9 +215,10 @@ func TestKill9ThenReap(t *testing.T) {
 	})
 }
 
-func startExec(t *testing.T, label, timeout string) *exec.Cmd {
+func startExec(t *testing.T, label, timeout string, flags ...string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(asterBin, "exec", "--timeout", timeout, "--", "sleep", "600")
+	args := append(append([]string{"exec", "--timeout", timeout}, flags...), "--", "sleep", "600")
+	cmd := exec.Command(asterBin, args...)
 	cmd.Env = append(os.Environ(), "ASTER_INIT_PATH="+sandboxtest.InitBinary(t), "ASTER_LABELS=aster.test="+label, "ASTER_REAPER_ALLOWANCE=1s")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package oci_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,8 +25,10 @@ func TestRunThroughManager(t *testing.T) {
 	if res.Status != sandbox.StatusExitNonzero || res.ExitCode != 3 {
 		t.Fatalf("status %s exit %d: %+v", res.Status, res.ExitCode, res.Wire())
 	}
-	if got := string(res.Stdout.Data); got != "hello\n1000\nfrom the workspace\n" {
-		t.Fatalf("stdout %q", got)
+	lines := strings.Split(string(res.Stdout.Data), "\n")
+	if uid, err := strconv.Atoi(lines[min(1, len(lines)-1)]); len(lines) != 4 || lines[0] != "hello" || err != nil || uid < sandbox.DefaultIdentityBase ||
+		lines[2] != "from the workspace" {
+		t.Fatalf("stdout %q, want hello, a sandbox uid, the workspace file", res.Stdout.Data)
 	}
 	if got := string(res.Stderr.Data); got != "err\n" {
 		t.Fatalf("stderr %q", got)

@@ -49,7 +49,15 @@ func inspect(t *testing.T, opts oci.Options, id string) live {
 	if err := json.Unmarshal(b, &l.spec); err != nil {
 		t.Fatal(err)
 	}
-	pb, err := os.ReadFile(filepath.Join(dir, "init.pid"))
+	// The runtime writes the pid file once the container has started, which
+	// may be a moment after init has said hello.
+	var pb []byte
+	for wait := time.Now().Add(10 * time.Second); ; {
+		if pb, err = os.ReadFile(filepath.Join(dir, "init.pid")); err == nil || time.Now().After(wait) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
