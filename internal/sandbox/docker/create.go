@@ -22,10 +22,10 @@ func (r *Runtime) containerConfig(opts sandbox.PrepareOptions, id sandbox.Identi
 		// user no effective capability, and init needs CAP_SETUID to start
 		// the job under a uid other than its own. It becomes id.Init before
 		// it reads anything (see cmd/aster-init/identity.go).
-		User:       InitStartUser,
-		Hostname:   "sandbox",
-		Entrypoint: []string{InitMountPath},
-		Cmd:        []string{id.Flag(), "-linger=" + initLinger.String()},
+		User:         InitStartUser,
+		Hostname:     "sandbox",
+		Entrypoint:   []string{InitMountPath},
+		Cmd:          []string{id.Flag(), "-linger=" + initLinger.String()},
 		WorkingDir:   "/work",
 		Env:          []string{}, // init gives the job only what the caller passed
 		AttachStdin:  true,

@@ -93,12 +93,12 @@ type instance struct {
 	cgroup    string
 	destroyed atomic.Bool // the host removed it (so a SIGKILLed init is no OOM)
 	conn      client.HijackedResponse
-	frames   *initproto.Reader
-	initLog  *sandbox.Capture
-	exited   chan struct{}
-	exit     container.WaitResponse
-	timingMu sync.Mutex
-	timings  map[string]time.Duration
+	frames    *initproto.Reader
+	initLog   *sandbox.Capture
+	exited    chan struct{}
+	exit      container.WaitResponse
+	timingMu  sync.Mutex
+	timings   map[string]time.Duration
 
 	closeOnce sync.Once
 	closeErr  error

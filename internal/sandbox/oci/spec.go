@@ -109,8 +109,8 @@ func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identit
 			Args:     []string{InitMountPath, ident.Flag(), "-linger=" + initLinger.String()},
 			// init gives the job only what the caller passed; this is init's own.
 			// One P: init is small, and fewer threads start and exit faster.
-			Env:             []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMAXPROCS=1"},
-			Cwd:             "/work",
+			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMAXPROCS=1"},
+			Cwd: "/work",
 			// Ambient (and so inheritable) too: init runs as a non-root uid, and
 			// exec keeps nothing else for one. Init clears its inheritable and
 			// ambient sets first thing, so nothing it starts inherits them.

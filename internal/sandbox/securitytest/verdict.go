@@ -359,4 +359,3 @@ func hostAccount(uid int) bool {
 	}
 	return false
 }
-
