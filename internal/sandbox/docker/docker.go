@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
 // Labels every Aster container carries. The reaper selects on LabelManaged and
@@ -72,6 +73,7 @@ type Runtime struct {
 	opts    Options
 	log     *slog.Logger
 	initAbs string
+	seccomp string // the Aster seccomp profile as JSON, the engine's inline form
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -92,6 +94,10 @@ func New(opts Options) (*Runtime, error) {
 	if fi.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("aster-init at %s is not executable", abs)
 	}
+	profile, err := hardening.SeccompJSON()
+	if err != nil {
+		return nil, err
+	}
 	var copts []client.Opt
 	switch {
 	case opts.Host != "":
@@ -107,7 +113,7 @@ func New(opts Options) (*Runtime, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Runtime{api: c, closer: c.Close, opts: opts, log: log, initAbs: abs}, nil
+	return &Runtime{api: c, closer: c.Close, opts: opts, log: log, initAbs: abs, seccomp: string(profile)}, nil
 }
 
 // Close releases the client.

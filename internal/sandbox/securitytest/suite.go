@@ -112,6 +112,7 @@ func Run(t *testing.T, tgt Target) {
 		{"F2_symlink_to_host_file", s.f2Symlink},
 		{"F4_hostile_file_names", s.f4Names},
 	}
+	cases = append(cases, s.kernelCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if by, ok := tgt.Replaced[c.name]; ok {
