@@ -26,7 +26,7 @@ import (
 // TestSecurity runs SECURITY.md sections B–F against the oci runtime.
 func TestSecurity(t *testing.T) {
 	rt := ocitest.Runtime(t)
-	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image()})
+	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), StripsSetuid: true})
 }
 
 // live is a prepared sandbox inspected from the host: its bundle, its init

@@ -39,6 +39,9 @@ type Target struct {
 	// (e.g. Kubernetes has no per-run pids limit). Each is skipped with that
 	// pointer; a case may not be dropped without one.
 	Replaced map[string]string
+	// StripsSetuid says the runtime's copy of the image holds no setuid or
+	// setgid file (the oci runtime strips them on export, SECURITY.md M3).
+	StripsSetuid bool
 }
 
 type suite struct {
