@@ -5,10 +5,11 @@ package hardening
 // first part is the Docker engine's own default list (a runtime that is given
 // a list replaces the engine's, so it must be repeated), the rest is host
 // information a job has no use for: the kernel's build configuration, its
-// BTF type information and crash-dump layout (both exact maps of the running
-// kernel for an exploit), its symbol table (addresses are already zero
-// without CAP_SYSLOG, the names still tell the build) and the boot command
-// line (on a VM it can name the hypervisor's control ports).
+// BTF type information, crash-dump layout and build id (exact maps of the
+// running kernel for an exploit), its symbol table (addresses are already
+// zero without CAP_SYSLOG, the names still tell the build), the boot command
+// line (on a VM it can name the hypervisor's control ports) and the x86 boot
+// parameters (the firmware's memory map).
 func MaskedPaths() []string {
 	return []string{
 		// Docker's defaults.
@@ -30,6 +31,8 @@ func MaskedPaths() []string {
 		"/proc/cmdline",
 		"/sys/kernel/btf",
 		"/sys/kernel/vmcoreinfo",
+		"/sys/kernel/notes",
+		"/sys/kernel/boot_params",
 	}
 }
 

@@ -204,7 +204,7 @@ func TestMaskedPathsKeepEngineDefaults(t *testing.T) {
 			t.Errorf("engine default %s missing", p)
 		}
 	}
-	for _, p := range []string{"/proc/config.gz", "/sys/kernel/btf", "/sys/kernel/vmcoreinfo", "/proc/kallsyms"} {
+	for _, p := range []string{"/proc/config.gz", "/sys/kernel/btf", "/sys/kernel/vmcoreinfo", "/proc/kallsyms", "/proc/cmdline", "/sys/kernel/notes", "/sys/kernel/boot_params"} {
 		if !slices.Contains(m, p) {
 			t.Errorf("%s not masked", p)
 		}

@@ -36,6 +36,15 @@ func TestSecurity(t *testing.T) {
 		"B1_fork_bomb_python": "TestSecurityAdapted/B1_fork_bomb_pod_pids_cap",
 		// A memory emptyDir has no inode cap; the host's disk and inodes are checked.
 		"B6_million_files_and_fallocate": "TestSecurityAdapted/B6_files_bounded_by_memory",
+		// A Pod cannot carry an inline seccomp profile: it asks for the node
+		// runtime's RuntimeDefault (checked there), whose content is the node's
+		// (containerd 1.6 allows io_uring and every socket family). Aster's own
+		// profile needs a Localhost profile file installed on each node.
+		"M1_seccomp_io_uring":        "TestLiveSandboxSettings (A1: seccomp RuntimeDefault)",
+		"M1_seccomp_socket_families": "TestLiveSandboxSettings (A1: seccomp RuntimeDefault)",
+		// A Pod can only choose procMount Default (the runtime's own masked
+		// paths, checked there) or Unmasked; no path can be added.
+		"M4_host_information": "TestSecurity/E5_masked_proc_sys (procMount Default)",
 	}})
 }
 

@@ -148,8 +148,9 @@ func (s *suite) m1Seccomp(class string, probes []probe) func(t *testing.T) {
 }
 
 // m4HostInformation: what the host kernel tells about itself beyond uname —
-// its build configuration, type information, crash-dump layout, symbol table
-// and boot command line — is empty or unreadable in the sandbox.
+// its build configuration, type information, crash-dump layout, build id,
+// symbol table, boot command line and boot parameters — is empty or
+// unreadable in the sandbox.
 func (s *suite) m4HostInformation(t *testing.T) {
 	res := s.py(t, `
 import errno, os
@@ -161,7 +162,8 @@ def read(p):
         return errno.errorcode.get(e.errno, str(e.errno))
 for name, p in (("config_gz", "/proc/config.gz"), ("btf_vmlinux", "/sys/kernel/btf/vmlinux"),
                 ("vmcoreinfo", "/sys/kernel/vmcoreinfo"), ("kallsyms", "/proc/kallsyms"),
-                ("cmdline", "/proc/cmdline")):
+                ("cmdline", "/proc/cmdline"), ("notes", "/sys/kernel/notes"),
+                ("boot_params", "/sys/kernel/boot_params/data")):
     print("%s=%s" % (name, read(p)))
 try:
     print("btf_dir=len%d" % len(os.listdir("/sys/kernel/btf")))
@@ -170,7 +172,7 @@ except OSError as e:
 `, sandbox.Limits{})
 	wantStatus(t, res, sandbox.StatusOK)
 	got := kv(res)
-	for _, k := range []string{"config_gz", "btf_vmlinux", "vmcoreinfo", "kallsyms", "cmdline", "btf_dir"} {
+	for _, k := range []string{"config_gz", "btf_vmlinux", "vmcoreinfo", "kallsyms", "cmdline", "notes", "boot_params", "btf_dir"} {
 		switch v := got[k]; v {
 		case "len0", "EACCES", "EPERM", "ENOENT":
 		case "":
