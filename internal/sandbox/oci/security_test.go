@@ -17,6 +17,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -142,6 +143,15 @@ func TestLiveSandboxSettings(t *testing.T) {
 	}
 	if c := l.spec.Process.Capabilities; c == nil || len(c.Bounding)+len(c.Effective)+len(c.Permitted)+len(c.Inheritable)+len(c.Ambient) != 0 {
 		t.Errorf("A1: bundle capabilities %+v", c)
+	}
+	// M1: the bundle carries the Aster profile, the bytes the docker runtime
+	// sends its engine.
+	profile, err := hardening.SeccompJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := json.Marshal(l.spec.Linux.Seccomp); err != nil || string(got) != string(profile) {
+		t.Errorf("M1: the bundle's seccomp section is not the Aster profile (%v)", err)
 	}
 
 	// A2: read-only root; every tmpfs has a size; network none (only lo).
