@@ -24,10 +24,10 @@ type BodyBudget struct {
 	peak int64
 }
 
-// NewBodyBudget returns a budget of maxBytes (at least one maximal body, so a lone delivery
-// of GitHub's largest size always fits).
+// NewBodyBudget returns a budget of maxBytes. NewWebhookHandler refuses one smaller than its
+// largest body, which could then never be read.
 func NewBodyBudget(maxBytes int64) *BodyBudget {
-	return &BodyBudget{max: max(maxBytes, MaxWebhookBodyBytes)}
+	return &BodyBudget{max: maxBytes}
 }
 
 // Max is the budget's size in bytes.

@@ -87,6 +87,9 @@ func NewWebhookHandler(opts WebhookOptions) (*WebhookHandler, error) {
 	if opts.Budget == nil {
 		opts.Budget = NewBodyBudget(config.DefaultAppWebhookInflightBytes)
 	}
+	if opts.Budget.Max() < opts.MaxBodyBytes {
+		return nil, fmt.Errorf("webhook handler: a budget of %d bytes in flight cannot hold one body of %d", opts.Budget.Max(), opts.MaxBodyBytes)
+	}
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = config.DefaultAppWebhookBodyTimeout
 	}
