@@ -49,6 +49,9 @@ type harnessOptions struct {
 	drafts   bool
 	// wrap, when set, stands between the worker and GitHub.
 	wrap func(GitHub) GitHub
+	// budget and bodyTimeout replace the webhook body defaults.
+	budget      *github.BodyBudget
+	bodyTimeout time.Duration
 }
 
 // syncBuffer collects log output from many goroutines.
@@ -121,7 +124,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	go func() {
 		h.done <- Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: gh,
 			Reviewer: o.reviewer, ReviewDrafts: o.drafts, TempDir: t.TempDir(), Secrets: [][]byte{fake.PrivateKeyPEM()},
-			ShutdownGrace: 5 * time.Second, Logger: log})
+			WebhookBudget: o.budget, WebhookBodyTimeout: o.bodyTimeout, ShutdownGrace: 5 * time.Second, Logger: log})
 	}()
 	t.Cleanup(func() {
 		h.shutdown()
@@ -230,12 +233,12 @@ func (h *harness) prEvent(action string, number int, head, base, before string) 
 // by user.
 func (h *harness) commentEvent(number int, user, body string) []byte {
 	h.t.Helper()
-	return h.commentEventAs("created", 9000+h.comments.Add(1), number, user, body)
+	return h.commentEventAs("created", 9000+h.comments.Add(1), "", number, user, body)
 }
 
 // commentEventAs is GitHub's example issue_comment delivery for action (created, edited),
-// on comment id, with the example's own timestamps.
-func (h *harness) commentEventAs(action string, id int64, number int, user, body string) []byte {
+// on comment id, updated at updatedAt ("" keeps the example's time).
+func (h *harness) commentEventAs(action string, id int64, updatedAt string, number int, user, body string) []byte {
 	h.t.Helper()
 	m := example(h.t, "issue_comment", action)
 	h.repoJSON(m["repository"].(map[string]any))
@@ -245,6 +248,9 @@ func (h *harness) commentEventAs(action string, id int64, number int, user, body
 	c := m["comment"].(map[string]any)
 	c["id"] = float64(id)
 	c["body"] = body
+	if updatedAt != "" {
+		c["updated_at"] = updatedAt
+	}
 	c["user"].(map[string]any)["login"] = user
 	c["user"].(map[string]any)["type"] = "User"
 	m["sender"].(map[string]any)["login"] = user

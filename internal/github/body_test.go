@@ -1,10 +1,7 @@
 package github_test
 
 import (
-	"bufio"
 	"bytes"
-	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,47 +9,8 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/github/githubtest"
 )
-
-// heldBody opens a raw connection, sends a webhook request's headers and the first part
-// of its body, and holds the rest back. The status of the answer (0 when none came) is sent
-// on the returned channel.
-func heldBody(t *testing.T, addr string, header http.Header, contentLength int64, first []byte) <-chan int {
-	t.Helper()
-	conn, err := net.Dial("tcp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	var req bytes.Buffer
-	fmt.Fprintf(&req, "POST /webhook HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n", addr)
-	for k, vs := range header {
-		for _, v := range vs {
-			fmt.Fprintf(&req, "%s: %s\r\n", k, v)
-		}
-	}
-	if contentLength >= 0 {
-		fmt.Fprintf(&req, "Content-Length: %d\r\n\r\n", contentLength)
-		req.Write(first)
-	} else {
-		fmt.Fprintf(&req, "Transfer-Encoding: chunked\r\n\r\n%x\r\n", len(first))
-		req.Write(first)
-		req.WriteString("\r\n") // ...and no terminating chunk
-	}
-	status := make(chan int, 1)
-	go func() {
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-		if err != nil {
-			status <- 0
-			return
-		}
-		resp.Body.Close()
-		status <- resp.StatusCode
-	}()
-	// A refused request may be answered and closed before all of this is written.
-	_, _ = conn.Write(req.Bytes())
-	return status
-}
 
 func waitStatus(t *testing.T, c <-chan int, within time.Duration) int {
 	t.Helper()
@@ -90,7 +48,7 @@ func TestWebhookBodyBudget(t *testing.T) {
 		length int64
 		want   int
 	}{"unsigned": {unsigned, maxBody, 401}, "sha1": {sha1, maxBody, 401}, "oversized": {bogus, maxBody + 1, 413}} {
-		if got := waitStatus(t, heldBody(t, addr, c.header, c.length, []byte("{")), 2*time.Second); got != c.want {
+		if got := waitStatus(t, githubtest.HeldDelivery(t, addr, c.header, c.length, []byte("{")), 2*time.Second); got != c.want {
 			t.Errorf("%s: %d, want %d", name, got, c.want)
 		}
 	}
@@ -102,14 +60,14 @@ func TestWebhookBodyBudget(t *testing.T) {
 	// and is refused when its next buffer does not fit.
 	var held []<-chan int
 	for range 2 {
-		held = append(held, heldBody(t, addr, bogus, maxBody, bytes.Repeat([]byte("a"), 1000)))
+		held = append(held, githubtest.HeldDelivery(t, addr, bogus, maxBody, bytes.Repeat([]byte("a"), 1000)))
 	}
 	waitUntilT(t, "two reservations", func() bool { return budget.InUse() == 2*maxBody })
-	third := heldBody(t, addr, bogus, maxBody, []byte("a"))
+	third := githubtest.HeldDelivery(t, addr, bogus, maxBody, []byte("a"))
 	if got := waitStatus(t, third, 2*time.Second); got != http.StatusTooManyRequests {
 		t.Fatalf("third maximal body: %d, want 429", got)
 	}
-	chunked := heldBody(t, addr, bogus, -1, bytes.Repeat([]byte("b"), 600<<10))
+	chunked := githubtest.HeldDelivery(t, addr, bogus, -1, bytes.Repeat([]byte("b"), 600<<10))
 	if got := waitStatus(t, chunked, 3*time.Second); got != http.StatusTooManyRequests {
 		t.Fatalf("chunked body past the budget: %d, want 429", got)
 	}
@@ -125,7 +83,7 @@ func TestWebhookBodyBudget(t *testing.T) {
 	}
 
 	// Retry-After is sent with the 429.
-	fill := []<-chan int{heldBody(t, addr, bogus, maxBody, []byte("a")), heldBody(t, addr, bogus, maxBody, []byte("a"))}
+	fill := []<-chan int{githubtest.HeldDelivery(t, addr, bogus, maxBody, []byte("a")), githubtest.HeldDelivery(t, addr, bogus, maxBody, []byte("a"))}
 	waitUntilT(t, "two reservations again", func() bool { return budget.InUse() == 2*maxBody })
 	body := withInstallation(t, exampleFor(t, "pull_request", "opened"), 42)
 	big := append(bytes.Clone(body), bytes.Repeat([]byte(" "), maxBody-len(body))...)
