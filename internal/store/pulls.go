@@ -79,9 +79,9 @@ func waiting(st rivertype.JobState) bool {
 // command comment already stored at the same edit time ErrDuplicateCommand, and neither
 // changes anything. A pull request that already has a waiting job gets no second one (that
 // job reviews whatever the head is when it runs, so a newer push replaces the older one). An
-// event announcing the head a live job is reviewing now, or the head last reviewed, adds no
-// job either: that is what a replay under a new delivery id, or a late opened/synchronize,
-// announces.
+// event announcing the head last reviewed adds no job either, nor does an opened or
+// synchronize for the head a live job is reviewing now: that is what a replay under a new
+// delivery id, or a late event of a race, announces.
 func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, error) {
 	var out Enqueued
 	now := nowMS()
@@ -130,8 +130,10 @@ func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, e
 		if !r.Force && r.HeadSHA != "" {
 			// The same head again: the running job covers it (its claim read this head),
 			// or it was reviewed already. The lease must be live: a dead process's job
-			// reviews nothing until it is rescued.
-			if runningJob != nil && runningSHA == r.HeadSHA && leaseUntil > now {
+			// reviews nothing until it is rescued. Only events that merely announce a head
+			// join a running job: reopened and ready_for_review change whether it reviews
+			// at all (it may be skipping a closed or draft pull request right now).
+			if runningJob != nil && runningSHA == r.HeadSHA && leaseUntil > now && announcesHead(r.Delivery.Action) {
 				out = Enqueued{JobID: *runningJob, Coalesced: true}
 				return setDeliveryOutcome(ctx, t, r.Delivery.ID, "coalesced", runningJob)
 			}
@@ -176,6 +178,8 @@ func insertCommand(ctx context.Context, t *txn, r ReviewRequest, now int64) erro
 	}
 	return nil
 }
+
+func announcesHead(action string) bool { return action == "opened" || action == "synchronize" }
 
 func cause(r ReviewRequest) string {
 	if r.Force {

@@ -615,3 +615,38 @@ func TestReplayedHeadFoldsIntoItsJob(t *testing.T) {
 		waitFor(t, "the new head's review", 10*time.Second, func() bool { return runs.Load() == 2 })
 	})
 }
+
+// TestReopenedDuringARunQueues: reopened (or ready_for_review) for the head a job is running
+// on queues a job rather than joining it: the running job may be skipping the pull request
+// because it was closed (or a draft) when it looked.
+func TestReopenedDuringARunQueues(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		release := make(chan struct{})
+		if err := s.Start(ctx, func(ctx context.Context, j *Job) error {
+			if _, err := j.Claim(ctx); err != nil {
+				return err
+			}
+			<-release
+			return j.Finish(ctx, Finish{Record: &ReviewRecord{Pull: j.Pull, Outcome: OutcomeSkipped, JobID: j.ID}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer close(release)
+		first, err := s.RequestReview(ctx, request("d-1", 7, "aaa"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the job to claim", 10*time.Second, func() bool {
+			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
+			return p.RunningJob == first.JobID
+		})
+		r := request("d-reopened", 7, "aaa")
+		r.Delivery.Action = "reopened"
+		got, err := s.RequestReview(ctx, r)
+		if err != nil || got.Coalesced || got.JobID == 0 || got.JobID == first.JobID {
+			t.Fatalf("reopened during the run: %+v, %v (want a new waiting job)", got, err)
+		}
+	})
+}
