@@ -116,8 +116,8 @@ func readSigned(r *http.Request, secret []byte, header string, maxBytes int64, b
 
 func (s *signedBody) grow(n int64) error {
 	if !s.budget.reserve(n) {
-		return fmt.Errorf("%w: %d webhook body bytes in flight, %d more do not fit the %d-byte budget",
-			ErrBusy, s.budget.InUse(), n, s.budget.Max())
+		// The answer goes to an unauthenticated client: the budget, not the current load.
+		return fmt.Errorf("%w: %d more bytes do not fit the budget of %d", ErrBusy, n, s.budget.Max())
 	}
 	s.reserved += n
 	return nil
@@ -173,7 +173,7 @@ func (s *signedBody) readChunked(r io.Reader, mac hash.Hash, maxBytes int64) err
 func readError(err error) error {
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
-		return fmt.Errorf("%w: %v", ErrBodyTimeout, err)
+		return fmt.Errorf("%w: not complete within the read deadline", ErrBodyTimeout)
 	}
 	if errors.Is(err, io.ErrUnexpectedEOF) {
 		return fmt.Errorf("%w: body shorter than its Content-Length", ErrMalformedPayload)

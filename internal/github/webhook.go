@@ -129,9 +129,6 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	writeWebhookReply(w, out.Status, out.Result, out.Reason)
 }
 
-// Budget is the handler's budget of body bytes in flight.
-func (h *WebhookHandler) Budget() *BodyBudget { return h.opts.Budget }
-
 func (h *WebhookHandler) handle(r *http.Request) Outcome {
 	// GitHub sends lower-case GUIDs; the id is compared case-insensitively so a re-cased
 	// replay is the same delivery.

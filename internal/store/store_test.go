@@ -650,3 +650,47 @@ func TestReopenedDuringARunQueues(t *testing.T) {
 		}
 	})
 }
+
+// TestUpgradeLowerCasesDeliveryIDs: a database of schema 1 whose delivery ids differ only in
+// case (a replay the old version accepted) keeps one of each, lower-cased, so the replay is
+// a duplicate after the upgrade.
+func TestUpgradeLowerCasesDeliveryIDs(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		ctx := t.Context()
+		s := open(Options{})
+		// Back to schema 1: without what migration 2 adds, with ids of mixed case.
+		for _, q := range []string{
+			`DROP TABLE aster_commands`,
+			`ALTER TABLE aster_pulls DROP COLUMN running_sha`,
+			`DELETE FROM aster_migrations WHERE version = 2`,
+			`INSERT INTO aster_deliveries (delivery_id, event, outcome, received_at) VALUES
+				('72D3162E-cc78', 'issue_comment', 'queued', 1), ('72d3162e-cc78', 'issue_comment', 'queued', 2),
+				('72d3162e-CC78', 'issue_comment', 'queued', 3), ('Other-1', 'pull_request', 'queued', 4)`,
+		} {
+			if _, err := s.db.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		s.Close()
+		s = open(Options{})
+		rows, err := s.db.Query(ctx, `SELECT delivery_id FROM aster_deliveries ORDER BY delivery_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if fmt.Sprint(ids) != "[72d3162e-cc78 other-1]" {
+			t.Fatalf("delivery ids after the upgrade: %v", ids)
+		}
+		if _, err := s.RequestReview(ctx, request("72D3162E-CC78", 7, "aaa")); !errors.Is(err, ErrDuplicateDelivery) {
+			t.Fatalf("a re-cased id after the upgrade: err = %v, want ErrDuplicateDelivery", err)
+		}
+	})
+}
