@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,6 +38,8 @@ type harness struct {
 	done   chan error
 	owner  string
 	repo   string
+	// comments numbers the comments commentEvent makes: each is a new comment on GitHub.
+	comments atomic.Int64
 }
 
 type harnessOptions struct {
@@ -46,6 +49,9 @@ type harnessOptions struct {
 	drafts   bool
 	// wrap, when set, stands between the worker and GitHub.
 	wrap func(GitHub) GitHub
+	// budget and bodyTimeout replace the webhook body defaults.
+	budget      *github.BodyBudget
+	bodyTimeout time.Duration
 }
 
 // syncBuffer collects log output from many goroutines.
@@ -118,7 +124,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	go func() {
 		h.done <- Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: gh,
 			Reviewer: o.reviewer, ReviewDrafts: o.drafts, TempDir: t.TempDir(), Secrets: [][]byte{fake.PrivateKeyPEM()},
-			ShutdownGrace: 5 * time.Second, Logger: log})
+			WebhookBudget: o.budget, WebhookBodyTimeout: o.bodyTimeout, ShutdownGrace: 5 * time.Second, Logger: log})
 	}()
 	t.Cleanup(func() {
 		h.shutdown()
@@ -223,16 +229,28 @@ func (h *harness) prEvent(action string, number int, head, base, before string) 
 	return b
 }
 
-// commandEvent is GitHub's example issue_comment delivery carrying body, by user.
+// commentEvent is GitHub's example issue_comment delivery of a new comment carrying body,
+// by user.
 func (h *harness) commentEvent(number int, user, body string) []byte {
 	h.t.Helper()
-	m := example(h.t, "issue_comment", "created")
+	return h.commentEventAs("created", 9000+h.comments.Add(1), "", number, user, body)
+}
+
+// commentEventAs is GitHub's example issue_comment delivery for action (created, edited),
+// on comment id, updated at updatedAt ("" keeps the example's time).
+func (h *harness) commentEventAs(action string, id int64, updatedAt string, number int, user, body string) []byte {
+	h.t.Helper()
+	m := example(h.t, "issue_comment", action)
 	h.repoJSON(m["repository"].(map[string]any))
 	issue := m["issue"].(map[string]any)
 	issue["number"] = float64(number)
 	issue["pull_request"] = map[string]any{"url": "https://api.github.com/repos/acme/widgets/pulls/" + fmt.Sprint(number)}
 	c := m["comment"].(map[string]any)
+	c["id"] = float64(id)
 	c["body"] = body
+	if updatedAt != "" {
+		c["updated_at"] = updatedAt
+	}
 	c["user"].(map[string]any)["login"] = user
 	c["user"].(map[string]any)["type"] = "User"
 	m["sender"].(map[string]any)["login"] = user

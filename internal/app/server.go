@@ -7,6 +7,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,13 +32,30 @@ type Metrics struct {
 	reviews    *prometheus.CounterVec
 }
 
+// watchBudget exports the webhook body bytes in flight and the most ever held at once.
+func (m *Metrics) watchBudget(b *github.BodyBudget) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "aster_app_webhook_body_bytes_inflight",
+			Help: "Webhook body bytes reserved by deliveries being read now.",
+		}, func() float64 { return float64(b.InUse()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "aster_app_webhook_body_bytes_inflight_peak",
+			Help: "The most webhook body bytes ever reserved at once; capped by the budget.",
+		}, func() float64 { return float64(b.Peak()) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "aster_app_webhook_body_bytes_budget",
+			Help: "The budget of webhook body bytes in flight; deliveries past it get 429.",
+		}, func() float64 { return float64(b.Max()) }))
+}
+
 // NewMetrics returns the metrics with the Go runtime and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{
 		reg: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aster_app_webhook_deliveries_total",
-			Help: "Webhook deliveries by event and result (accepted, ignored, duplicate, rejected, failed).",
+			Help: "Webhook deliveries by event and result (accepted, ignored, duplicate, busy, rejected, failed).",
 		}, []string{"event", "result"}),
 		reviews: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aster_app_reviews_total",
@@ -64,6 +82,11 @@ type HandlerOptions struct {
 	WebhookSecret []byte
 	Sink          github.Sink
 	ReviewDrafts  bool
+	// WebhookBudget bounds the webhook body bytes in flight (nil: one of
+	// config.DefaultAppWebhookInflightBytes); WebhookBodyTimeout is how long a body may take
+	// to arrive (0: config.DefaultAppWebhookBodyTimeout).
+	WebhookBudget      *github.BodyBudget
+	WebhookBodyTimeout time.Duration
 	// Ready reports whether the service can take work (the database answers).
 	Ready   func(ctx context.Context) error
 	Metrics *Metrics
@@ -76,13 +99,17 @@ func NewHandler(opts HandlerOptions) (http.Handler, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
 	}
+	if opts.WebhookBudget == nil {
+		opts.WebhookBudget = github.NewBodyBudget(config.DefaultAppWebhookInflightBytes)
+	}
 	wh, err := github.NewWebhookHandler(github.WebhookOptions{
 		Secret: opts.WebhookSecret, Sink: opts.Sink, ReviewDrafts: opts.ReviewDrafts, Logger: opts.Logger,
-		OnOutcome: opts.Metrics.delivery,
+		Budget: opts.WebhookBudget, BodyTimeout: opts.WebhookBodyTimeout, OnOutcome: opts.Metrics.delivery,
 	})
 	if err != nil {
 		return nil, err
 	}
+	opts.Metrics.watchBudget(opts.WebhookBudget)
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -118,6 +145,14 @@ type ServeOptions struct {
 	ReviewDrafts  bool
 	Tests         bool
 	TempDir       string
+	// WebhookInflightBytes bounds the webhook body bytes being read at once (0:
+	// config.DefaultAppWebhookInflightBytes); WebhookBudget, when set, replaces it (a test
+	// reads its counters).
+	WebhookInflightBytes int64
+	WebhookBudget        *github.BodyBudget
+	// WebhookBodyTimeout is how long a webhook body may take (0:
+	// config.DefaultAppWebhookBodyTimeout).
+	WebhookBodyTimeout time.Duration
 	// Secrets are kept out of everything posted (the key, model keys; the webhook secret
 	// is added).
 	Secrets [][]byte
@@ -150,9 +185,14 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	budget := opts.WebhookBudget
+	if budget == nil {
+		budget = github.NewBodyBudget(cmp.Or(opts.WebhookInflightBytes, config.DefaultAppWebhookInflightBytes))
+	}
+	bodyTimeout := cmp.Or(opts.WebhookBodyTimeout, config.DefaultAppWebhookBodyTimeout)
 	handler, err := NewHandler(HandlerOptions{
 		WebhookSecret: opts.WebhookSecret, Sink: &Sink{Store: opts.Store}, ReviewDrafts: opts.ReviewDrafts,
-		Metrics: opts.Metrics, Logger: log,
+		WebhookBudget: budget, WebhookBodyTimeout: bodyTimeout, Metrics: opts.Metrics, Logger: log,
 		Ready: func(ctx context.Context) error {
 			if err := opts.Store.Ping(ctx); err != nil {
 				return err
@@ -175,11 +215,12 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second, // a 25 MB body from GitHub arrives well within it
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       90 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		// The webhook handler sets a shorter deadline for its body; this bounds the rest.
+		ReadTimeout:    10*time.Second + bodyTimeout,
+		WriteTimeout:   30 * time.Second,
+		IdleTimeout:    90 * time.Second,
+		MaxHeaderBytes: 64 << 10,
+		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	if err := opts.Store.Start(ctx, worker.Handle); err != nil {
 		ln.Close()

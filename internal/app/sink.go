@@ -52,13 +52,20 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 	case *github.ReviewCommandEvent:
 		// The sender's write permission is checked by the job, through the API, before
 		// anything runs: the webhook path makes no GitHub call.
+		// The comment id and edit time make the command run once however many delivery
+		// ids its signed body is replayed under.
+		action := "created"
+		if e.Edited {
+			action = "edited"
+		}
 		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
-			Delivery: store.Delivery{ID: e.DeliveryID, Event: "issue_comment", Action: "created", Repo: e.Repo.FullName(),
+			Delivery: store.Delivery{ID: e.DeliveryID, Event: "issue_comment", Action: action, Repo: e.Repo.FullName(),
 				Number: e.Number, Sender: e.Sender},
 			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
 			InstallationID: e.InstallationID,
 			Force:          true,
 			By:             e.Sender,
+			Command:        &store.Command{CommentID: e.CommentID, UpdatedAt: e.UpdatedAt},
 		})
 	case *github.InstallationEvent:
 		err = s.Store.RecordInstallation(ctx, store.Delivery{ID: e.DeliveryID, Event: "installation", Action: e.Action,
@@ -67,8 +74,11 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 	default:
 		return fmt.Errorf("sink: unexpected event %T", ev)
 	}
-	if errors.Is(err, store.ErrDuplicateDelivery) {
+	switch {
+	case errors.Is(err, store.ErrDuplicateDelivery):
 		return fmt.Errorf("%w: %w", github.ErrDuplicateDelivery, err)
+	case errors.Is(err, store.ErrDuplicateCommand):
+		return fmt.Errorf("%w: %w", github.ErrDuplicateCommand, err)
 	}
 	return err
 }

@@ -38,7 +38,7 @@ func newAppCmd(g *globals) *cobra.Command {
 type appFlags struct {
 	addr, appID, privateKey, webhookSecretFile, apiURL, db, databaseURL string
 	workers, sandboxURL, sandboxTokenFile, replicaID, jobTimeout        string
-	maxAttempts, shutdownGrace                                          string
+	maxAttempts, shutdownGrace, webhookInflight                         string
 	drafts, tests                                                       bool
 	parallel                                                            int
 }
@@ -94,6 +94,8 @@ app.private_key_file, ...) and the main ones an ASTER_* variable.`,
 	fl.StringVar(&f.replicaID, "replica-id", "", "this replica's name among replicas sharing a database (default: the host name; never two live processes with one)")
 	fl.StringVar(&f.jobTimeout, "job-timeout", config.DefaultAppJobTimeout.String(), "longest one review may run before it is cancelled and retried")
 	fl.StringVar(&f.maxAttempts, "max-attempts", strconv.Itoa(config.DefaultAppMaxAttempts), "attempts per review job before it is given up (and said so on the check run)")
+	fl.StringVar(&f.webhookInflight, "webhook-inflight-bytes", config.FormatBytes(config.DefaultAppWebhookInflightBytes),
+		"webhook body bytes read at once across all deliveries (at least 25MiB); past it a delivery gets 429 before its body is read")
 	fl.StringVar(&f.shutdownGrace, "shutdown-grace", config.DefaultAppShutdownWait.String(), "on SIGTERM, how long running reviews may finish; the rest run again at the next start")
 	return cmd
 }
@@ -123,6 +125,7 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	str("job-timeout", &ac.JobTimeout, f.jobTimeout)
 	str("max-attempts", &ac.MaxAttempts, f.maxAttempts)
 	str("shutdown-grace", &ac.ShutdownGrace, f.shutdownGrace)
+	str("webhook-inflight-bytes", &ac.WebhookInflightBytes, f.webhookInflight)
 	if fl.Changed("review-drafts") {
 		ac.ReviewDrafts = f.drafts
 	}
@@ -223,7 +226,7 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	err = app.Serve(ctx, app.ServeOptions{
 		Listener: ln, WebhookSecret: secret, Store: st, GitHub: app.AppGitHub{App: gh}, Reviewer: reviewer,
 		ReviewDrafts: set.ReviewDrafts, Tests: set.Tests, Secrets: secrets, ShutdownGrace: set.ShutdownGrace,
-		Ready: ready, Logger: log,
+		WebhookInflightBytes: set.WebhookInflightBytes, Ready: ready, Logger: log,
 	})
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}

@@ -37,6 +37,13 @@ const (
 	// DefaultAppWebhookTimeout bounds how long storing one delivery may take, so the
 	// answer reaches GitHub well inside its 10-second delivery timeout.
 	DefaultAppWebhookTimeout = 5 * time.Second
+	// DefaultAppWebhookInflightBytes bounds the webhook body bytes being read at once, across
+	// all deliveries: two of GitHub's 25 MB maximum and room for many ordinary ones (tens of
+	// KB). Past it a delivery is answered 429 before its body is read.
+	DefaultAppWebhookInflightBytes int64 = 64 << 20
+	// DefaultAppWebhookBodyTimeout is how long a webhook body may take to arrive after its
+	// headers; GitHub itself gives up on a delivery after 10 seconds.
+	DefaultAppWebhookBodyTimeout = 10 * time.Second
 )
 
 // AppConfig is the `app:` section of aster.yaml, for `aster app serve` and `aster app
@@ -69,6 +76,8 @@ type AppConfig struct {
 	RetryMax      string `yaml:"retry_max"`
 	Lease         string `yaml:"lease"`
 	ShutdownGrace string `yaml:"shutdown_grace"`
+	// WebhookInflightBytes caps the webhook body bytes being read at once ("64MiB").
+	WebhookInflightBytes string `yaml:"webhook_inflight_bytes"`
 }
 
 // AppEnvVars lists the variables AppSection reads.
@@ -121,6 +130,7 @@ func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
 	fill(&a.RetryMax, DefaultAppRetryMax.String())
 	fill(&a.Lease, DefaultAppLease.String())
 	fill(&a.ShutdownGrace, DefaultAppShutdownWait.String())
+	fill(&a.WebhookInflightBytes, FormatBytes(DefaultAppWebhookInflightBytes))
 	if a.DataDir == "" {
 		a.DataDir = DefaultDataDir(getenv)
 	}
@@ -163,7 +173,13 @@ type AppSettings struct {
 	RetryMax          time.Duration
 	Lease             time.Duration
 	ShutdownGrace     time.Duration
+	// WebhookInflightBytes is at least MinAppWebhookInflightBytes.
+	WebhookInflightBytes int64
 }
+
+// MinAppWebhookInflightBytes is one delivery of GitHub's largest size (25 MB): a smaller
+// budget would refuse deliveries GitHub may legitimately send.
+const MinAppWebhookInflightBytes int64 = 25 << 20
 
 // ParseStore validates only what opening the store needs (for `aster app history`).
 func (a AppConfig) ParseStore() (db, databaseURL string, err error) {
@@ -242,6 +258,13 @@ func (a AppConfig) Parse() (AppSettings, error) {
 	dur("retry-max", a.RetryMax, &out.RetryMax, 10*time.Millisecond)
 	dur("lease", a.Lease, &out.Lease, time.Second)
 	dur("shutdown-grace", a.ShutdownGrace, &out.ShutdownGrace, 0)
+	if strings.TrimSpace(a.WebhookInflightBytes) == "" {
+		out.WebhookInflightBytes = DefaultAppWebhookInflightBytes
+	} else if n, err := ParseBytes(a.WebhookInflightBytes); err != nil || n < MinAppWebhookInflightBytes {
+		errs = append(errs, fmt.Errorf("webhook-inflight-bytes %q: want a size of at least 25MiB (one maximal delivery)", a.WebhookInflightBytes))
+	} else {
+		out.WebhookInflightBytes = n
+	}
 	if out.RetryMax < out.RetryBase {
 		out.RetryMax = out.RetryBase
 	}

@@ -18,6 +18,15 @@ var (
 	// ErrDuplicateDelivery is returned by a Sink for an X-GitHub-Delivery it has already stored;
 	// the handler answers 200 and does nothing else.
 	ErrDuplicateDelivery = errors.New("duplicate delivery")
+	// ErrDuplicateCommand is returned by a Sink for a review command (a comment id at one edit
+	// time) it has already stored, whatever the delivery id: a replayed body is answered 200
+	// and runs nothing.
+	ErrDuplicateCommand = errors.New("review command already handled")
+	// ErrBusy: the body does not fit the server's budget of webhook bytes in flight (429 with
+	// Retry-After); nothing was read.
+	ErrBusy = errors.New("too many webhook bytes in flight")
+	// ErrBodyTimeout: the body did not arrive within the read deadline (408).
+	ErrBodyTimeout = errors.New("webhook body too slow")
 )
 
 // API error classes. Every error a Client method returns for a GitHub answer wraps exactly one of
@@ -74,8 +83,12 @@ func WebhookStatus(err error) int {
 	switch {
 	case err == nil:
 		return http.StatusAccepted
-	case errors.Is(err, ErrDuplicateDelivery):
+	case errors.Is(err, ErrDuplicateDelivery), errors.Is(err, ErrDuplicateCommand):
 		return http.StatusOK
+	case errors.Is(err, ErrBusy):
+		return http.StatusTooManyRequests
+	case errors.Is(err, ErrBodyTimeout):
+		return http.StatusRequestTimeout
 	case errors.Is(err, ErrBodyTooLarge):
 		return http.StatusRequestEntityTooLarge
 	case errors.Is(err, ErrBadSignature):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Event is one parsed webhook delivery: *PullRequestEvent, *ReviewCommandEvent,
@@ -53,15 +54,20 @@ type PullRequestEvent struct {
 	Before string
 }
 
-// ReviewCommandEvent is an issue_comment "created" on a pull request whose body asks for a
-// review (/aster review). The sender's write permission is NOT checked here: it needs the API.
+// ReviewCommandEvent is an issue_comment "created" or "edited" on a pull request whose (new)
+// body asks for a review (/aster review). The sender's write permission is NOT checked here:
+// it needs the API. CommentID and UpdatedAt identify the command: a body replayed under
+// another delivery id carries the same pair, a genuine edit a later UpdatedAt.
 type ReviewCommandEvent struct {
 	DeliveryID     string
 	InstallationID int64
 	Repo           Repo
 	Number         int
 	CommentID      int64
-	Sender         string
+	// UpdatedAt is the comment's updated_at (its created_at when GitHub sends none).
+	UpdatedAt time.Time
+	Edited    bool
+	Sender    string
 }
 
 // InstallationEvent is an installation delivery (created, deleted, suspend, unsuspend,
@@ -158,9 +164,11 @@ type wireIssueComment struct {
 		PullRequest json.RawMessage `json:"pull_request"`
 	} `json:"issue"`
 	Comment *struct {
-		ID   int64       `json:"id"`
-		Body string      `json:"body"`
-		User wireAccount `json:"user"`
+		ID        int64       `json:"id"`
+		Body      string      `json:"body"`
+		User      wireAccount `json:"user"`
+		CreatedAt string      `json:"created_at"`
+		UpdatedAt string      `json:"updated_at"`
 	} `json:"comment"`
 }
 
@@ -208,7 +216,7 @@ func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
 		if err := json.Unmarshal(body, &w); err != nil {
 			return nil, malformed(event, err)
 		}
-		if w.Action != "created" {
+		if w.Action != "created" && w.Action != "edited" {
 			return ignored(w.Action, "action not handled")
 		}
 		if w.Installation == nil || w.Installation.ID <= 0 {
@@ -233,12 +241,25 @@ func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
 		if w.Issue.Number <= 0 {
 			return nil, fmt.Errorf("%w: issue number %d", ErrMalformedPayload, w.Issue.Number)
 		}
+		if w.Comment.ID <= 0 {
+			return nil, fmt.Errorf("%w: comment id %d", ErrMalformedPayload, w.Comment.ID)
+		}
+		stamp := w.Comment.UpdatedAt
+		if stamp == "" {
+			stamp = w.Comment.CreatedAt
+		}
+		updated, err := time.Parse(time.RFC3339, stamp)
+		if err != nil {
+			return nil, fmt.Errorf("%w: comment updated_at %q is not a time", ErrMalformedPayload, stamp)
+		}
 		return &ReviewCommandEvent{
 			DeliveryID:     deliveryID,
 			InstallationID: w.Installation.ID,
 			Repo:           repo,
 			Number:         w.Issue.Number,
 			CommentID:      w.Comment.ID,
+			UpdatedAt:      updated.UTC(),
+			Edited:         w.Action == "edited",
 			Sender:         w.Sender.Login,
 		}, nil
 	default: // installation

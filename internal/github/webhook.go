@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
 )
 
 // MaxWebhookBodyBytes is GitHub's own cap on a webhook payload (25 MB); larger bodies get 413.
@@ -26,7 +30,8 @@ var deliveryPattern = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
 
 // Sink stores an accepted event durably (a job, an installation record). It is declared here,
 // by its consumer, and implemented by the queue. Return ErrDuplicateDelivery for a delivery id
-// already stored; any other error makes the handler answer 503.
+// already stored (ids are compared case-insensitively) and ErrDuplicateCommand for a review
+// command already stored under another id; any other error makes the handler answer 503.
 type Sink interface {
 	Accept(ctx context.Context, ev Event) error
 }
@@ -36,7 +41,7 @@ type Outcome struct {
 	Delivery string
 	Event    string
 	Action   string
-	Result   string // accepted, ignored, duplicate, rejected, failed
+	Result   string // accepted, ignored, duplicate, busy, rejected, failed
 	Reason   string
 	Status   int
 }
@@ -46,14 +51,21 @@ type WebhookOptions struct {
 	Secret       []byte // the App's webhook secret; required
 	Sink         Sink   // required
 	MaxBodyBytes int64  // 0 means MaxWebhookBodyBytes
-	ReviewDrafts bool   // act on draft pull requests too (default: ignore them)
+	// Budget bounds the body bytes of all requests in flight; nil makes one of
+	// config.DefaultAppWebhookInflightBytes. Share one per server.
+	Budget *BodyBudget
+	// BodyTimeout is how long the body may take to arrive once the headers are in (0:
+	// config.DefaultAppWebhookBodyTimeout): a held-open body loses its reservation by then.
+	BodyTimeout  time.Duration
+	ReviewDrafts bool // act on draft pull requests too (default: ignore them)
 	Logger       *slog.Logger
 	OnOutcome    func(Outcome) // optional, called once per request, concurrently
 }
 
-// WebhookHandler receives GitHub App deliveries: cap the body, verify the signature on the raw
-// bytes, parse, hand actionable events to the Sink, answer 202 (accepted), 200 (ignored or
-// duplicate), 401, 400, 413, or 503.
+// WebhookHandler receives GitHub App deliveries: check the signature header's form, reserve
+// the body in the budget, read it under a deadline while computing its HMAC, verify, parse,
+// hand actionable events to the Sink, answer 202 (accepted), 200 (ignored or duplicate),
+// 401, 400, 408, 413, 429 (with Retry-After) or 503.
 type WebhookHandler struct {
 	opts WebhookOptions
 	log  *slog.Logger
@@ -72,6 +84,15 @@ func NewWebhookHandler(opts WebhookOptions) (*WebhookHandler, error) {
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = MaxWebhookBodyBytes
 	}
+	if opts.Budget == nil {
+		opts.Budget = NewBodyBudget(config.DefaultAppWebhookInflightBytes)
+	}
+	if opts.Budget.Max() < opts.MaxBodyBytes {
+		return nil, fmt.Errorf("webhook handler: a budget of %d bytes in flight cannot hold one body of %d", opts.Budget.Max(), opts.MaxBodyBytes)
+	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = config.DefaultAppWebhookBodyTimeout
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -86,7 +107,15 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeWebhookReply(w, http.StatusMethodNotAllowed, "rejected", "method not allowed")
 		return
 	}
+	// The deadline covers the whole body from here: a client that holds its body open is cut
+	// off and its reservation given back. (A ResponseRecorder cannot set one; tests that
+	// need it use a real server.)
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(h.opts.BodyTimeout))
 	out := h.handle(r)
+	if out.Status == http.StatusTooManyRequests {
+		// Reservations are given back within the body timeout at the latest.
+		w.Header().Set("Retry-After", strconv.Itoa(int(max(time.Second, h.opts.BodyTimeout).Round(time.Second)/time.Second)))
+	}
 	if h.opts.OnOutcome != nil {
 		h.opts.OnOutcome(out)
 	}
@@ -101,40 +130,33 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *WebhookHandler) handle(r *http.Request) Outcome {
-	out := Outcome{Delivery: r.Header.Get(DeliveryHeader), Event: r.Header.Get(EventHeader)}
+	// GitHub sends lower-case GUIDs; the id is compared case-insensitively so a re-cased
+	// replay is the same delivery.
+	out := Outcome{Delivery: strings.ToLower(r.Header.Get(DeliveryHeader)), Event: r.Header.Get(EventHeader)}
 	if !deliveryPattern.MatchString(out.Delivery) {
 		out.Delivery = "" // unsigned and unvalidated: never echo it into logs
 	}
 	fail := func(err error) Outcome {
 		out.Status = WebhookStatus(err)
 		out.Result = "rejected"
-		if out.Status >= 500 {
+		switch {
+		case out.Status == http.StatusTooManyRequests:
+			out.Result = "busy"
+		case out.Status >= 500:
 			out.Result = "failed"
 		}
 		out.Reason = err.Error()
 		return out
 	}
 
-	body, err := ReadBody(r, h.opts.MaxBodyBytes)
+	body, err := readSigned(r, h.opts.Secret, r.Header.Get(SignatureHeader), h.opts.MaxBodyBytes, h.opts.Budget)
 	if err != nil {
 		return fail(err)
 	}
-	if err := VerifySignature(h.opts.Secret, body, r.Header.Get(SignatureHeader)); err != nil {
-		return fail(err)
-	}
-	if out.Delivery == "" {
-		return fail(fmt.Errorf("%w: missing or malformed %s", ErrMalformedPayload, DeliveryHeader))
-	}
-	payload, err := jsonPayload(r.Header.Get("Content-Type"), body)
+	ev, err := h.parse(r, out, body.data)
+	body.Release() // the parsed event holds copies of the few fields it needs
 	if err != nil {
 		return fail(err)
-	}
-	ev, err := ParseEvent(out.Event, out.Delivery, payload)
-	if err != nil {
-		return fail(err)
-	}
-	if pr, ok := ev.(*PullRequestEvent); ok && pr.Draft && !h.opts.ReviewDrafts {
-		ev = &Ignored{DeliveryID: pr.DeliveryID, Event: out.Event, Action: pr.Action, Reason: "draft pull request"}
 	}
 	if ig, ok := ev.(*Ignored); ok {
 		out.Action, out.Result, out.Reason, out.Status = ig.Action, "ignored", ig.Reason, http.StatusOK
@@ -142,7 +164,11 @@ func (h *WebhookHandler) handle(r *http.Request) Outcome {
 	}
 	out.Action = actionOf(ev)
 	if err := h.opts.Sink.Accept(r.Context(), ev); err != nil {
-		if errors.Is(err, ErrDuplicateDelivery) {
+		switch {
+		case errors.Is(err, ErrDuplicateCommand):
+			out.Result, out.Reason, out.Status = "duplicate", "review command already handled", WebhookStatus(err)
+			return out
+		case errors.Is(err, ErrDuplicateDelivery):
 			out.Result, out.Reason, out.Status = "duplicate", "delivery already stored", WebhookStatus(err)
 			return out
 		}
@@ -155,6 +181,25 @@ func (h *WebhookHandler) handle(r *http.Request) Outcome {
 	return out
 }
 
+// parse turns a verified body into an Event.
+func (h *WebhookHandler) parse(r *http.Request, out Outcome, body []byte) (Event, error) {
+	if out.Delivery == "" {
+		return nil, fmt.Errorf("%w: missing or malformed %s", ErrMalformedPayload, DeliveryHeader)
+	}
+	payload, err := jsonPayload(r.Header.Get("Content-Type"), body)
+	if err != nil {
+		return nil, err
+	}
+	ev, err := ParseEvent(out.Event, out.Delivery, payload)
+	if err != nil {
+		return nil, err
+	}
+	if pr, ok := ev.(*PullRequestEvent); ok && pr.Draft && !h.opts.ReviewDrafts {
+		ev = &Ignored{DeliveryID: pr.DeliveryID, Event: out.Event, Action: pr.Action, Reason: "draft pull request"}
+	}
+	return ev, nil
+}
+
 func actionOf(ev Event) string {
 	switch e := ev.(type) {
 	case *PullRequestEvent:
@@ -162,25 +207,12 @@ func actionOf(ev Event) string {
 	case *InstallationEvent:
 		return e.Action
 	case *ReviewCommandEvent:
+		if e.Edited {
+			return "edited"
+		}
 		return "created"
 	}
 	return ""
-}
-
-// ReadBody reads a request body of at most maxBytes. A declared or actual size past the cap
-// wraps ErrBodyTooLarge; a declared one is refused before reading anything.
-func ReadBody(r *http.Request, maxBytes int64) ([]byte, error) {
-	if r.ContentLength > maxBytes {
-		return nil, fmt.Errorf("%w: %d bytes declared, cap %d", ErrBodyTooLarge, r.ContentLength, maxBytes)
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%w: read body: %v", ErrMalformedPayload, err)
-	}
-	if int64(len(body)) > maxBytes {
-		return nil, fmt.Errorf("%w: more than %d bytes", ErrBodyTooLarge, maxBytes)
-	}
-	return body, nil
 }
 
 // jsonPayload returns the JSON document of a delivery: the body itself, or the payload field of

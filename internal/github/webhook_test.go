@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -343,7 +344,7 @@ func TestParseEventExamples(t *testing.T) {
 	for _, ex := range githubtest.WebhookExamples(t, "issue_comment") {
 		t.Run(fmt.Sprintf("issue_comment/%s/%d", ex.Action, ex.Index), func(t *testing.T) {
 			body := withInstallation(t, ex.Body, 42)
-			if ex.Action != "created" {
+			if ex.Action != "created" && ex.Action != "edited" {
 				check(t, "issue_comment", body, want{"ignored", "action not handled"})
 				return
 			}
@@ -356,6 +357,15 @@ func TestParseEventExamples(t *testing.T) {
 			ev := check(t, "issue_comment", command, want{kind: "command"}).(*github.ReviewCommandEvent)
 			if ev.Number == 0 || ev.CommentID == 0 || ev.Sender == "" || ev.Repo.Owner == "" {
 				t.Errorf("command %+v misses fields", ev)
+			}
+			var raw struct {
+				Comment struct {
+					UpdatedAt time.Time `json:"updated_at"`
+				}
+			}
+			_ = json.Unmarshal(ex.Body, &raw)
+			if !ev.UpdatedAt.Equal(raw.Comment.UpdatedAt) || ev.UpdatedAt.IsZero() || ev.Edited != (ex.Action == "edited") {
+				t.Errorf("command %+v: updated_at %s, edited %v do not match the payload", ev, raw.Comment.UpdatedAt, ev.Edited)
 			}
 			byBot := patch(t, command, func(m map[string]any) { m["sender"].(map[string]any)["type"] = "Bot" })
 			check(t, "issue_comment", byBot, want{"ignored", "bot"})

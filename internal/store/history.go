@@ -193,6 +193,7 @@ type Counts struct {
 	Pulls         int64 `json:"pulls"`
 	Runs          int64 `json:"runs"`
 	Reviews       int64 `json:"reviews"`
+	Commands      int64 `json:"commands"`
 }
 
 // Counts counts the rows of Aster's tables.
@@ -202,7 +203,7 @@ func (s *Store) Counts(ctx context.Context) (Counts, error) {
 		table string
 		dst   *int64
 	}{{"aster_deliveries", &c.Deliveries}, {"aster_installations", &c.Installations}, {"aster_pulls", &c.Pulls},
-		{"aster_runs", &c.Runs}, {"aster_reviews", &c.Reviews}} {
+		{"aster_runs", &c.Runs}, {"aster_reviews", &c.Reviews}, {"aster_commands", &c.Commands}} {
 		if err := s.db.QueryRow(ctx, `SELECT COUNT(*) FROM `+q.table).Scan(q.dst); err != nil {
 			return c, fmt.Errorf("count %s: %w", q.table, err)
 		}

@@ -102,6 +102,26 @@ CREATE TABLE aster_reviews (
 CREATE INDEX aster_reviews_pull ON aster_reviews (owner, repo, number, finished_at);
 CREATE INDEX aster_reviews_finished ON aster_reviews (finished_at)`
 	}},
+	{version: 2, name: "review commands by comment, running head, case-insensitive delivery ids", sql: func(string) string {
+		// Keep one row per delivery id up to case (the byte-wise smallest), then lower-case
+		// them all, so the id compares case-insensitively from now on.
+		return `
+DELETE FROM aster_deliveries WHERE EXISTS (SELECT 1 FROM aster_deliveries d2
+	WHERE lower(d2.delivery_id) = lower(aster_deliveries.delivery_id) AND d2.delivery_id < aster_deliveries.delivery_id);
+UPDATE aster_deliveries SET delivery_id = lower(delivery_id) WHERE delivery_id <> lower(delivery_id);
+CREATE TABLE aster_commands (
+	comment_id  BIGINT NOT NULL,
+	updated_at  BIGINT NOT NULL,
+	owner       TEXT NOT NULL,
+	repo        TEXT NOT NULL,
+	number      INTEGER NOT NULL,
+	delivery_id TEXT NOT NULL,
+	sender      TEXT NOT NULL DEFAULT '',
+	received_at BIGINT NOT NULL,
+	PRIMARY KEY (comment_id, updated_at)
+);
+ALTER TABLE aster_pulls ADD COLUMN running_sha TEXT NOT NULL DEFAULT ''`
+	}},
 }
 
 func (s *Store) identity() string {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/riverqueue/river/rivertype"
@@ -20,7 +21,7 @@ func (k PullKey) String() string { return fmt.Sprintf("%s/%s#%d", k.Owner, k.Rep
 
 // Delivery is one accepted webhook delivery, as recorded for dedupe and for operators.
 type Delivery struct {
-	ID      string // X-GitHub-Delivery
+	ID      string // X-GitHub-Delivery, compared case-insensitively (stored lower-case)
 	Event   string
 	Action  string
 	Repo    string // owner/name, when the event has one
@@ -40,14 +41,25 @@ type ReviewRequest struct {
 	// who asked, whose permission the worker checks before honouring it.
 	Force bool
 	By    string
+	// Command identifies the comment of a /aster review (nil for other requests): each
+	// (comment, edit time) asks for one run, whatever delivery id it arrives under.
+	Command *Command
+}
+
+// Command is one version of a review command comment.
+type Command struct {
+	CommentID int64
+	UpdatedAt time.Time // the comment's updated_at: a new one for each edit
 }
 
 // Enqueued says what RequestReview did.
 type Enqueued struct {
 	JobID int64
 	// Coalesced: a job of this pull request was already waiting and will review the newest
-	// head; no job was added.
+	// head, or one is running on the announced head right now; no job was added.
 	Coalesced bool
+	// Reviewed: the announced head is the one last reviewed; no job was added (JobID 0).
+	Reviewed bool
 }
 
 // waiting reports whether a job in state st will still run (and so can take a newer head).
@@ -63,9 +75,13 @@ func waiting(st rivertype.JobState) bool {
 }
 
 // RequestReview stores the delivery and makes sure one job will review the pull request,
-// in one transaction: a delivery id already stored is ErrDuplicateDelivery and changes
-// nothing; a pull request that already has a waiting job gets no second one (that job
-// reviews whatever the head is when it runs, so a newer push replaces the older one).
+// in one transaction: a delivery id already stored (in any case) is ErrDuplicateDelivery, a
+// command comment already stored at the same edit time ErrDuplicateCommand, and neither
+// changes anything. A pull request that already has a waiting job gets no second one (that
+// job reviews whatever the head is when it runs, so a newer push replaces the older one). An
+// event announcing the head last reviewed adds no job either, nor does an opened or
+// synchronize for the head a live job is reviewing now: that is what a replay under a new
+// delivery id, or a late event of a race, announces.
 func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, error) {
 	var out Enqueued
 	now := nowMS()
@@ -77,7 +93,14 @@ func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, e
 		if err := insertDelivery(ctx, t, r.Delivery, now); err != nil {
 			return err
 		}
-		var waitingJob *int64
+		if r.Command != nil {
+			if err := insertCommand(ctx, t, r, now); err != nil {
+				return err
+			}
+		}
+		var waitingJob, runningJob *int64
+		var lastReviewed, runningSHA string
+		var leaseUntil int64
 		err := t.QueryRow(ctx, `INSERT INTO aster_pulls
 			(owner, repo, number, installation_id, requested_sha, cause, force_seq, force_by, updated_at)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -88,9 +111,9 @@ func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, e
 				force_seq = aster_pulls.force_seq + excluded.force_seq,
 				force_by = CASE WHEN excluded.force_by <> '' THEN excluded.force_by ELSE aster_pulls.force_by END,
 				updated_at = excluded.updated_at
-			RETURNING waiting_job`,
+			RETURNING waiting_job, running_job, running_sha, lease_until, last_reviewed_sha`,
 			r.Pull.Owner, r.Pull.Repo, r.Pull.Number, r.InstallationID, r.HeadSHA, cause(r), force, forceBy(r), now,
-		).Scan(&waitingJob)
+		).Scan(&waitingJob, &runningJob, &runningSHA, &leaseUntil, &lastReviewed)
 		if err != nil {
 			return fmt.Errorf("record pull request: %w", err)
 		}
@@ -101,7 +124,22 @@ func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, e
 			}
 			if ok && waiting(st) {
 				out = Enqueued{JobID: *waitingJob, Coalesced: true}
-				return setDeliveryOutcome(ctx, t, r.Delivery.ID, "coalesced", *waitingJob)
+				return setDeliveryOutcome(ctx, t, r.Delivery.ID, "coalesced", waitingJob)
+			}
+		}
+		if !r.Force && r.HeadSHA != "" {
+			// The same head again: the running job covers it (its claim read this head),
+			// or it was reviewed already. The lease must be live: a dead process's job
+			// reviews nothing until it is rescued. Only events that merely announce a head
+			// join a running job: reopened and ready_for_review change whether it reviews
+			// at all (it may be skipping a closed or draft pull request right now).
+			if runningJob != nil && runningSHA == r.HeadSHA && leaseUntil > now && announcesHead(r.Delivery.Action) {
+				out = Enqueued{JobID: *runningJob, Coalesced: true}
+				return setDeliveryOutcome(ctx, t, r.Delivery.ID, "coalesced", runningJob)
+			}
+			if runningJob == nil && lastReviewed == r.HeadSHA {
+				out = Enqueued{Reviewed: true}
+				return setDeliveryOutcome(ctx, t, r.Delivery.ID, "already_reviewed", nil)
 			}
 		}
 		id, err := t.insertJob(ctx, reviewArgs{Owner: r.Pull.Owner, Repo: r.Pull.Repo, Number: r.Pull.Number,
@@ -114,10 +152,34 @@ func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, e
 			return fmt.Errorf("record waiting job: %w", err)
 		}
 		out = Enqueued{JobID: id}
-		return setDeliveryOutcome(ctx, t, r.Delivery.ID, "queued", id)
+		return setDeliveryOutcome(ctx, t, r.Delivery.ID, "queued", &id)
 	})
 	return out, err
 }
+
+// insertCommand records one version of a command comment; a version already recorded is
+// ErrDuplicateCommand. Rows are kept as long as the history: a signed body can be replayed
+// at any time, and each replay would otherwise be a paid review.
+func insertCommand(ctx context.Context, t *txn, r ReviewRequest, now int64) error {
+	c := r.Command
+	if c.CommentID <= 0 {
+		return errors.New("review command without a comment id")
+	}
+	n, err := t.Exec(ctx, `INSERT INTO aster_commands
+		(comment_id, updated_at, owner, repo, number, delivery_id, sender, received_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (comment_id, updated_at) DO NOTHING`,
+		c.CommentID, c.UpdatedAt.UnixMilli(), r.Pull.Owner, r.Pull.Repo, r.Pull.Number, strings.ToLower(r.Delivery.ID), r.By, now)
+	if err != nil {
+		return fmt.Errorf("record review command: %w", err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: comment %d updated %s", ErrDuplicateCommand, c.CommentID, c.UpdatedAt.UTC().Format(time.RFC3339))
+	}
+	return nil
+}
+
+func announcesHead(action string) bool { return action == "opened" || action == "synchronize" }
 
 func cause(r ReviewRequest) string {
 	if r.Force {
@@ -141,7 +203,7 @@ func insertDelivery(ctx context.Context, t *txn, d Delivery, now int64) error {
 		(delivery_id, event, action, repo, number, head_sha, sender, outcome, received_at)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, 'recorded', $8)
 		ON CONFLICT (delivery_id) DO NOTHING`,
-		d.ID, d.Event, d.Action, d.Repo, d.Number, d.HeadSHA, d.Sender, now)
+		strings.ToLower(d.ID), d.Event, d.Action, d.Repo, d.Number, d.HeadSHA, d.Sender, now)
 	if err != nil {
 		return fmt.Errorf("record delivery: %w", err)
 	}
@@ -151,8 +213,8 @@ func insertDelivery(ctx context.Context, t *txn, d Delivery, now int64) error {
 	return nil
 }
 
-func setDeliveryOutcome(ctx context.Context, t *txn, id, outcome string, job int64) error {
-	_, err := t.Exec(ctx, `UPDATE aster_deliveries SET outcome = $1, job_id = $2 WHERE delivery_id = $3`, outcome, job, id)
+func setDeliveryOutcome(ctx context.Context, t *txn, id, outcome string, job *int64) error {
+	_, err := t.Exec(ctx, `UPDATE aster_deliveries SET outcome = $1, job_id = $2 WHERE delivery_id = $3`, outcome, job, strings.ToLower(id))
 	if err != nil {
 		return fmt.Errorf("record delivery outcome: %w", err)
 	}
@@ -218,7 +280,7 @@ func (j *Job) Claim(ctx context.Context) (Claim, error) {
 	var c Claim
 	var forceDone int
 	err := j.s.db.QueryRow(ctx, `UPDATE aster_pulls SET
-			running_job = $1, lease_owner = $2, lease_until = $3,
+			running_job = $1, lease_owner = $2, lease_until = $3, running_sha = requested_sha,
 			waiting_job = CASE WHEN waiting_job = $1 THEN NULL ELSE waiting_job END
 		WHERE owner = $4 AND repo = $5 AND number = $6
 			AND (running_job IS NULL OR lease_until <= $7)
@@ -268,7 +330,7 @@ func releaseTx(ctx context.Context, t *txn, j *Job, reviewed string, forceHandle
 	}
 	var waitingJob *int64
 	err := t.QueryRow(ctx, `UPDATE aster_pulls SET
-			running_job = NULL, lease_owner = '', lease_until = 0,
+			running_job = NULL, lease_owner = '', lease_until = 0, running_sha = '',
 			last_reviewed_sha = CASE WHEN $1 <> '' THEN $1 ELSE last_reviewed_sha END,
 			force_done = CASE WHEN force_done < $2 THEN $2 ELSE force_done END
 		WHERE owner = $3 AND repo = $4 AND number = $5 AND running_job = $6

@@ -221,7 +221,7 @@ func (s *Store) recover(ctx context.Context) (int, error) {
 	if err := s.e.rescue(ctx, mine); err != nil {
 		return 0, err
 	}
-	if _, err := s.db.Exec(ctx, `UPDATE aster_pulls SET running_job = NULL, lease_owner = '', lease_until = 0
+	if _, err := s.db.Exec(ctx, `UPDATE aster_pulls SET running_job = NULL, lease_owner = '', lease_until = 0, running_sha = ''
 		WHERE lease_owner = $1`, s.q.ClientID); err != nil {
 		return 0, fmt.Errorf("drop stale leases: %w", err)
 	}

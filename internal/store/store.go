@@ -19,6 +19,9 @@ import (
 // Errors of the store. ErrDuplicateDelivery is returned for a delivery id already stored.
 var (
 	ErrDuplicateDelivery = errors.New("duplicate delivery")
+	// ErrDuplicateCommand: the review command comment (at that edit time) is already stored,
+	// under another delivery id.
+	ErrDuplicateCommand = errors.New("review command already handled")
 	// ErrPullBusy: another job of the same pull request holds its lease. The worker snoozes.
 	ErrPullBusy = errors.New("another review of this pull request is running")
 	// ErrLeaseLost: the job's lease on its pull request expired or was taken over.

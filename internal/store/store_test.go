@@ -489,3 +489,208 @@ func TestReplicasMigrateTogether(t *testing.T) {
 		t.Fatalf("migrations recorded: %d (%v), want %d", n, err, len(migrations))
 	}
 }
+
+func command(delivery string, pr int, comment int64, updated time.Time) ReviewRequest {
+	return ReviewRequest{
+		Delivery:       Delivery{ID: delivery, Event: "issue_comment", Action: "created", Repo: "acme/widgets", Number: pr},
+		Pull:           PullKey{Owner: "acme", Repo: "widgets", Number: pr},
+		InstallationID: 99,
+		Force:          true,
+		By:             "maintainer",
+		Command:        &Command{CommentID: comment, UpdatedAt: updated},
+	}
+}
+
+// TestReplayedCommandRunsOnce is SECURITY H6 at the store: a command comment replayed under
+// new delivery ids (or its id re-cased) after its review ran adds no job; an edit (a new
+// updated_at) is a new command; delivery ids compare case-insensitively.
+func TestReplayedCommandRunsOnce(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		var runs atomic.Int32
+		if err := s.Start(ctx, func(ctx context.Context, j *Job) error {
+			c, err := j.Claim(ctx)
+			if err != nil {
+				return err
+			}
+			runs.Add(1)
+			return j.Finish(ctx, Finish{ForceHandled: c.Force, Record: &ReviewRecord{Pull: j.Pull, Outcome: OutcomePosted, JobID: j.ID}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Date(2019, 5, 15, 15, 20, 21, 0, time.UTC)
+		first, err := s.RequestReview(ctx, command("72d3162e-cc78-11e3-81ab-4c9367dc0958", 7, 492700400, t0))
+		if err != nil || first.JobID == 0 {
+			t.Fatalf("command: %+v, %v", first, err)
+		}
+		waitFor(t, "the command's run", 10*time.Second, func() bool { return runs.Load() == 1 })
+		waitFor(t, "the run to finish", 10*time.Second, func() bool {
+			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
+			return p.RunningJob == 0
+		})
+		for _, id := range []string{"replay-1", "replay-2", "replay-3"} {
+			if _, err := s.RequestReview(ctx, command(id, 7, 492700400, t0)); !errors.Is(err, ErrDuplicateCommand) {
+				t.Fatalf("replay under %s: err = %v, want ErrDuplicateCommand", id, err)
+			}
+		}
+		if _, err := s.RequestReview(ctx, command("72D3162E-CC78-11E3-81AB-4C9367DC0958", 7, 1, t0)); !errors.Is(err, ErrDuplicateDelivery) {
+			t.Fatalf("re-cased delivery id: err = %v, want ErrDuplicateDelivery", err)
+		}
+		jobs, _ := s.Jobs(ctx)
+		if len(jobs) != 1 {
+			t.Fatalf("jobs after replays: %d, want 1", len(jobs))
+		}
+		edit, err := s.RequestReview(ctx, command("edit-1", 7, 492700400, t0.Add(time.Second)))
+		if err != nil || edit.JobID == 0 || edit.JobID == first.JobID {
+			t.Fatalf("edited command: %+v, %v (want a new job)", edit, err)
+		}
+		waitFor(t, "the edit's run", 10*time.Second, func() bool { return runs.Load() == 2 })
+		if _, err := s.RequestReview(ctx, command("edit-replay", 7, 492700400, t0.Add(time.Second))); !errors.Is(err, ErrDuplicateCommand) {
+			t.Fatalf("replayed edit: err = %v, want ErrDuplicateCommand", err)
+		}
+		c, err := s.Counts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Commands != 2 || c.Deliveries != 2 {
+			t.Fatalf("counts %+v: want 2 commands, 2 deliveries", c)
+		}
+		time.Sleep(200 * time.Millisecond)
+		if n := runs.Load(); n != 2 {
+			t.Fatalf("%d runs, want 2 (the command and its edit)", n)
+		}
+	})
+}
+
+// TestReplayedHeadFoldsIntoItsJob is SECURITY H6 for pull request events: the same head
+// announced again under a new delivery id while its job runs joins that job, after it was
+// reviewed adds nothing; a new head still gets a job.
+func TestReplayedHeadFoldsIntoItsJob(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		release := make(chan struct{})
+		var runs atomic.Int32
+		if err := s.Start(ctx, func(ctx context.Context, j *Job) error {
+			c, err := j.Claim(ctx)
+			if err != nil {
+				return err
+			}
+			if runs.Add(1) == 1 {
+				<-release
+			}
+			return j.Finish(ctx, Finish{ReviewedSHA: c.RequestedSHA, Record: &ReviewRecord{Pull: j.Pull, HeadSHA: c.RequestedSHA, Outcome: OutcomePosted, JobID: j.ID}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		first, err := s.RequestReview(ctx, request("d-open", 7, "aaa"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the job to claim", 10*time.Second, func() bool {
+			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
+			return p.RunningJob == first.JobID
+		})
+		during, err := s.RequestReview(ctx, request("replay-during", 7, "aaa"))
+		if err != nil || !during.Coalesced || during.JobID != first.JobID {
+			t.Fatalf("replay during the run: %+v, %v (want folded into running job %d)", during, err, first.JobID)
+		}
+		close(release)
+		waitFor(t, "the review to finish", 10*time.Second, func() bool {
+			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
+			return p.LastReviewedSHA == "aaa" && p.RunningJob == 0
+		})
+		after, err := s.RequestReview(ctx, request("replay-after", 7, "aaa"))
+		if err != nil || !after.Reviewed || after.JobID != 0 {
+			t.Fatalf("replay after the review: %+v, %v (want already reviewed, no job)", after, err)
+		}
+		if jobs, _ := s.Jobs(ctx); len(jobs) != 1 {
+			t.Fatalf("jobs after replays: %d, want 1", len(jobs))
+		}
+		push, err := s.RequestReview(ctx, request("d-push", 7, "bbb"))
+		if err != nil || push.JobID == 0 || push.Coalesced || push.Reviewed {
+			t.Fatalf("a new head: %+v, %v (want a new job)", push, err)
+		}
+		waitFor(t, "the new head's review", 10*time.Second, func() bool { return runs.Load() == 2 })
+	})
+}
+
+// TestReopenedDuringARunQueues: reopened (or ready_for_review) for the head a job is running
+// on queues a job rather than joining it: the running job may be skipping the pull request
+// because it was closed (or a draft) when it looked.
+func TestReopenedDuringARunQueues(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		release := make(chan struct{})
+		if err := s.Start(ctx, func(ctx context.Context, j *Job) error {
+			if _, err := j.Claim(ctx); err != nil {
+				return err
+			}
+			<-release
+			return j.Finish(ctx, Finish{Record: &ReviewRecord{Pull: j.Pull, Outcome: OutcomeSkipped, JobID: j.ID}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer close(release)
+		first, err := s.RequestReview(ctx, request("d-1", 7, "aaa"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the job to claim", 10*time.Second, func() bool {
+			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
+			return p.RunningJob == first.JobID
+		})
+		r := request("d-reopened", 7, "aaa")
+		r.Delivery.Action = "reopened"
+		got, err := s.RequestReview(ctx, r)
+		if err != nil || got.Coalesced || got.JobID == 0 || got.JobID == first.JobID {
+			t.Fatalf("reopened during the run: %+v, %v (want a new waiting job)", got, err)
+		}
+	})
+}
+
+// TestUpgradeLowerCasesDeliveryIDs: a database of schema 1 whose delivery ids differ only in
+// case (a replay the old version accepted) keeps one of each, lower-cased, so the replay is
+// a duplicate after the upgrade.
+func TestUpgradeLowerCasesDeliveryIDs(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		ctx := t.Context()
+		s := open(Options{})
+		// Back to schema 1: without what migration 2 adds, with ids of mixed case.
+		for _, q := range []string{
+			`DROP TABLE aster_commands`,
+			`ALTER TABLE aster_pulls DROP COLUMN running_sha`,
+			`DELETE FROM aster_migrations WHERE version = 2`,
+			`INSERT INTO aster_deliveries (delivery_id, event, outcome, received_at) VALUES
+				('72D3162E-cc78', 'issue_comment', 'queued', 1), ('72d3162e-cc78', 'issue_comment', 'queued', 2),
+				('72d3162e-CC78', 'issue_comment', 'queued', 3), ('Other-1', 'pull_request', 'queued', 4)`,
+		} {
+			if _, err := s.db.Exec(ctx, q); err != nil {
+				t.Fatalf("%s: %v", q, err)
+			}
+		}
+		s.Close()
+		s = open(Options{})
+		rows, err := s.db.Query(ctx, `SELECT delivery_id FROM aster_deliveries ORDER BY delivery_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				t.Fatal(err)
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if fmt.Sprint(ids) != "[72d3162e-cc78 other-1]" {
+			t.Fatalf("delivery ids after the upgrade: %v", ids)
+		}
+		if _, err := s.RequestReview(ctx, request("72D3162E-CC78", 7, "aaa")); !errors.Is(err, ErrDuplicateDelivery) {
+			t.Fatalf("a re-cased id after the upgrade: err = %v, want ErrDuplicateDelivery", err)
+		}
+	})
+}

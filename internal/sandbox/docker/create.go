@@ -8,6 +8,7 @@ import (
 	"github.com/moby/moby/api/types/mount"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
 // containerConfig builds the container for one sandbox. Nothing here comes from
@@ -60,7 +61,9 @@ func (r *Runtime) containerConfig(opts sandbox.PrepareOptions, id sandbox.Identi
 		Privileged:     false,
 		CapDrop:        []string{"ALL"},
 		CapAdd:         InitCapabilities,
-		SecurityOpt:    []string{"no-new-privileges"},
+		SecurityOpt:    []string{"no-new-privileges", "seccomp=" + r.seccomp},
+		MaskedPaths:    hardening.MaskedPaths(), // replaces the engine's defaults, so it repeats them
+		ReadonlyPaths:  hardening.ReadonlyPaths(),
 		ReadonlyRootfs: true,
 		IpcMode:        "private",
 		PidMode:        "",

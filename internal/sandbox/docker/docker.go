@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
 // Labels every Aster container carries. The reaper selects on LabelManaged and
@@ -93,6 +94,7 @@ type Runtime struct {
 
 	cgroupOnce sync.Once
 	cgroupFmt  string // host memory cgroup directory of a container, %s = its id; "" unknown
+	seccomp    string // the Aster seccomp profile as JSON, the engine's inline form
 }
 
 var _ sandbox.Runtime = (*Runtime)(nil)
@@ -112,6 +114,10 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if fi.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("aster-init at %s is not executable", abs)
+	}
+	profile, err := hardening.SeccompJSON()
+	if err != nil {
+		return nil, err
 	}
 	var copts []client.Opt
 	switch {
@@ -135,7 +141,7 @@ func New(opts Options) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	return &Runtime{api: c, closer: c.Close, opts: opts, log: log, initAbs: abs, ids: ids}, nil
+	return &Runtime{api: c, closer: c.Close, opts: opts, log: log, initAbs: abs, ids: ids, seccomp: string(profile)}, nil
 }
 
 // cgroupDir is the host directory of a container's memory cgroup, when the

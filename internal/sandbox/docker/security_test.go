@@ -14,6 +14,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandbox/securitytest"
 )
@@ -89,6 +90,17 @@ func TestLiveSandboxSettings(t *testing.T) {
 	}
 	if !nnp {
 		t.Errorf("A1: no-new-privileges missing from %v", hc.SecurityOpt)
+	}
+	// M1, M4: the engine holds the Aster profile and path lists, not its own.
+	profile, err := hardening.SeccompJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(hc.SecurityOpt, "seccomp="+string(profile)) {
+		t.Error("M1: the container does not run the Aster seccomp profile")
+	}
+	if !slices.Equal(hc.MaskedPaths, hardening.MaskedPaths()) || !slices.Equal(hc.ReadonlyPaths, hardening.ReadonlyPaths()) {
+		t.Errorf("M4: masked %v read-only %v, want the Aster lists", hc.MaskedPaths, hc.ReadonlyPaths)
 	}
 	if c.AppArmorProfile == "unconfined" {
 		t.Error("A1: AppArmor unconfined")

@@ -41,6 +41,14 @@ func TestSecurity(t *testing.T) {
 		"K2_init_unreachable": "TestSecurity/K2_signals_to_init",
 	}, Gaps: map[string]string{
 		"M2_no_shared_kernel_user": "every Pod runs as uid 1000: per-sandbox users need Pod user namespaces (hostUsers: false), which containerd 1.6 cannot give",
+		// A Pod cannot carry an inline seccomp profile: it asks for the node
+		// runtime's RuntimeDefault (A1 checks that), whose content is the
+		// node's; Aster's own needs a Localhost profile file on each node.
+		"M1_seccomp_io_uring":        "seccomp is the node runtime's RuntimeDefault (containerd 1.6 allows io_uring); Aster's profile needs a Localhost profile file on every node",
+		"M1_seccomp_socket_families": "seccomp is the node runtime's RuntimeDefault (containerd 1.6 allows every socket family)",
+		// A Pod can only choose procMount Default (the runtime's own masked
+		// paths, E5) or Unmasked; no path can be added.
+		"M4_host_information": "a Pod can only choose procMount Default or Unmasked: /proc/config.gz, /proc/kallsyms, /sys/kernel/btf and the rest stay readable",
 	}})
 }
 

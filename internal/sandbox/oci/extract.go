@@ -23,9 +23,11 @@ type extractStats struct {
 // stream) into dir. The image is on the operator's allowlist, but the archive
 // is still treated as data: every path is resolved through an os.Root, so no
 // entry, link or link target can write outside dir; device nodes are skipped;
-// file capabilities and other extended attributes are not restored. Ownership
-// and modes (setuid included: no_new_privs makes it inert in a sandbox) are
-// kept so the tree looks as the image does.
+// file capabilities and other extended attributes are not restored.
+// Ownership and permission bits are kept so the tree looks as the image does,
+// but setuid and setgid bits are dropped: no_new_privs makes them inert in a
+// sandbox, while on the host they would give any user who reaches the cache a
+// root-owned setuid binary (SECURITY.md M3).
 func extractRootfs(r io.Reader, dir string) (extractStats, error) {
 	var st extractStats
 	root, err := os.OpenRoot(dir)
@@ -87,7 +89,7 @@ func extractRootfs(r io.Reader, dir string) (extractStats, error) {
 			if err != nil {
 				return st, fmt.Errorf("%s: %w", name, err)
 			}
-			// chown before chmod: chown clears the setuid bits.
+			// chown before chmod: chown would clear a setuid bit, were one set.
 			if err := root.Lchown(name, h.Uid, h.Gid); err != nil {
 				return st, fmt.Errorf("%s: %w", name, err)
 			}
@@ -152,17 +154,11 @@ func cleanEntry(name string) (string, bool) {
 	return rel, true
 }
 
-// modeBits maps the tar header's setuid, setgid and sticky bits.
+// modeBits maps the tar header's sticky bit; setuid and setgid are never
+// restored.
 func modeBits(m int64) fs.FileMode {
-	var out fs.FileMode
-	if m&04000 != 0 {
-		out |= fs.ModeSetuid
-	}
-	if m&02000 != 0 {
-		out |= fs.ModeSetgid
-	}
 	if m&01000 != 0 {
-		out |= fs.ModeSticky
+		return fs.ModeSticky
 	}
-	return out
+	return 0
 }

@@ -230,7 +230,7 @@ func (c *imageCache) remember(image, digest string) {
 }
 
 func (c *imageCache) rootfsPath(digest string) string {
-	return filepath.Join(c.dir, "rootfs", digestDir(digest))
+	return filepath.Join(c.dir, rootfsDir, digestDir(digest))
 }
 
 func (c *imageCache) present(digest string) bool {
@@ -273,14 +273,16 @@ func (c *imageCache) exportOnce(ctx context.Context, image, digest string) error
 	if c.src == nil {
 		return fmt.Errorf("%w: image %s is not exported and there is no image source", sandbox.ErrUnavailable, image)
 	}
-	if err := os.MkdirAll(filepath.Join(c.dir, "rootfs"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(c.dir, rootfsDir), 0o700); err != nil {
 		return fmt.Errorf("image cache: %w", err)
 	}
-	tmp, err := os.MkdirTemp(filepath.Join(c.dir, "rootfs"), ".export-")
+	tmp, err := os.MkdirTemp(filepath.Join(c.dir, rootfsDir), ".export-")
 	if err != nil {
 		return fmt.Errorf("image cache: %w", err)
 	}
 	defer os.RemoveAll(tmp)
+	// The tree's root is the sandbox's "/", which every process in it must be
+	// able to traverse; its 0700 parents keep host users out.
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("image cache: %w", err)
 	}
@@ -361,7 +363,7 @@ func (c *imageCache) writeIndex(image, digest string) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+	if err := os.Chmod(tmp.Name(), 0o600); err != nil {
 		return err
 	}
 	return os.Rename(tmp.Name(), filepath.Join(c.dir, indexFile))

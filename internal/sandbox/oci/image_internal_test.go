@@ -67,7 +67,7 @@ func TestExtractRootfs(t *testing.T) {
 		t.Errorf("stats %+v", st)
 	}
 	fi, err := os.Stat(filepath.Join(dir, "usr/bin/tool"))
-	if err != nil || fi.Mode()&fs.ModeSetuid == 0 || fi.Mode().Perm() != 0o755 {
+	if err != nil || fi.Mode()&fs.ModeSetuid != 0 || fi.Mode().Perm() != 0o755 {
 		t.Errorf("tool: %v %v", fi.Mode(), err)
 	}
 	if target, _ := os.Readlink(filepath.Join(dir, "etc-abs")); target != "/etc" {

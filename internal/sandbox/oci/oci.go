@@ -131,9 +131,18 @@ func New(opts Options) (*Runtime, error) {
 		if err := ownedPrivateDir(d); err != nil {
 			return nil, fmt.Errorf("oci state directory: %w", err)
 		}
+		// Bundles name the host paths of the cache and of aster-init: no one
+		// else's business. A directory an older version made 0755 is fixed.
+		if err := os.Chmod(d, 0o700); err != nil {
+			return nil, fmt.Errorf("oci state directory: %w", err)
+		}
 	}
-	if err := os.MkdirAll(opts.CacheDir, 0o755); err != nil {
+	stripped, err := secureCache(opts.CacheDir)
+	if err != nil {
 		return nil, fmt.Errorf("oci cache directory: %w", err)
+	}
+	if stripped > 0 {
+		r.log.Info("oci image cache: setuid/setgid bits removed from trees of an older version", "files", stripped, "dir", filepath.Join(opts.CacheDir, legacyRootfsDir))
 	}
 	if r.base, err = newSpecBase(apparmorProfile()); err != nil {
 		return nil, err

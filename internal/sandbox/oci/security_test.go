@@ -18,6 +18,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -27,7 +28,7 @@ import (
 // TestSecurity runs SECURITY.md sections B–F against the oci runtime.
 func TestSecurity(t *testing.T) {
 	rt := ocitest.Runtime(t)
-	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image()})
+	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), StripsSetuid: true})
 }
 
 // live is a prepared sandbox inspected from the host: its bundle, its init
@@ -166,6 +167,15 @@ func TestLiveSandboxSettings(t *testing.T) {
 	if uids := strings.Fields(statusField(status, "Uid")); len(uids) == 4 {
 		n, _ := strconv.ParseUint(uids[1], 10, 32)
 		jobUID = uint32(n)
+	}
+	// M1: the bundle carries the Aster profile, the bytes the docker runtime
+	// sends its engine.
+	profile, err := hardening.SeccompJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := json.Marshal(l.spec.Linux.Seccomp); err != nil || string(got) != string(profile) {
+		t.Errorf("M1: the bundle's seccomp section is not the Aster profile (%v)", err)
 	}
 
 	// A2: read-only root; every tmpfs has a size; network none (only lo).

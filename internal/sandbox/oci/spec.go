@@ -1,14 +1,13 @@
 package oci
 
 import (
-	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/moby/profiles/seccomp"
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
 // Annotations every Aster bundle carries, the OCI twin of the Docker runtime's
@@ -40,37 +39,24 @@ const ociVersion = "1.0.2"
 // shmBytes is the size of /dev/shm, as the Docker runtime sets it.
 const shmBytes = 16 << 20
 
-// maskedPaths and readonlyPaths are the Docker engine's defaults for an
-// unprivileged container.
-var (
-	maskedPaths = []string{
-		"/proc/asound", "/proc/acpi", "/proc/interrupts", "/proc/kcore", "/proc/keys",
-		"/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
-		"/proc/scsi", "/sys/firmware", "/sys/devices/virtual/powercap",
-	}
-	readonlyPaths = []string{
-		"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
-	}
-)
-
 // specBase is the part of config.json that is the same for every sandbox: the
 // process, namespaces, capabilities, seccomp, masked paths and the devices a
 // job may use. It is built once per Runtime (the seccomp profile is large) and
 // copied per run.
 type specBase struct {
 	seccomp  *specs.LinuxSeccomp
+	masked   []string
+	readonly []string
 	apparmor string
 }
 
 func newSpecBase(apparmor string) (*specBase, error) {
-	// The profile is filtered by the capabilities the process holds: none, so
-	// every syscall the engine gates behind a capability stays refused.
-	probe := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
-	sc, err := seccomp.GetDefaultProfile(probe)
+	// The one Aster profile, the same bytes the Docker runtime sends.
+	sc, err := hardening.SeccompOCI()
 	if err != nil {
-		return nil, fmt.Errorf("default seccomp profile: %w", err)
+		return nil, err
 	}
-	return &specBase{seccomp: sc, apparmor: apparmor}, nil
+	return &specBase{seccomp: sc, masked: hardening.MaskedPaths(), readonly: hardening.ReadonlyPaths(), apparmor: apparmor}, nil
 }
 
 // bundleSpec builds the config.json of one sandbox. Nothing in it comes from the
@@ -164,8 +150,8 @@ func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identit
 			CgroupsPath:       "/aster/" + id,
 			Seccomp:           b.seccomp,
 			RootfsPropagation: "rprivate",
-			MaskedPaths:       maskedPaths,
-			ReadonlyPaths:     readonlyPaths,
+			MaskedPaths:       b.masked,
+			ReadonlyPaths:     b.readonly,
 		},
 	}
 	return s

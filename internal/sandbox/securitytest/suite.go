@@ -42,6 +42,9 @@ type Target struct {
 	// Gaps names cases that do not hold on this runtime at all, each with the
 	// reason (stated in the README's honest limits). Each is skipped with it.
 	Gaps map[string]string
+	// StripsSetuid says the runtime's copy of the image holds no setuid or
+	// setgid file (the oci runtime strips them on export, SECURITY.md M3).
+	StripsSetuid bool
 }
 
 type suite struct {
@@ -125,6 +128,7 @@ func Run(t *testing.T, tgt Target) {
 		{"K5_caller_gone_stdin_unread", s.k5CallerGone},
 		{"M2_no_shared_kernel_user", s.m2Quotas},
 	}
+	cases = append(cases, s.kernelCases()...)
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if by, ok := tgt.Replaced[c.name]; ok {

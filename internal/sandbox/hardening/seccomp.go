@@ -1,0 +1,110 @@
+// Package hardening is the kernel-facing confinement every sandbox runtime
+// applies alike: one seccomp profile, one list of masked and one of read-only
+// paths. The runtimes only translate it into their own API, so that a job
+// meets the same kernel surface whichever runtime runs it (SECURITY.md M1, M4).
+package hardening
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"syscall"
+
+	"github.com/moby/profiles/seccomp"
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+)
+
+// DeniedSyscalls are refused by name, with EPERM, whatever the upstream
+// default profile allows now or later: interfaces with a long record of
+// kernel privilege escalations (io_uring, userfaultfd, bpf, perf), ways to
+// change the running kernel (kexec, modules), the keyring (not namespaced),
+// and the new mount API. The upstream default already refuses most of them
+// for a process without capabilities; Docker 20.10's engine default allows
+// io_uring, so the docker runtime relied on that alone before this list.
+func DeniedSyscalls() []string {
+	return []string{
+		"add_key",
+		"bpf",
+		"delete_module",
+		"finit_module",
+		"fsconfig",
+		"fsmount",
+		"fsopen",
+		"fspick",
+		"init_module",
+		"io_uring_enter",
+		"io_uring_register",
+		"io_uring_setup",
+		"kexec_file_load",
+		"kexec_load",
+		"keyctl",
+		"mount_setattr",
+		"move_mount",
+		"open_tree",
+		"perf_event_open",
+		"request_key",
+		"userfaultfd",
+	}
+}
+
+// SeccompJSON builds the profile and returns it as JSON. The same bytes are
+// the Docker API's inline profile (HostConfig.SecurityOpt "seccomp=<json>":
+// the engine's profile format shares every field name used here with the OCI
+// section) and, decoded, the linux.seccomp section of an OCI bundle. The
+// result depends only on this machine's architecture and kernel version, so
+// a runtime builds it once.
+func SeccompJSON() ([]byte, error) {
+	p, err := build()
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	return b, nil
+}
+
+// SeccompOCI returns the profile as an OCI bundle section, decoded from
+// SeccompJSON so that both forms are the same profile byte for byte.
+func SeccompOCI() (*specs.LinuxSeccomp, error) {
+	b, err := SeccompJSON()
+	if err != nil {
+		return nil, err
+	}
+	var p specs.LinuxSeccomp
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	return &p, nil
+}
+
+// build starts from the upstream default profile as it applies to a process
+// with no capabilities at all (every syscall the engine gates behind a
+// capability stays refused) and adds the explicit denials.
+func build() (*specs.LinuxSeccomp, error) {
+	probe := &specs.Spec{Process: &specs.Process{Capabilities: &specs.LinuxCapabilities{}}}
+	p, err := seccomp.GetDefaultProfile(probe)
+	if err != nil {
+		return nil, fmt.Errorf("default seccomp profile: %w", err)
+	}
+	if p.DefaultAction != specs.ActErrno {
+		// Everything below assumes an allowlist.
+		return nil, fmt.Errorf("default seccomp profile: default action %s, want %s", p.DefaultAction, specs.ActErrno)
+	}
+	denied := DeniedSyscalls()
+	// A denied name is taken out of every other rule, so that no rule with
+	// another action competes with the denial (libseccomp keeps one action per
+	// syscall and argument set).
+	rules := p.Syscalls[:0]
+	for _, r := range p.Syscalls {
+		r.Names = slices.DeleteFunc(r.Names, func(n string) bool { return slices.Contains(denied, n) })
+		if len(r.Names) > 0 {
+			rules = append(rules, r)
+		}
+	}
+	eperm := uint(syscall.EPERM)
+	p.Syscalls = append(rules, specs.LinuxSyscall{Names: denied, Action: specs.ActErrno, ErrnoRet: &eperm})
+	p.DefaultErrnoRet = &eperm
+	return p, nil
+}
