@@ -335,13 +335,6 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	hostGone := make(chan struct{})
 	a.inputDone = hostGone
 	go a.pumpStdin(stdinW, hostGone)
-	// pumpStdin notices the host going away only when it reads, and it may
-	// be blocked writing to a job that never reads its stdin: watch the
-	// stream itself too, so that a vanished caller ends the job in seconds.
-	hangup := make(chan struct{})
-	stopWatch := make(chan struct{})
-	defer close(stopWatch)
-	go watchHangup(0, hangup, stopWatch)
 
 	deadline := time.NewTimer(time.Duration(job.TimeoutMS) * time.Millisecond)
 	defer deadline.Stop()
@@ -380,10 +373,6 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 			kill(grace)
 		case <-hostGone:
 			hostGone = nil
-			kill(0)
-		case <-hangup:
-			hangup = nil
-			a.hostGone.Store(true)
 			kill(0)
 		case <-term:
 			kill(grace)
@@ -442,18 +431,31 @@ func mkdirIn(root, dir string) error {
 	return r.MkdirAll(dir, 0o755)
 }
 
-// pumpStdin copies stdin frames to the command until the stdin end frame, then
-// keeps reading so that it notices the host closing the stream: the host holds
-// it open until the result arrives, so EOF here means the host is gone.
+// stdinWindow is how much of the job's stdin init takes ahead of the job.
+const stdinWindow = 256 << 10
+
+// pumpStdin reads the host's stream for as long as the job runs. Stdin frames
+// go to a writer goroutine that feeds the command and grants the host more as
+// the command reads (the host never sends more than granted, so the stream is
+// always drained here, however slowly the command reads). EOF means the host
+// is gone: it holds the stream open until the result arrives.
 func (a *agent) pumpStdin(w *os.File, hostGone chan<- struct{}) {
 	defer close(hostGone)
-	closeW := func() {
-		if w != nil {
-			w.Close()
-			w = nil
+	var pending chan []byte
+	if w != nil {
+		// At most stdinWindow bytes are ever granted and unwritten, in frames
+		// of at least one byte: a host that sends more is dropped.
+		pending = make(chan []byte, 1024)
+		go a.feedStdin(w, pending)
+		_ = a.out.WriteFrame(initproto.TypeStdinWant, initproto.EncodeWant(stdinWindow))
+	}
+	endStdin := func() {
+		if pending != nil {
+			close(pending)
+			pending = nil
 		}
 	}
-	defer closeW()
+	defer endStdin()
 	for {
 		f, err := a.in.Next()
 		if err != nil {
@@ -462,16 +464,37 @@ func (a *agent) pumpStdin(w *os.File, hostGone chan<- struct{}) {
 		}
 		switch f.Type {
 		case initproto.TypeStdin:
-			if w != nil {
-				if _, err := w.Write(f.Payload); err != nil {
-					closeW() // the command closed its stdin; drop the rest
+			if pending != nil {
+				select {
+				case pending <- f.Payload:
+				default: // more than was granted: not ours to buffer
 				}
 			}
 		case initproto.TypeStdinEnd:
-			closeW()
+			endStdin()
 		default:
 			// Nothing else is expected after the job starts; ignore it.
 		}
+	}
+}
+
+// feedStdin writes stdin frames to the command and grants the host what it
+// wrote. When the command closes its stdin the rest is dropped.
+func (a *agent) feedStdin(w *os.File, pending <-chan []byte) {
+	open := true
+	for p := range pending {
+		if !open {
+			continue
+		}
+		if _, err := w.Write(p); err != nil {
+			w.Close()
+			open = false
+			continue
+		}
+		_ = a.out.WriteFrame(initproto.TypeStdinWant, initproto.EncodeWant(uint32(len(p))))
+	}
+	if open {
+		w.Close()
 	}
 }
 

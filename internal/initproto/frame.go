@@ -18,7 +18,7 @@ import (
 )
 
 // Version is the protocol version carried in the job header and the hello.
-const Version = 1
+const Version = 2
 
 // MaxPayload is the largest payload a frame may carry.
 const MaxPayload = 1 << 20
@@ -48,7 +48,26 @@ const (
 	TypeStdout Type = 'O' // a chunk of the command's stdout
 	TypeStderr Type = 'E' // a chunk of the command's stderr
 	TypeResult Type = 'R' // JSON ResultFrame; always last
+	// TypeStdinWant grants the host more stdin: a 4-byte big-endian count of
+	// bytes init can take now. The host sends no stdin beyond what init has
+	// granted, so the stream from the host is never backed up behind a job
+	// that does not read: init keeps reading it, and sees at once when the
+	// host goes away.
+	TypeStdinWant Type = 'W'
 )
+
+// EncodeWant is the payload of a TypeStdinWant frame.
+func EncodeWant(n uint32) []byte {
+	return []byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}
+}
+
+// DecodeWant parses a TypeStdinWant payload.
+func DecodeWant(p []byte) (uint32, error) {
+	if len(p) != 4 {
+		return 0, fmt.Errorf("stdin-want frame of %d bytes, want 4", len(p))
+	}
+	return uint32(p[0])<<24 | uint32(p[1])<<16 | uint32(p[2])<<8 | uint32(p[3]), nil
+}
 
 func (t Type) String() string {
 	switch t {
@@ -70,6 +89,8 @@ func (t Type) String() string {
 		return "stderr"
 	case TypeResult:
 		return "result"
+	case TypeStdinWant:
+		return "stdin-want"
 	}
 	return fmt.Sprintf("unknown(%#x)", byte(t))
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -96,8 +97,10 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 	fw := initproto.NewWriter(s.W)
 	sendErr := make(chan error, 1)
 	var workspaceErr error
+	flow := newStdinFlow()
+	defer flow.stop()
 	go func() {
-		err := sendJob(fw, hdr, job)
+		err := sendJob(fw, hdr, job, flow)
 		sendErr <- err
 		var we *workspaceError
 		if errors.As(err, &we) {
@@ -140,6 +143,13 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 			if c.Total() > job.Limits.OutputCeilingBytes+ceilingSlack {
 				endRun(StatusOutputLimit, fmt.Sprintf("%s passed the output ceiling and aster-init did not stop it", name))
 			}
+		case initproto.TypeStdinWant:
+			n, err := initproto.DecodeWant(f.Payload)
+			if err != nil {
+				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+				break
+			}
+			flow.grant(int64(n))
 		case initproto.TypeResult:
 			r, err := initproto.DecodeResult(f.Payload)
 			if err != nil {
@@ -314,8 +324,50 @@ func jobHeader(job Job) (initproto.JobHeader, error) {
 	return hdr, nil
 }
 
+// stdinFlow is the host's side of stdin flow control: init grants bytes
+// (TypeStdinWant) as the command reads them, and the host sends no more than
+// it was granted, so the stream to init is never backed up behind a command
+// that does not read its stdin, and init always sees the host going away.
+type stdinFlow struct {
+	credit atomic.Int64
+	more   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+}
+
+func newStdinFlow() *stdinFlow {
+	return &stdinFlow{more: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+func (f *stdinFlow) grant(n int64) {
+	f.credit.Add(n)
+	select {
+	case f.more <- struct{}{}:
+	default:
+	}
+}
+
+// take waits for credit and takes up to want bytes of it. It is called from
+// one goroutine only.
+func (f *stdinFlow) take(want int) (int, error) {
+	for {
+		if avail := f.credit.Load(); avail > 0 {
+			k := min(avail, int64(want))
+			f.credit.Add(-k)
+			return int(k), nil
+		}
+		select {
+		case <-f.more:
+		case <-f.done:
+			return 0, errors.New("the run ended before the command read all its stdin")
+		}
+	}
+}
+
+func (f *stdinFlow) stop() { f.once.Do(func() { close(f.done) }) }
+
 // sendJob writes the header, the workspace and stdin as frames.
-func sendJob(fw *initproto.Writer, hdr initproto.JobHeader, job Job) error {
+func sendJob(fw *initproto.Writer, hdr initproto.JobHeader, job Job, flow *stdinFlow) error {
 	p, err := json.Marshal(hdr)
 	if err != nil {
 		return err
@@ -342,13 +394,25 @@ func sendJob(fw *initproto.Writer, hdr initproto.JobHeader, job Job) error {
 		}
 	}
 	if hdr.Stdin {
-		w := bufferedChunks(fw, initproto.TypeStdin)
-		_, err := io.Copy(w, job.Stdin)
-		if err == nil {
-			err = w.Flush()
-		}
-		if err != nil {
-			return fmt.Errorf("send stdin: %w", err)
+		buf := make([]byte, 256<<10)
+		for {
+			n, rerr := job.Stdin.Read(buf)
+			for data := buf[:n]; len(data) > 0; {
+				k, err := flow.take(len(data))
+				if err != nil {
+					return err
+				}
+				if err := fw.WriteFrame(initproto.TypeStdin, data[:k]); err != nil {
+					return fmt.Errorf("send stdin: %w", err)
+				}
+				data = data[k:]
+			}
+			if errors.Is(rerr, io.EOF) {
+				break
+			}
+			if rerr != nil {
+				return fmt.Errorf("send stdin: %w", rerr)
+			}
 		}
 		if err := fw.WriteFrame(initproto.TypeStdinEnd, nil); err != nil {
 			return fmt.Errorf("send stdin: %w", err)
