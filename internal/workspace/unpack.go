@@ -29,16 +29,21 @@ func Unpack(r io.Reader, root *os.Root, caps Caps) (Stats, error) {
 		if hdr.Typeflag == tar.TypeXGlobalHeader {
 			continue
 		}
+		// Counted before any work on the entry, like Filter does.
+		st.Files++
+		if st.Files > caps.MaxFiles {
+			return st, fmt.Errorf("%w: more than %d entries", ErrTooLarge, caps.MaxFiles)
+		}
+		if hdr.Typeflag == tar.TypeGNUSparse || isSparse(hdr) {
+			return st, errSparse(hdr)
+		}
 		name, err := CleanName(hdr.Name)
 		if err != nil {
 			return st, err
 		}
 		if name == "." {
+			st.Files--
 			continue
-		}
-		st.Files++
-		if st.Files > caps.MaxFiles {
-			return st, fmt.Errorf("%w: more than %d entries", ErrTooLarge, caps.MaxFiles)
 		}
 		if dir := path.Dir(name); dir != "." {
 			if err := root.MkdirAll(dir, 0o755); err != nil {

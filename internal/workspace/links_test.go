@@ -1,0 +1,102 @@
+package workspace
+
+import (
+	"archive/tar"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A name that was a symlink is never again a directory, a file, a hard link or
+// a parent, however it is spelled; a hard link never names or passes through a
+// symlink; and what merely looks similar is still accepted (SECURITY.md L6).
+func TestFilterSymlinkReuse(t *testing.T) {
+	sym := func(name, link string) entry { return entry{typ: tar.TypeSymlink, name: name, link: link} }
+	dir := func(name string) entry { return entry{typ: tar.TypeDir, name: name} }
+	file := func(name string) entry { return entry{typ: tar.TypeReg, name: name, body: "x"} }
+	hard := func(name, link string) entry { return entry{typ: tar.TypeLink, name: name, link: link} }
+	refused := []struct {
+		name string
+		in   []entry
+		want string // part of the error
+	}{
+		{"issue 12: l -> ../../etc, l/, l/passwd", []entry{sym("l", "../../etc"), dir("l/"), file("l/passwd")}, `"l/" names the earlier symlink "l" as a directory`},
+		{"dir after symlink", []entry{sym("l", "sub"), dir("l/")}, "as a directory"},
+		{"dir after symlink, ./ spelling", []entry{sym("l", "/etc"), dir("./l/")}, "as a directory"},
+		{"dir after symlink, name with a trailing slash", []entry{sym("l/", "/etc"), dir("l")}, "as a directory"},
+		{"file after symlink", []entry{sym("l", "/etc/passwd"), file("l")}, "as a file"},
+		{"file after symlink, a//b spelling", []entry{sym("a/l", "/etc/passwd"), file("a//l")}, "as a file"},
+		{"hard link named like a symlink", []entry{file("f"), sym("l", "/etc/passwd"), hard("l", "f")}, "as a hard link"},
+		{"file below a symlink", []entry{sym("l", "/etc"), file("l/passwd")}, `passes through the symlink "l"`},
+		{"file below a symlink, // spelling", []entry{sym("l", "/etc"), file("l//passwd")}, "passes through the symlink"},
+		{"file below a symlink, ./ spelling", []entry{sym("./l", "/etc"), file("./l/./passwd")}, "passes through the symlink"},
+		{"dir below a symlink", []entry{sym("l", "/etc"), dir("l/cron.d/")}, "passes through the symlink"},
+		{"symlink below a symlink", []entry{sym("l", "/etc"), sym("l/x", "y")}, "passes through the symlink"},
+		{"hard link named below a symlink", []entry{file("f"), sym("l", "/etc"), hard("l/shadow", "f")}, "passes through the symlink"},
+		{"hard link to a symlink", []entry{sym("l", "/etc/passwd"), hard("h", "l")}, "not an earlier file"},
+		{"hard link through a symlink that replaced a parent", []entry{file("a/x"), sym("a", "/etc"), hard("h", "a/x")}, `passes through the symlink "a"`},
+		{"a/b, then a -> /, then a/b/c", []entry{file("a/b"), sym("a", "/"), file("a/b/c")}, `passes through the symlink "a"`},
+		{"symlink replacing a directory entry", []entry{dir("a/"), sym("a", "/")}, "replaces the earlier directory"},
+		{"chain: a -> b, b -> /etc, a/x", []entry{sym("a", "b"), sym("b", "/etc"), file("a/x")}, `passes through the symlink "a"`},
+		{"chain inside: sub/l -> ../up, up -> /etc, sub/l/x", []entry{dir("sub/"), sym("sub/l", "../up"), sym("up", "/etc"), file("sub/l/x")}, `passes through the symlink "sub/l"`},
+		{"deep symlink, deeper entry", []entry{sym("a/b/c/l", "../../../.."), file("a/b/c/l/d/e")}, `passes through the symlink "a/b/c/l"`},
+	}
+	for _, c := range refused {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			_, err := Filter(mkTar(t, c.in...), &out, Caps{})
+			if !errors.Is(err, ErrUnsafe) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err %v, want ErrUnsafe with %q", err, c.want)
+			}
+		})
+	}
+	accepted := []struct {
+		name string
+		in   []entry
+		want []string
+	}{
+		{"symlink redeclared as a symlink", []entry{sym("l", "a"), sym("l", "b")}, []string{"2:l->a", "2:l->b"}},
+		{"file replaced by a symlink", []entry{file("f"), sym("f", "g")}, []string{"0:f->", "2:f->g"}},
+		{"hard link made before its file became a symlink", []entry{file("f"), hard("h", "f"), sym("f", "g")}, []string{"0:f->", "1:h->f", "2:f->g"}},
+		{"sibling that starts with the symlink's name", []entry{sym("l", "/"), file("lx/y"), file("l.d/y"), file("l-")}, []string{"2:l->/", "0:lx/y->", "0:l.d/y->", "0:l-->"}},
+		{"symlink to a directory that is used by its own name", []entry{dir("sub/"), sym("l", "sub"), file("sub/x")}, []string{"5:sub/->", "2:l->sub", "0:sub/x->"}},
+	}
+	for _, c := range accepted {
+		t.Run(c.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if _, err := Filter(mkTar(t, c.in...), &out, Caps{}); err != nil {
+				t.Fatal(err)
+			}
+			if got := names(t, &out); strings.Join(got, " ") != strings.Join(c.want, " ") {
+				t.Fatalf("entries %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// The second line holds for the same pattern: Unpack, given it unfiltered,
+// writes nothing outside its root.
+func TestUnpackSymlinkThenDirectory(t *testing.T) {
+	parent := t.TempDir()
+	etc := filepath.Join(parent, "etc")
+	must(t, os.Mkdir(etc, 0o755))
+	dst := filepath.Join(parent, "a", "b")
+	must(t, os.MkdirAll(dst, 0o755))
+	root, err := os.OpenRoot(dst)
+	must(t, err)
+	defer root.Close()
+	archive := mkTar(t,
+		entry{typ: tar.TypeSymlink, name: "l", link: "../../etc"},
+		entry{typ: tar.TypeDir, name: "l/"},
+		entry{typ: tar.TypeReg, name: "l/passwd", body: "planted"},
+	)
+	if _, err := Unpack(archive, root, Caps{}); err == nil {
+		t.Fatal("Unpack wrote through the symlink")
+	}
+	if _, err := os.Stat(filepath.Join(etc, "passwd")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("file planted outside the root: %v", err)
+	}
+}
