@@ -4,7 +4,9 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -99,4 +101,143 @@ func TestUnpackSymlinkThenDirectory(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(etc, "passwd")); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("file planted outside the root: %v", err)
 	}
+}
+
+// FuzzFilterSymlinkModel builds archives from a line-per-entry script
+// ("s name target", "d name", "f name", "h name target"), so that the fuzzer
+// reaches redeclared names, odd spellings, symlinks used as parents and hard
+// links through symlinks far more often than from raw tar bytes. Filter's verdict
+// must equal that of a naive model that walks every parent with path.Dir
+// (the quadratic check Filter replaced), and an accepted archive never has an
+// entry below a symlink.
+func FuzzFilterSymlinkModel(f *testing.F) {
+	for _, seed := range []string{
+		"s l ../../etc\nd l/\nf l/passwd",
+		"f a/b\ns a /\nf a/b/c",
+		"f f\ns l /etc\nh l/shadow f",
+		"f a/x\ns a /etc\nh h a/x",
+		"d sub/\ns sub/l ../up\ns up /etc\nf sub/l/x",
+		"s ./l /etc\nd l//\nf l/./x",
+		"s l a\ns l b\nf lx/y\nf f\nh h f\ns f g",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, script string) {
+		var entries []entry
+		for _, line := range strings.Split(script, "\n") {
+			fields := strings.Split(line, " ")
+			if len(entries) == 24 || len(fields) < 2 || len(fields[0]) != 1 {
+				continue
+			}
+			e := entry{name: fields[1], body: "x"}
+			if len(fields) > 2 {
+				e.link = fields[2]
+			}
+			switch fields[0] {
+			case "f":
+				e.typ = tar.TypeReg
+			case "d":
+				e.typ = tar.TypeDir
+			case "s":
+				e.typ = tar.TypeSymlink
+			case "h":
+				e.typ = tar.TypeLink
+			default:
+				continue
+			}
+			entries = append(entries, e)
+		}
+		archive, ok := tryTar(entries)
+		if !ok {
+			return
+		}
+		var out bytes.Buffer
+		_, err := Filter(bytes.NewReader(archive), &out, Caps{})
+		if want := naiveAccepts(entries); (err == nil) != want {
+			t.Fatalf("Filter: %v; the naive model accepts: %v\n%q", err, want, script)
+		}
+		if err != nil {
+			return
+		}
+		symlinks := map[string]bool{}
+		tr := tar.NewReader(&out)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := strings.TrimSuffix(h.Name, "/")
+			for d := path.Dir(name); d != "."; d = path.Dir(d) {
+				if symlinks[d] {
+					t.Fatalf("accepted %q below the symlink %q", h.Name, d)
+				}
+			}
+			if symlinks[name] && h.Typeflag != tar.TypeSymlink {
+				t.Fatalf("accepted %q over a symlink", h.Name)
+			}
+			symlinks[name] = symlinks[name] || h.Typeflag == tar.TypeSymlink
+		}
+	})
+}
+
+// tryTar is mkTar for generated entries: false when archive/tar cannot encode one.
+func tryTar(entries []entry) ([]byte, bool) {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Typeflag: e.typ, Name: e.name, Linkname: e.link, Mode: 0o644}
+		if e.typ == tar.TypeReg {
+			h.Size = int64(len(e.body))
+		}
+		if tw.WriteHeader(h) != nil {
+			return nil, false
+		}
+		if e.typ == tar.TypeReg {
+			if _, err := io.WriteString(tw, e.body); err != nil {
+				return nil, false
+			}
+		}
+	}
+	return buf.Bytes(), tw.Close() == nil
+}
+
+// naiveAccepts states Filter's rules for names and links the slow, obvious way.
+func naiveAccepts(entries []entry) bool {
+	kind := map[string]byte{}
+	underSymlink := func(name string) bool {
+		for d := path.Dir(name); d != "."; d = path.Dir(d) {
+			if kind[d] == tar.TypeSymlink {
+				return true
+			}
+		}
+		return false
+	}
+	for _, e := range entries {
+		name, err := CleanName(e.name)
+		if err != nil {
+			return false
+		}
+		if name == "." {
+			continue
+		}
+		if underSymlink(name) || kind[name] == tar.TypeSymlink && e.typ != tar.TypeSymlink || kind[name] == tar.TypeDir && e.typ == tar.TypeSymlink {
+			return false
+		}
+		switch e.typ {
+		case tar.TypeSymlink:
+			if e.link == "" || len(e.link) > MaxPathBytes {
+				return false
+			}
+		case tar.TypeLink:
+			target, err := CleanName(e.link)
+			if err != nil || underSymlink(target) || kind[target] != tar.TypeReg {
+				return false
+			}
+		}
+		kind[name] = e.typ
+	}
+	return true
 }
