@@ -241,3 +241,49 @@ func naiveAccepts(entries []entry) bool {
 	}
 	return true
 }
+
+// Unpack keeps the latest entry's directory open; replacing a symlink on the way
+// to it must send later entries where the name leads now, as if resolved anew.
+func TestUnpackDirCacheFollowsReplacedSymlink(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		replace entry
+		want    string // where a/b/f3 must land, "" for nowhere (an error)
+	}{
+		{"symlink replaced by a symlink", entry{typ: tar.TypeSymlink, name: "a", link: "d"}, "d/b/f3"},
+		{"symlink replaced by a file", entry{typ: tar.TypeReg, name: "a", body: "x"}, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dst := t.TempDir()
+			root, err := os.OpenRoot(dst)
+			must(t, err)
+			defer root.Close()
+			archive := mkTar(t,
+				entry{typ: tar.TypeDir, name: "c/b/"},
+				entry{typ: tar.TypeDir, name: "d/b/"},
+				entry{typ: tar.TypeSymlink, name: "a", link: "c"},
+				entry{typ: tar.TypeReg, name: "a/b/f1", body: "1"},
+				entry{typ: tar.TypeReg, name: "a/b/f2", body: "2"},
+				c.replace,
+				entry{typ: tar.TypeReg, name: "a/b/f3", body: "3"},
+			)
+			_, err = Unpack(archive, root, Caps{})
+			if (err == nil) != (c.want != "") {
+				t.Fatalf("Unpack: %v", err)
+			}
+			for _, f := range []string{"c/b/f1", "c/b/f2"} {
+				if _, err := os.Stat(filepath.Join(dst, f)); err != nil {
+					t.Errorf("%s: %v", f, err)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(dst, "c/b/f3")); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("f3 went through the replaced symlink: %v", err)
+			}
+			if c.want != "" {
+				if b, err := os.ReadFile(filepath.Join(dst, c.want)); err != nil || string(b) != "3" {
+					t.Errorf("%s: %q %v", c.want, b, err)
+				}
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"testing"
 )
@@ -231,5 +232,30 @@ func benchFilter(b *testing.B, n int, gen func(int) *tar.Header, inMemory bool) 
 				b.SetBytes(size())
 			}
 		})
+	}
+}
+
+// BenchmarkUnpackDeep: the deep archive unpacked through os.Root, which walks
+// each name one component at a time (a system call per level and per entry).
+func BenchmarkUnpackDeep(b *testing.B) {
+	archive, err := io.ReadAll(newGenTar(2001, deepEntry))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(archive)))
+	parent := b.TempDir()
+	for b.Loop() {
+		dst, err := os.MkdirTemp(parent, "unpack")
+		if err != nil {
+			b.Fatal(err)
+		}
+		root, err := os.OpenRoot(dst)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Unpack(bytes.NewReader(archive), root, Caps{MaxFiles: 2001}); err != nil {
+			b.Fatal(err)
+		}
+		root.Close()
 	}
 }
