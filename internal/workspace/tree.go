@@ -17,7 +17,8 @@ import (
 // one component at a time, with a seeded maphash (collision-resistant against
 // chosen input), and only a hash hit is confirmed by an exact lookup. Walking
 // the parents with path.Dir and hashing each parent anew, as before, cost
-// O(depth × length) per entry: 38 s for 10 MB of entries 2,000 levels deep.
+// O(depth × length) per entry: close to a minute of CPU for 11 MB of entries
+// 2,000 levels deep (BenchmarkFilterDeep -reference).
 type tree struct {
 	kind     map[string]byte     // cleaned name → latest typeflag
 	symlinks map[uint64]struct{} // maphash of every symlink name
