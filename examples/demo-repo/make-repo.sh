@@ -19,6 +19,9 @@ git init -q -b main .
 git config user.name "Aster Demo"
 git config user.email "demo@example.invalid"
 git config commit.gpgsign false
+# No background gc after a commit: tests remove the directory right after.
+git config gc.auto 0
+git config maintenance.auto false
 
 # --- base: a small, clean service -----------------------------------------
 mkdir -p app scripts

@@ -202,10 +202,11 @@ func testRacingEvents(t *testing.T, dbURL string) {
 
 	var wg sync.WaitGroup
 	for i, action := range []string{"opened", "synchronize", "reopened", "synchronize"} {
+		body := h.prEvent(action, 3, head, base, base) // may t.Fatal: on this goroutine
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if got := h.deliver("pull_request", fmt.Sprintf("race-%d", i), h.prEvent(action, 3, head, base, base)); got != http.StatusAccepted {
+			if got := h.deliver("pull_request", fmt.Sprintf("race-%d", i), body); got != http.StatusAccepted {
 				t.Errorf("%s: %d", action, got)
 			}
 		}()

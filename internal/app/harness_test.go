@@ -121,9 +121,10 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if o.wrap != nil {
 		gh = o.wrap(gh)
 	}
+	tmp := t.TempDir() // may t.Fatal: on the test goroutine
 	go func() {
 		h.done <- Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: gh,
-			Reviewer: o.reviewer, ReviewDrafts: o.drafts, TempDir: t.TempDir(), Secrets: [][]byte{fake.PrivateKeyPEM()},
+			Reviewer: o.reviewer, ReviewDrafts: o.drafts, TempDir: tmp, Secrets: [][]byte{fake.PrivateKeyPEM()},
 			WebhookBudget: o.budget, WebhookBodyTimeout: o.bodyTimeout, ShutdownGrace: 5 * time.Second, Logger: log})
 	}()
 	t.Cleanup(func() {
@@ -160,9 +161,12 @@ func (h *harness) deliver(event, id string, body []byte) int {
 
 func (h *harness) deliverSigned(event, id string, body []byte, signature string) int {
 	h.t.Helper()
+	// Deliveries are also made from goroutines, where t.Fatal must not be
+	// called: report and return a status no test expects.
 	req, err := http.NewRequest(http.MethodPost, h.url+"/webhook", bytes.NewReader(body))
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Errorf("delivery %s: %v", id, err)
+		return 0
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set(github.EventHeader, event)
@@ -173,7 +177,8 @@ func (h *harness) deliverSigned(event, id string, body []byte, signature string)
 	start := time.Now()
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		h.t.Fatal(err)
+		h.t.Errorf("delivery %s: %v", id, err)
+		return 0
 	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()

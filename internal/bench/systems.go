@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/oci"
@@ -192,6 +193,7 @@ func newAPISystem(ctx context.Context, name string, rt sandbox.Runtime, env Env,
 		Runtime:       rt,
 		Images:        []string{env.Image},
 		Defaults:      env.Defaults,
+		Bounds:        config.LimitBounds(),
 		MaxConcurrent: apiMaxConcurrent,
 		QueueSize:     4 * apiMaxConcurrent,
 		QueueTimeout:  10 * time.Minute,

@@ -274,7 +274,7 @@ func appSandbox(ctx context.Context, c config.Config, set config.AppSettings, li
 		return nil, nil, nil, usageErr("%v", err)
 	}
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: c.Images, Defaults: limits, ValidateLimits: config.ValidateLimits,
+		Runtime: rt, Images: c.Images, Defaults: limits, Bounds: config.LimitBounds(),
 		MaxConcurrent: set.Workers * parallel, QueueSize: 64 * parallel, QueueTimeout: set.JobTimeout,
 		PrepareAllowance: allowance, Logger: log,
 	})

@@ -135,7 +135,7 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 		Runtime:          rt,
 		Images:           []string{spec.Image},
 		Defaults:         spec.Limits,
-		ValidateLimits:   config.ValidateLimits,
+		Bounds:           config.LimitBounds(),
 		MaxConcurrent:    1,
 		PrepareAllowance: allowance,
 		Logger:           log,

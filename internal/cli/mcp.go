@@ -252,7 +252,7 @@ func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits
 		Runtime:          rt,
 		Images:           c.Images,
 		Defaults:         defaults,
-		ValidateLimits:   config.ValidateLimits,
+		Bounds:           config.LimitBounds(),
 		MaxConcurrent:    set.MaxConcurrent,
 		QueueSize:        set.QueueSize,
 		QueueTimeout:     set.QueueTimeout,

@@ -138,7 +138,7 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		return &exitError{code: ExitSandbox, err: err}
 	}
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: c.Images, Defaults: limits, ValidateLimits: config.ValidateLimits,
+		Runtime: rt, Images: c.Images, Defaults: limits, Bounds: config.LimitBounds(),
 		MaxConcurrent: f.parallel, QueueSize: 64, Logger: log,
 	})
 	if err != nil {

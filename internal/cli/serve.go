@@ -203,7 +203,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		Runtime:          rt,
 		Images:           c.Images,
 		Defaults:         defaults,
-		ValidateLimits:   config.ValidateLimits,
+		Bounds:           config.LimitBounds(),
 		MaxConcurrent:    set.MaxConcurrent,
 		QueueSize:        set.QueueSize,
 		QueueTimeout:     set.QueueTimeout,

@@ -75,34 +75,37 @@ func WithDefaults(l, base sandbox.Limits) sandbox.Limits {
 	return l
 }
 
-// ValidateLimits rejects negative, zero or absurd limits with a message that
-// names the field, the value and the allowed range. It expects defaults applied.
-func ValidateLimits(l sandbox.Limits) error {
-	type check struct {
-		name      string
-		v, lo, hi int64
-		unit      func(int64) string
+// LimitBounds returns the bounds beyond which a limit is absurd and rejected
+// rather than clamped. Every Manager is built with them.
+func LimitBounds() sandbox.Bounds {
+	return sandbox.Bounds{
+		Min: sandbox.Limits{
+			TimeoutMS:          MinTimeoutMS,
+			MemoryBytes:        MinMemoryBytes,
+			MilliCPUs:          MinMilliCPUs,
+			Pids:               MinPids,
+			OutputBytes:        MinOutputBytes,
+			OutputCeilingBytes: MinOutputBytes,
+			WorkdirBytes:       MinTmpfsBytes,
+			TmpBytes:           MinTmpfsBytes,
+		},
+		Max: sandbox.Limits{
+			TimeoutMS:          MaxTimeoutMS,
+			MemoryBytes:        MaxMemoryBytes,
+			MilliCPUs:          MaxMilliCPUs,
+			Pids:               MaxPids,
+			OutputBytes:        MaxOutputBytes,
+			OutputCeilingBytes: MaxOutputCeilingBytes,
+			WorkdirBytes:       MaxTmpfsBytes,
+			TmpBytes:           MaxTmpfsBytes,
+		},
 	}
-	checks := []check{
-		{"timeout", l.TimeoutMS, MinTimeoutMS, MaxTimeoutMS, fmtMS},
-		{"memory", l.MemoryBytes, MinMemoryBytes, MaxMemoryBytes, FormatBytes},
-		{"cpus", l.MilliCPUs, MinMilliCPUs, MaxMilliCPUs, fmtCPUs},
-		{"pids", l.Pids, MinPids, MaxPids, fmtInt},
-		{"output-limit", l.OutputBytes, MinOutputBytes, MaxOutputBytes, FormatBytes},
-		{"output-ceiling", l.OutputCeilingBytes, MinOutputBytes, MaxOutputCeilingBytes, FormatBytes},
-		{"workdir-size", l.WorkdirBytes, MinTmpfsBytes, MaxTmpfsBytes, FormatBytes},
-		{"tmp-size", l.TmpBytes, MinTmpfsBytes, MaxTmpfsBytes, FormatBytes},
-	}
-	for _, c := range checks {
-		if c.v < c.lo || c.v > c.hi {
-			return sandbox.Invalidf("%s %s is out of range (%s to %s)", c.name, c.unit(c.v), c.unit(c.lo), c.unit(c.hi))
-		}
-	}
-	if l.OutputCeilingBytes < l.OutputBytes {
-		return sandbox.Invalidf("output-ceiling %s is below output-limit %s", FormatBytes(l.OutputCeilingBytes), FormatBytes(l.OutputBytes))
-	}
-	return nil
 }
+
+// ValidateLimits rejects negative, zero or absurd limits with a message that
+// names the field, the value and the allowed range (LimitBounds). It expects
+// defaults applied.
+func ValidateLimits(l sandbox.Limits) error { return LimitBounds().Check(l) }
 
 func fmtMS(v int64) string   { return (time.Duration(v) * time.Millisecond).String() }
 func fmtInt(v int64) string  { return strconv.FormatInt(v, 10) }
@@ -147,20 +150,7 @@ func ParseBytes(s string) (int64, error) {
 }
 
 // FormatBytes renders a size the way ParseBytes reads it, e.g. 512MiB.
-func FormatBytes(v int64) string {
-	switch {
-	case v >= 1<<40 && v%(1<<40) == 0:
-		return fmt.Sprintf("%dTiB", v>>40)
-	case v >= 1<<30 && v%(1<<30) == 0:
-		return fmt.Sprintf("%dGiB", v>>30)
-	case v >= 1<<20 && v%(1<<20) == 0:
-		return fmt.Sprintf("%dMiB", v>>20)
-	case v >= 1<<10 && v%(1<<10) == 0:
-		return fmt.Sprintf("%dKiB", v>>10)
-	default:
-		return fmt.Sprintf("%dB", v)
-	}
-}
+func FormatBytes(v int64) string { return sandbox.FormatBytes(v) }
 
 // ParseCPUs reads a CPU count such as "1", "0.5" or "2" into milli-CPUs.
 func ParseCPUs(s string) (int64, error) {

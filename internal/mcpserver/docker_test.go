@@ -90,7 +90,7 @@ func newDockerEnv(t *testing.T, maxConcurrent, queue int) *dockerEnv {
 	rt := sandboxtest.Docker(t)
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
 		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(),
-		ValidateLimits: config.ValidateLimits, MaxConcurrent: maxConcurrent, QueueSize: queue, QueueTimeout: time.Minute,
+		Bounds: config.LimitBounds(), MaxConcurrent: maxConcurrent, QueueSize: queue, QueueTimeout: time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -31,9 +31,13 @@ func demoRepo(t *testing.T) string {
 	return dir
 }
 
+// gitRun runs git in dir with automatic gc and maintenance off: a commit of
+// thousands of files otherwise starts a background `git gc --auto` that is
+// still writing into the repository when t.TempDir removes it.
 func gitRun(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), "git", append([]string{"-C", dir}, args...)...)
+	base := []string{"-C", dir, "-c", "gc.auto=0", "-c", "maintenance.auto=false"}
+	cmd := exec.CommandContext(t.Context(), "git", append(base, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.invalid", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.invalid")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git %v: %v\n%s", args, err, out)

@@ -32,10 +32,12 @@ type ManagerOptions struct {
 	Runtime Runtime
 	// Images is the allowlist; the first is the default image.
 	Images []string
-	// Defaults fill the limits a request leaves zero.
+	// Defaults fill the limits a request leaves zero. They must lie within
+	// Bounds.
 	Defaults Limits
-	// ValidateLimits rejects absurd limits (config.ValidateLimits).
-	ValidateLimits func(Limits) error
+	// Bounds are required: every run's limits are checked against them after
+	// Defaults are applied (config.LimitBounds gives the standard ones).
+	Bounds Bounds
 	// MaxConcurrent bounds live sandboxes; QueueSize bounds the waiters behind
 	// them, and QueueTimeout how long each may wait.
 	MaxConcurrent int
@@ -81,6 +83,12 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	}
 	if len(opts.Images) == 0 {
 		return nil, errors.New("manager: empty image allowlist")
+	}
+	if err := opts.Bounds.valid(); err != nil {
+		return nil, fmt.Errorf("manager: limit bounds (config.LimitBounds): %w", err)
+	}
+	if err := opts.Bounds.Check(opts.Defaults); err != nil {
+		return nil, fmt.Errorf("manager: default limits: %w", err)
 	}
 	if opts.MaxConcurrent <= 0 {
 		opts.MaxConcurrent = 1
@@ -164,10 +172,8 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 		return spec, fmt.Errorf("%w: %q is not on the image allowlist (%v)", ErrUnknownImage, spec.Image, m.opts.Images)
 	}
 	spec.Limits = withDefaults(spec.Limits, m.opts.Defaults)
-	if m.opts.ValidateLimits != nil {
-		if err := m.opts.ValidateLimits(spec.Limits); err != nil {
-			return spec, err
-		}
+	if err := m.opts.Bounds.Check(spec.Limits); err != nil {
+		return spec, err
 	}
 	for k := range spec.Env {
 		if !envKey.MatchString(k) {

@@ -25,7 +25,7 @@ func TestWarmPoolOnRealRuntimes(t *testing.T) {
 			}
 			m, err := sandbox.NewManager(sandbox.ManagerOptions{
 				Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(),
-				ValidateLimits: config.ValidateLimits, MaxConcurrent: 4, QueueSize: 16, QueueTimeout: time.Minute,
+				Bounds: config.LimitBounds(), MaxConcurrent: 4, QueueSize: 16, QueueTimeout: time.Minute,
 				Pool: sandbox.PoolOptions{Warm: 2, BackgroundClose: true},
 			})
 			if err != nil {

@@ -27,8 +27,9 @@ const (
 // Statuses lists every status, in documentation order.
 var Statuses = []Status{StatusOK, StatusExitNonzero, StatusTimeout, StatusOOM, StatusOutputLimit, StatusKilled, StatusError}
 
-// Limits caps one run. Zero values are replaced by the configured defaults before a
-// run starts (see internal/config); Validate rejects negative or absurd values.
+// Limits caps one run. Zero values are replaced by the Manager's defaults before a
+// run starts; the Manager's Bounds then reject a zero, negative or absurd value,
+// and every runtime refuses a zero sandbox limit again (PrepareOptions.Validate).
 type Limits struct {
 	TimeoutMS          int64 `json:"timeout_ms,omitempty"`
 	MemoryBytes        int64 `json:"memory_bytes,omitempty"`

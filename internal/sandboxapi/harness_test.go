@@ -66,15 +66,15 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	}
 	metrics := NewMetrics()
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:        rt,
-		Images:         []string{sandboxtest.Image()},
-		Defaults:       config.DefaultLimits(),
-		ValidateLimits: config.ValidateLimits,
-		MaxConcurrent:  o.maxConcurrent,
-		QueueSize:      o.queue,
-		QueueTimeout:   o.queueTimeout,
-		Pool:           o.pool,
-		Observer:       metrics,
+		Runtime:       rt,
+		Images:        []string{sandboxtest.Image()},
+		Defaults:      config.DefaultLimits(),
+		Bounds:        config.LimitBounds(),
+		MaxConcurrent: o.maxConcurrent,
+		QueueSize:     o.queue,
+		QueueTimeout:  o.queueTimeout,
+		Pool:          o.pool,
+		Observer:      metrics,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func server(t *testing.T, maxConcurrent, queue int, tokens *sandboxapi.Tokens) (
 	}
 	rt := sandboxtest.Docker(t)
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(), ValidateLimits: config.ValidateLimits,
+		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(), Bounds: config.LimitBounds(),
 		MaxConcurrent: maxConcurrent, QueueSize: queue, QueueTimeout: time.Minute,
 	})
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"fmt"
 	"io"
-	"path"
 	"strings"
 )
 
@@ -17,16 +16,29 @@ type Stats struct {
 // Filter reads an untrusted tar stream from r, checks every entry, and writes a
 // normalised tar to w: regular files, directories, symlinks (kept verbatim: inside
 // the sandbox they can only point at the sandbox's own files) and hard links to an
-// earlier member of the same archive. Device nodes, FIFOs, absolute or escaping
-// names, links to anything outside the archive, and archives over the caps are
-// refused with ErrUnsafe or ErrTooLarge before the offending entry is written.
-// Ownership is dropped and setuid/setgid/sticky bits are cleared.
+// earlier member of the same archive. Device nodes, FIFOs, sparse files, absolute
+// or escaping names, links to anything outside the archive, and archives over the
+// caps are refused with ErrUnsafe or ErrTooLarge before the offending entry is
+// written. Ownership is dropped and setuid/setgid/sticky bits are cleared.
+//
+// A name that an entry declared a symlink is never again anything but a symlink,
+// nor the parent of a later entry, nor on the path of a hard link's target: an
+// extractor would otherwise write through it. A symlink may not replace an
+// earlier directory entry either.
+//
+// Cost: time is linear in the size of the input — each entry costs time
+// proportional to the length of its name and link target plus its data, however
+// deep or numerous the entries — and memory is one map entry per distinct name
+// kept. The entry cap is checked before any work on an entry, and every regular
+// file is counted at its declared size against MaxBytes before its data is
+// copied, so w never receives more than MaxBytes of file data.
 func Filter(r io.Reader, w io.Writer, caps Caps) (Stats, error) {
 	caps = caps.withDefaults()
 	tr := tar.NewReader(r)
 	tw := tar.NewWriter(w)
 	var st Stats
-	seen := make(map[string]byte) // cleaned name → typeflag
+	seen := newTree()
+	var buf []byte
 	for {
 		hdr, err := tr.Next()
 		if err == io.EOF {
@@ -35,16 +47,20 @@ func Filter(r io.Reader, w io.Writer, caps Caps) (Stats, error) {
 		if err != nil {
 			return st, fmt.Errorf("%w: read archive: %v", ErrUnsafe, err)
 		}
-		out, err := checkHeader(hdr, seen)
-		if err != nil {
-			return st, err
-		}
-		if out == nil {
-			continue
+		if hdr.Typeflag == tar.TypeXGlobalHeader {
+			continue // git archive writes one with the commit id
 		}
 		st.Files++
 		if st.Files > caps.MaxFiles {
 			return st, fmt.Errorf("%w: more than %d entries", ErrTooLarge, caps.MaxFiles)
+		}
+		out, err := checkEntry(hdr, seen)
+		if err != nil {
+			return st, err
+		}
+		if out == nil {
+			st.Files-- // the workspace root itself ("./"): nothing to write
+			continue
 		}
 		if out.Typeflag == tar.TypeReg {
 			if out.Size > caps.MaxBytes-st.Bytes {
@@ -55,8 +71,13 @@ func Filter(r io.Reader, w io.Writer, caps Caps) (Stats, error) {
 		if err := tw.WriteHeader(out); err != nil {
 			return st, fmt.Errorf("write archive: %w", err)
 		}
-		if out.Typeflag == tar.TypeReg {
-			n, err := io.Copy(tw, tr)
+		if out.Typeflag == tar.TypeReg && out.Size > 0 {
+			if buf == nil {
+				buf = make([]byte, 32<<10)
+			}
+			// One buffer for the whole archive: io.Copy would allocate one per
+			// file (neither side has ReadFrom/WriteTo), 32 KiB per empty file.
+			n, err := io.CopyBuffer(tw, tr, buf)
 			if err != nil {
 				return st, fmt.Errorf("copy %s: %w", Quote(out.Name), err)
 			}
@@ -64,7 +85,7 @@ func Filter(r io.Reader, w io.Writer, caps Caps) (Stats, error) {
 				return st, fmt.Errorf("%w: %s is truncated", ErrUnsafe, Quote(out.Name))
 			}
 		}
-		seen[strings.TrimSuffix(out.Name, "/")] = out.Typeflag
+		seen.add(strings.TrimSuffix(out.Name, "/"), out.Typeflag)
 	}
 	if err := tw.Close(); err != nil {
 		return st, fmt.Errorf("write archive: %w", err)
@@ -72,34 +93,11 @@ func Filter(r io.Reader, w io.Writer, caps Caps) (Stats, error) {
 	return st, nil
 }
 
-// checkHeader returns the normalised header to write, nil to skip the entry, or
+// checkEntry returns the normalised header to write, nil to skip the entry, or
 // an error that refuses the whole archive.
-func checkHeader(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
-	out, err := checkEntry(hdr, seen)
-	if err != nil || out == nil {
-		return out, err
-	}
-	// An entry below an earlier symlink would be written through it.
-	name := strings.TrimSuffix(out.Name, "/")
-	for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
-		if seen[dir] == tar.TypeSymlink {
-			return nil, fmt.Errorf("%w: %s passes through the symlink %s", ErrUnsafe, Quote(hdr.Name), Quote(dir))
-		}
-	}
-	return out, nil
-}
-
-func checkEntry(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
-	switch hdr.Typeflag {
-	case tar.TypeXGlobalHeader:
-		return nil, nil // git archive writes one with the commit id
-	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
-	case tar.TypeChar, tar.TypeBlock:
-		return nil, fmt.Errorf("%w: device node %s", ErrUnsafe, Quote(hdr.Name))
-	case tar.TypeFifo:
-		return nil, fmt.Errorf("%w: FIFO %s", ErrUnsafe, Quote(hdr.Name))
-	default:
-		return nil, fmt.Errorf("%w: entry %s of unsupported type %q", ErrUnsafe, Quote(hdr.Name), hdr.Typeflag)
+func checkEntry(hdr *tar.Header, seen *tree) (*tar.Header, error) {
+	if err := checkType(hdr); err != nil {
+		return nil, err
 	}
 	name, err := CleanName(hdr.Name)
 	if err != nil {
@@ -110,6 +108,9 @@ func checkEntry(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
 	}
 	if hdr.Size < 0 {
 		return nil, fmt.Errorf("%w: %s has a negative size", ErrUnsafe, Quote(hdr.Name))
+	}
+	if err := checkPlace(hdr, name, seen); err != nil {
+		return nil, err
 	}
 	out := &tar.Header{
 		Name:    name,
@@ -135,11 +136,78 @@ func checkEntry(hdr *tar.Header, seen map[string]byte) (*tar.Header, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: hard link %s points outside the archive", ErrUnsafe, Quote(hdr.Name))
 		}
-		if seen[target] != tar.TypeReg {
+		if dir := seen.symlinkParent(target); dir != "" {
+			return nil, fmt.Errorf("%w: hard link %s names %s, which passes through the symlink %s", ErrUnsafe, Quote(hdr.Name), Quote(hdr.Linkname), Quote(dir))
+		}
+		if seen.kind[target] != tar.TypeReg {
 			return nil, fmt.Errorf("%w: hard link %s names %s, which is not an earlier file of the archive", ErrUnsafe, Quote(hdr.Name), Quote(hdr.Linkname))
 		}
 		out.Typeflag = tar.TypeLink
 		out.Linkname = target
 	}
 	return out, nil
+}
+
+// checkType refuses the entry types a workspace cannot hold.
+func checkType(hdr *tar.Header) error {
+	switch hdr.Typeflag {
+	case tar.TypeReg, tar.TypeDir, tar.TypeSymlink, tar.TypeLink:
+	case tar.TypeChar, tar.TypeBlock:
+		return fmt.Errorf("%w: device node %s", ErrUnsafe, Quote(hdr.Name))
+	case tar.TypeFifo:
+		return fmt.Errorf("%w: FIFO %s", ErrUnsafe, Quote(hdr.Name))
+	case tar.TypeGNUSparse:
+		return errSparse(hdr)
+	default:
+		return fmt.Errorf("%w: entry %s of unsupported type %q", ErrUnsafe, Quote(hdr.Name), hdr.Typeflag)
+	}
+	if isSparse(hdr) {
+		return errSparse(hdr)
+	}
+	return nil
+}
+
+// isSparse reports whether hdr describes a GNU sparse file in one of the PAX
+// encodings (GNU.sparse.* records, versions 0.0, 0.1 and 1.0). archive/tar
+// presents such a file as a regular one of its declared, logical size and
+// fills the holes with zeros as it is read, so a few kilobytes of archive can
+// stand for gigabytes of data; the old GNU encoding keeps typeflag 'S'.
+func isSparse(hdr *tar.Header) bool {
+	for k := range hdr.PAXRecords {
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return true
+		}
+	}
+	return false
+}
+
+func errSparse(hdr *tar.Header) error {
+	return fmt.Errorf("%w: %s is a sparse file; sparse files are not supported in a workspace; pack them as regular files", ErrUnsafe, Quote(hdr.Name))
+}
+
+// checkPlace refuses an entry whose name, once extracted, would be written
+// through a symlink of the archive, or would turn a symlink into something else.
+func checkPlace(hdr *tar.Header, name string, seen *tree) error {
+	if dir := seen.symlinkParent(name); dir != "" {
+		return fmt.Errorf("%w: %s passes through the symlink %s", ErrUnsafe, Quote(hdr.Name), Quote(dir))
+	}
+	prev := seen.kind[name]
+	switch {
+	case prev == tar.TypeSymlink && hdr.Typeflag != tar.TypeSymlink:
+		return fmt.Errorf("%w: %s names the earlier symlink %s as %s", ErrUnsafe, Quote(hdr.Name), Quote(name), kindName(hdr.Typeflag))
+	case prev == tar.TypeDir && hdr.Typeflag == tar.TypeSymlink:
+		return fmt.Errorf("%w: symlink %s replaces the earlier directory %s", ErrUnsafe, Quote(hdr.Name), Quote(name))
+	}
+	return nil
+}
+
+func kindName(typ byte) string {
+	switch typ {
+	case tar.TypeDir:
+		return "a directory"
+	case tar.TypeLink:
+		return "a hard link"
+	default:
+		return "a file"
+	}
 }

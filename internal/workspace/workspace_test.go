@@ -30,7 +30,10 @@ func mkTar(t testing.TB, entries ...entry) *bytes.Buffer {
 	tw := tar.NewWriter(&buf)
 	for _, e := range entries {
 		h := &tar.Header{Typeflag: e.typ, Name: e.name, Linkname: e.link, Mode: e.mode, Devmajor: e.dev}
-		if h.Mode == 0 {
+		if e.typ == tar.TypeXGlobalHeader {
+			h = &tar.Header{Typeflag: e.typ, Name: e.name, PAXRecords: map[string]string{"comment": "made by a test"}}
+		}
+		if h.Mode == 0 && e.typ != tar.TypeXGlobalHeader {
 			h.Mode = 0o644
 		}
 		if e.typ == tar.TypeReg {

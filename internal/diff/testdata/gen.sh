@@ -12,6 +12,8 @@ cd repo
 git config user.email gen@example.invalid
 git config user.name gen
 git config core.autocrlf false
+git config gc.auto 0 # no background gc racing the trap's rm -rf
+git config maintenance.auto false
 
 d() { git -c core.quotePath=true diff --no-color --no-ext-diff --no-textconv -M --src-prefix=a/ --dst-prefix=b/ "$@"; }
 

@@ -29,6 +29,10 @@ func NewGitRepo(t testing.TB) *GitRepo {
 	t.Helper()
 	g := &GitRepo{Dir: t.TempDir(), t: t}
 	g.git("init", "-q", "-b", "main")
+	// No background gc or maintenance after a commit: it would still be
+	// writing into the repository when t.TempDir removes it.
+	g.git("config", "gc.auto", "0")
+	g.git("config", "maintenance.auto", "false")
 	return g
 }
 

@@ -27,6 +27,9 @@ const removeTimeout = 30 * time.Second
 // Prepare implements sandbox.Runtime: create → attach → wait registered →
 // start → hello. On any failure after create the container is force-removed.
 func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ sandbox.Instance, err error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err // Docker reads a memory or pids limit of 0 as unlimited
+	}
 	t0 := time.Now()
 	ident, err := r.ids.Acquire()
 	if err != nil {

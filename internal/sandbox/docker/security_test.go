@@ -2,6 +2,7 @@ package docker_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"strconv"
@@ -22,7 +23,42 @@ import (
 // TestSecurity runs SECURITY.md sections B–F against the Docker runtime.
 func TestSecurity(t *testing.T) {
 	rt := sandboxtest.Docker(t)
-	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image()})
+	api, err := client.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { api.Close() })
+	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), Footprint: footprint(api)})
+}
+
+// footprint measures a live container's host storage: the engine's size of
+// its writable layer and, where this process can read the layer's directory
+// (root on the engine's host, as in CI), the files in it, which a size alone
+// misses when they are empty.
+func footprint(api *client.Client) func(ctx context.Context, id string) (securitytest.Footprint, error) {
+	return func(ctx context.Context, id string) (securitytest.Footprint, error) {
+		got, err := api.ContainerInspect(ctx, id, client.ContainerInspectOptions{Size: true})
+		if err != nil {
+			return securitytest.Footprint{}, err
+		}
+		c := got.Container
+		if c.SizeRw == nil {
+			return securitytest.Footprint{}, fmt.Errorf("engine gave no size for container %s", id)
+		}
+		fp := securitytest.Footprint{Bytes: *c.SizeRw, Files: -1}
+		if c.GraphDriver != nil {
+			if upper := c.GraphDriver.Data["UpperDir"]; upper != "" {
+				if _, err := os.Stat(upper); err == nil {
+					layer, err := securitytest.DirFootprint(upper)
+					if err != nil {
+						return fp, err
+					}
+					fp.Files, fp.Bytes = layer.Files, max(fp.Bytes, layer.Bytes)
+				}
+			}
+		}
+		return fp, nil
+	}
 }
 
 // TestLiveSandboxSettings is SECURITY.md section A: the settings of a live

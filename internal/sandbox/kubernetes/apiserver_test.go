@@ -41,7 +41,7 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 	metrics := sandboxapi.NewMetrics()
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(), ValidateLimits: config.ValidateLimits,
+		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(), Bounds: config.LimitBounds(),
 		MaxConcurrent: 2, QueueSize: 8, QueueTimeout: time.Minute, Observer: metrics,
 	})
 	if err != nil {

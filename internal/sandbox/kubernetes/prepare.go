@@ -32,6 +32,9 @@ const policyRecheck = time.Minute
 // with aster-init until the attach stream is known to carry its output. On any
 // failure after create the Pod is deleted.
 func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ sandbox.Instance, err error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err // a zero resource limit or sizeLimit means "none" to the kubelet
+	}
 	t0 := time.Now()
 	if err := r.ensureNetworkPolicy(ctx); err != nil {
 		return nil, err

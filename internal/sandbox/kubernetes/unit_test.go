@@ -1,6 +1,7 @@
 package kubernetes
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -245,5 +246,61 @@ func TestClassify(t *testing.T) {
 				t.Errorf("classify(%v) = %v, want class %v", c.err, got, c.want)
 			}
 		}
+	}
+}
+
+// recordingPods and recordingPolicies count the API calls Prepare makes; any
+// call fails, as the API server is never meant to be reached in this test.
+type recordingPods struct {
+	podClient
+	calls int
+}
+
+func (p *recordingPods) Create(context.Context, *corev1.Pod, metav1.CreateOptions) (*corev1.Pod, error) {
+	p.calls++
+	return nil, errors.New("pod created")
+}
+
+type recordingPolicies struct {
+	policyClient
+	calls int
+}
+
+func (p *recordingPolicies) Get(context.Context, string, metav1.GetOptions) (*networkingv1.NetworkPolicy, error) {
+	p.calls++
+	return nil, errors.New("policy read")
+}
+
+// TestPrepareRefusesZeroLimits: a zero or negative limit that shapes the Pod
+// (a zero resource limit or sizeLimit means "none" to the kubelet) is refused
+// with ErrInvalidSpec before any API call: no NetworkPolicy check, no Pod.
+func TestPrepareRefusesZeroLimits(t *testing.T) {
+	r := newTestRuntime(t, nil)
+	pods, policies := &recordingPods{}, &recordingPolicies{}
+	r.pods, r.policies = pods, policies
+	valid := sandbox.Limits{TimeoutMS: 5000, MemoryBytes: 256 << 20, MilliCPUs: 500, Pids: 64, WorkdirBytes: 64 << 20, TmpBytes: 16 << 20}
+	for name, set := range map[string]func(*sandbox.Limits, int64){
+		"memory":       func(l *sandbox.Limits, v int64) { l.MemoryBytes = v },
+		"pids":         func(l *sandbox.Limits, v int64) { l.Pids = v },
+		"cpus":         func(l *sandbox.Limits, v int64) { l.MilliCPUs = v },
+		"timeout":      func(l *sandbox.Limits, v int64) { l.TimeoutMS = v },
+		"workdir-size": func(l *sandbox.Limits, v int64) { l.WorkdirBytes = v },
+		"tmp-size":     func(l *sandbox.Limits, v int64) { l.TmpBytes = v },
+	} {
+		for _, v := range []int64{0, -1} {
+			l := valid
+			set(&l, v)
+			_, err := r.Prepare(t.Context(), sandbox.PrepareOptions{RunID: "r-zero", Image: "img:1", Limits: l, Deadline: time.Now().Add(time.Minute)})
+			if !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s %d: %v, want ErrInvalidSpec naming %s", name, v, err, name)
+			}
+		}
+	}
+	if pods.calls != 0 || policies.calls != 0 {
+		t.Errorf("refused runs reached the API server: %d pod calls, %d policy calls", pods.calls, policies.calls)
+	}
+	// The same runtime does go on to the API server with valid limits.
+	if _, err := r.Prepare(t.Context(), sandbox.PrepareOptions{RunID: "r-valid", Image: "img:1", Limits: valid, Deadline: time.Now().Add(time.Minute)}); errors.Is(err, sandbox.ErrInvalidSpec) || policies.calls == 0 {
+		t.Errorf("valid limits: %v after %d policy calls", err, policies.calls)
 	}
 }

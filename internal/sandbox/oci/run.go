@@ -37,6 +37,9 @@ const killWait = 10 * time.Second
 // with pipes as the sandbox's stdio, and wait for aster-init's hello. On any
 // failure the sandbox and its state are removed.
 func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ sandbox.Instance, err error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err // a tmpfs of size=0 is unbounded; a pids or quota of 0 means "no limit"
+	}
 	if r.rootless {
 		return nil, r.Check(ctx)
 	}

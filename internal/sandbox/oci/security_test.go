@@ -27,8 +27,25 @@ import (
 
 // TestSecurity runs SECURITY.md sections B–F against the oci runtime.
 func TestSecurity(t *testing.T) {
-	rt := ocitest.Runtime(t)
-	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), StripsSetuid: true})
+	opts := ocitest.Options(t)
+	rt := ocitest.New(t, opts)
+	securitytest.Run(t, securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), StripsSetuid: true, Footprint: footprint(opts)})
+}
+
+// footprint measures a live sandbox's host storage: its run directory
+// (bundle, record) and the runtime binary's state for it. The root
+// filesystem is the shared image cache, mounted read-only.
+func footprint(opts oci.Options) func(ctx context.Context, id string) (securitytest.Footprint, error) {
+	return func(_ context.Context, id string) (securitytest.Footprint, error) {
+		roots, err := filepath.Glob(filepath.Join(opts.StateDir, "*", id))
+		if err != nil {
+			return securitytest.Footprint{}, err
+		}
+		if len(roots) == 0 {
+			return securitytest.Footprint{}, fmt.Errorf("no state of sandbox %s under %s", id, opts.StateDir)
+		}
+		return securitytest.DirFootprint(roots...)
+	}
 }
 
 // live is a prepared sandbox inspected from the host: its bundle, its init

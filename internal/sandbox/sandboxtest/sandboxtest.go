@@ -126,13 +126,13 @@ func Docker(t testing.TB) *docker.Runtime {
 func Manager(t testing.TB, rt sandbox.Runtime, maxConcurrent int) *sandbox.Manager {
 	t.Helper()
 	m, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:        rt,
-		Images:         []string{Image()},
-		Defaults:       config.DefaultLimits(),
-		ValidateLimits: config.ValidateLimits,
-		MaxConcurrent:  maxConcurrent,
-		QueueSize:      1024,
-		QueueTimeout:   10 * time.Minute,
+		Runtime:       rt,
+		Images:        []string{Image()},
+		Defaults:      config.DefaultLimits(),
+		Bounds:        config.LimitBounds(),
+		MaxConcurrent: maxConcurrent,
+		QueueSize:     1024,
+		QueueTimeout:  10 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,6 +2,7 @@ package securitytest
 
 import (
 	"bytes"
+	"io"
 	"runtime"
 	"strconv"
 	"strings"
@@ -9,33 +10,34 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // B1: a fork bomb hits the pids limit; the job is reported; a job running
 // beside it is unaffected.
 func (s *suite) b1ForkBombShell(t *testing.T) {
-	var wg sync.WaitGroup
-	var side sandbox.Result
-	wg.Add(1)
+	side := make(chan outcome, 1)
 	go func() {
-		defer wg.Done()
-		time.Sleep(500 * time.Millisecond) // let the bomb get going
-		side = s.run(t, sandbox.Spec{Argv: []string{"sh", "-c", "echo beside"}})
+		select { // let the bomb get going
+		case <-time.After(500 * time.Millisecond):
+		case <-t.Context().Done():
+		}
+		side <- s.tryRun(t.Context(), sandbox.Spec{Argv: []string{"sh", "-c", "echo beside"}})
 	}()
 	res := s.run(t, sandbox.Spec{
 		Argv:   []string{"sh", "-c", "f(){ f | f & }; f; sleep 3; echo survived"},
 		Limits: sandbox.Limits{TimeoutMS: 8000, Pids: 64},
 	})
-	wg.Wait()
+	beside := s.must(t, <-side)
 	if !strings.Contains(string(res.Stderr.Data), "fork") {
 		t.Fatalf("no fork failure reported by the shell: %s", short(res))
 	}
 	if res.Status == sandbox.StatusError {
 		t.Fatalf("fork bomb broke the sandbox: %s", short(res))
 	}
-	if side.Status != sandbox.StatusOK || string(side.Stdout.Data) != "beside\n" {
-		t.Fatalf("job beside the fork bomb was affected: %s", short(side))
+	if beside.Status != sandbox.StatusOK || string(beside.Stdout.Data) != "beside\n" {
+		t.Fatalf("job beside the fork bomb was affected: %s", short(beside))
 	}
 	s.assertGone(t, res.ID)
 }
@@ -73,25 +75,22 @@ print("error=%s" % err)
 
 // B2: allocating far past the memory limit is an OOM kill, reported as such.
 func (s *suite) b2Memory(t *testing.T) {
-	var wg sync.WaitGroup
-	var side sandbox.Result
-	wg.Add(1)
+	side := make(chan outcome, 1)
 	go func() {
-		defer wg.Done()
-		side = s.run(t, sandbox.Spec{Argv: []string{"python3", "-c", "print(sum(range(1000)))"}})
+		side <- s.tryRun(t.Context(), sandbox.Spec{Argv: []string{"python3", "-c", "print(sum(range(1000)))"}})
 	}()
 	res := s.py(t, `
 chunks = []
 while True:
     chunks.append(bytearray(16 << 20))
 `, sandbox.Limits{MemoryBytes: 96 << 20, TimeoutMS: 30000})
-	wg.Wait()
+	beside := s.must(t, <-side)
 	wantStatus(t, res, sandbox.StatusOOM)
 	if !res.OOMKilled || res.Signal != "SIGKILL" {
 		t.Fatalf("oom not reported with its signal: %s oom=%v", short(res), res.OOMKilled)
 	}
-	if side.Status != sandbox.StatusOK || string(side.Stdout.Data) != "499500\n" {
-		t.Fatalf("job beside the memory hog was affected: %s", short(side))
+	if beside.Status != sandbox.StatusOK || string(beside.Stdout.Data) != "499500\n" {
+		t.Fatalf("job beside the memory hog was affected: %s", short(beside))
 	}
 }
 
@@ -120,12 +119,16 @@ ev.set()
 	}
 }
 
-// B4: filling /work or /tmp is ENOSPC inside; the host disk does not move.
+// B4: filling /work or /tmp is ENOSPC inside; the host disk is untouched.
+// What the test owns is measured, never the host's free space (which every
+// other process changes): inside, each mount is a tmpfs no larger than its
+// limit and the fill landed in it; outside, the sandbox's own host storage
+// stays empty while its tmpfs is full.
 func (s *suite) b4Fill(t *testing.T) {
-	before, _ := hostDiskFree(t)
-	res := s.py(t, `
-import errno
+	l := sandbox.Limits{WorkdirBytes: 64 << 20, TmpBytes: 32 << 20, MemoryBytes: 512 << 20}
+	res, fp := s.runHeld(t, sandbox.Spec{Argv: []string{"python3", "-c", mountProbe + `
 for d in ("/work", "/tmp"):
+    total = fsinfo(d)[1]
     try:
         with open(d + "/fill", "wb") as f:
             while True:
@@ -133,16 +136,145 @@ for d in ("/work", "/tmp"):
                 f.flush()
     except OSError as e:
         print("%s=%s" % (d, errno.errorcode.get(e.errno)))
-`, sandbox.Limits{WorkdirBytes: 64 << 20, TmpBytes: 32 << 20, MemoryBytes: 512 << 20})
+    fstype, _, used, _, _ = fsinfo(d)
+    print("%s_type=%s" % (d, fstype))
+    print("%s_total=%d" % (d, total))
+    print("%s_used=%d" % (d, used))
+    print("%s_size=%d" % (d, os.stat(d + "/fill").st_size))
+` + holdUntilStdinCloses}, Limits: l})
 	wantStatus(t, res, sandbox.StatusOK)
 	got := kv(res)
 	if got["/work"] != "ENOSPC" || got["/tmp"] != "ENOSPC" {
 		t.Fatalf("filling tmpfs should fail with ENOSPC: %v (%s)", got, short(res))
 	}
-	after, _ := hostDiskFree(t)
-	if drop := int64(before) - int64(after); drop > 48<<20 {
-		t.Fatalf("host disk lost %d bytes while the job filled its tmpfs", drop)
+	for d, limit := range map[string]int64{"/work": l.WorkdirBytes, "/tmp": l.TmpBytes} {
+		total, used, size := num(got, d+"_total"), num(got, d+"_used"), num(got, d+"_size")
+		if got[d+"_type"] != "tmpfs" {
+			t.Errorf("%s is %q, not a tmpfs: the fill may reach the host disk", d, got[d+"_type"])
+		}
+		if total <= 0 || total > limit {
+			t.Errorf("%s holds %d bytes, limit %d", d, total, limit)
+		}
+		// The fill stopped at the end of that tmpfs, and the tmpfs counts it.
+		if size < total-(2<<20) || size > total || used+4096 < size {
+			t.Errorf("%s: wrote %d bytes before ENOSPC into %d (used %d)", d, size, total, used)
+		}
 	}
+	s.assertSmallFootprint(t, fp, "while its /work and /tmp were full")
+}
+
+// mountProbe defines fsinfo(path) for the programs of B4 and B6: the type of
+// the filesystem mounted at path (from /proc/self/mountinfo, the topmost
+// mount) and its size, used bytes, inodes and used inodes (statvfs).
+const mountProbe = `
+import errno, os, sys
+def fsinfo(path):
+    fstype = ""
+    for line in open("/proc/self/mountinfo"):
+        pre, _, post = line.partition(" - ")
+        if pre.split()[4] == path:
+            fstype = post.split()[0]
+    st = os.statvfs(path)
+    return (fstype, st.f_blocks * st.f_frsize, (st.f_blocks - st.f_bfree) * st.f_frsize,
+            st.f_files, st.f_files - st.f_ffree)
+`
+
+// holdUntilStdinCloses ends a program of runHeld: it says it is done, then
+// keeps the sandbox alive until the host has measured it.
+const holdUntilStdinCloses = `
+print("held", flush=True)
+sys.stdin.read()
+`
+
+// runHeld runs a program that ends with holdUntilStdinCloses. Once the
+// program says it is done, and while its sandbox is still alive, the host
+// measures the sandbox's footprint (nil when the target cannot); then stdin
+// closes and the program exits.
+func (s *suite) runHeld(t *testing.T, spec sandbox.Spec) (sandbox.Result, *Footprint) {
+	t.Helper()
+	spec.ID = sandbox.NewRunID()
+	stdin, release := io.Pipe()
+	defer release.Close()
+	spec.Stdin = stdin
+	held := make(chan struct{})
+	var once sync.Once
+	var tail []byte // OnOutput is called from one goroutine at a time
+	spec.OnOutput = func(stream sandbox.Stream, data []byte) {
+		if stream != sandbox.Stdout {
+			return
+		}
+		tail = append(tail, data...)
+		if bytes.Contains(tail, []byte("held\n")) {
+			once.Do(func() { close(held) })
+		}
+		tail = tail[max(0, len(tail)-8):]
+	}
+	if s.tgt.Footprint == nil {
+		release.Close() // nothing to measure: let the program end at once
+	}
+	done := make(chan outcome, 1)
+	go func() { done <- s.tryRun(t.Context(), spec) }()
+
+	var fp *Footprint
+	select {
+	case <-held:
+		if s.tgt.Footprint != nil {
+			fp = s.measure(t, spec.ID)
+		}
+	case o := <-done:
+		return s.must(t, o), nil // ended before it was done; its status says why
+	}
+	release.Close()
+	return s.must(t, <-done), fp
+}
+
+// measure returns the footprint of the one live sandbox of a run. It reports
+// failures with t.Error, so the run it waits on is still ended and collected.
+func (s *suite) measure(t *testing.T, runID string) *Footprint {
+	t.Helper()
+	ids, err := s.tgt.Live(t.Context(), runID)
+	if err != nil || len(ids) != 1 {
+		t.Errorf("the sandbox of run %s while it runs: %v %v", runID, ids, err)
+		return nil
+	}
+	fp, err := s.tgt.Footprint(t.Context(), ids[0])
+	if err != nil {
+		t.Errorf("footprint of %s: %v", ids[0], err)
+		return nil
+	}
+	return &fp
+}
+
+// footprintBytes and footprintFiles bound what a sandbox may hold on the host
+// disk at any time: a few small files (a bundle, a state record, mount
+// points), however much the job writes.
+const (
+	footprintBytes = 1 << 20
+	footprintFiles = 1000
+)
+
+func (s *suite) assertSmallFootprint(t *testing.T, fp *Footprint, when string) {
+	t.Helper()
+	if s.tgt.Footprint == nil {
+		t.Logf("host storage of the sandbox not measurable on %s; the in-sandbox checks stand", s.tgt.Runtime.Name())
+		return
+	}
+	if fp == nil {
+		return // measure has failed the test already
+	}
+	if fp.Bytes > footprintBytes || fp.Files > footprintFiles {
+		t.Errorf("the sandbox held %d bytes in %d files on the host %s (at most %d bytes, %d files)", fp.Bytes, fp.Files, when, footprintBytes, footprintFiles)
+	}
+	t.Logf("host footprint %s: %d bytes, %d files", when, fp.Bytes, fp.Files)
+}
+
+// num reads an integer value of kv; a missing or malformed one is -1.
+func num(kv map[string]string, key string) int64 {
+	n, err := strconv.ParseInt(kv[key], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return n
 }
 
 // B5: the root filesystem is read-only.
@@ -178,11 +310,14 @@ except OSError as e:
 	}
 }
 
-// B6: a million tiny files and a 10 GB fallocate fail inside the quota.
+// B6: a million tiny files and a 10 GB fallocate fail inside the quota: the
+// files stop at /work's own inode cap, the fallocate at /tmp's size, and the
+// sandbox's host storage stays empty meanwhile (no host-wide free-space or
+// free-inode comparison: other work on the machine moves those).
 func (s *suite) b6Files(t *testing.T) {
-	beforeBytes, beforeInodes := hostDiskFree(t)
-	res := s.py(t, `
-import errno, os
+	l := config.DefaultLimits()
+	l.TimeoutMS = 120000
+	res, fp := s.runHeld(t, sandbox.Spec{Argv: []string{"python3", "-c", mountProbe + `
 n = 0
 err = ""
 try:
@@ -193,29 +328,41 @@ except OSError as e:
     err = errno.errorcode.get(e.errno)
 print("files=%d" % n)
 print("files_error=%s" % err)
+fstype, _, _, inodes, used = fsinfo("/work")
+print("work_type=%s" % fstype)
+print("work_inodes=%d" % inodes)
+print("work_inodes_used=%d" % used)
 fd = os.open("/tmp/big", os.O_CREAT | os.O_WRONLY, 0o644)
 try:
     os.posix_fallocate(fd, 0, 10 << 30)
     print("fallocate=ok")
 except OSError as e:
     print("fallocate=%s" % errno.errorcode.get(e.errno))
-`, sandbox.Limits{TimeoutMS: 120000, MemoryBytes: 512 << 20})
+fstype, total, used, _, _ = fsinfo("/tmp")
+print("tmp_type=%s" % fstype)
+print("tmp_total=%d" % total)
+print("tmp_used=%d" % used)
+` + holdUntilStdinCloses}, Limits: l})
 	wantStatus(t, res, sandbox.StatusOK)
 	got := kv(res)
-	n, _ := strconv.Atoi(got["files"])
+	n, inodes, used := num(got, "files"), num(got, "work_inodes"), num(got, "work_inodes_used")
 	if got["files_error"] != "ENOSPC" || n >= 1000000 {
 		t.Fatalf("a million files should fail with ENOSPC inside the quota: %v", got)
 	}
 	if got["fallocate"] != "ENOSPC" {
 		t.Fatalf("10 GB fallocate should fail with ENOSPC: %v", got)
 	}
-	afterBytes, afterInodes := hostDiskFree(t)
-	if drop := int64(beforeBytes) - int64(afterBytes); drop > 48<<20 {
-		t.Fatalf("host disk lost %d bytes", drop)
+	if got["work_type"] != "tmpfs" || got["tmp_type"] != "tmpfs" {
+		t.Errorf("/work is %q and /tmp %q; both must be tmpfs", got["work_type"], got["tmp_type"])
 	}
-	if drop := int64(beforeInodes) - int64(afterInodes); drop > 20000 {
-		t.Fatalf("host lost %d inodes", drop)
+	// The files ran into /work's own inode cap, and /work counts every one.
+	if inodes <= 0 || inodes > sandbox.TmpfsInodes(l.WorkdirBytes) || used < n || n < inodes-100 {
+		t.Errorf("files=%d stopped at /work's %d inodes (%d used; cap %d)", n, inodes, used, sandbox.TmpfsInodes(l.WorkdirBytes))
 	}
+	if total := num(got, "tmp_total"); total <= 0 || total > l.TmpBytes || num(got, "tmp_used") > total {
+		t.Errorf("/tmp holds %s of %d bytes, limit %d", got["tmp_used"], total, l.TmpBytes)
+	}
+	s.assertSmallFootprint(t, fp, "while its /work held its files")
 }
 
 // B7: a busy loop is killed at the wall deadline and throttled to its quota.

@@ -45,7 +45,7 @@ func (s *suite) f1Archives(t *testing.T) {
 	// A Manager of its own over a runtime that counts sandboxes prepared: a
 	// refused archive must start nothing.
 	counting := &countingRuntime{Runtime: s.tgt.Runtime}
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{Runtime: counting, Images: []string{s.tgt.Image}, Defaults: config.DefaultLimits(), ValidateLimits: config.ValidateLimits})
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{Runtime: counting, Images: []string{s.tgt.Image}, Defaults: config.DefaultLimits(), Bounds: config.LimitBounds()})
 	if err != nil {
 		t.Fatal(err)
 	}

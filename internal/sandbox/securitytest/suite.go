@@ -15,11 +15,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,6 +45,52 @@ type Target struct {
 	// StripsSetuid says the runtime's copy of the image holds no setuid or
 	// setgid file (the oci runtime strips them on export, SECURITY.md M3).
 	StripsSetuid bool
+	// Footprint measures the host storage the runtime holds for one live
+	// sandbox, by runtime id (Docker: the container's writable layer; oci: its
+	// run and state directories). The exhaustion cases (B4, B6) measure it
+	// while the job's tmpfs is full, instead of the host's free disk, which
+	// every other process on the machine changes. Nil where the runtime's
+	// storage is out of reach (a Kubernetes node): the in-sandbox checks of
+	// the same cases still run.
+	Footprint func(ctx context.Context, id string) (Footprint, error)
+}
+
+// Footprint is the host storage one sandbox holds.
+type Footprint struct {
+	Bytes int64 // bytes of regular files
+	Files int64 // files and directories; -1 when the runtime does not say
+}
+
+// DirFootprint adds up the regular-file bytes and the entries under each
+// root (a missing root counts as empty). Runtimes whose sandbox storage is a
+// host directory build their Target.Footprint from it.
+func DirFootprint(roots ...string) (Footprint, error) {
+	var fp Footprint
+	for _, root := range roots {
+		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					return nil // removed while walking, or never made
+				}
+				return err
+			}
+			fp.Files++
+			if d.Type().IsRegular() {
+				info, err := d.Info()
+				if err != nil && !errors.Is(err, fs.ErrNotExist) {
+					return err
+				}
+				if info != nil {
+					fp.Bytes += info.Size()
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fp, fmt.Errorf("footprint of %s: %w", root, err)
+		}
+	}
+	return fp, nil
 }
 
 type suite struct {
@@ -71,13 +117,13 @@ func Run(t *testing.T, tgt Target) {
 		}
 	}
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:        tgt.Runtime,
-		Images:         []string{tgt.Image},
-		Defaults:       config.DefaultLimits(),
-		ValidateLimits: config.ValidateLimits,
-		MaxConcurrent:  4,
-		QueueSize:      256,
-		QueueTimeout:   10 * time.Minute,
+		Runtime:       tgt.Runtime,
+		Images:        []string{tgt.Image},
+		Defaults:      config.DefaultLimits(),
+		Bounds:        config.LimitBounds(),
+		MaxConcurrent: 4,
+		QueueSize:     256,
+		QueueTimeout:  10 * time.Minute,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -127,6 +173,7 @@ func Run(t *testing.T, tgt Target) {
 		{"K4_protocol_lookalikes", s.k4Lookalikes},
 		{"K5_caller_gone_stdin_unread", s.k5CallerGone},
 		{"M2_no_shared_kernel_user", s.m2Quotas},
+		{"G2_runtime_refuses_zero_limits", s.g2ZeroLimits},
 	}
 	cases = append(cases, s.kernelCases()...)
 	for _, c := range cases {
@@ -150,17 +197,38 @@ func Run(t *testing.T, tgt Target) {
 	}
 }
 
-// run runs a job and fails the test on a Manager error.
+// run runs a job and fails the test on a Manager error. Call it on the test
+// goroutine only; a job run beside another uses tryRun.
 func (s *suite) run(t *testing.T, spec sandbox.Spec) sandbox.Result {
 	t.Helper()
+	return s.must(t, s.tryRun(t.Context(), spec))
+}
+
+// outcome is what tryRun returns, so that a run on another goroutine can hand
+// its error to the test goroutine instead of failing the test from there.
+type outcome struct {
+	spec sandbox.Spec
+	res  sandbox.Result
+	err  error
+}
+
+// tryRun runs a job and reports a Manager error instead of failing the test:
+// it is safe on any goroutine.
+func (s *suite) tryRun(ctx context.Context, spec sandbox.Spec) outcome {
 	if spec.Image == "" {
 		spec.Image = s.tgt.Image
 	}
-	res, err := s.mgr.Run(t.Context(), spec)
-	if err != nil {
-		t.Fatalf("run %q: %v (result %+v)", spec.Argv, err, res.Wire())
+	res, err := s.mgr.Run(ctx, spec)
+	return outcome{spec: spec, res: res, err: err}
+}
+
+// must fails the test on a Manager error; call it on the test goroutine.
+func (s *suite) must(t *testing.T, o outcome) sandbox.Result {
+	t.Helper()
+	if o.err != nil {
+		t.Fatalf("run %q: %v (result %+v)", o.spec.Argv, o.err, o.res.Wire())
 	}
-	return res
+	return o.res
 }
 
 // py runs a Python program with the given limits.
@@ -228,15 +296,6 @@ func kv(res sandbox.Result) map[string]string {
 		}
 	}
 	return out
-}
-
-func hostDiskFree(t *testing.T) (bytes, inodes uint64) {
-	t.Helper()
-	var st syscall.Statfs_t
-	if err := syscall.Statfs("/", &st); err != nil {
-		t.Fatal(err)
-	}
-	return st.Bavail * uint64(st.Bsize), st.Ffree
 }
 
 func tarOf(t *testing.T, entries ...*tar.Header) *bytes.Buffer {
