@@ -3,6 +3,7 @@ package sandbox
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/asterhq/aster/internal/initproto"
 )
@@ -24,11 +25,11 @@ const (
 // checkJobSize refuses a header too large to be sent to init or exec'd, in
 // human units, so the caller learns which limit it passed.
 func checkJobSize(hdr initproto.JobHeader) error {
-	sum := func(what string, list []string, max int64) error {
+	sum := func(what string, list []string, max int64, name func(int, string) string) error {
 		var total int64
 		for i, s := range list {
 			if int64(len(s)) > MaxStringBytes {
-				return Invalidf("%s %d is %s, over the limit of %s for one string", what, i, sizeText(int64(len(s))), sizeText(MaxStringBytes))
+				return Invalidf("%s is %s, over the limit of %s for one", name(i, s), sizeText(int64(len(s))), sizeText(MaxStringBytes))
 			}
 			total += int64(len(s))
 		}
@@ -37,10 +38,17 @@ func checkJobSize(hdr initproto.JobHeader) error {
 		}
 		return nil
 	}
-	if err := sum("environment variables", hdr.Env, MaxEnvBytes); err != nil {
+	envName := func(_ int, s string) string {
+		k, _, _ := strings.Cut(s, "=")
+		if len(k) > 64 {
+			k = k[:64] + "..."
+		}
+		return fmt.Sprintf("environment variable %s", k)
+	}
+	if err := sum("environment variables", hdr.Env, MaxEnvBytes, envName); err != nil {
 		return err
 	}
-	if err := sum("arguments", hdr.Argv, MaxArgvBytes); err != nil {
+	if err := sum("arguments", hdr.Argv, MaxArgvBytes, func(i int, _ string) string { return fmt.Sprintf("argument %d", i) }); err != nil {
 		return err
 	}
 	p, err := json.Marshal(hdr)
