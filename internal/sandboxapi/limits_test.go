@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -81,7 +82,7 @@ func TestSpoolBoundedByRequestSize(t *testing.T) {
 		// A few files whose bytes pass it.
 		"6 files of 300KiB": manyFiles(t, 6, 300<<10),
 	} {
-		resp, body := h.do(t.Context(), http.MethodPost, RouteExecute, ContentTypeTar, bytes.NewReader(archive), HeaderSpec, spec)
+		resp, body := rawPost(t, strings.TrimPrefix(h.base, "http://"), spec, archive)
 		d := errorOf(t, resp, body, http.StatusRequestEntityTooLarge, "too_large")
 		if !strings.Contains(d.Message, "1MiB") || !strings.Contains(d.Message, "workdir_size") {
 			t.Errorf("%s: message %q does not name the request's limit", name, d.Message)
@@ -105,6 +106,35 @@ func TestSpoolBoundedByRequestSize(t *testing.T) {
 	if got := h.metric(`aster_sandbox_runs_total{status="ok"}`); got != 1 {
 		t.Errorf("runs ok %v, want only the fitting one", got)
 	}
+}
+
+// rawPost sends a tar upload on its own connection and reads the answer
+// while it writes: a server that refuses early and closes may reset the
+// connection before the body is written, which a client that waits for its
+// writes (net/http's) reports instead of the answer.
+func rawPost(t *testing.T, addr, spec string, body []byte) (*http.Response, []byte) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	go func() {
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n%s: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
+			RouteExecute, ContentTypeTar, HeaderSpec, spec, len(body))
+		_, _ = conn.Write(body) // fails once the server has answered and closed
+	}()
+	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("read the answer: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read the answer's body: %v", err)
+	}
+	return resp, b
 }
 
 // rawUpload is a client on its own connection that sends headers and the
