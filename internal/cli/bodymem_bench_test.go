@@ -84,6 +84,15 @@ type child struct {
 	base string // URL
 	// session is the MCP session id, "" for serve.
 	session string
+	mu      sync.Mutex
+	id      int
+}
+
+func (c *child) nextID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.id++
+	return 100 + c.id
 }
 
 func benchAddr(b *testing.B) string {
@@ -172,6 +181,9 @@ func mcpPost(c *child, body []byte) (*http.Response, error) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("MCP-Protocol-Version", "2025-06-18")
+	// A refusal comes before the body is sent (http.DefaultTransport
+	// waits a second for it).
+	req.Header.Set("Expect", "100-continue")
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 	}
@@ -181,7 +193,10 @@ func mcpPost(c *child, body []byte) (*http.Response, error) {
 // serveRequest and mcpRequest send one body and say whether it was served
 // (ran) or refused with 429.
 func serveRequest(c *child, body []byte) (int, string, error) {
-	resp, err := http.Post(c.base+"/v1/execute", "application/json", bytes.NewReader(body))
+	req, _ := http.NewRequest(http.MethodPost, c.base+"/v1/execute", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Expect", "100-continue")
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", err
 	}
@@ -191,6 +206,8 @@ func serveRequest(c *child, body []byte) (int, string, error) {
 }
 
 func mcpRequest(c *child, body []byte) (int, string, error) {
+	// Each call in flight needs its own id: the body's first field.
+	body = bytes.Replace(body, []byte(`{"id":2,`), fmt.Appendf(nil, `{"id":%d,`, c.nextID()), 1)
 	resp, err := mcpPost(c, body)
 	if err != nil {
 		return 0, "", err

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -188,10 +189,16 @@ func limitBodies(next http.Handler, budget *sandboxapi.Budget, o HTTPOptions) ht
 				sandbox.ErrTooLarge, config.FormatBytes(r.ContentLength), config.FormatBytes(o.MaxBodyBytes)))
 			return
 		}
-		body, err := sandboxapi.PaceBody(w, r, o.Pace)
-		if err != nil {
-			refuse(err)
-			return
+		// A client waiting for 100 Continue is admitted before it sends:
+		// a refusal then costs it no upload.
+		early := strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+		var body *sandboxapi.PacedBody
+		var err error
+		if !early {
+			if body, err = sandboxapi.PaceBody(w, r, o.Pace); err != nil {
+				refuse(err)
+				return
+			}
 		}
 		res, err := sandboxapi.ReserveBody(r, budget)
 		if err != nil {
@@ -200,6 +207,12 @@ func limitBodies(next http.Handler, budget *sandboxapi.Budget, o HTTPOptions) ht
 			return
 		}
 		defer res.Release()
+		if early {
+			if body, err = sandboxapi.PaceBody(w, r, o.Pace); err != nil {
+				refuse(err)
+				return
+			}
+		}
 		if r.ContentLength < 0 {
 			data, err := io.ReadAll(io.LimitReader(r.Body, o.MaxBodyBytes+1))
 			if err == nil && int64(len(data)) > o.MaxBodyBytes {

@@ -3,6 +3,7 @@ package sandboxapi
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -33,7 +34,8 @@ func (a *admission) release() {
 // connection, and only until the first-byte deadline. Then a snapshot
 // upload takes one of the upload slots (as many as the runs that can be
 // running or queued) and one of its client's; a JSON body reserves its
-// bytes in the server's body memory.
+// bytes in the server's body memory. A client that sends Expect:
+// 100-continue is admitted before its body instead (see below).
 func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (*admission, error) {
 	if r.URL.Path != RouteValidate {
 		st := s.mgr.Stats()
@@ -46,37 +48,66 @@ func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (*admission, 
 		return nil, fmt.Errorf("%w: request body of %s is over this server's limit of %s (--max-body)",
 			sandbox.ErrTooLarge, config.FormatBytes(r.ContentLength), config.FormatBytes(s.opts.MaxBodyBytes))
 	}
-	body, err := PaceBody(w, r, s.pace)
-	if err != nil {
-		return nil, err
+	// A client that asked to be told before it sends its body (Expect:
+	// 100-continue) is admitted first: a refusal then costs it no upload.
+	// It still has only the first-byte deadline to start sending.
+	early := expectsContinue(r)
+	a := &admission{}
+	if !early {
+		body, err := PaceBody(w, r, s.pace)
+		if err != nil {
+			return nil, err
+		}
+		a.body = body
 	}
-	a := &admission{body: body}
 	fail := func(err error) (*admission, error) {
 		a.release()
 		return nil, err
 	}
-	if !isSnapshotUpload(r) {
-		res, err := ReserveBody(r, s.bodies)
+	if err := s.admitRead(r, a); err != nil {
+		return fail(err)
+	}
+	if early {
+		body, err := PaceBody(w, r, s.pace)
 		if err != nil {
 			return fail(err)
 		}
+		a.body = body
+	}
+	return a, nil
+}
+
+// admitRead takes what reading r's body needs: an upload slot (its own and
+// its client's) for a snapshot, or the body's bytes for JSON.
+func (s *Server) admitRead(r *http.Request, a *admission) error {
+	if !isSnapshotUpload(r) {
+		res, err := ReserveBody(r, s.bodies)
+		if err != nil {
+			return err
+		}
 		a.releases = append(a.releases, res.Release)
-		return a, nil
+		return nil
 	}
 	release, err := s.clients.take(r)
 	if err != nil {
 		s.metrics.Rejected("client_uploads")
-		return fail(err)
+		return err
 	}
 	a.releases = append(a.releases, release)
 	select {
 	case s.uploads <- struct{}{}:
 		a.releases = append(a.releases, func() { <-s.uploads })
-		return a, nil
+		return nil
 	default:
 		s.metrics.Rejected("uploads_full")
-		return fail(fmt.Errorf("%w: %d snapshot uploads in progress; try again later", sandbox.ErrBusy, cap(s.uploads)))
+		return fmt.Errorf("%w: %d snapshot uploads in progress; try again later", sandbox.ErrBusy, cap(s.uploads))
 	}
+}
+
+// expectsContinue reports whether the client waits for 100 Continue before
+// it sends its body.
+func expectsContinue(r *http.Request) bool {
+	return strings.EqualFold(r.Header.Get("Expect"), "100-continue")
 }
 
 // snapshotLimit is the workspace size a decoded /v1/execute or /v1/test
