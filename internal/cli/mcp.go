@@ -98,7 +98,7 @@ the sandbox.`,
 	fl.StringVar(&f.queue, "queue", "", fmt.Sprintf("calls that may wait for a sandbox slot before 'busy' (default %d × max-concurrent)", config.DefaultQueuePerSlot))
 	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a call may wait for a slot")
 	fl.StringVar(&f.maxBody, "max-body", config.FormatBytes(config.DefaultMaxBodyBytes), "largest HTTP request body (the files of one call travel in it)")
-	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("HTTP request-body bytes being served at once; 429 past it (default %d × --max-body)", config.DefaultBodiesInFlight))
+	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("HTTP request-body bytes being served at once; 429 past it (default %d × --max-body)", config.DefaultMCPBodiesInFlight))
 	fl.StringVar(&f.maxTimeout, "max-timeout", def.Timeout, "ceiling of a call's limits.timeout_ms")
 	fl.StringVar(&f.maxMemory, "max-memory", def.Memory, "ceiling of a call's limits.memory_bytes")
 	fl.StringVar(&f.maxCPUs, "max-cpus", def.CPUs, "ceiling of a call's limits.milli_cpus, in CPUs")
@@ -171,7 +171,11 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	ctx := cmd.Context()
 
 	// Bind first: a refused address must fail before anything starts.
-	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes, MaxBodyInFlightBytes: set.MaxBodyInFlightBytes,
+	inFlight := set.MaxBodyInFlightBytes
+	if strings.TrimSpace(sc.MaxBodyInFlight) == "" {
+		inFlight = config.DefaultMCPBodiesInFlight * set.MaxBodyBytes
+	}
+	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes, MaxBodyInFlightBytes: inFlight,
 		Pace: sandboxapi.Pace{FirstByte: set.FirstByteTimeout, Idle: set.BodyIdleTimeout, MinRate: set.MinBodyRateBytes, Total: set.BodyReadTimeout}}
 	var ln net.Listener
 	if mc.HTTP != "" {

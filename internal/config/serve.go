@@ -15,17 +15,20 @@ import (
 
 // Defaults of `aster sandbox serve`.
 const (
-	DefaultServeAddr            = "127.0.0.1:8080"
-	DefaultQueueTimeout         = 30 * time.Second
-	DefaultMaxBodyBytes         = 64 << 20
-	DefaultShutdownGrace        = 30 * time.Second
-	DefaultReadHeaderTimeout    = 5 * time.Second
-	DefaultBodyReadTimeout      = 60 * time.Second
-	DefaultFirstByteTimeout     = 5 * time.Second  // from the headers to a body's first byte
-	DefaultBodyIdleTimeout      = 10 * time.Second // longest wait for more of a body
-	DefaultMinBodyRate          = 32 << 10         // bytes per second a body must average, after the idle grace
-	DefaultSpoolPerCeiling      = 4                // default --max-spool: this many snapshots at --max-workdir-size
-	DefaultBodiesInFlight       = 4                // default --max-body-in-flight: this many bodies at --max-body
+	DefaultServeAddr         = "127.0.0.1:8080"
+	DefaultQueueTimeout      = 30 * time.Second
+	DefaultMaxBodyBytes      = 64 << 20
+	DefaultShutdownGrace     = 30 * time.Second
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultBodyReadTimeout   = 60 * time.Second
+	DefaultFirstByteTimeout  = 5 * time.Second  // from the headers to a body's first byte
+	DefaultBodyIdleTimeout   = 10 * time.Second // longest wait for more of a body
+	DefaultMinBodyRate       = 32 << 10         // bytes per second a body must average, after the idle grace
+	DefaultSpoolPerCeiling   = 4                // default --max-spool: this many snapshots at --max-workdir-size
+	DefaultBodiesInFlight    = 4                // default --max-body-in-flight: this many bodies at --max-body
+	// DefaultMCPBodiesInFlight is the same for `aster mcp --http`, lower
+	// because the MCP SDK holds several copies of every body it decodes.
+	DefaultMCPBodiesInFlight    = 2
 	DefaultWriteTimeout         = 30 * time.Second
 	DefaultIdleTimeout          = 90 * time.Second
 	DefaultQueuePerSlot         = 4    // queue places per sandbox slot

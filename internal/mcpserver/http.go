@@ -41,7 +41,7 @@ type HTTPOptions struct {
 	// SessionTimeout closes sessions idle for that long.
 	SessionTimeout time.Duration
 	// MaxBodyInFlightBytes bounds the request-body bytes being served at
-	// once (default config.DefaultBodiesInFlight × MaxBodyBytes; negative:
+	// once (default config.DefaultMCPBodiesInFlight × MaxBodyBytes; negative:
 	// no bound). A body reserves its length before it is read and keeps it
 	// until its call is answered; past the bound the answer is 429.
 	MaxBodyInFlightBytes int64
@@ -61,7 +61,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
 	if o.MaxBodyInFlightBytes == 0 {
-		o.MaxBodyInFlightBytes = config.DefaultBodiesInFlight * o.MaxBodyBytes
+		o.MaxBodyInFlightBytes = config.DefaultMCPBodiesInFlight * o.MaxBodyBytes
 	}
 	if o.Pace == (sandboxapi.Pace{}) {
 		o.Pace = sandboxapi.DefaultPace()
