@@ -15,7 +15,7 @@ import (
 type Budget struct {
 	what  string // "snapshot spool space (--max-spool)", for messages
 	total int64
-	// onRefuse, when set, counts a refusal (the server's metrics).
+	// onRefuse, when set, counts a 429 (the server's metrics).
 	onRefuse func()
 
 	mu   sync.Mutex
@@ -63,7 +63,6 @@ func (b *Budget) take(held, n int64) error {
 		return nil
 	}
 	if held+n > b.total {
-		b.refused()
 		return fmt.Errorf("%w: %s asked for, over this server's %s of %s", sandbox.ErrTooLarge,
 			config.FormatBytes(held+n), b.what, config.FormatBytes(b.total))
 	}
