@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -38,10 +39,37 @@ func TestBodiesInFlight(t *testing.T) {
 	o := HTTPOptions{MaxBodyBytes: 512 << 10, Pace: sandboxapi.Pace{FirstByte: 300 * time.Millisecond, Idle: time.Second, Total: 10 * time.Second}}
 	srv := httptest.NewServer(limitBodies(next, budget, o))
 	t.Cleanup(srv.Close)
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(hold) }) }) // before srv.Close, even after a failure
 	post := func(body io.Reader, length int64) (*http.Response, error) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL, body)
 		req.ContentLength = length
 		return http.DefaultClient.Do(req)
+	}
+	// raw sends a request on its own connection and reads the answer while
+	// it writes: a refusal may close the connection before the body is
+	// written, which net/http's client reports instead of the answer.
+	raw := func(head string, body []byte) int {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		go func() {
+			fmt.Fprint(conn, head)
+			_, _ = conn.Write(body)
+		}()
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Errorf("read the answer: %v", err)
+			return 0
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Error("429 without Retry-After")
+		}
+		return resp.StatusCode
 	}
 	body := bytes.Repeat([]byte("x"), 400<<10)
 	type answer struct {
@@ -65,22 +93,29 @@ func TestBodiesInFlight(t *testing.T) {
 	if got := budget.InUse(); got != 2*int64(len(body)) {
 		t.Errorf("budget in use %d, want %d", got, 2*len(body))
 	}
-	resp, err := post(bytes.NewReader(body), int64(len(body)))
-	if err != nil {
-		t.Fatal(err)
+	// A declared length that does not fit: refused before the body is read
+	// (with Expect: 100-continue, before it is even sent).
+	if code := raw(fmt.Sprintf("POST / HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n", len(body)), body); code != http.StatusTooManyRequests {
+		t.Errorf("declared length over the budget: %d", code)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" {
-		t.Errorf("declared length over the budget: %d %v", resp.StatusCode, resp.Header)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL, bytes.NewReader(body))
+	req.Header.Set("Expect", "100-continue")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Errorf("with Expect: 100-continue: %v", err)
+	} else if resp.Body.Close(); resp.StatusCode != http.StatusTooManyRequests {
+		t.Errorf("with Expect: 100-continue: %d", resp.StatusCode)
 	}
 	// Chunked: refused once what arrived does not fit.
-	resp, err = post(io.MultiReader(bytes.NewReader(body)), -1)
-	if err != nil {
-		t.Fatal(err)
+	var chunked bytes.Buffer
+	for rest := body; len(rest) > 0; {
+		c := rest[:min(len(rest), 32<<10)]
+		rest = rest[len(c):]
+		fmt.Fprintf(&chunked, "%x\r\n%s\r\n", len(c), c)
 	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusTooManyRequests {
-		t.Errorf("chunked body over the budget: %d", resp.StatusCode)
+	chunked.WriteString("0\r\n\r\n")
+	if code := raw("POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n", chunked.Bytes()); code != http.StatusTooManyRequests {
+		t.Errorf("chunked body over the budget: %d", code)
 	}
 	// Headers only: 408 at the first-byte deadline, nothing reserved.
 	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
@@ -96,7 +131,7 @@ func TestBodiesInFlight(t *testing.T) {
 	} else if d := time.Since(t0); d > 3*time.Second {
 		t.Errorf("headers-only client held on for %s", d)
 	}
-	close(hold)
+	release.Do(func() { close(hold) })
 	for range 2 {
 		a := <-held
 		if a.err != nil || a.resp.StatusCode != http.StatusOK {
