@@ -464,3 +464,31 @@ func TestJobHeaderTooLarge(t *testing.T) {
 		t.Errorf("200 variables of 2KiB: %+v", res)
 	}
 }
+
+// SECURITY L1, the issue's sparse bomb: a 10 KiB archive (GNU tar
+// --sparse, old GNU and PAX formats; testdata made with `truncate -s 1G`)
+// declaring a 1 GiB file, sent with workdir_size 1g, is refused before the
+// spool holds more than its first headers.
+func TestSparseBombNotSpooled(t *testing.T) {
+	t.Parallel()
+	var watch spoolWatch
+	h := newHarness(t, harnessOpts{server: func(o *Options) { o.spoolHook = watch.hook }})
+	for _, name := range []string{"sparse-1g-gnu.tar", "sparse-1g-pax.tar"} {
+		archive, err := os.ReadFile("testdata/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, body := rawPost(t, strings.TrimPrefix(h.base, "http://"), `{"argv":["true"],"limits":{"workdir_size":"1g"}}`, archive)
+		if resp.StatusCode != http.StatusBadRequest && resp.StatusCode != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s: %d %s", name, resp.StatusCode, body)
+		}
+		peak, _ := watch.peak()
+		t.Logf("%s (%d bytes): %d %s; spool peak %d bytes", name, len(archive), resp.StatusCode, bytes.TrimSpace(body), peak)
+		if peak > 64<<10 {
+			t.Errorf("%s: the spool file reached %d bytes", name, peak)
+		}
+	}
+	if n := containers(t, h.label); n != 0 {
+		t.Errorf("%d sandboxes were created", n)
+	}
+}
