@@ -34,6 +34,7 @@ type mcpFlags struct {
 	http, tokenFile, sandboxURL    string
 	maxConcurrent, queue           string
 	queueTimeout, maxBody          string
+	maxBodyInFlight                string
 	maxTimeout, maxMemory, maxCPUs string
 	maxPids, maxOutput, maxWorkdir string
 	allowDirs                      []string
@@ -97,6 +98,7 @@ the sandbox.`,
 	fl.StringVar(&f.queue, "queue", "", fmt.Sprintf("calls that may wait for a sandbox slot before 'busy' (default %d × max-concurrent)", config.DefaultQueuePerSlot))
 	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a call may wait for a slot")
 	fl.StringVar(&f.maxBody, "max-body", config.FormatBytes(config.DefaultMaxBodyBytes), "largest HTTP request body (the files of one call travel in it)")
+	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("HTTP request-body bytes being served at once; 429 past it (default %d × --max-body)", config.DefaultMCPBodiesInFlight))
 	fl.StringVar(&f.maxTimeout, "max-timeout", def.Timeout, "ceiling of a call's limits.timeout_ms")
 	fl.StringVar(&f.maxMemory, "max-memory", def.Memory, "ceiling of a call's limits.memory_bytes")
 	fl.StringVar(&f.maxCPUs, "max-cpus", def.CPUs, "ceiling of a call's limits.milli_cpus, in CPUs")
@@ -130,6 +132,7 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	str("queue", &sc.Queue, f.queue)
 	str("queue-timeout", &sc.QueueTimeout, f.queueTimeout)
 	str("max-body", &sc.MaxBody, f.maxBody)
+	str("max-body-in-flight", &sc.MaxBodyInFlight, f.maxBodyInFlight)
 	str("max-timeout", &sc.Ceilings.Timeout, f.maxTimeout)
 	str("max-memory", &sc.Ceilings.Memory, f.maxMemory)
 	str("max-cpus", &sc.Ceilings.CPUs, f.maxCPUs)
@@ -168,7 +171,12 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	ctx := cmd.Context()
 
 	// Bind first: a refused address must fail before anything starts.
-	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes}
+	inFlight := set.MaxBodyInFlightBytes
+	if strings.TrimSpace(sc.MaxBodyInFlight) == "" {
+		inFlight = config.DefaultMCPBodiesInFlight * set.MaxBodyBytes
+	}
+	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes, MaxBodyInFlightBytes: inFlight,
+		Pace: sandboxapi.Pace{FirstByte: set.FirstByteTimeout, Idle: set.BodyIdleTimeout, MinRate: set.MinBodyRateBytes, Total: set.BodyReadTimeout}}
 	var ln net.Listener
 	if mc.HTTP != "" {
 		ln, err = mcpserver.ListenHTTP(mc.HTTP, hopts)

@@ -23,6 +23,8 @@ type serveFlags struct {
 	idleTimeout, reaperPeriod, reaperGrace                               string
 	maxTimeout, maxMemory, maxCPUs, maxPids, maxOutput, maxCeiling       string
 	maxWorkdir, maxTmp                                                   string
+	maxSpool, maxBodyInFlight, maxUploadsPerClient                       string
+	firstByteTimeout, bodyIdleTimeout, minBodyRate                       string
 	warm                                                                 int
 }
 
@@ -54,7 +56,18 @@ start-up and every reaper period.
 Every flag has an aster.yaml equivalent in the serve: section (serve.addr,
 serve.max_concurrent, serve.ceilings.memory, ...) and the main ones an
 ASTER_* variable: ASTER_SERVE_ADDR, ASTER_MAX_CONCURRENT, ASTER_QUEUE,
-ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE, ASTER_MAX_BODY, ASTER_IMAGES.`,
+ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE, ASTER_MAX_BODY, ASTER_MAX_SPOOL,
+ASTER_MAX_BODY_IN_FLIGHT, ASTER_IMAGES.
+
+Bodies: nothing is reserved for a request until the first byte of its body
+arrives (--first-byte-timeout); a body that then stalls (--body-idle-timeout)
+or falls under --min-body-rate is dropped with 408. A snapshot is spooled to
+disk up to the request's own workdir_size, which it reserves in --max-spool
+first (429 while the space is taken); a multipart body must send its spec
+part before its workspace part. JSON bodies reserve their length in
+--max-body-in-flight (429 past it). One remote address may have at most
+--max-uploads-per-client snapshot uploads in progress (behind a proxy every
+client has the proxy's address: raise it there).`,
 		Example: `  aster sandbox serve
   aster sandbox serve --addr 0.0.0.0:8080 --token-file /etc/aster/tokens --max-concurrent 8
   curl -s localhost:8080/v1/execute -d '{"argv":["python3","-c","print(6*7)"]}'`,
@@ -72,6 +85,12 @@ ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE, ASTER_MAX_BODY, ASTER_IMAGES.`,
 	fl.StringVar(&f.shutdownGrace, "shutdown-grace", config.DefaultShutdownGrace.String(), "on SIGTERM, how long running jobs may finish before they are cancelled")
 	fl.StringVar(&f.readHeaderTimeout, "read-header-timeout", config.DefaultReadHeaderTimeout.String(), "time a client has to send its request headers")
 	fl.StringVar(&f.bodyReadTimeout, "body-read-timeout", config.DefaultBodyReadTimeout.String(), "time a client has to send its request body")
+	fl.StringVar(&f.firstByteTimeout, "first-byte-timeout", config.DefaultFirstByteTimeout.String(), "time a client has between its headers and the first byte of its body; nothing is reserved for it before that byte")
+	fl.StringVar(&f.bodyIdleTimeout, "body-idle-timeout", config.DefaultBodyIdleTimeout.String(), "longest wait for more of a request body")
+	fl.StringVar(&f.minBodyRate, "min-body-rate", config.FormatBytes(config.DefaultMinBodyRate), "slowest average a request body may arrive at, per second, after the idle grace (0: not checked)")
+	fl.StringVar(&f.maxSpool, "max-spool", "", fmt.Sprintf("disk all snapshots being spooled or held may take at once; each reserves its workdir_size (default %d × --max-workdir-size)", config.DefaultSpoolPerCeiling))
+	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("JSON request-body bytes held in memory at once; 429 past it (default %d × --max-body)", config.DefaultBodiesInFlight))
+	fl.StringVar(&f.maxUploadsPerClient, "max-uploads-per-client", "", "snapshot uploads in progress from one remote address (default: half of max-concurrent + queue; 0: no limit)")
 	fl.StringVar(&f.writeTimeout, "write-timeout", config.DefaultWriteTimeout.String(), "time each write of a response may take before the client is dropped")
 	fl.StringVar(&f.idleTimeout, "idle-timeout", config.DefaultIdleTimeout.String(), "how long an idle keep-alive connection stays open")
 	fl.StringVar(&f.reaperPeriod, "reaper-period", "", "how often leaked sandboxes are reaped (default from config: 1m)")
@@ -87,6 +106,22 @@ ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE, ASTER_MAX_BODY, ASTER_IMAGES.`,
 	fl.StringVar(&f.maxTmp, "max-tmp-size", def.TmpSize, "largest /tmp a request may ask for")
 	fl.IntVar(&f.warm, "warm", config.DefaultWarm, "sandboxes kept started and waiting per image, for requests with the default limits (0: no pool); they count against --max-concurrent (ASTER_WARM, pool.warm)")
 	return cmd
+}
+
+// orNegative maps a settings value of 0 ("off") to the server option that
+// means off (negative; zero there takes the default).
+func orNegative(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+func orNegative64(n int64) int64 {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
 
 func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
@@ -109,6 +144,12 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	str("shutdown-grace", &sc.ShutdownGrace, f.shutdownGrace)
 	str("read-header-timeout", &sc.ReadHeaderTimeout, f.readHeaderTimeout)
 	str("body-read-timeout", &sc.BodyReadTimeout, f.bodyReadTimeout)
+	str("first-byte-timeout", &sc.FirstByteTimeout, f.firstByteTimeout)
+	str("body-idle-timeout", &sc.BodyIdleTimeout, f.bodyIdleTimeout)
+	str("min-body-rate", &sc.MinBodyRate, f.minBodyRate)
+	str("max-spool", &sc.MaxSpool, f.maxSpool)
+	str("max-body-in-flight", &sc.MaxBodyInFlight, f.maxBodyInFlight)
+	str("max-uploads-per-client", &sc.MaxUploadsPerClient, f.maxUploadsPerClient)
 	str("write-timeout", &sc.WriteTimeout, f.writeTimeout)
 	str("idle-timeout", &sc.IdleTimeout, f.idleTimeout)
 	str("max-timeout", &sc.Ceilings.Timeout, f.maxTimeout)
@@ -251,6 +292,13 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		IdleTimeout:       set.IdleTimeout,
 		ShutdownGrace:     set.ShutdownGrace,
 		Logger:            log,
+
+		MaxSpoolBytes:        set.MaxSpoolBytes,
+		MaxBodyInFlightBytes: set.MaxBodyInFlightBytes,
+		MaxUploadsPerClient:  orNegative(set.MaxUploadsPerClient),
+		FirstByteTimeout:     set.FirstByteTimeout,
+		BodyIdleTimeout:      set.BodyIdleTimeout,
+		MinBodyRate:          orNegative64(set.MinBodyRateBytes),
 	})
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}

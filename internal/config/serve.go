@@ -15,12 +15,20 @@ import (
 
 // Defaults of `aster sandbox serve`.
 const (
-	DefaultServeAddr            = "127.0.0.1:8080"
-	DefaultQueueTimeout         = 30 * time.Second
-	DefaultMaxBodyBytes         = 64 << 20
-	DefaultShutdownGrace        = 30 * time.Second
-	DefaultReadHeaderTimeout    = 10 * time.Second
-	DefaultBodyReadTimeout      = 60 * time.Second
+	DefaultServeAddr         = "127.0.0.1:8080"
+	DefaultQueueTimeout      = 30 * time.Second
+	DefaultMaxBodyBytes      = 64 << 20
+	DefaultShutdownGrace     = 30 * time.Second
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultBodyReadTimeout   = 60 * time.Second
+	DefaultFirstByteTimeout  = 5 * time.Second  // from the headers to a body's first byte
+	DefaultBodyIdleTimeout   = 10 * time.Second // longest wait for more of a body
+	DefaultMinBodyRate       = 32 << 10         // bytes per second a body must average, after the idle grace
+	DefaultSpoolPerCeiling   = 4                // default --max-spool: this many snapshots at --max-workdir-size
+	DefaultBodiesInFlight    = 4                // default --max-body-in-flight: this many bodies at --max-body
+	// DefaultMCPBodiesInFlight is the same for `aster mcp --http`, lower
+	// because the MCP SDK holds several copies of every body it decodes.
+	DefaultMCPBodiesInFlight    = 2
 	DefaultWriteTimeout         = 30 * time.Second
 	DefaultIdleTimeout          = 90 * time.Second
 	DefaultQueuePerSlot         = 4    // queue places per sandbox slot
@@ -50,26 +58,42 @@ type ServeConfig struct {
 	// MaxConcurrent is a number, or "auto"/empty: sized from host memory.
 	MaxConcurrent string `yaml:"max_concurrent"`
 	// Queue is a number, or empty: DefaultQueuePerSlot × MaxConcurrent.
-	Queue             string       `yaml:"queue"`
-	QueueTimeout      string       `yaml:"queue_timeout"`
-	TokenFile         string       `yaml:"token_file"`
-	MaxBody           string       `yaml:"max_body"`
-	ShutdownGrace     string       `yaml:"shutdown_grace"`
-	ReadHeaderTimeout string       `yaml:"read_header_timeout"`
-	BodyReadTimeout   string       `yaml:"body_read_timeout"`
-	WriteTimeout      string       `yaml:"write_timeout"`
-	IdleTimeout       string       `yaml:"idle_timeout"`
-	Ceilings          LimitsConfig `yaml:"ceilings"`
+	Queue             string `yaml:"queue"`
+	QueueTimeout      string `yaml:"queue_timeout"`
+	TokenFile         string `yaml:"token_file"`
+	MaxBody           string `yaml:"max_body"`
+	ShutdownGrace     string `yaml:"shutdown_grace"`
+	ReadHeaderTimeout string `yaml:"read_header_timeout"`
+	BodyReadTimeout   string `yaml:"body_read_timeout"`
+	WriteTimeout      string `yaml:"write_timeout"`
+	IdleTimeout       string `yaml:"idle_timeout"`
+	// FirstByteTimeout, BodyIdleTimeout and MinBodyRate pace a request body
+	// (see sandboxapi.Pace); MinBodyRate is a size per second ("32k"), 0 off.
+	FirstByteTimeout string `yaml:"first_byte_timeout"`
+	BodyIdleTimeout  string `yaml:"body_idle_timeout"`
+	MinBodyRate      string `yaml:"min_body_rate"`
+	// MaxSpool is the disk all snapshots being spooled or held may take at
+	// once; empty is DefaultSpoolPerCeiling × ceilings.workdir_size.
+	MaxSpool string `yaml:"max_spool"`
+	// MaxBodyInFlight is the request-body bytes held in memory at once;
+	// empty is DefaultBodiesInFlight × max_body.
+	MaxBodyInFlight string `yaml:"max_body_in_flight"`
+	// MaxUploadsPerClient bounds one remote address's uploads in progress;
+	// empty is half the upload slots (max_concurrent + queue), 0 no limit.
+	MaxUploadsPerClient string       `yaml:"max_uploads_per_client"`
+	Ceilings            LimitsConfig `yaml:"ceilings"`
 }
 
 // ServeEnvVars lists the variables ServeSection reads.
 var ServeEnvVars = map[string]string{
-	"ASTER_SERVE_ADDR":     "address `aster sandbox serve` listens on",
-	"ASTER_MAX_CONCURRENT": "sandboxes alive at once (auto: from host memory)",
-	"ASTER_QUEUE":          "runs waiting behind them (default 4 × max-concurrent)",
-	"ASTER_QUEUE_TIMEOUT":  "how long a run may wait in the queue",
-	"ASTER_TOKEN_FILE":     "bearer tokens, one a line",
-	"ASTER_MAX_BODY":       "largest request body",
+	"ASTER_SERVE_ADDR":         "address `aster sandbox serve` listens on",
+	"ASTER_MAX_CONCURRENT":     "sandboxes alive at once (auto: from host memory)",
+	"ASTER_QUEUE":              "runs waiting behind them (default 4 × max-concurrent)",
+	"ASTER_QUEUE_TIMEOUT":      "how long a run may wait in the queue",
+	"ASTER_TOKEN_FILE":         "bearer tokens, one a line",
+	"ASTER_MAX_BODY":           "largest request body",
+	"ASTER_MAX_SPOOL":          "disk all spooled snapshots may take at once (default 4 × max-workdir-size)",
+	"ASTER_MAX_BODY_IN_FLIGHT": "request-body bytes held in memory at once (default 4 × max-body)",
 }
 
 // ServeSection decodes the `serve:` section of c (absent: all defaults) and
@@ -86,6 +110,8 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	set(&s.QueueTimeout, "ASTER_QUEUE_TIMEOUT")
 	set(&s.TokenFile, "ASTER_TOKEN_FILE")
 	set(&s.MaxBody, "ASTER_MAX_BODY")
+	set(&s.MaxSpool, "ASTER_MAX_SPOOL")
+	set(&s.MaxBodyInFlight, "ASTER_MAX_BODY_IN_FLIGHT")
 	def := DefaultCeilings()
 	fill := func(d *string, v string) {
 		if strings.TrimSpace(*d) == "" {
@@ -100,6 +126,9 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	fill(&s.BodyReadTimeout, DefaultBodyReadTimeout.String())
 	fill(&s.WriteTimeout, DefaultWriteTimeout.String())
 	fill(&s.IdleTimeout, DefaultIdleTimeout.String())
+	fill(&s.FirstByteTimeout, DefaultFirstByteTimeout.String())
+	fill(&s.BodyIdleTimeout, DefaultBodyIdleTimeout.String())
+	fill(&s.MinBodyRate, FormatBytes(DefaultMinBodyRate))
 	fill(&s.Ceilings.Timeout, def.Timeout)
 	fill(&s.Ceilings.Memory, def.Memory)
 	fill(&s.Ceilings.CPUs, def.CPUs)
@@ -124,7 +153,15 @@ type ServeSettings struct {
 	BodyReadTimeout   time.Duration
 	WriteTimeout      time.Duration
 	IdleTimeout       time.Duration
-	Ceilings          sandbox.Limits
+	FirstByteTimeout  time.Duration
+	BodyIdleTimeout   time.Duration
+	// MinBodyRateBytes is bytes per second; 0 is not checked.
+	MinBodyRateBytes     int64
+	MaxSpoolBytes        int64
+	MaxBodyInFlightBytes int64
+	// MaxUploadsPerClient is 0 for no limit.
+	MaxUploadsPerClient int
+	Ceilings            sandbox.Limits
 }
 
 // Parse validates s. defaultMemoryBytes is the per-run default memory limit,
@@ -150,6 +187,13 @@ func (s ServeConfig) Parse(defaultMemoryBytes int64, hostMemory func() (int64, e
 	dur("body-read-timeout", s.BodyReadTimeout, &out.BodyReadTimeout, 10*time.Millisecond)
 	dur("write-timeout", s.WriteTimeout, &out.WriteTimeout, 10*time.Millisecond)
 	dur("idle-timeout", s.IdleTimeout, &out.IdleTimeout, 10*time.Millisecond)
+	dur("first-byte-timeout", s.FirstByteTimeout, &out.FirstByteTimeout, 10*time.Millisecond)
+	dur("body-idle-timeout", s.BodyIdleTimeout, &out.BodyIdleTimeout, 10*time.Millisecond)
+	if n, err := ParseBytes(strings.TrimSuffix(strings.TrimSpace(s.MinBodyRate), "/s")); err != nil {
+		errs = append(errs, fmt.Errorf("min-body-rate: %w", err))
+	} else {
+		out.MinBodyRateBytes = n
+	}
 	if n, err := ParseBytes(s.MaxBody); err != nil {
 		errs = append(errs, fmt.Errorf("max-body: %w", err))
 	} else if n < 1<<10 {
@@ -183,11 +227,41 @@ func (s ServeConfig) Parse(defaultMemoryBytes int64, hostMemory func() (int64, e
 	} else {
 		out.QueueSize = n
 	}
+	if v := strings.TrimSpace(s.MaxUploadsPerClient); v == "" {
+		out.MaxUploadsPerClient = (out.MaxConcurrent + out.QueueSize + 1) / 2
+	} else if n, err := strconv.Atoi(v); err != nil || n < 0 {
+		errs = append(errs, fmt.Errorf("max-uploads-per-client %q: want a whole number, 0 for no limit", v))
+	} else {
+		out.MaxUploadsPerClient = n
+	}
 	ceil, err := s.Ceilings.Parse()
 	if err != nil {
 		errs = append(errs, fmt.Errorf("ceilings: %w", err))
 	}
 	out.Ceilings = ceil
+	// A total below the largest single request would refuse that request
+	// whatever else is going on: refused here instead.
+	total := func(name, v string, dst *int64, per int64, what string, unit int64) {
+		if strings.TrimSpace(v) == "" {
+			*dst = per * unit
+			return
+		}
+		n, err := ParseBytes(v)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%s: %w", name, err))
+		case unit > 0 && n < unit:
+			errs = append(errs, fmt.Errorf("%s %s is under %s %s: such a request could never be served", name, FormatBytes(n), what, FormatBytes(unit)))
+		default:
+			*dst = n
+		}
+	}
+	workdir := ceil.WorkdirBytes
+	if workdir == 0 {
+		workdir = DefaultWorkdirBytes
+	}
+	total("max-spool", s.MaxSpool, &out.MaxSpoolBytes, DefaultSpoolPerCeiling, "max-workdir-size", workdir)
+	total("max-body-in-flight", s.MaxBodyInFlight, &out.MaxBodyInFlightBytes, DefaultBodiesInFlight, "max-body", out.MaxBodyBytes)
 	if len(errs) > 0 {
 		return out, errors.Join(errs...)
 	}

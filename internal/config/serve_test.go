@@ -112,3 +112,44 @@ func TestExceedsCeiling(t *testing.T) {
 		t.Errorf("over the ceiling: %v", err)
 	}
 }
+
+// The body and upload bounds of SECURITY L1/L3/L4: derived defaults, and
+// totals that could never serve one maximal request refused.
+func TestServeBodyBounds(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{}
+	sc, err := Default().ServeSection(func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := func() (int64, error) { return 4 << 30, nil }
+	st, err := sc.Parse(512<<20, host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MaxSpoolBytes != DefaultSpoolPerCeiling<<30 || st.MaxBodyInFlightBytes != DefaultBodiesInFlight*DefaultMaxBodyBytes {
+		t.Errorf("spool %d, bodies in flight %d", st.MaxSpoolBytes, st.MaxBodyInFlightBytes)
+	}
+	if st.MaxUploadsPerClient != (6+24+1)/2 || st.FirstByteTimeout != DefaultFirstByteTimeout ||
+		st.BodyIdleTimeout != DefaultBodyIdleTimeout || st.MinBodyRateBytes != DefaultMinBodyRate {
+		t.Errorf("per client %d, first byte %s, idle %s, rate %d", st.MaxUploadsPerClient, st.FirstByteTimeout, st.BodyIdleTimeout, st.MinBodyRateBytes)
+	}
+	set := sc
+	set.MaxSpool, set.MaxBodyInFlight, set.MaxUploadsPerClient, set.MinBodyRate = "8g", "512m", "0", "1m/s"
+	if st, err = set.Parse(512<<20, host); err != nil || st.MaxSpoolBytes != 8<<30 || st.MaxBodyInFlightBytes != 512<<20 ||
+		st.MaxUploadsPerClient != 0 || st.MinBodyRateBytes != 1<<20 {
+		t.Errorf("explicit values: %+v %v", st, err)
+	}
+	bad := sc
+	bad.MaxSpool, bad.MaxBodyInFlight, bad.MaxUploadsPerClient = "100m", "1m", "-1"
+	_, err = bad.Parse(512<<20, host)
+	for _, want := range []string{"max-spool 100MiB is under max-workdir-size 1GiB", "max-body-in-flight 1MiB is under max-body 64MiB", "max-uploads-per-client"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not say %q", err, want)
+		}
+	}
+	env["ASTER_MAX_SPOOL"] = "2g"
+	if sc, err = Default().ServeSection(func(k string) string { return env[k] }); err != nil || sc.MaxSpool != "2g" {
+		t.Errorf("ASTER_MAX_SPOOL: %q %v", sc.MaxSpool, err)
+	}
+}

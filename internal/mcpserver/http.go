@@ -1,17 +1,21 @@
 package mcpserver
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
@@ -20,7 +24,7 @@ const Path = "/mcp"
 
 // HTTP defaults.
 const (
-	DefaultMaxBodyBytes   = 64 << 20
+	DefaultMaxBodyBytes   = config.DefaultMaxBodyBytes
 	DefaultSessionTimeout = 30 * time.Minute
 	// EventStoreBytes bounds the events kept for stream resumption.
 	EventStoreBytes = 32 << 20
@@ -36,6 +40,13 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle for that long.
 	SessionTimeout time.Duration
+	// MaxBodyInFlightBytes bounds the request-body bytes being served at
+	// once (default config.DefaultMCPBodiesInFlight × MaxBodyBytes; negative:
+	// no bound). A body reserves its length before it is read and keeps it
+	// until its call is answered; past the bound the answer is 429.
+	MaxBodyInFlightBytes int64
+	// Pace bounds how slowly a body may arrive (zero: sandboxapi.DefaultPace).
+	Pace sandboxapi.Pace
 }
 
 // Handler returns the HTTP handler: the streamable transport at /mcp behind
@@ -49,6 +60,12 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
+	if o.MaxBodyInFlightBytes == 0 {
+		o.MaxBodyInFlightBytes = config.DefaultMCPBodiesInFlight * o.MaxBodyBytes
+	}
+	if o.Pace == (sandboxapi.Pace{}) {
+		o.Pace = sandboxapi.DefaultPace()
+	}
 	// An event store makes response streams resumable: a client whose
 	// connection breaks during a long run reconnects with Last-Event-ID and
 	// still gets its result. It is bounded; the oldest events go first.
@@ -60,6 +77,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 	})
+	h = limitBodies(h, sandboxapi.NewBudget(o.MaxBodyInFlightBytes, "memory for request bodies (--max-body-in-flight)"), o)
 	if o.Tokens != nil {
 		h = auth.RequireBearerToken(verifier(o.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
@@ -102,7 +120,7 @@ func isLoopback(a net.Addr) bool {
 func (s *Server) ServeHTTP(ctx context.Context, ln net.Listener, o HTTPOptions) error {
 	srv := &http.Server{
 		Handler:           s.Handler(o),
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: config.DefaultReadHeaderTimeout,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          nil,
 	}
@@ -148,4 +166,87 @@ func (s *Server) ServeTransport(ctx context.Context, t mcp.Transport) error {
 		return nil
 	}
 	return err
+}
+
+// limitBodies admits a body before the SDK reads it (the SDK reads it whole
+// and decodes it more than once, so memory grows with every body in flight):
+// it waits for the first byte without holding anything, paces the rest, and
+// reserves the body's bytes in budget until the call is answered. A body of
+// unknown length is read here, reserving as it comes, so that a refusal is
+// still a 429 and not a read error inside the SDK.
+func limitBodies(next http.Handler, budget *sandboxapi.Budget, o HTTPOptions) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			next.ServeHTTP(w, r)
+			return
+		}
+		refuse := func(err error) {
+			w.Header().Set("Connection", "close")
+			sandboxapi.WriteError(w, err, 1)
+		}
+		if r.ContentLength > o.MaxBodyBytes {
+			refuse(fmt.Errorf("%w: request body of %s is over this server's limit of %s (--max-body)",
+				sandbox.ErrTooLarge, config.FormatBytes(r.ContentLength), config.FormatBytes(o.MaxBodyBytes)))
+			return
+		}
+		// A client waiting for 100 Continue is admitted before it sends:
+		// a refusal then costs it no upload.
+		early := strings.EqualFold(r.Header.Get("Expect"), "100-continue")
+		var body *sandboxapi.PacedBody
+		var err error
+		if !early {
+			if body, err = sandboxapi.PaceBody(w, r, o.Pace); err != nil {
+				refuse(err)
+				return
+			}
+		}
+		res, err := sandboxapi.ReserveBody(r, budget)
+		if err != nil {
+			body.Done()
+			refuse(err)
+			return
+		}
+		defer res.Release()
+		if early {
+			if body, err = sandboxapi.PaceBody(w, r, o.Pace); err != nil {
+				refuse(err)
+				return
+			}
+		}
+		if r.ContentLength < 0 {
+			data, err := io.ReadAll(io.LimitReader(r.Body, o.MaxBodyBytes+1))
+			if err == nil && int64(len(data)) > o.MaxBodyBytes {
+				err = fmt.Errorf("%w: request body is over this server's limit of %s (--max-body)", sandbox.ErrTooLarge, config.FormatBytes(o.MaxBodyBytes))
+			}
+			if err != nil {
+				body.Done()
+				if status, _ := sandboxapi.StatusFor(err); status == http.StatusInternalServerError {
+					err = sandbox.Invalidf("reading the request body: %v", err)
+				}
+				refuse(err)
+				return
+			}
+			r.Body = io.NopCloser(bytes.NewReader(data))
+			r.ContentLength = int64(len(data))
+		}
+		// The SDK reads the body before it starts the call: the pace ends
+		// with the body, not with the call.
+		r.Body = &endOnEOF{ReadCloser: r.Body, done: body.Done}
+		defer body.Done()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// endOnEOF calls done when the body has been read to its end.
+type endOnEOF struct {
+	io.ReadCloser
+	done func()
+}
+
+func (e *endOnEOF) Read(p []byte) (int, error) {
+	n, err := e.ReadCloser.Read(p)
+	if err != nil {
+		e.done()
+	}
+	return n, err
 }

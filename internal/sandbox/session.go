@@ -318,6 +318,9 @@ func jobHeader(job Job) (initproto.JobHeader, error) {
 		WorkspaceMaxFiles:  workspace.DefaultMaxFiles,
 		Stdin:              job.Stdin != nil,
 	}
+	if err := checkJobSize(hdr); err != nil {
+		return hdr, err
+	}
 	if err := hdr.Validate(); err != nil {
 		return hdr, Invalidf("%v", err)
 	}

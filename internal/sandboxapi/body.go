@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/asterhq/aster/internal/config"
@@ -33,6 +34,20 @@ type BodyOptions struct {
 	ReadTimeout time.Duration
 	// TempDir is where snapshots are spooled ("" is os.TempDir()).
 	TempDir string
+	// SnapshotLimit, when set, gives the workspace size a decoded spec asks
+	// for (its limits.workdir_size, or the default), checked against the
+	// ceilings. A snapshot is then spooled up to that size only, and a
+	// multipart body must send its spec part before its workspace part.
+	// Without it the bound is WorkspaceMaxBytes.
+	SnapshotLimit func(spec any) (int64, error)
+	// Spool, when set, is the disk shared by every snapshot spooled or held
+	// at once: a snapshot reserves its limit there before its first byte is
+	// written, keeps its size until it is closed, and is refused with 429
+	// (413 if it could never fit) when the space is taken.
+	Spool *Budget
+
+	// spoolHook, in tests, sees the spool file after every write.
+	spoolHook func(*os.File)
 }
 
 // Snapshot is a validated repository snapshot: a normalised tar in an
@@ -40,6 +55,7 @@ type BodyOptions struct {
 type Snapshot struct {
 	file  *os.File
 	size  int64
+	space *Reservation // its share of BodyOptions.Spool
 	Stats workspace.Stats
 }
 
@@ -68,6 +84,7 @@ func (s *Snapshot) Close() error {
 	if s == nil || s.file == nil {
 		return nil
 	}
+	defer s.space.Release()
 	return s.file.Close()
 }
 
@@ -101,20 +118,25 @@ func ReadBody(w http.ResponseWriter, r *http.Request, spec any, o BodyOptions) (
 	var snap *Snapshot
 	switch media {
 	case ContentTypeJSON:
-		data, err := io.ReadAll(body)
-		if err != nil {
-			return nil, body.classify(err)
-		}
-		if err := decodeSpec(data, spec); err != nil {
+		// Decoded as it streams in: the body is not first read whole into
+		// a buffer of its own (one copy less of every file it carries).
+		if err := decodeSpec(body, spec); err != nil {
+			if rerr := body.firstErr(); rerr != nil {
+				return nil, body.classify(rerr)
+			}
 			return nil, err
 		}
 	case ContentTypeTar:
 		if h := r.Header.Get(HeaderSpec); h != "" {
-			if err := decodeSpec([]byte(h), spec); err != nil {
+			if err := decodeSpec(strings.NewReader(h), spec); err != nil {
 				return nil, fmt.Errorf("%s header: %w", HeaderSpec, err)
 			}
 		}
-		if snap, err = spool(body, o); err != nil {
+		limit, err := o.snapshotLimit(spec)
+		if err != nil {
+			return nil, err
+		}
+		if snap, err = spool(body, o, limit); err != nil {
 			return nil, err
 		}
 	case "multipart/form-data":
@@ -139,6 +161,7 @@ func readMultipart(body *recordingReader, boundary string, spec any, o BodyOptio
 	}
 	mr := multipart.NewReader(body, boundary)
 	var snap *Snapshot
+	haveSpec := false
 	fail := func(err error) (*Snapshot, error) {
 		snap.Close()
 		return nil, err
@@ -160,14 +183,24 @@ func readMultipart(body *recordingReader, boundary string, spec any, o BodyOptio
 			if len(data) > maxSpecBytes {
 				return fail(fmt.Errorf("%w: the spec part is over %s", sandbox.ErrTooLarge, config.FormatBytes(maxSpecBytes)))
 			}
-			if err := decodeSpec(data, spec); err != nil {
+			if err := decodeSpec(bytes.NewReader(data), spec); err != nil {
 				return fail(fmt.Errorf("spec part: %w", err))
 			}
+			haveSpec = true
 		case PartWorkspace:
 			if snap != nil {
 				return fail(sandbox.Invalidf("more than one workspace part"))
 			}
-			if snap, err = spool(&recordingReader{r: part, parent: body}, o); err != nil {
+			if !haveSpec && o.SnapshotLimit != nil {
+				// The spec says how large the workspace may be; the archive
+				// is only read once that is known.
+				return fail(sandbox.Invalidf("the %q part must come before the %q part: its limits.workdir_size bounds the snapshot", PartSpec, PartWorkspace))
+			}
+			limit, err := o.snapshotLimit(spec)
+			if err != nil {
+				return fail(err)
+			}
+			if snap, err = spool(&recordingReader{r: part, parent: body}, o, limit); err != nil {
 				return fail(err)
 			}
 		default:
@@ -177,39 +210,95 @@ func readMultipart(body *recordingReader, boundary string, spec any, o BodyOptio
 	return snap, nil
 }
 
-// spool validates a tar stream into an unlinked temporary file.
-func spool(r *recordingReader, o BodyOptions) (*Snapshot, error) {
+// snapshotLimit is the most a snapshot for spec may hold.
+func (o BodyOptions) snapshotLimit(spec any) (snapshotLimit, error) {
+	if o.SnapshotLimit == nil {
+		return snapshotLimit{o.WorkspaceMaxBytes, "this server's --max-workdir-size"}, nil
+	}
+	n, err := o.SnapshotLimit(spec)
+	if err != nil {
+		return snapshotLimit{}, err
+	}
+	if o.WorkspaceMaxBytes > 0 && (n <= 0 || n > o.WorkspaceMaxBytes) {
+		n = o.WorkspaceMaxBytes
+	}
+	return snapshotLimit{n, "the request's workspace size (limits.workdir_size)"}, nil
+}
+
+// snapshotLimit is a snapshot's size bound and what it is called.
+type snapshotLimit struct {
+	bytes int64
+	name  string
+}
+
+// errSpoolFull is a spool file at its limit.
+var errSpoolFull = errors.New("spool full")
+
+// spool validates a tar stream into an unlinked temporary file of at most
+// limit bytes: the normalised archive, headers included, counts against the
+// workspace size, so the file never grows past what the request may use.
+func spool(r *recordingReader, o BodyOptions, limit snapshotLimit) (*Snapshot, error) {
+	space, err := o.Spool.Reserve(limit.bytes)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of up to %s: %w", config.FormatBytes(limit.bytes), err)
+	}
 	f, err := os.CreateTemp(o.TempDir, "aster-snapshot-*.tar")
 	if err != nil {
+		space.Release()
 		return nil, fmt.Errorf("spool snapshot: %w", err)
 	}
 	// Unlinked at once: the open file is all there is, and a crash leaves nothing.
 	_ = os.Remove(f.Name())
-	st, err := workspace.Filter(r, f, workspace.Caps{MaxBytes: o.WorkspaceMaxBytes})
-	if err != nil {
+	fail := func(err error) (*Snapshot, error) {
 		f.Close()
+		space.Release()
+		return nil, err
+	}
+	cw := &cappedFile{f: f, max: limit.bytes, hook: o.spoolHook}
+	st, err := workspace.Filter(r, cw, workspace.Caps{MaxBytes: limit.bytes})
+	if err != nil {
 		if rerr := r.firstErr(); rerr != nil {
-			return nil, r.classify(rerr)
+			return fail(r.classify(rerr))
 		}
 		switch {
+		case errors.Is(err, errSpoolFull):
+			return fail(fmt.Errorf("%w: snapshot: the archive is over %s, %s", sandbox.ErrTooLarge, config.FormatBytes(limit.bytes), limit.name))
 		case errors.Is(err, workspace.ErrTooLarge):
-			return nil, fmt.Errorf("%w: snapshot: %w", sandbox.ErrTooLarge, err)
+			return fail(fmt.Errorf("%w: snapshot (at most %s, %s): %w", sandbox.ErrTooLarge, config.FormatBytes(limit.bytes), limit.name, err))
 		case errors.Is(err, workspace.ErrUnsafe):
-			return nil, fmt.Errorf("%w: snapshot: %w", sandbox.ErrInvalidSpec, err)
+			return fail(fmt.Errorf("%w: snapshot: %w", sandbox.ErrInvalidSpec, err))
 		}
-		return nil, fmt.Errorf("spool snapshot: %w", err)
+		return fail(fmt.Errorf("spool snapshot: %w", err))
 	}
-	size, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("spool snapshot: %w", err)
-	}
-	return &Snapshot{file: f, size: size, Stats: st}, nil
+	space.ShrinkTo(cw.n)
+	return &Snapshot{file: f, size: cw.n, space: space, Stats: st}, nil
 }
 
-// decodeSpec decodes one JSON object, refusing unknown fields and trailing data.
-func decodeSpec(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
+// cappedFile writes to the spool file and refuses any write that would take
+// it past max.
+type cappedFile struct {
+	f    *os.File
+	max  int64
+	n    int64
+	hook func(*os.File)
+}
+
+func (c *cappedFile) Write(p []byte) (int, error) {
+	if c.max > 0 && int64(len(p)) > c.max-c.n {
+		return 0, errSpoolFull
+	}
+	n, err := c.f.Write(p)
+	c.n += int64(n)
+	if c.hook != nil {
+		c.hook(c.f)
+	}
+	return n, err
+}
+
+// decodeSpec decodes one JSON object from r, refusing unknown fields and
+// trailing data.
+func decodeSpec(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		var se *json.SyntaxError
@@ -267,6 +356,9 @@ func (b *recordingReader) classify(err error) error {
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	switch {
+	case errors.Is(err, ErrRequestTimeout), errors.Is(err, sandbox.ErrBusy), errors.Is(err, sandbox.ErrTooLarge):
+		// Already classed: the pace or the body budget.
+		return err
 	case errors.As(err, &mbe):
 		return fmt.Errorf("%w: request body is over this server's limit of %s (--max-body)", sandbox.ErrTooLarge, config.FormatBytes(mbe.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():

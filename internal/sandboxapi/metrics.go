@@ -62,7 +62,7 @@ func NewMetrics() *Metrics {
 		}),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aster_sandbox_rejected_total",
-			Help: "Runs refused by admission control with 429, by reason (queue_full, queue_timeout, uploads_full).",
+			Help: "Runs refused by admission control with 429, by reason (queue_full, queue_timeout, uploads_full, client_uploads, spool_full, bodies_full).",
 		}, []string{"reason"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aster_api_requests_total", Help: "HTTP requests answered, by route and status code.",
@@ -83,7 +83,7 @@ func NewMetrics() *Metrics {
 	for _, s := range sandbox.Statuses {
 		m.runs.WithLabelValues(string(s))
 	}
-	for _, r := range []string{"queue_full", "queue_timeout", "uploads_full"} {
+	for _, r := range []string{"queue_full", "queue_timeout", "uploads_full", "client_uploads", "spool_full", "bodies_full"} {
 		m.rejected.WithLabelValues(r)
 	}
 	return m

@@ -13,10 +13,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
 )
@@ -56,6 +58,22 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// TempDir is where snapshots are spooled ("" is os.TempDir()).
 	TempDir string
+	// MaxSpoolBytes bounds the disk every snapshot being spooled or held
+	// takes at once (default config.DefaultSpoolPerCeiling × the workdir
+	// ceiling; negative: no bound).
+	MaxSpoolBytes int64
+	// MaxBodyInFlightBytes bounds the JSON body bytes held in memory at
+	// once (default config.DefaultBodiesInFlight × MaxBodyBytes; negative:
+	// no bound).
+	MaxBodyInFlightBytes int64
+	// MaxUploadsPerClient bounds the snapshot uploads in progress from one
+	// remote address (default: half the upload slots; negative: no bound).
+	MaxUploadsPerClient int
+	// FirstByteTimeout, BodyIdleTimeout and MinBodyRate pace every body
+	// (see Pace); zero takes the config defaults, negative turns one off.
+	FirstByteTimeout time.Duration
+	BodyIdleTimeout  time.Duration
+	MinBodyRate      int64
 	// Validate serves /v1/validate behind the same auth, body cap and
 	// metrics; nil answers 404.
 	Validate http.Handler
@@ -63,6 +81,9 @@ type Options struct {
 	// aster_engine_up metric (default 5s).
 	EngineCheckPeriod time.Duration
 	Logger            *slog.Logger
+
+	// spoolHook, in tests, sees each spool file after every write.
+	spoolHook func(*os.File)
 }
 
 // Server is the HTTP API. It is an http.Handler; Serve runs it with
@@ -73,6 +94,10 @@ type Server struct {
 	metrics  *Metrics
 	mgr      *sandbox.Manager
 	uploads  chan struct{} // snapshots being spooled or held for a run
+	clients  *clientSlots  // the same, per remote address
+	spool    *Budget       // disk of the snapshots spooled or held
+	bodies   *Budget       // memory of the JSON bodies being served
+	pace     Pace
 	inflight sync.WaitGroup
 }
 
@@ -86,13 +111,18 @@ func New(opts Options) (*Server, error) {
 			*d = v
 		}
 	}
-	def(&opts.ReadHeaderTimeout, 10*time.Second)
-	def(&opts.BodyReadTimeout, 60*time.Second)
-	def(&opts.WriteTimeout, 30*time.Second)
-	def(&opts.IdleTimeout, 90*time.Second)
+	def(&opts.ReadHeaderTimeout, config.DefaultReadHeaderTimeout)
+	def(&opts.BodyReadTimeout, config.DefaultBodyReadTimeout)
+	def(&opts.WriteTimeout, config.DefaultWriteTimeout)
+	def(&opts.IdleTimeout, config.DefaultIdleTimeout)
 	def(&opts.EngineCheckPeriod, 5*time.Second)
+	def(&opts.FirstByteTimeout, config.DefaultFirstByteTimeout)
+	def(&opts.BodyIdleTimeout, config.DefaultBodyIdleTimeout)
+	if opts.MinBodyRate == 0 {
+		opts.MinBodyRate = config.DefaultMinBodyRate
+	}
 	if opts.MaxBodyBytes <= 0 {
-		opts.MaxBodyBytes = 64 << 20
+		opts.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -102,23 +132,50 @@ func New(opts Options) (*Server, error) {
 	}
 	st := opts.Manager.Stats()
 	opts.Metrics.setCapacity(st)
-	return &Server{
+	slots := st.MaxConcurrent + st.QueueSize
+	if opts.MaxUploadsPerClient == 0 {
+		opts.MaxUploadsPerClient = (slots + 1) / 2
+	}
+	s := &Server{
 		opts:    opts,
 		log:     opts.Logger,
 		metrics: opts.Metrics,
 		mgr:     opts.Manager,
-		uploads: make(chan struct{}, st.MaxConcurrent+st.QueueSize),
-	}, nil
+		uploads: make(chan struct{}, slots),
+		clients: newClientSlots(opts.MaxUploadsPerClient),
+		pace: Pace{FirstByte: opts.FirstByteTimeout, Idle: opts.BodyIdleTimeout, MinRate: opts.MinBodyRate,
+			Total: opts.BodyReadTimeout},
+	}
+	if opts.MaxSpoolBytes == 0 {
+		opts.MaxSpoolBytes = config.DefaultSpoolPerCeiling * s.workspaceCeiling()
+	}
+	if opts.MaxBodyInFlightBytes == 0 {
+		opts.MaxBodyInFlightBytes = config.DefaultBodiesInFlight * opts.MaxBodyBytes
+	}
+	s.opts = opts
+	s.spool = NewBudget(opts.MaxSpoolBytes, "snapshot spool space (--max-spool)")
+	s.spool.onRefuse = func() { s.metrics.Rejected("spool_full") }
+	s.bodies = NewBudget(opts.MaxBodyInFlightBytes, "memory for request bodies (--max-body-in-flight)")
+	s.bodies.onRefuse = func() { s.metrics.Rejected("bodies_full") }
+	return s, nil
+}
+
+// workspaceCeiling is the largest snapshot any request may send.
+func (s *Server) workspaceCeiling() int64 {
+	if ws := s.opts.Ceilings.WorkdirBytes; ws > 0 {
+		return ws
+	}
+	return s.mgr.Limits().WorkdirBytes
 }
 
 // BodyOptions are the body limits the server applies, for handlers such as
 // the /v1/validate one that read snapshots with ReadBody.
+// Snapshots of /v1/execute and /v1/test are bounded by each request's own
+// workspace size and share the server's spool space.
 func (s *Server) BodyOptions() BodyOptions {
-	ws := s.opts.Ceilings.WorkdirBytes
-	if ws == 0 {
-		ws = s.mgr.Limits().WorkdirBytes
-	}
-	return BodyOptions{MaxBodyBytes: s.opts.MaxBodyBytes, WorkspaceMaxBytes: ws, ReadTimeout: s.opts.BodyReadTimeout, TempDir: s.opts.TempDir}
+	return BodyOptions{MaxBodyBytes: s.opts.MaxBodyBytes, WorkspaceMaxBytes: s.workspaceCeiling(),
+		ReadTimeout: s.opts.BodyReadTimeout, TempDir: s.opts.TempDir,
+		SnapshotLimit: s.snapshotLimit, Spool: s.spool, spoolHook: s.opts.spoolHook}
 }
 
 // ServeHTTP routes a request. Every answer, errors included, is JSON.
@@ -186,8 +243,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", ErrNotFound))
 				return
 			}
-			r.Body = http.MaxBytesReader(sw, r.Body, s.opts.MaxBodyBytes)
-			s.opts.Validate.ServeHTTP(sw, r)
+			s.validate(sw, r)
 		}
 	default:
 		s.writeError(sw, r, fmt.Errorf("%w: no route %s (have %s, %s, %s, %s, %s, %s)", ErrNotFound, clipPath(r.URL.Path),
@@ -196,14 +252,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
-	release, err := s.admitUpload(r)
+	adm, err := s.admitBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer release()
+	defer adm.release()
 	var req ExecuteRequest
 	snap, err := ReadBody(w, r, &req, s.BodyOptions())
+	adm.bodyRead()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -219,14 +276,15 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) test(w http.ResponseWriter, r *http.Request) {
-	release, err := s.admitUpload(r)
+	adm, err := s.admitBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer release()
+	defer adm.release()
 	var req TestRequest
 	snap, err := ReadBody(w, r, &req, s.BodyOptions())
+	adm.bodyRead()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -248,6 +306,28 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	s.run(w, r, spec, col, func(res sandbox.Result) any {
 		return TestResponse{WireResult: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
 	})
+}
+
+// validate serves /v1/validate through the same admission as the runs: its
+// snapshot is bounded by the workspace ceiling, which it reserves in the
+// spool space for as long as the handler runs.
+func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
+	adm, err := s.admitBody(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	defer adm.release()
+	if isSnapshotUpload(r) {
+		space, err := s.spool.Reserve(s.workspaceCeiling())
+		if err != nil {
+			s.writeError(w, r, fmt.Errorf("snapshot of up to %s: %w", config.FormatBytes(s.workspaceCeiling()), err))
+			return
+		}
+		defer space.Release()
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	s.opts.Validate.ServeHTTP(w, r)
 }
 
 // run normalises spec, runs it through the Manager and answers: a JSON body,
@@ -300,27 +380,6 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 	// A run that started and failed inside the sandbox is still a result:
 	// status "error" with the output it produced.
 	s.writeJSON(w, http.StatusOK, body(res))
-}
-
-// admitUpload refuses a run at once when the queue is already full (so a
-// big body is not read for nothing), and bounds the snapshots spooled or
-// held at once to the runs that can be running or queued.
-func (s *Server) admitUpload(r *http.Request) (release func(), err error) {
-	st := s.mgr.Stats()
-	if st.Running >= st.MaxConcurrent && st.Queued >= st.QueueSize {
-		s.metrics.Rejected("queue_full")
-		return nil, fmt.Errorf("%w: %d sandboxes running and %d waiting; try again later", sandbox.ErrBusy, st.Running, st.Queued)
-	}
-	if !isSnapshotUpload(r) {
-		return func() {}, nil
-	}
-	select {
-	case s.uploads <- struct{}{}:
-		return func() { <-s.uploads }, nil
-	default:
-		s.metrics.Rejected("uploads_full")
-		return nil, fmt.Errorf("%w: %d snapshot uploads in progress; try again later", sandbox.ErrBusy, cap(s.uploads))
-	}
 }
 
 func isSnapshotUpload(r *http.Request) bool {

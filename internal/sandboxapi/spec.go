@@ -104,6 +104,10 @@ func (s *Server) jobSpec(req JobRequest, snap *Snapshot) (sandbox.Spec, error) {
 				return spec, sandbox.Invalidf("files[%s]: %v", workspace.Quote(name), err)
 			}
 			files[name] = b
+			// The decoded bytes are all the run needs: the request's copy
+			// of the content may go now rather than when the run ends (the
+			// name stays, for test detection).
+			req.Files[name] = File{}
 		}
 		spec.Workspace.Files = files
 	case snap != nil:

@@ -135,7 +135,7 @@ func TestLimitsParse(t *testing.T) {
 	t.Parallel()
 	var req ExecuteRequest
 	body := `{"argv":["x"],"limits":{"timeout":"1.5s","memory":268435456,"cpus":0.5,"pids":"64","output_limit":"64k","output_ceiling":"1m","workdir_size":"32m","tmp_size":"16MiB"}}`
-	if err := decodeSpec([]byte(body), &req); err != nil {
+	if err := decodeSpec(strings.NewReader(body), &req); err != nil {
 		t.Fatal(err)
 	}
 	l, err := req.Limits.Parse()
@@ -155,7 +155,7 @@ func TestLimitsParse(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{`{"argv":["x"],"limits":{"memory":true}}`, `{"argv":["x"],"limits":{"memory":[1]}}`} {
-		if err := decodeSpec([]byte(bad), &req); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		if err := decodeSpec(strings.NewReader(bad), &req); !errors.Is(err, sandbox.ErrInvalidSpec) {
 			t.Errorf("%s: %v", bad, err)
 		}
 	}
@@ -172,13 +172,13 @@ func TestDecodeSpec(t *testing.T) {
 		`{"argv":["x"],"files":{"a":{"content":"x","mode":1}}}`: `unknown field "mode"`,
 	} {
 		var req ExecuteRequest
-		err := decodeSpec([]byte(body), &req)
+		err := decodeSpec(strings.NewReader(body), &req)
 		if !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
 	}
 	var req ExecuteRequest
-	err := decodeSpec([]byte(`{"argv":["cat"],"files":{"a.txt":"hi","b.bin":{"content":"AP8=","encoding":"base64"}},"stdin":"AQI=","stdin_encoding":"base64"}`), &req)
+	err := decodeSpec(strings.NewReader(`{"argv":["cat"],"files":{"a.txt":"hi","b.bin":{"content":"AP8=","encoding":"base64"}},"stdin":"AQI=","stdin_encoding":"base64"}`), &req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -387,8 +387,15 @@ func TestMultipartBody(t *testing.T) {
 		return req, nil
 	}
 	archive := string(tarOf(t, &tar.Header{Name: "go.mod", Typeflag: tar.TypeReg, Linkname: "module x\n"}))
-	// The workspace part may come before the spec part.
+	// Where the spec sets the snapshot's bound, it must come first.
+	strict := opts
+	strict.SnapshotLimit = func(any) (int64, error) { return 1 << 16, nil }
 	req, _ := build([2]string{PartWorkspace, archive}, [2]string{PartSpec, `{"workdir":""}`})
+	if _, err := ReadBody(httptest.NewRecorder(), req, &TestRequest{}, strict); !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), "must come before") {
+		t.Errorf("workspace before spec: %v", err)
+	}
+	// Without one (the validate handler) the workspace may come first.
+	req, _ = build([2]string{PartWorkspace, archive}, [2]string{PartSpec, `{"workdir":""}`})
 	var spec TestRequest
 	snap, err := ReadBody(httptest.NewRecorder(), req, &spec, opts)
 	if err != nil {

@@ -123,16 +123,31 @@ func (f *File) UnmarshalJSON(b []byte) error {
 		f.Encoding = ""
 		return json.Unmarshal(b, &f.Content)
 	}
+	// Unknown keys are looked for without decoding any value (skipValue
+	// keeps a slice of b), so a large file is decoded once, straight into
+	// Content, and not first copied into a decoder's buffer.
+	var keys map[string]skipValue
+	if err := json.Unmarshal(b, &keys); err != nil {
+		return err
+	}
+	for k := range keys {
+		if k != "content" && k != "encoding" {
+			return fmt.Errorf("json: unknown field %q", k)
+		}
+	}
 	type plain File
 	var p plain
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&p); err != nil {
+	if err := json.Unmarshal(b, &p); err != nil {
 		return err
 	}
 	*f = File(p)
 	return nil
 }
+
+// skipValue accepts any JSON value and keeps nothing.
+type skipValue struct{}
+
+func (*skipValue) UnmarshalJSON([]byte) error { return nil }
 
 // Bytes decodes the content.
 func (f File) Bytes() ([]byte, error) { return decodeText(f.Content, f.Encoding) }

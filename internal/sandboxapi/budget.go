@@ -1,0 +1,133 @@
+package sandboxapi
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Budget is a byte semaphore shared by the requests of one server: request
+// bodies held in memory, or snapshots spooled to disk. A request reserves
+// what it may use before it reads a byte, so the sum over every request in
+// flight never passes the total, whatever the clients send.
+type Budget struct {
+	what  string // "snapshot spool space (--max-spool)", for messages
+	total int64
+	// onRefuse, when set, counts a 429 (the server's metrics).
+	onRefuse func()
+
+	mu   sync.Mutex
+	used int64
+	peak int64
+}
+
+// NewBudget returns a budget of total bytes; what names it in errors (with
+// its flag). A total of zero or less is unlimited.
+func NewBudget(total int64, what string) *Budget {
+	return &Budget{total: total, what: what}
+}
+
+// Total is the budget's size (zero or less: unlimited).
+func (b *Budget) Total() int64 { return b.total }
+
+// InUse is the bytes reserved now.
+func (b *Budget) InUse() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.used
+}
+
+// Peak is the most bytes ever reserved at once.
+func (b *Budget) Peak() int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.peak
+}
+
+// Reserve takes n bytes without waiting. The errors are classed: a request
+// larger than the whole budget can never fit (sandbox.ErrTooLarge, 413);
+// one that does not fit now may later (sandbox.ErrBusy, 429).
+func (b *Budget) Reserve(n int64) (*Reservation, error) {
+	res := &Reservation{b: b}
+	if err := res.Grow(n); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// take adds n to a reservation that already holds held bytes.
+func (b *Budget) take(held, n int64) error {
+	if b == nil || b.total <= 0 {
+		return nil
+	}
+	if held+n > b.total {
+		return fmt.Errorf("%w: %s asked for, over this server's %s of %s", sandbox.ErrTooLarge,
+			config.FormatBytes(held+n), b.what, config.FormatBytes(b.total))
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.used+n > b.total {
+		b.refused()
+		return fmt.Errorf("%w: %s of the %s of %s is taken by other requests; try again later", sandbox.ErrBusy,
+			config.FormatBytes(b.used), b.what, config.FormatBytes(b.total))
+	}
+	b.used += n
+	b.peak = max(b.peak, b.used)
+	return nil
+}
+
+func (b *Budget) refused() {
+	if b.onRefuse != nil {
+		b.onRefuse()
+	}
+}
+
+func (b *Budget) give(n int64) {
+	if b == nil || b.total <= 0 || n <= 0 {
+		return
+	}
+	b.mu.Lock()
+	b.used -= n
+	b.mu.Unlock()
+}
+
+// Reservation is one request's share of a Budget. Its methods are safe on a
+// nil Reservation (nothing reserved).
+type Reservation struct {
+	b  *Budget
+	mu sync.Mutex
+	n  int64
+}
+
+// Grow reserves n more bytes, or fails as Budget.Reserve does.
+func (r *Reservation) Grow(n int64) error {
+	if r == nil || n <= 0 {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.b.take(r.n, n); err != nil {
+		return err
+	}
+	r.n += n
+	return nil
+}
+
+// ShrinkTo gives back what is reserved above n bytes (a snapshot that turned
+// out smaller than its limit keeps only its size).
+func (r *Reservation) ShrinkTo(n int64) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n < r.n {
+		r.b.give(r.n - n)
+		r.n = n
+	}
+}
+
+// Release gives everything back. It may be called more than once.
+func (r *Reservation) Release() { r.ShrinkTo(0) }
