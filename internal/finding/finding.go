@@ -74,8 +74,9 @@ type Finding struct {
 	Message     string `json:"message"`
 	HelpURI     string `json:"help_uri,omitempty"`
 	Fix         *Fix   `json:"fix,omitempty"`
-	// Fingerprint identifies the finding across runs of the same change (see
-	// ComputeFingerprint); it does not depend on the line number.
+	// Fingerprint identifies the finding across runs and pushes (see
+	// AssignFingerprints): it tells two occurrences apart and does not depend
+	// on the line number.
 	Fingerprint string `json:"fingerprint"`
 }
 
@@ -109,15 +110,108 @@ func (f Finding) Location() string {
 	}
 }
 
-// ComputeFingerprint hashes what identifies a finding apart from where the file
-// has moved it: analyzer, rule, path and message.
-func ComputeFingerprint(f Finding) string {
+// LegacyFingerprint is the fingerprint Aster wrote before occurrences were
+// told apart: analyzer, rule, path and message, so every repeat of a rule's
+// message in one file shared it. It is kept only so that markers already
+// posted on a pull request (GitHub comments carry them) are still recognised
+// after an upgrade; nothing new is identified by it.
+func LegacyFingerprint(f Finding) string {
 	h := sha256.New()
 	for _, s := range []string{f.Analyzer, f.RuleID, f.Path, f.Message} {
 		h.Write([]byte(s))
 		h.Write([]byte{0})
 	}
 	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// LineSource returns the text of line n (1-based) of path, and false when it
+// does not have it (file not in the snapshot, line past its end).
+type LineSource func(path string, n int) (string, bool)
+
+// Bounds of the text a fingerprint is built from: the first lines of the
+// flagged range, each cut to a length no real source line needs.
+const (
+	SnippetLines     = 3
+	SnippetLineBytes = 1024
+)
+
+// AssignFingerprints sets every finding's Fingerprint. It identifies a
+// finding by analyzer, rule, path and the whitespace-collapsed text of its
+// flagged lines (at most SnippetLines), plus its occurrence index among the
+// findings with that same key, in file order. No line number goes in, so
+// inserting or removing lines above a finding keeps its fingerprint, and two
+// occurrences of one rule in one file (two shell=True calls, two keys) get
+// two. When src is nil or lacks a line (a file-level finding, a file outside
+// the snapshot), the normalised message stands in for the text.
+//
+// The occurrence index is what keeps identical lines apart; its cost is that
+// a new identical line above older ones takes the first index, so the finding
+// reported as new is the last of them rather than the one added.
+func AssignFingerprints(fs []Finding, src LineSource) {
+	type keyed struct {
+		key string
+		i   int
+	}
+	ks := make([]keyed, len(fs))
+	for i, f := range fs {
+		ks[i] = keyed{key: fingerprintKey(f, src), i: i}
+	}
+	// File order within a key: by place, then message, so the index does not
+	// depend on the order an analyzer printed its results in.
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		fa, fb := fs[a.i], fs[b.i]
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(fa.StartLine, fb.StartLine),
+			cmp.Compare(fa.StartColumn, fb.StartColumn), cmp.Compare(fa.Message, fb.Message))
+	})
+	n := 0
+	for j, k := range ks {
+		if j > 0 && ks[j-1].key == k.key {
+			n++
+		} else {
+			n = 0
+		}
+		h := sha256.New()
+		h.Write([]byte(k.key))
+		h.Write([]byte(strconv.Itoa(n)))
+		fs[k.i].Fingerprint = fingerprintPrefix + hex.EncodeToString(h.Sum(nil)[:12])
+	}
+}
+
+// fingerprintPrefix marks the current scheme, so a fingerprint is never
+// mistaken for a LegacyFingerprint (plain hex) by anything that stores both.
+const fingerprintPrefix = "v2:"
+
+// ComputeFingerprint is the fingerprint of f alone, as AssignFingerprints
+// would give the first occurrence of its key.
+func ComputeFingerprint(f Finding, src LineSource) string {
+	fs := []Finding{f}
+	AssignFingerprints(fs, src)
+	return fs[0].Fingerprint
+}
+
+func fingerprintKey(f Finding, src LineSource) string {
+	text := ""
+	if src != nil && f.StartLine > 0 {
+		var lines []string
+		for n := f.StartLine; n <= max(f.EndLine, f.StartLine) && n < f.StartLine+SnippetLines; n++ {
+			l, ok := src(f.Path, n)
+			if !ok {
+				lines = nil
+				break
+			}
+			if len(l) > SnippetLineBytes {
+				l = l[:SnippetLineBytes]
+			}
+			lines = append(lines, strings.Join(strings.Fields(l), " "))
+		}
+		if lines != nil {
+			text = "text\x00" + strings.Join(lines, "\n")
+		}
+	}
+	if text == "" {
+		text = "message\x00" + strings.Join(strings.Fields(f.Message), " ")
+	}
+	return strings.Join([]string{f.Analyzer, f.RuleID, f.Path, text}, "\x00") + "\x00"
 }
 
 // Sort orders findings by path, line, column, analyzer and rule.

@@ -206,7 +206,6 @@ func (c *collector) add(f Finding) {
 			f.Fix = nil
 		}
 	}
-	f.Fingerprint = ComputeFingerprint(f)
 	c.res.Findings = append(c.res.Findings, f)
 }
 
@@ -219,6 +218,9 @@ func (c *collector) toolError(msg string) {
 func (c *collector) result() ReadResult {
 	Sort(c.res.Findings)
 	c.res.Findings = Dedupe(c.res.Findings)
+	// Without the files, the message stands in for the flagged text; the gate
+	// assigns them again with the snapshot's lines.
+	AssignFingerprints(c.res.Findings, nil)
 	return c.res
 }
 

@@ -126,7 +126,7 @@ func WriteSARIF(w io.Writer, findings []Finding, opts WriteOptions) error {
 			res.Locations = []sarifLocation{{PhysicalLocation: &loc}}
 		}
 		if f.Fingerprint != "" {
-			res.PartialFingerprints = map[string]string{"asterFingerprint/v1": f.Fingerprint}
+			res.PartialFingerprints = map[string]string{"asterFingerprint/v2": f.Fingerprint}
 		}
 		if f.Fix != nil && len(f.Fix.Replacements) > 0 {
 			res.Fixes = []sarifFix{writeFix(f.Fix)}

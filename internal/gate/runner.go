@@ -45,8 +45,16 @@ type AnalyzerResult struct {
 	Findings   int    `json:"findings"`
 	// TargetFiles is the number of files the analyzer was given (0 for
 	// analyzers that scan the whole snapshot).
-	TargetFiles int    `json:"target_files"`
-	ExitCode    int    `json:"exit_code"`
+	TargetFiles int `json:"target_files"`
+	// ExitCode is the tool's own exit status when it ran to its end, and -1
+	// when it did not: never started (error, most skips), or stopped by the
+	// sandbox (timeout, out of memory, output limit, killed). So "error" and
+	// "timeout" always carry -1. An "ok" run may carry a non-zero status
+	// that the analyzer declares as success (most tools exit 1 when they
+	// find something); a "failed" run carries the status that failed it, or
+	// the one of a run whose report could not be read; a "skipped" run of
+	// an optional tool carries 127 (not installed).
+	ExitCode int    `json:"exit_code"`
 	RunID       string `json:"run_id,omitempty"`
 	// ToolErrors are problems the tool itself reported (files it could not
 	// parse); Dropped and Suppressed come from the reader.
@@ -180,6 +188,9 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 		out.Findings = append(out.Findings, fs...)
 	}
 	finding.Sort(out.Findings)
+	if err := fingerprint(req.Snapshot, out.Findings); err != nil {
+		r.log.Warn("findings fingerprinted by message only", "err", err)
+	}
 	out.DurationMS = time.Since(start).Milliseconds()
 	return out
 }
@@ -215,6 +226,9 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 	res := AnalyzerResult{Name: a.Name, ExitCode: -1}
 	done := func(st Status, reason string) (AnalyzerResult, []finding.Finding) {
 		res.Status, res.Reason = st, reason
+		if st == StatusError || st == StatusTimeout {
+			res.ExitCode = -1 // see AnalyzerResult.ExitCode: the tool did not end by itself
+		}
 		res.DurationMS = time.Since(t0).Milliseconds()
 		return res, nil
 	}
@@ -259,14 +273,18 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 	switch sres.Status {
 	case sandbox.StatusOK, sandbox.StatusExitNonzero:
 	case sandbox.StatusTimeout:
+		res.ExitCode = -1
 		res.Stderr = stderrTail()
 		return done(StatusTimeout, fmt.Sprintf("killed after its %s limit", time.Duration(spec.Limits.TimeoutMS)*time.Millisecond))
 	case sandbox.StatusOOM:
+		res.ExitCode = -1
 		res.Stderr = stderrTail()
 		return done(StatusFailed, fmt.Sprintf("ran out of its %s of memory", config.FormatBytes(spec.Limits.MemoryBytes)))
 	case sandbox.StatusOutputLimit:
+		res.ExitCode = -1
 		return done(StatusFailed, "wrote more output than the sandbox allows")
 	case sandbox.StatusKilled:
+		res.ExitCode = -1
 		res.Stderr = stderrTail()
 		return done(StatusFailed, "killed: "+oneLine(sres.Error))
 	default:

@@ -1,0 +1,115 @@
+package gate
+
+import (
+	"archive/tar"
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/asterhq/aster/internal/finding"
+)
+
+// maxFingerprintLines bounds the snapshot lines kept in memory to fingerprint one gate
+// run's findings (each at most finding.SnippetLineBytes).
+const maxFingerprintLines = 100_000
+
+// fingerprint gives the findings their fingerprints from the snapshot's text of the
+// flagged lines (finding.AssignFingerprints). The snapshot is read once, and only the
+// files and lines that have findings are kept. When it cannot be read the findings keep
+// the message-based fingerprints the readers gave them, and the error says why.
+func fingerprint(snap *Snapshot, fs []finding.Finding) error {
+	if snap == nil || len(fs) == 0 {
+		return nil
+	}
+	want := map[string]map[int]bool{}
+	total := 0
+	for _, f := range fs {
+		if f.StartLine <= 0 || f.Path == "" {
+			continue
+		}
+		m := want[f.Path]
+		if m == nil {
+			m = map[int]bool{}
+			want[f.Path] = m
+		}
+		for n := f.StartLine; n <= max(f.EndLine, f.StartLine) && n < f.StartLine+finding.SnippetLines; n++ {
+			if !m[n] && total < maxFingerprintLines {
+				m[n] = true
+				total++
+			}
+		}
+	}
+	if len(want) == 0 {
+		finding.AssignFingerprints(fs, nil)
+		return nil
+	}
+	lines, err := readLines(snap, want)
+	finding.AssignFingerprints(fs, func(path string, n int) (string, bool) {
+		s, ok := lines[path][n]
+		return s, ok
+	})
+	return err
+}
+
+// readLines returns the wanted lines of the snapshot's files.
+func readLines(snap *Snapshot, want map[string]map[int]bool) (map[string]map[int]string, error) {
+	out := map[string]map[int]string{}
+	rc, err := snap.Open()
+	if err != nil {
+		return out, fmt.Errorf("fingerprint: open snapshot: %w", err)
+	}
+	defer rc.Close()
+	tr := tar.NewReader(rc)
+	br := bufio.NewReaderSize(nil, 64<<10)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, fmt.Errorf("fingerprint: read snapshot: %w", err)
+		}
+		lines := want[strings.TrimPrefix(h.Name, "./")]
+		if h.Typeflag != tar.TypeReg || lines == nil {
+			continue
+		}
+		got := map[int]string{}
+		out[strings.TrimPrefix(h.Name, "./")] = got
+		br.Reset(tr)
+		last := 0
+		for n := range lines {
+			last = max(last, n)
+		}
+		for n := 1; n <= last; n++ {
+			text, err := readLine(br)
+			if lines[n] && (err == nil || text != "") {
+				got[n] = text
+			}
+			if err != nil {
+				break
+			}
+		}
+	}
+}
+
+// readLine reads one line without its newline, keeping at most
+// finding.SnippetLineBytes of it; err is io.EOF at the end of the file.
+func readLine(br *bufio.Reader) (string, error) {
+	var b []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if len(b) < finding.SnippetLineBytes {
+			b = append(b, chunk[:min(len(chunk), finding.SnippetLineBytes-len(b))]...)
+		}
+		switch {
+		case err == nil:
+			return strings.TrimRight(string(b), "\r\n"), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		default:
+			return strings.TrimRight(string(b), "\r\n"), err
+		}
+	}
+}
