@@ -55,7 +55,7 @@ type AnalyzerResult struct {
 	// the one of a run whose report could not be read; a "skipped" run of
 	// an optional tool carries 127 (not installed).
 	ExitCode int    `json:"exit_code"`
-	RunID       string `json:"run_id,omitempty"`
+	RunID    string `json:"run_id,omitempty"`
 	// ToolErrors are problems the tool itself reported (files it could not
 	// parse); Dropped and Suppressed come from the reader.
 	ToolErrors []string `json:"tool_errors,omitempty"`
