@@ -95,12 +95,13 @@ func (r *run) postFolded(ctx context.Context, opts github.PostReviewOptions) (gi
 	b.WriteString(opts.Body)
 	b.WriteString("\n\nGitHub refused to place these comments on lines, so they are listed here:\n")
 	var res github.PostReviewResult
+	aliasUsed := map[string]bool{}
 	for i, c := range opts.Comments {
 		fp := c.Fingerprint
 		if fp == "" {
 			fp = github.Fingerprint(c.Path, c.Body)
 		}
-		if posted[fp] {
+		if posted[fp] || claimAlias(c, posted, aliasUsed) {
 			res.Plan.Skipped = append(res.Plan.Skipped, c)
 			continue
 		}
@@ -122,6 +123,18 @@ func (r *run) postFolded(ctx context.Context, opts github.PostReviewOptions) (gi
 	}
 	res.Posted, res.ReviewID = true, rev.ID
 	return res, nil
+}
+
+// claimAlias is github.PlanReview's rule for Comment.Aliases: a posted alias covers the
+// first comment that carries it.
+func claimAlias(c github.Comment, posted, used map[string]bool) bool {
+	for _, a := range c.Aliases {
+		if posted[a] && !used[a] {
+			used[a] = true
+			return true
+		}
+	}
+	return false
 }
 
 // completeCheck sends the annotations to the check run in batches of 50 and completes it

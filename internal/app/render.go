@@ -1,11 +1,14 @@
 package app
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/github"
 )
 
@@ -41,13 +44,57 @@ func short(sha string) string {
 	return sha
 }
 
-// findingFingerprint identifies a finding across pushes: by what and where (file), not by
-// line, which moves.
-func findingFingerprint(f Finding) string {
-	if f.Fingerprint != "" {
-		return github.Fingerprint("finding", f.Fingerprint)
+// findingFingerprints identifies each finding across pushes, aligned with fs. A finding
+// from the pipeline carries the gate's fingerprint (the flagged line's text and the
+// occurrence index, see finding.AssignFingerprints). One without (a Reviewer that does not
+// compute them) is identified by what and where (file) it is, plus its occurrence index
+// among the same; the first occurrence keeps the value that scheme always had.
+func findingFingerprints(fs []Finding) []string {
+	out := make([]string, len(fs))
+	type keyed struct {
+		key string
+		i   int
 	}
-	return github.Fingerprint("finding", f.Analyzer, f.Rule, f.Path, strings.Join(strings.Fields(f.Message), " "))
+	var bare []keyed
+	for i, f := range fs {
+		if f.Fingerprint != "" {
+			out[i] = github.Fingerprint("finding", f.Fingerprint)
+			continue
+		}
+		bare = append(bare, keyed{key: f.Analyzer + "\x00" + f.Rule + "\x00" + f.Path + "\x00" + strings.Join(strings.Fields(f.Message), " "), i: i})
+	}
+	slices.SortStableFunc(bare, func(a, b keyed) int {
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(fs[a.i].StartLine, fs[b.i].StartLine))
+	})
+	n := 0
+	for j, k := range bare {
+		if j > 0 && bare[j-1].key == k.key {
+			n++
+		} else {
+			n = 0
+		}
+		f := fs[k.i]
+		parts := []string{"finding", f.Analyzer, f.Rule, f.Path, strings.Join(strings.Fields(f.Message), " ")}
+		if n > 0 {
+			parts = append(parts, "#"+strconv.Itoa(n))
+		}
+		out[k.i] = github.Fingerprint(parts...)
+	}
+	return out
+}
+
+// legacyFingerprint is the marker an Aster from before occurrence-aware fingerprints
+// posted for f: it hashed analyzer, rule, path and message only, so one marker stood for
+// every repeat of a message in a file (and only the first was ever posted). Markers of that
+// kind stay on pull requests after an upgrade; github.Comment.Aliases lets one of them
+// cover one finding, so an upgrade neither reposts what was posted nor hides what was new.
+// "" when f's fingerprint is not of the current scheme (then it already is the old value).
+func legacyFingerprint(f Finding) string {
+	if !strings.HasPrefix(f.Fingerprint, "v2:") {
+		return ""
+	}
+	return github.Fingerprint("finding", finding.LegacyFingerprint(finding.Finding{
+		Analyzer: f.Analyzer, RuleID: f.Rule, Path: f.Path, Message: f.Message}))
 }
 
 func commentFingerprint(c Comment) string {
@@ -100,6 +147,12 @@ type scope struct {
 // findingLine returns the line to anchor a finding to, or 0: the first line of its range
 // that is in the pull request's hunks (and added by the new commits when incremental).
 func (sc scope) findingLine(f Finding) int {
+	return sc.firstLine(f, true)
+}
+
+// firstLine is the first line of f's range in the pull request's hunks (and, when
+// newOnly and incremental, added by the new commits), or 0.
+func (sc scope) firstLine(f Finding, newOnly bool) int {
 	end := max(f.EndLine, f.StartLine)
 	if end-f.StartLine > 500 {
 		end = f.StartLine + 500
@@ -108,12 +161,23 @@ func (sc scope) findingLine(f Finding) int {
 		if !sc.anchor.has(f.Path, n) {
 			continue
 		}
-		if sc.incrAdded != nil && !sc.incrAdded.has(f.Path, n) {
+		if newOnly && sc.incrAdded != nil && !sc.incrAdded.has(f.Path, n) {
 			continue
 		}
 		return n
 	}
 	return 0
+}
+
+// mayHavePosted reports whether an Aster of the legacy fingerprint scheme could have
+// commented on f in an earlier review: f is on a line of the pull request's hunks and, in
+// an incremental review, not on a line the new commits added (such a line did not exist
+// then).
+func (sc scope) mayHavePosted(f Finding) bool {
+	if sc.firstLine(f, false) == 0 {
+		return false
+	}
+	return sc.incrAdded == nil || sc.findingLine(f) == 0
 }
 
 // plan is what one run posts.
@@ -126,9 +190,16 @@ type plan struct {
 
 func buildPlan(out ReviewOutput, sc scope) plan {
 	var p plan
-	findings := slices.Clone(out.Findings)
-	slices.SortStableFunc(findings, func(a, b Finding) int { return severityRank(a.Severity) - severityRank(b.Severity) })
-	for _, f := range findings {
+	fps := findingFingerprints(out.Findings)
+	order := make([]int, len(out.Findings))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return severityRank(out.Findings[a].Severity) - severityRank(out.Findings[b].Severity)
+	})
+	for _, i := range order {
+		f := out.Findings[i]
 		if !f.Reported {
 			continue
 		}
@@ -136,10 +207,17 @@ func buildPlan(out ReviewOutput, sc scope) plan {
 		if f.Severity != "error" && f.Severity != "warning" {
 			continue // notes are annotated, not commented: less noise
 		}
-		if n := sc.findingLine(f); n > 0 {
-			p.comments = append(p.comments, github.Comment{Path: f.Path, Line: n, Body: findingBody(f),
-				Fingerprint: findingFingerprint(f)})
+		// Every error and warning is a comment: inline on its line when the diff has it,
+		// otherwise listed in the review body, so nothing new goes unsaid; the fingerprints
+		// keep what an earlier review said from being said again.
+		gc := github.Comment{Path: f.Path, Line: sc.findingLine(f), Body: findingBody(f), Fingerprint: fps[i]}
+		if gc.Line == 0 {
+			gc.Line, gc.BodyOnly = max(f.StartLine, 0), true
 		}
+		if old := legacyFingerprint(f); old != "" && sc.mayHavePosted(f) {
+			gc.Aliases = []string{old}
+		}
+		p.comments = append(p.comments, gc)
 	}
 	comments := slices.Clone(out.Comments)
 	slices.SortStableFunc(comments, func(a, b Comment) int { return severityRank(a.Severity) - severityRank(b.Severity) })

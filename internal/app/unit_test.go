@@ -150,16 +150,26 @@ func TestPlanScope(t *testing.T) {
 		t.Errorf("annotations: %d, want the 3 reported findings", len(p.annotations))
 	}
 	var got []string
+	var inline []github.Comment
 	for _, c := range p.comments {
 		got = append(got, strings.SplitN(c.Body, "\n", 2)[0])
+		if c.BodyOnly {
+			// The finding on an old line is listed in the body, where the fingerprint
+			// of the review that first posted it keeps it from being said twice.
+			if c.Line != 2 || !strings.Contains(c.Body, "old line") {
+				t.Errorf("body-only comment %s:%d %q", c.Path, c.Line, c.Body)
+			}
+			continue
+		}
+		inline = append(inline, c)
 		if c.Line != 24 && c.Line != 25 {
 			t.Errorf("comment on %s:%d, outside the new commits' lines", c.Path, c.Line)
 		}
 	}
-	if len(p.comments) != 3 || p.unanchored != 2 {
-		t.Fatalf("comments %q, unanchored %d: want the warning finding, two model comments, 2 dropped", got, p.unanchored)
+	if len(p.comments) != 4 || len(inline) != 3 || p.unanchored != 2 {
+		t.Fatalf("comments %q, unanchored %d: want the warning finding, two model comments, the old-line finding for the body, 2 dropped", got, p.unanchored)
 	}
-	if last := p.comments[2]; last.StartLine != 23 || last.Line != 25 {
+	if last := inline[2]; last.StartLine != 23 || last.Line != 25 {
 		t.Errorf("multi-line comment: %d-%d, want 23-25", last.StartLine, last.Line)
 	}
 	// A full review anchors everything inside the hunks.

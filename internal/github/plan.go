@@ -21,6 +21,13 @@ type Comment struct {
 	Side        string
 	Body        string
 	Fingerprint string // from Fingerprint(...); "" means Fingerprint(Path, Body)
+	// Aliases are older fingerprints this comment may have been posted under (a scheme
+	// an upgrade replaced). A posted alias marker stands for one comment of a run: the
+	// first one in plan order that carries it, which is then skipped; the others are new.
+	Aliases []string
+	// BodyOnly comments cannot be placed on a line of the diff (Line is where the
+	// finding is, for the reader): they are listed in the review body, never inline.
+	BodyOnly bool
 }
 
 // PlanOptions is the input of PlanReview.
@@ -34,7 +41,7 @@ type PlanOptions struct {
 // ReviewPlan is what to post, and what was held back and why.
 type ReviewPlan struct {
 	Inline  []InlineComment // bodies carry their fingerprint marker
-	Folded  []Comment       // past MaxInline: listed in Body, with their markers
+	Folded  []Comment       // past MaxInline, or BodyOnly: listed in Body, with their markers
 	Skipped []Comment       // already posted (or repeated within this run)
 	Dropped []Comment       // folded but cut because Body would pass MaxBodyChars
 	Body    string
@@ -54,16 +61,17 @@ func PlanReview(opts PlanOptions) ReviewPlan {
 	}
 	var plan ReviewPlan
 	seen := map[string]bool{}
+	aliasUsed := map[string]bool{}
 	for _, c := range opts.Comments {
 		if c.Fingerprint == "" {
 			c.Fingerprint = Fingerprint(c.Path, c.Body)
 		}
-		if opts.Posted[c.Fingerprint] || seen[c.Fingerprint] {
+		if opts.Posted[c.Fingerprint] || seen[c.Fingerprint] || postedAlias(c, opts.Posted, aliasUsed) {
 			plan.Skipped = append(plan.Skipped, c)
 			continue
 		}
 		seen[c.Fingerprint] = true
-		if len(plan.Inline) < maxInline {
+		if !c.BodyOnly && len(plan.Inline) < maxInline {
 			plan.Inline = append(plan.Inline, InlineComment{
 				Path: c.Path, Line: c.Line, StartLine: c.StartLine, Side: c.Side,
 				Body: WithFingerprint(truncate(c.Body, MaxBodyChars-len(fpOpen)-len(fpClose)-72), c.Fingerprint),
@@ -98,9 +106,24 @@ func PlanReview(opts PlanOptions) ReviewPlan {
 	return plan
 }
 
+// postedAlias reports whether one of c's aliases is posted and not yet claimed by an
+// earlier comment of the run, and claims it.
+func postedAlias(c Comment, posted, used map[string]bool) bool {
+	for _, a := range c.Aliases {
+		if posted[a] && !used[a] {
+			used[a] = true
+			return true
+		}
+	}
+	return false
+}
+
 // foldedEntry renders one folded comment as a list item that keeps its marker.
 func foldedEntry(c Comment) string {
 	loc := fmt.Sprintf("%s:%d", c.Path, c.Line)
+	if c.Line <= 0 {
+		loc = c.Path // a file-level finding
+	}
 	if c.StartLine > 0 && c.StartLine < c.Line {
 		loc = fmt.Sprintf("%s:%d-%d", c.Path, c.StartLine, c.Line)
 	}

@@ -2,6 +2,7 @@ package github_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -151,5 +152,33 @@ func TestAnnotationBatches(t *testing.T) {
 		if want := (n + 49) / 50; len(batches) != want || total != n {
 			t.Errorf("n=%d: %d batches with %d annotations, want %d batches", n, len(batches), total, want)
 		}
+	}
+}
+
+// TestPlanAliasesAndBodyOnly: a posted alias (an older fingerprint scheme) stands for one
+// comment only, the first that carries it; a body-only comment is listed in the body with
+// its marker even under the inline cap, never placed inline.
+func TestPlanAliasesAndBodyOnly(t *testing.T) {
+	t.Parallel()
+	old := github.Fingerprint("legacy", "SC2086")
+	cs := []github.Comment{
+		{Path: "run.sh", Line: 2, Body: "quote $1 (a)", Fingerprint: github.Fingerprint("a"), Aliases: []string{old}},
+		{Path: "run.sh", Line: 3, Body: "quote $1 (b)", Fingerprint: github.Fingerprint("b"), Aliases: []string{old}},
+		{Path: "run.sh", Line: 90, Body: "outside the hunks", Fingerprint: github.Fingerprint("c"), BodyOnly: true},
+	}
+	p := github.PlanReview(github.PlanOptions{Comments: cs, Posted: map[string]bool{old: true}})
+	if len(p.Skipped) != 1 || p.Skipped[0].Line != 2 {
+		t.Errorf("skipped %+v, want only the first comment of the alias", p.Skipped)
+	}
+	if len(p.Inline) != 1 || p.Inline[0].Line != 3 {
+		t.Errorf("inline %+v, want the second comment", p.Inline)
+	}
+	if len(p.Folded) != 1 || p.Folded[0].Line != 90 || !strings.Contains(p.Body, "`run.sh:90`: outside the hunks") ||
+		!slices.Contains(github.Fingerprints(p.Body), github.Fingerprint("c")) {
+		t.Errorf("body-only comment not listed with its marker: folded %+v, body:\n%s", p.Folded, p.Body)
+	}
+	// Without the alias posted, both go inline.
+	if p := github.PlanReview(github.PlanOptions{Comments: cs[:2]}); len(p.Inline) != 2 {
+		t.Errorf("inline %d, want 2", len(p.Inline))
 	}
 }
