@@ -117,6 +117,18 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		}
 		return &exitError{code: ExitFailure, err: err}
 	}
+	if ch.NothingToReview() {
+		// No sandbox engine is needed to say so, and none is asked.
+		rep, err := review.Run(ctx, ch, review.Options{FilterMode: f.filterMode, FailOn: f.failOn})
+		if err == nil {
+			err = writeReport(g.stdio.Stdout, rep, f.format, review.Options{})
+		}
+		if err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+		fmt.Fprintf(stderr, "aster: nothing to review: %s changes no file since its merge base with %s\n", ch.Head.Ref, ch.Base.Ref)
+		return nil
+	}
 
 	rt, closeRT, err := openRuntime(c, log)
 	if err != nil {

@@ -31,4 +31,19 @@ type Change struct {
 	HeadFiles []string
 	// SourceRoot is the local checkout, for SARIF's SRCROOT; may be empty.
 	SourceRoot string
+	// Uncommitted names paths of a local checkout whose working tree differs
+	// from the reviewed head (modified, staged, deleted or untracked), at most
+	// MaxUncommitted; UncommittedMore counts the rest. The review works on
+	// commits, so the report names them: they were not reviewed.
+	Uncommitted     []string
+	UncommittedMore int
+}
+
+// MaxUncommitted bounds the uncommitted paths a Change names.
+const MaxUncommitted = 20
+
+// NothingToReview reports whether the change has no changed file at all
+// (base and head are the same tree, e.g. --base HEAD).
+func (c *Change) NothingToReview() bool {
+	return len(c.Diff) == 0 && !c.DiffTruncated
 }

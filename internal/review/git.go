@@ -147,7 +147,35 @@ func FromGit(ctx context.Context, opts GitOptions) (*Change, error) {
 		return nil, err
 	}
 	ch.OpenSnapshot = func() (io.ReadCloser, error) { return archive(ctx, root, head) }
+	// The working tree matters only when the head is what is checked out.
+	if checkedOut, err := resolve(ctx, root, "HEAD"); err == nil && checkedOut == head {
+		ch.Uncommitted, ch.UncommittedMore = uncommitted(ctx, root)
+	}
 	return ch, nil
+}
+
+// uncommitted lists the paths `git status` shows (modified, staged, deleted,
+// untracked; untracked directories as one entry), at most MaxUncommitted of
+// them, and counts the rest. A status git cannot give is no reason to stop a
+// review: it then names nothing.
+func uncommitted(ctx context.Context, root string) ([]string, int) {
+	out, err := gitOutput(ctx, root, 4<<20, "status", "--porcelain=v1", "-z", "--no-renames", "--untracked-files=normal")
+	if err != nil {
+		return nil, 0
+	}
+	var paths []string
+	more := 0
+	for _, rec := range strings.Split(out, "\x00") {
+		if len(rec) < 4 || rec[2] != ' ' {
+			continue
+		}
+		if len(paths) == MaxUncommitted {
+			more++
+			continue
+		}
+		paths = append(paths, rec[3:])
+	}
+	return paths, more
 }
 
 // loadConfig reads .aster.yml from the base revision and notes whether the

@@ -90,6 +90,21 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	if rep.Config.Analyzers == nil {
 		rep.Config.Analyzers = []string{}
 	}
+	if len(ch.Uncommitted) > 0 {
+		rep.Notes = append(rep.Notes, uncommittedNote(ch))
+	}
+	rep.Model = ModelReport{Status: ModelSkipped, Note: NoProviderNote, Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}}
+	if ch.NothingToReview() {
+		// Nothing changed: no snapshot, no sandbox, no model, and a report that says so
+		// rather than an empty one that looks like a clean review.
+		rep.Notes = append(rep.Notes, nothingNote(ch))
+		rep.Model.Note = "nothing to review"
+		rep.Snapshot = SnapshotInfo{Skipped: map[string]int{}, SkippedSample: []OmittedFile{}}
+		rep.Summary = gate.Summarize(rep.Findings)
+		rep.Conclusion = Success
+		rep.DurationsMS["total"] = time.Since(t0).Milliseconds()
+		return rep, nil
+	}
 
 	// Which changed files are reviewed.
 	ignore := cfg.Ignore()
@@ -210,7 +225,6 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	}
 
 	// Model.
-	rep.Model = ModelReport{Status: ModelSkipped, Note: NoProviderNote, Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}}
 	if opts.Reviewer != nil {
 		opts.stage("model")
 		tm := time.Now()
@@ -231,6 +245,30 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	rep.Conclusion = conclude(rep, failOn)
 	rep.DurationsMS["total"] = time.Since(t0).Milliseconds()
 	return rep, nil
+}
+
+// NothingToReviewPrefix starts the note of a change that changes no file.
+const NothingToReviewPrefix = "nothing to review"
+
+func nothingNote(ch *Change) string {
+	return fmt.Sprintf("%s: %s (%s) changes no file since its merge base with %s (%s)", NothingToReviewPrefix,
+		ch.Head.Ref, short(ch.Head.SHA), ch.Base.Ref, short(ch.Base.SHA))
+}
+
+// uncommittedNote names the working tree's uncommitted paths, which the review (of
+// commits) did not see.
+func uncommittedNote(ch *Change) string {
+	names := make([]string, len(ch.Uncommitted))
+	for i, p := range ch.Uncommitted {
+		names[i] = workspace.Quote(p)
+	}
+	list := strings.Join(names, ", ")
+	if ch.UncommittedMore > 0 {
+		list += fmt.Sprintf(" and %d more", ch.UncommittedMore)
+	}
+	n := len(ch.Uncommitted) + ch.UncommittedMore
+	return fmt.Sprintf("%d uncommitted change%s in the working tree %s not reviewed (the review reads commits; commit to include them): %s",
+		n, plural(n), map[bool]string{true: "is", false: "are"}[n == 1], list)
 }
 
 func (o Options) stage(name string) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -85,6 +86,14 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("# Aster review: %s...%s (%s..%s)\n\n", inline(rep.Base.Ref), inline(rep.Head.Ref), short(rep.Base.SHA), short(rep.Head.SHA))
+	if rep.Files.Changed == 0 && !rep.Files.DiffTruncated {
+		// An empty report would read as a clean review; say what happened instead.
+		p("**Nothing to review**: %s changes no file since its merge base with %s. No analyzer, test or model ran.\n", inline(rep.Head.Ref), inline(rep.Base.Ref))
+		writeNotes(&b, rep.Notes, func(n string) bool { return strings.HasPrefix(n, NothingToReviewPrefix) })
+		p("\nConfiguration: %s.\n", inline(rep.Config.Source))
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	s := rep.Summary
 	p("**Conclusion: %s** — %d finding%s on the change (%d error, %d warning, %d note); %d outside the diff (filter mode `%s`, fail on `%s`).\n\n",
 		rep.Conclusion, s.Reported, plural(s.Reported), s.BySeverity[finding.Error], s.BySeverity[finding.Warning], s.BySeverity[finding.Note],
@@ -105,7 +114,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 
 	p("## Findings on the change (%d)\n\n", s.Reported)
 	shown := 0
-	for _, m := range rep.Findings {
+	// Most severe first: errors, then warnings, then notes; file order within each.
+	byRank := slices.Clone(rep.Findings)
+	slices.SortStableFunc(byRank, func(a, b gate.Marked) int { return b.Severity.Rank() - a.Severity.Rank() })
+	for _, m := range byRank {
 		if !m.Reported {
 			continue
 		}
@@ -136,11 +148,26 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			p("\n%s\n", inline(t.Reason))
 		}
 		for i, f := range t.Summary.Failures {
-			if i == 20 {
-				p("- … and more\n")
+			if i == maxFailuresListed {
+				p("- … and %d more\n", t.Summary.Failed-i)
 				break
 			}
-			p("- `%s` %s\n", inline(f.Name), inline(clipText(f.Message, 300)))
+			name := f.Name
+			if f.Suite != "" && f.Suite != f.Name {
+				name = f.Suite + ": " + f.Name
+			}
+			if i >= maxFailuresShown {
+				p("- `%s`\n", inline(name))
+				continue
+			}
+			p("- `%s`\n", inline(name))
+			if lines := failureLines(f.Message); len(lines) > 0 {
+				b.WriteString("\n  ```text\n")
+				for _, l := range lines {
+					p("  %s\n", inline(clipText(l, 300)))
+				}
+				b.WriteString("  ```\n\n")
+			}
 		}
 		b.WriteString("\n")
 	}
@@ -174,15 +201,85 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	for _, o := range rep.Model.OmittedFiles {
 		p("- left out of the model's prompt `%s`: %s\n", inline(o.Path), inline(o.Reason))
 	}
-	if len(rep.Notes) > 0 {
-		b.WriteString("\n## Notes\n\n")
-		for _, n := range rep.Notes {
-			p("- %s\n", inline(n))
-		}
-	}
+	writeNotes(&b, rep.Notes, nil)
 	p("\nConfiguration: %s.\n", inline(rep.Config.Source))
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeNotes lists the notes, less those skip says are already said.
+func writeNotes(b *strings.Builder, notes []string, skip func(string) bool) {
+	var kept []string
+	for _, n := range notes {
+		if skip == nil || !skip(n) {
+			kept = append(kept, n)
+		}
+	}
+	if len(kept) == 0 {
+		return
+	}
+	b.WriteString("\n## Notes\n\n")
+	for _, n := range kept {
+		fmt.Fprintf(b, "- %s\n", inline(n))
+	}
+}
+
+// How much of the failing tests Markdown shows: the first maxFailuresShown with the first
+// lines of their output, names only up to maxFailuresListed.
+const (
+	maxFailuresShown  = 3
+	maxFailuresLines  = 8
+	maxFailuresListed = 20
+)
+
+// failureLines picks what a reader needs from a failure's output: its first lines, and the
+// lines that state the error when they come later (pytest marks them "E   ", Python ends a
+// traceback with "SomethingError: ..."), at most maxFailuresLines in all.
+func failureLines(msg string) []string {
+	var all []string
+	for _, l := range strings.Split(strings.TrimSpace(msg), "\n") {
+		if l = strings.TrimRight(l, " \t\r"); l != "" {
+			all = append(all, l)
+		}
+	}
+	if len(all) <= maxFailuresLines {
+		return all
+	}
+	head := 3
+	var stated []int
+	for i := head; i < len(all); i++ {
+		if statesError(all[i]) {
+			stated = append(stated, i)
+		}
+	}
+	if len(stated) == 0 {
+		return all[:maxFailuresLines]
+	}
+	out := slices.Clone(all[:head])
+	if len(stated) > maxFailuresLines-head-1 {
+		stated = stated[:maxFailuresLines-head-1]
+	}
+	last := head - 1
+	for _, i := range stated {
+		if i > last+1 {
+			out = append(out, "…")
+		}
+		out = append(out, all[i])
+		last = i
+	}
+	return out
+}
+
+// statesError reports whether a line of test output states an error rather than
+// locating it.
+func statesError(l string) bool {
+	t := strings.TrimSpace(l)
+	if strings.HasPrefix(l, "E ") {
+		return true
+	}
+	name, _, ok := strings.Cut(t, ":")
+	return ok && !strings.ContainsAny(name, " /()") && (strings.HasSuffix(name, "Error") || strings.HasSuffix(name, "Exception")) ||
+		strings.HasPrefix(t, "panic:")
 }
 
 // inline escapes text for one line of Markdown in a terminal: control and

@@ -104,7 +104,9 @@ type SnapshotInfo struct {
 type TestsReport struct {
 	// Status is passed, failed, error (the run could not be judged) or
 	// skipped (no test command found).
-	Status  string          `json:"status"`
+	Status string `json:"status"`
+	// Command is the repository's test command (tests.command, or the one
+	// detected), without the wrapper Aster runs it in to collect its report.
 	Command []string        `json:"command"`
 	Summary testrun.Summary `json:"summary"`
 	// SandboxStatus, ExitCode and DurationMS describe the run itself.

@@ -80,7 +80,7 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 		rep.Reason = oneLine(err.Error())
 		return rep
 	}
-	rep.Command = plan.Argv
+	rep.Command = plan.Command() // the repository's command, not the wrapper that runs it
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute

@@ -25,6 +25,15 @@ type Plan struct {
 	ReportPath string
 }
 
+// Command is the project's own test command, as a person would type it: Argv without the
+// wrapper that copies a JUnit report to stdout. Reports show this, not Argv.
+func (p Plan) Command() []string {
+	if p.ReportPath != "" && len(p.Argv) > 5 && p.Argv[0] == "sh" && p.Argv[1] == "-c" && p.Argv[2] == junitWrapper {
+		return slices.Clone(p.Argv[5:])
+	}
+	return slices.Clone(p.Argv)
+}
+
 // ErrNotDetected says no known test runner matches a project.
 var ErrNotDetected = errors.New("no test runner detected")
 

@@ -223,6 +223,13 @@ func TestDetect(t *testing.T) {
 	if p.Argv[0] != "sh" || p.ReportPath != DefaultReportPath || !strings.Contains(strings.Join(p.Argv, " "), "--junitxml="+DefaultReportPath) {
 		t.Errorf("pytest plan %q", p.Argv)
 	}
+	// What a report shows is the command itself, not the wrapper that copies its report.
+	if got := strings.Join(p.Command(), " "); got != "python3 -m pytest -p no:cacheprovider --junitxml="+DefaultReportPath {
+		t.Errorf("pytest command shown as %q", got)
+	}
+	if got := strings.Join(GoPlan().Command(), " "); got != "go test -json ./..." {
+		t.Errorf("go command shown as %q", got)
+	}
 	if env := GoPlan().MergeEnv(map[string]string{"GOFLAGS": "-mod=vendor", "GOPROXY": "direct"}); env["GOPROXY"] != "direct" || env["GOCACHE"] == "" || env["GOFLAGS"] != "-mod=vendor" {
 		t.Errorf("merged env %v", env)
 	}
