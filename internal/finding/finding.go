@@ -181,11 +181,12 @@ func AssignFingerprints(fs []Finding, src LineSource) {
 // mistaken for a LegacyFingerprint (plain hex) by anything that stores both.
 const fingerprintPrefix = "v2:"
 
-// ComputeFingerprint is the fingerprint of f alone, as AssignFingerprints
-// would give the first occurrence of its key.
-func ComputeFingerprint(f Finding, src LineSource) string {
+// ComputeFingerprint is the fingerprint of f alone, without its file's text:
+// what AssignFingerprints(fs, nil) gives the first occurrence of its key. The
+// gate replaces it with one built from the flagged lines.
+func ComputeFingerprint(f Finding) string {
 	fs := []Finding{f}
-	AssignFingerprints(fs, src)
+	AssignFingerprints(fs, nil)
 	return fs[0].Fingerprint
 }
 

@@ -136,7 +136,7 @@ func TestLegacyFingerprint(t *testing.T) {
 	if LegacyFingerprint(g) != LegacyFingerprint(f) {
 		t.Error("the legacy fingerprint depended on the line")
 	}
-	if ComputeFingerprint(f, nil) == LegacyFingerprint(f) {
+	if ComputeFingerprint(f) == LegacyFingerprint(f) {
 		t.Error("the new fingerprint equals the legacy one")
 	}
 }

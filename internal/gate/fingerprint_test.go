@@ -46,8 +46,9 @@ func TestGateFingerprintsFromSnapshotText(t *testing.T) {
 	}
 	// The gate used the text, not the message: the same fingerprints as from the lines.
 	lines := strings.Split(src, "\n")
-	want := finding.ComputeFingerprint(fs[1], func(_ string, n int) (string, bool) { return lines[n-1], true })
-	if fs[1].Fingerprint != want {
+	again := []finding.Finding{fs[0], fs[1]}
+	finding.AssignFingerprints(again, func(_ string, n int) (string, bool) { return lines[n-1], true })
+	if want := again[1].Fingerprint; fs[1].Fingerprint != want {
 		t.Errorf("second finding %s, want %s (from its line's text)", fs[1].Fingerprint, want)
 	}
 	moved := gateFingerprints(t, "#!/bin/sh\n\n\n\n"+strings.TrimPrefix(src, "#!/bin/sh\n"))
