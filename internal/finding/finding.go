@@ -132,7 +132,7 @@ type LineSource func(path string, n int) (string, bool)
 // flagged range, each cut to a length no real source line needs.
 const (
 	SnippetLines     = 3
-	SnippetLineBytes = 1024
+	SnippetLineBytes = 512
 )
 
 // AssignFingerprints sets every finding's Fingerprint. It identifies a

@@ -12,8 +12,9 @@ import (
 )
 
 // maxFingerprintLines bounds the snapshot lines kept in memory to fingerprint one gate
-// run's findings (each at most finding.SnippetLineBytes).
-const maxFingerprintLines = 100_000
+// run's findings (each at most finding.SnippetLineBytes, so at most 10 MiB); findings
+// past it, in file order, are fingerprinted by their message.
+const maxFingerprintLines = 20_000
 
 // fingerprint gives the findings their fingerprints from the snapshot's text of the
 // flagged lines (finding.AssignFingerprints). The snapshot is read once, and only the
