@@ -47,10 +47,10 @@ type Session struct {
 	// HostOOM, when set, returns the sandbox's OOM kill count as the host sees
 	// it (the sandbox's cgroup, or how its init ended), a source the job cannot
 	// touch; ok is false when the host cannot tell, and init's report stands.
-	// It is called when the result has arrived (init then waits for the host,
-	// so the cgroup still exists) and, for a sandbox that ended without a
-	// result, once it is gone.
-	HostOOM func() (kills int64, ok bool)
+	// It is called when the result has arrived (ended false: init then waits
+	// for the host, so the cgroup still exists) and, for a sandbox that ended
+	// without a result, once it is gone (ended true), before it is destroyed.
+	HostOOM func(ended bool) (kills int64, ok bool)
 }
 
 // exitWaitNoResult bounds the wait for a sandbox that ended without a result
@@ -163,7 +163,7 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 	}
 	hostDeadline.Stop()
 	if rf != nil && s.HostOOM != nil {
-		if n, ok := s.HostOOM(); ok {
+		if n, ok := s.HostOOM(false); ok {
 			rf.OOMKills = n
 		}
 	}
@@ -238,7 +238,7 @@ func (s *Session) ranOutOfMemory() bool {
 		}
 		t.Stop()
 	}
-	n, ok := s.HostOOM()
+	n, ok := s.HostOOM(true)
 	return ok && n > 0
 }
 

@@ -170,7 +170,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 // the container exists; once it is gone, whether init was SIGKILLed by
 // someone other than the host — only the kernel's OOM killer can: the job
 // cannot signal init (another uid, and PID 1 of its namespace).
-func (i *instance) hostOOM() (int64, bool) {
+func (i *instance) hostOOM(bool) (int64, bool) {
 	if i.cgroup != "" {
 		if n, ok := sandbox.CgroupOOMKills(i.cgroup); ok {
 			return n, true

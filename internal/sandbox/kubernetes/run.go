@@ -101,6 +101,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 		Destroy:   i.destroy,
 		Exited:    i.exited,
 		HelloSeen: true,
+		HostOOM:   i.hostOOM,
 	}
 	t0 := time.Now()
 	res, err := s.Run(ctx, job)
@@ -139,7 +140,9 @@ func (i *instance) explain(ctx context.Context, res sandbox.Result, err error) (
 		return end.ended
 	})
 	switch {
-	case end.deadline:
+	case end.deadline || i.pastActiveDeadline():
+		// The kubelet stopped the Pod at its deadline: SIGTERM, which init
+		// ignores (the job shares its uid here), then SIGKILL.
 		res.Status = sandbox.StatusTimeout
 		res.Error = "the Pod passed its activeDeadlineSeconds and was stopped by the kubelet"
 		if end.reason != "" {
@@ -153,6 +156,9 @@ func (i *instance) explain(ctx context.Context, res sandbox.Result, err error) (
 		res.Error = "the sandbox ran out of memory and its container was OOM-killed"
 		return res, nil
 	}
+	if end.reason != "" {
+		res.Error += " (" + end.reason + ")"
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 3*time.Second)
 	defer cancel()
 	if cerr := i.rt.Check(cctx); cerr != nil {
@@ -160,6 +166,25 @@ func (i *instance) explain(ctx context.Context, res sandbox.Result, err error) (
 		res.Error = err.Error()
 	}
 	return res, err
+}
+
+// hostOOM implements sandbox.Session.HostOOM. While the sandbox runs the host
+// cannot read its cgroup (it is on a node), so init's report stands; once it
+// has ended without a result, the Pod's status says whether the OOM killer
+// took init, and it is read before the Session deletes the Pod.
+func (i *instance) hostOOM(ended bool) (int64, bool) {
+	if !ended {
+		return 0, false
+	}
+	var end endState
+	i.watch.until(context.Background(), endWait, func(p *corev1.Pod, gone bool) bool {
+		end = endStateOf(p, gone)
+		return end.ended
+	})
+	if end.oom && !end.deadline && !i.pastActiveDeadline() {
+		return 1, true
+	}
+	return 0, false
 }
 
 // pastActiveDeadline says the Pod has reached its activeDeadlineSeconds.

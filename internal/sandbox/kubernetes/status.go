@@ -117,7 +117,12 @@ func endStateOf(p *corev1.Pod, gone bool) endState {
 		}
 		t := cs.State.Terminated
 		e.ended = true
-		e.oom = t.Reason == "OOMKilled"
+		// OOMKilled when the runtime saw the OOM event. A SIGKILLed aster-init
+		// (137) in a Pod that was neither deleted nor past its deadline is the
+		// OOM killer's doing too: the job cannot signal PID 1, and the kubelet
+		// kills only at deletion or the deadline.
+		e.oom = t.Reason == "OOMKilled" ||
+			(t.ExitCode == 128+9 && p.DeletionTimestamp == nil && p.Status.Reason != "DeadlineExceeded")
 		if e.reason == "" {
 			e.reason = fmt.Sprintf("the sandbox container ended: %s, exit code %d", t.Reason, t.ExitCode)
 		}

@@ -202,6 +202,26 @@ func TestEndState(t *testing.T) {
 	if !e.ended || !e.oom || e.deadline {
 		t.Errorf("oom: %+v", e)
 	}
+	// init SIGKILLed with no deletion and no deadline: only the OOM killer.
+	killed := func(reason string, deleted bool) *corev1.Pod {
+		p := &corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodFailed, Reason: reason, ContainerStatuses: []corev1.ContainerStatus{
+			{Name: ContainerName, State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 137}}},
+		}}}
+		if deleted {
+			now := metav1.Now()
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	if e = endStateOf(killed("", false), false); !e.ended || !e.oom {
+		t.Errorf("SIGKILLed init: %+v, want oom", e)
+	}
+	if e = endStateOf(killed("DeadlineExceeded", false), false); e.oom || !e.deadline {
+		t.Errorf("SIGKILLed at the deadline: %+v, want deadline", e)
+	}
+	if e = endStateOf(killed("", true), false); e.oom {
+		t.Errorf("SIGKILLed by deletion: %+v, want no oom", e)
+	}
 	if e = endStateOf(&corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodRunning}}, false); e.ended {
 		t.Errorf("running Pod ended: %+v", e)
 	}
