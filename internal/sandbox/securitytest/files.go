@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	_ "embed"
 	"errors"
 	"os"
 	"path/filepath"
@@ -41,6 +42,13 @@ func (s *suite) f1Archives(t *testing.T) {
 		"chardev":      tarOf(t, &tar.Header{Typeflag: tar.TypeChar, Name: "null", Devmajor: 1, Devminor: 3}),
 		"blockdev":     tarOf(t, &tar.Header{Typeflag: tar.TypeBlock, Name: "sda", Devmajor: 8}),
 		"fifo":         tarOf(t, &tar.Header{Typeflag: tar.TypeFifo, Name: "p"}),
+		// L6: a symlink's name later used as a directory.
+		"symlink_then_dir": tarOf(t,
+			&tar.Header{Typeflag: tar.TypeSymlink, Name: "l", Linkname: "../../etc"},
+			&tar.Header{Typeflag: tar.TypeDir, Name: "l/"},
+			&tar.Header{Typeflag: tar.TypeReg, Name: "l/passwd"}),
+		// L1: a sparse entry declaring 1 GiB in a few bytes of archive.
+		"sparse": sparseTar(t),
 	}
 	// A Manager of its own over a runtime that counts sandboxes prepared: a
 	// refused archive must start nothing.
@@ -152,3 +160,11 @@ func (s *suite) f4Names(t *testing.T) {
 		t.Fatalf("over-long name: want ErrInvalidSpec, got %v", err)
 	}
 }
+
+// sparseTar is a PAX archive made by GNU tar --sparse, with one entry that
+// declares 1 GiB in 10 KiB (the same file as internal/sandboxapi's test data).
+//
+//go:embed testdata/sparse-1g-pax.tar
+var sparse1G []byte
+
+func sparseTar(*testing.T) *bytes.Buffer { return bytes.NewBuffer(sparse1G) }
