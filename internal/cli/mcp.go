@@ -24,11 +24,7 @@ import (
 // mcpConfig is the `mcp:` section of aster.yaml. Admission, ceilings, the
 // token file and the body cap come from the `serve:` section (and its ASTER_*
 // variables), shared with `aster sandbox serve`; flags override both.
-type mcpConfig struct {
-	HTTP       string   `yaml:"http"`
-	SandboxURL string   `yaml:"sandbox_url"`
-	AllowDirs  []string `yaml:"allow_dirs"`
-}
+type mcpConfig = config.MCPConfig
 
 type mcpFlags struct {
 	http, tokenFile, sandboxURL    string

@@ -24,12 +24,18 @@ type IO struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
+	// Environ lists the environment (os.Environ's form), for the check of
+	// ASTER_* names; nil with Getenv set checks nothing.
+	Environ func() []string
 }
 
 // Run executes the aster command line and returns the process exit code.
 func Run(ctx context.Context, args []string, stdio IO) int {
 	if stdio.Getenv == nil {
 		stdio.Getenv = os.Getenv
+		if stdio.Environ == nil {
+			stdio.Environ = os.Environ
+		}
 	}
 	root := newRoot(stdio)
 	root.SetArgs(args)
@@ -104,11 +110,21 @@ type globals struct {
 
 // load reads the configuration and applies the global flags over it.
 func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
+	if g.stdio.Environ != nil {
+		if err := config.CheckEnv(g.stdio.Environ()); err != nil {
+			return config.Config{}, usageErr("%v", err)
+		}
+	}
 	c, err := config.Load(g.configPath, g.stdio.Getenv)
 	if err != nil {
 		return c, usageErr("%v", err)
 	}
 	flags := cmd.Flags()
+	if flags.Changed("log-level") {
+		if _, err := config.ParseLogLevel(g.logLevel); err != nil {
+			return c, usageErr("--log-level: %v", err)
+		}
+	}
 	override := changedSetter(flags)
 	override("log-level", &c.LogLevel, g.logLevel)
 	override("runtime", &c.Runtime, g.runtime)
@@ -121,17 +137,8 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 }
 
 func (g *globals) logger(c config.Config) *slog.Logger {
-	var level slog.Level
-	switch strings.ToLower(c.LogLevel) {
-	case "debug":
-		level = slog.LevelDebug
-	case "warn", "warning":
-		level = slog.LevelWarn
-	case "error":
-		level = slog.LevelError
-	default:
-		level = slog.LevelInfo
-	}
+	// load has refused an unknown level; the zero value is info.
+	level, _ := config.ParseLogLevel(c.LogLevel)
 	return slog.New(slog.NewTextHandler(g.stdio.Stderr, &slog.HandlerOptions{Level: level}))
 }
 

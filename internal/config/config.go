@@ -96,6 +96,7 @@ func Default() Config {
 func Load(path string, getenv func(string) string) (Config, error) {
 	c := Default()
 	explicit := path != ""
+	logLine := 0
 	if !explicit {
 		for _, p := range candidatePaths(getenv) {
 			if _, err := os.Stat(p); err == nil {
@@ -108,14 +109,28 @@ func Load(path string, getenv func(string) string) (Config, error) {
 		b, err := os.ReadFile(path)
 		switch {
 		case err == nil:
-			if err := decodeFile(b, &c); err != nil {
+			if logLine, err = decodeFile(path, b, &c); err != nil {
+				var ke *KeyError
+				if errors.As(err, &ke) {
+					return c, err // names the file and line already
+				}
 				return c, fmt.Errorf("config %s: %w", path, err)
 			}
 		case explicit || !errors.Is(err, fs.ErrNotExist):
 			return c, fmt.Errorf("config: %w", err)
 		}
 	}
+	fileLevel := c.LogLevel
 	applyEnv(&c, getenv)
+	if _, err := ParseLogLevel(c.LogLevel); err != nil {
+		if v := getenv("ASTER_LOG_LEVEL"); strings.TrimSpace(v) != "" {
+			return c, fmt.Errorf("ASTER_LOG_LEVEL: %w", err)
+		}
+		if logLine > 0 && c.LogLevel == fileLevel {
+			return c, fmt.Errorf("%s:%d: log_level: %w", path, logLine, err)
+		}
+		return c, fmt.Errorf("log_level: %w", err)
+	}
 	return c, nil
 }
 
@@ -129,16 +144,42 @@ func candidatePaths(getenv func(string) string) []string {
 	return paths
 }
 
-func decodeFile(b []byte, c *Config) error {
+// decodeFile merges the file's settings into c after checking that it has no
+// unknown key; it returns the line of log_level (0: absent).
+func decodeFile(name string, b []byte, c *Config) (logLine int, err error) {
 	if len(b) > 1<<20 {
-		return errors.New("file is larger than 1 MiB")
+		return 0, errors.New("file is larger than 1 MiB")
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return 0, err
+	}
+	if doc.Kind == 0 {
+		return 0, nil // an empty file
+	}
+	if err := checkFileKeys(name, &doc); err != nil {
+		return 0, err
 	}
 	var file Config
-	if err := yaml.Unmarshal(b, &file); err != nil {
-		return err
+	if err := doc.Decode(&file); err != nil {
+		return 0, err
 	}
 	merge(c, file)
-	return nil
+	return keyLine(&doc, "log_level"), nil
+}
+
+// keyLine is the line of a top-level key of doc, or 0.
+func keyLine(doc *yaml.Node, key string) int {
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
+		return 0
+	}
+	m := doc.Content[0]
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i].Line
+		}
+	}
+	return 0
 }
 
 // merge copies every non-zero field of src into dst.

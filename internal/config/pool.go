@@ -29,6 +29,11 @@ type PoolConfig struct {
 	RefillPerSecond string `yaml:"refill_per_second"`
 }
 
+// PoolEnvVars lists the variables PoolSection reads.
+var PoolEnvVars = map[string]string{
+	"ASTER_WARM": "sandboxes kept ready per image by `aster sandbox serve` (0: no pool)",
+}
+
 // PoolSection decodes the `pool:` section of c (absent: defaults) and applies
 // ASTER_WARM over it.
 func (c Config) PoolSection(getenv func(string) string) (PoolConfig, error) {
