@@ -72,8 +72,10 @@ Every flag has an app: section equivalent in aster.yaml (app.addr,
 app.private_key_file, ...) and the main ones an ASTER_* variable.`,
 		Example: `  aster app serve --app-id 123456 --private-key /etc/aster/app.pem \
     --webhook-secret-file /etc/aster/webhook-secret
-  ASTER_DATABASE_URL=postgres://aster:...@db:5432/aster aster app serve --workers 4 ...
-  aster app serve --sandbox-url http://sandbox.internal:8080 --sandbox-token-file /etc/aster/token ...`,
+  ASTER_DATABASE_URL=postgres://aster:PASSWORD@db:5432/aster aster app serve --workers 4 \
+    --app-id 123456 --private-key /etc/aster/app.pem --webhook-secret-file /etc/aster/webhook-secret
+  aster app serve --sandbox-url http://sandbox.internal:8080 --sandbox-token-file /etc/aster/token \
+    --app-id 123456 --private-key /etc/aster/app.pem --webhook-secret-file /etc/aster/webhook-secret`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAppServe(cmd, g, f) },
 	}
@@ -85,15 +87,15 @@ app.private_key_file, ...) and the main ones an ASTER_* variable.`,
 	fl.StringVar(&f.apiURL, "github-api-url", config.DefaultGitHubAPIURL, "GitHub's REST API root; GitHub Enterprise Server: https://HOST/api/v3/")
 	fl.StringVar(&f.db, "db", "", "SQLite database file (default <data dir>/"+config.DefaultAppDBFile+"; ASTER_DB, ASTER_DATA_DIR)")
 	fl.StringVar(&f.databaseURL, "database-url", "", "postgres://... shared by replicas, instead of SQLite (prefer ASTER_DATABASE_URL)")
-	fl.StringVar(&f.workers, "workers", strconv.Itoa(config.DefaultAppWorkers), "pull requests reviewed at once by this process")
+	intStringVar(fl, &f.workers, "workers", strconv.Itoa(config.DefaultAppWorkers), "pull requests reviewed at once by this process")
 	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once within one review")
-	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote `aster sandbox serve` (default: in this process, on the local engine)")
+	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote 'aster sandbox serve' at URL (default: in this process, on the local engine)")
 	fl.StringVar(&f.sandboxTokenFile, "sandbox-token-file", "", "bearer token file for --sandbox-url")
 	fl.BoolVar(&f.drafts, "review-drafts", false, "review draft pull requests too (default: skip them until ready for review)")
 	fl.BoolVar(&f.tests, "tests", false, "run every repository's tests (detected when .aster.yml names no tests.command); default: only where it does")
 	fl.StringVar(&f.replicaID, "replica-id", "", "this replica's name among replicas sharing a database (default: the host name; never two live processes with one)")
 	fl.StringVar(&f.jobTimeout, "job-timeout", config.DefaultAppJobTimeout.String(), "longest one review may run before it is cancelled and retried")
-	fl.StringVar(&f.maxAttempts, "max-attempts", strconv.Itoa(config.DefaultAppMaxAttempts), "attempts per review job before it is given up (and said so on the check run)")
+	intStringVar(fl, &f.maxAttempts, "max-attempts", strconv.Itoa(config.DefaultAppMaxAttempts), "attempts per review job before it is given up (and said so on the check run)")
 	fl.StringVar(&f.webhookInflight, "webhook-inflight-bytes", config.FormatBytes(config.DefaultAppWebhookInflightBytes),
 		"webhook body bytes read at once across all deliveries (at least 25MiB); past it a delivery gets 429 before its body is read")
 	fl.StringVar(&f.shutdownGrace, "shutdown-grace", config.DefaultAppShutdownWait.String(), "on SIGTERM, how long running reviews may finish; the rest run again at the next start")

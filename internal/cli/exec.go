@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"sync"
@@ -62,7 +63,7 @@ Exit status: the command's own (0 for ok), 124 timeout, 125 output_limit,
 2 bad flags (nothing was started).`,
 		Example: `  aster exec -- python3 -c 'print(6*7)'
   aster exec --timeout 5s --memory 256m -- sh -c 'echo hi; sleep 10'
-  aster exec --dir ./project --workdir project -- python3 -m pytest -q
+  aster exec --dir ./project -- python3 -m pytest -q
   aster exec --file script.py:main.py --env MODE=test -- python3 main.py
   echo '{"a":1}' | aster exec --stdin - --json -- python3 -c 'import sys,json; print(json.load(sys.stdin))'`,
 		Args: cobra.ArbitraryArgs,
@@ -71,11 +72,15 @@ Exit status: the command's own (0 for ok), 124 timeout, 125 output_limit,
 		},
 	}
 	fl := cmd.Flags()
+	// The first word that is not a flag starts the command: without --, its
+	// own flags (python3 -c) are not taken for ours, and runExec says to put
+	// -- before it.
+	fl.SetInterspersed(false)
 	fl.StringVar(&f.image, "image", "", "sandbox image (default from config: "+config.DefaultImage+")")
 	fl.StringVar(&f.timeout, "timeout", "", "wall-clock limit, e.g. 30s, 2m (default 30s)")
 	fl.StringVar(&f.memory, "memory", "", "memory limit, no swap, e.g. 512m, 1g (default 512m)")
-	fl.StringVar(&f.cpus, "cpus", "", "CPU limit, e.g. 1, 0.5 (default 1)")
-	fl.StringVar(&f.pids, "pids", "", "process/thread limit (default 128)")
+	fl.Var(floatString(&f.cpus), "cpus", "CPU limit, e.g. 1, 0.5 (default 1)")
+	fl.Var(intString(&f.pids), "pids", "process/thread limit (default 128)")
 	fl.StringVar(&f.outputLimit, "output-limit", "", "bytes kept per output stream, head and tail (default 1m)")
 	fl.StringVar(&f.outputCeiling, "output-ceiling", "", "per-stream bytes after which the job is ended (default 64m)")
 	fl.StringVar(&f.workdirSize, "workdir-size", "", "size of the /work tmpfs (default 256m)")
@@ -84,7 +89,7 @@ Exit status: the command's own (0 for ok), 124 timeout, 125 output_limit,
 	fl.StringArrayVar(&f.files, "file", nil, "local file copied into /work, as LOCAL or LOCAL:DEST (repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for the command (repeatable); nothing else is passed")
 	fl.StringVar(&f.stdin, "stdin", "", "file to feed the command's stdin, or - for ours (default: empty stdin)")
-	fl.StringVar(&f.workdir, "workdir", "", "working directory relative to /work (default /work)")
+	fl.StringVar(&f.workdir, "workdir", "", "working directory: a directory of the workspace, relative to /work or under /work/ (default /work); checked before the run against --dir and --file")
 	fl.BoolVar(&f.json, "json", false, "print one JSON result object instead of the command's output")
 	fl.StringVar(&f.server, "server", "", "run on a remote orchestrator (aster sandbox serve) at this URL instead of the local engine")
 	fl.StringVar(&f.tokenFile, "token-file", "", "with --server: file whose first line is the bearer token")
@@ -97,7 +102,7 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 	case len(args) == 0:
 		return usageErr("no command given: put it after --, e.g. aster exec -- echo hello")
 	case dash != 0:
-		return usageErr("missing -- before the command: use aster exec [flags] -- %s", strings.Join(args, " "))
+		return usageErr("missing -- before the command: put -- between aster's flags and the command, e.g. aster exec [flags] -- %s", shellJoin(args))
 	}
 	c, err := g.load(cmd)
 	if err != nil {
@@ -141,7 +146,7 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 		Logger:           log,
 	})
 	if err != nil {
-		return &exitError{code: ExitFailure, err: err}
+		return &exitError{code: ExitSandbox, err: err}
 	}
 	spec, err = mgr.Normalize(spec)
 	if err != nil {
@@ -164,20 +169,21 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 		spec.OnOutput = live.write
 	}
 	res, runErr := mgr.Run(ctx, spec)
+	if runErr != nil && res.Status == "" {
+		// No result: Run prints the error (as a JSON object with --json).
+		return &exitError{code: ExitSandbox, err: runErr}
+	}
 	if f.json {
 		enc := json.NewEncoder(g.stdio.Stdout)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(res.Wire()); err != nil {
-			return &exitError{code: ExitFailure, err: err}
+			return &exitError{code: ExitSandbox, err: err}
 		}
 	} else {
 		live.finish(res)
 		if note := statusNote(res, spec.Limits); note != "" {
 			fmt.Fprintf(g.stdio.Stderr, "aster: %s\n", note)
 		}
-	}
-	if runErr != nil && res.Status == "" {
-		return &exitError{code: ExitSandbox, err: runErr}
 	}
 	if code := res.CLIExitCode(); code != 0 {
 		return &exitError{code: code}
@@ -205,7 +211,11 @@ func (f *execFlags) spec(c config.Config, argv []string, stdio IO) (sandbox.Spec
 	if err != nil {
 		return sandbox.Spec{}, nil, usageErr("%v", strings.TrimPrefix(err.Error(), sandbox.ErrInvalidSpec.Error()+": "))
 	}
-	spec := sandbox.Spec{Argv: argv, Limits: limits, Workdir: f.workdir, Env: map[string]string{}}
+	workdir, err := workdirRel(f.workdir)
+	if err != nil {
+		return sandbox.Spec{}, nil, err
+	}
+	spec := sandbox.Spec{Argv: argv, Limits: limits, Workdir: workdir, Env: map[string]string{}}
 	spec.Image = f.image
 	if spec.Image == "" && len(c.Images) > 0 {
 		spec.Image = c.Images[0]
@@ -238,16 +248,24 @@ func (f *execFlags) spec(c config.Config, argv []string, stdio IO) (sandbox.Spec
 		}
 		files[dest] = b
 	}
+	if err := f.checkWorkdir(workdir, files); err != nil {
+		return spec, cleanup, err
+	}
 	caps := workspace.Caps{MaxBytes: limits.WorkdirBytes}
 	switch {
 	case f.dir != "":
+		if fi, err := os.Stat(f.dir); err != nil {
+			return spec, cleanup, usageErr("--dir %s: %v", f.dir, pathErrText(err))
+		} else if !fi.IsDir() {
+			return spec, cleanup, usageErr("--dir %s: not a directory (use --file for one file)", f.dir)
+		}
 		tmp, err := os.CreateTemp("", "aster-workspace-*.tar")
 		if err != nil {
 			return spec, cleanup, &exitError{code: ExitFailure, err: err}
 		}
 		cleanups = append(cleanups, func() { tmp.Close(); os.Remove(tmp.Name()) })
 		if _, skipped, err := workspace.PackDirWithFiles(f.dir, files, tmp, caps); err != nil {
-			return spec, cleanup, usageErr("--dir: %v", err)
+			return spec, cleanup, usageErr("--dir %s: %s", f.dir, dirErrText(f.dir, err))
 		} else if len(skipped) > 0 {
 			fmt.Fprintf(stdio.Stderr, "aster: skipped %d special files (sockets, devices, FIFOs) in %s\n", len(skipped), f.dir)
 		}
@@ -271,6 +289,98 @@ func (f *execFlags) spec(c config.Config, argv []string, stdio IO) (sandbox.Spec
 		spec.Stdin = fh
 	}
 	return spec, cleanup, nil
+}
+
+// workdirRel turns --workdir into the path relative to /work the sandbox
+// takes ("" for /work itself): relative, or absolute under /work.
+func workdirRel(v string) (string, error) {
+	w := strings.TrimSpace(v)
+	switch {
+	case w == "" || w == "/work" || w == "/work/":
+		return "", nil
+	case strings.HasPrefix(w, "/work/"):
+		w = strings.TrimPrefix(w, "/work/")
+	case strings.HasPrefix(w, "/"):
+		return "", usageErr("--workdir %s: outside the workspace; give a directory relative to /work or under /work/", v)
+	}
+	rel, err := workspace.CleanName(w)
+	if err != nil {
+		return "", usageErr("--workdir %s: %v", v, err)
+	}
+	if rel == "." {
+		return "", nil
+	}
+	return rel, nil
+}
+
+// checkWorkdir refuses a working directory the workspace will not have: the
+// workspace is known here, on the host (the --dir tree and the --file
+// destinations), so a typo fails before anything starts instead of running
+// the command in an empty directory the sandbox would make.
+func (f *execFlags) checkWorkdir(rel string, files map[string][]byte) error {
+	if rel == "" {
+		return nil
+	}
+	for dest := range files {
+		if d, err := workspace.CleanName(dest); err == nil && strings.HasPrefix(d, rel+"/") {
+			return nil
+		}
+	}
+	if f.dir != "" {
+		root, err := os.OpenRoot(f.dir)
+		if err != nil {
+			return usageErr("--dir %s: %v", f.dir, pathErrText(err))
+		}
+		defer root.Close()
+		fi, err := root.Lstat(rel)
+		if err == nil && fi.IsDir() {
+			return nil
+		}
+		if err == nil {
+			return usageErr("--workdir %s: %s in --dir %s is not a directory", f.workdir, rel, f.dir)
+		}
+		return usageErr("--workdir %s: no directory %s in --dir %s (its contents are /work; --workdir is relative to /work)", f.workdir, rel, f.dir)
+	}
+	if len(files) > 0 {
+		return usageErr("--workdir %s: no --file is copied under /work/%s", f.workdir, rel)
+	}
+	return usageErr("--workdir %s: /work is empty without --dir or --file, so it has no directory %s", f.workdir, rel)
+}
+
+// pathErrText is err without the path a *fs.PathError repeats.
+func pathErrText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// dirErrText is a packing error of --dir without the directory's own path,
+// which the caller puts first.
+func dirErrText(dir string, err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) && (pe.Path == dir || pe.Path == ".") {
+		return pe.Err.Error()
+	}
+	msg := err.Error()
+	for _, p := range []string{"open " + dir + ": ", "pack " + dir + ": "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return strings.TrimSuffix(msg, " in "+dir)
+}
+
+// shellJoin quotes argv the way a POSIX shell would read it back.
+func shellJoin(argv []string) string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./:=@%+,") == "" {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
 }
 
 func filepathBase(p string) string {

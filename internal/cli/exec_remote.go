@@ -80,7 +80,7 @@ func runExecRemote(cmd *cobra.Command, g *globals, f *execFlags, c config.Config
 		enc := json.NewEncoder(g.stdio.Stdout)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(out.Wire); err != nil {
-			return &exitError{code: ExitFailure, err: err}
+			return &exitError{code: ExitSandbox, err: err}
 		}
 	} else {
 		live.finish(res)
@@ -112,7 +112,8 @@ func remoteExecErr(err error) error {
 	case errors.Is(err, sandbox.ErrInvalidSpec), errors.Is(err, sandbox.ErrUnknownImage), errors.Is(err, sandbox.ErrTooLarge):
 		return usageErr("%s", msg)
 	case errors.Is(err, sandboxapi.ErrUnauthorized), errors.Is(err, sandboxapi.ErrForbidden):
-		return &exitError{code: ExitFailure, err: errors.New(msg)}
+		// Nothing ran; exit 1 would read as the command's own failure.
+		return usageErr("--server refused the request: %s (pass --token-file with a token the server accepts)", msg)
 	}
 	return &exitError{code: ExitSandbox, err: errors.New(msg)}
 }

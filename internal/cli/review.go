@@ -73,6 +73,8 @@ it run the tests or a command in a sandbox to check its claims.`,
 	fl.StringVar(&f.base, "base", "", "base revision (default: origin/HEAD, main or master, else HEAD~1)")
 	fl.StringVar(&f.head, "head", "", "head revision (default HEAD)")
 	fl.Var(&f.filterMode, "filter-mode", "which findings are reported: added, diff_context, file, nofilter (default from .aster.yml, else added)")
+	// The zero mode prints as "added"; the usage already says where the default comes from.
+	fl.Lookup("filter-mode").DefValue = ""
 	fl.StringVar(&f.format, "format", review.FormatMarkdown, "output: markdown, json, sarif")
 	fl.StringVar(&f.failOn, "fail-on", "", "least severity that fails: error, warning, note, never (default from .aster.yml, else error)")
 	fl.BoolVar(&f.tests, "tests", false, "also run the repository's tests in a sandbox (tests.command in .aster.yml, or detected)")

@@ -5,11 +5,13 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,19 +48,71 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	if err == nil {
 		return 0
 	}
+	code, shown := ExitUsage, err
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(stdio.Stderr, "aster: %v\n", ee.err)
-		}
-		return ee.code
+		code, shown = ee.code, ee.err
 	}
-	// Anything else is a usage error from cobra or flag parsing.
-	fmt.Fprintf(stdio.Stderr, "aster: %v\n", err)
-	if !strings.Contains(err.Error(), "--help") {
+	if shown == nil {
+		return code // the command's own exit status; its result is printed
+	}
+	fmt.Fprintf(stdio.Stderr, "aster: %v\n", shown)
+	if ee == nil && !strings.Contains(err.Error(), "--help") {
+		// Anything else is a usage error from cobra or flag parsing.
 		fmt.Fprintln(stdio.Stderr, "Run 'aster --help' for usage.")
 	}
-	return ExitUsage
+	if wantsJSON(root, args) {
+		writeJSONError(stdio.Stdout, code, shown)
+	}
+	return code
+}
+
+// wantsJSON reports whether the command line asked for JSON output: a
+// program reading our stdout then gets a JSON error object, even when the
+// flags were refused before they were all parsed.
+func wantsJSON(root *cobra.Command, args []string) bool {
+	cmd, _, err := root.Find(args)
+	if err != nil || cmd.Flags().Lookup("json") == nil {
+		return false
+	}
+	if on, err := cmd.Flags().GetBool("json"); err == nil && on {
+		return true
+	}
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if v, ok := strings.CutPrefix(a, "--json="); ok {
+			on, err := strconv.ParseBool(v)
+			return err == nil && on
+		}
+		if a == "--json" {
+			return true
+		}
+	}
+	return false
+}
+
+// jsonError is what --json prints when aster itself refuses or fails: the
+// shape of the HTTP API's error body, plus the exit status.
+type jsonError struct {
+	Error struct {
+		Code     string `json:"code"`
+		Message  string `json:"message"`
+		ExitCode int    `json:"exit_code"`
+	} `json:"error"`
+}
+
+func writeJSONError(w io.Writer, code int, err error) {
+	var je jsonError
+	je.Error.Code = map[int]string{ExitUsage: "usage", ExitSandbox: "sandbox_error"}[code]
+	if je.Error.Code == "" {
+		je.Error.Code = "failure"
+	}
+	je.Error.Message, je.Error.ExitCode = err.Error(), code
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(je)
 }
 
 // Exit codes of aster itself (as opposed to a sandboxed command's).
@@ -156,6 +210,7 @@ last, one review posted.
 Start here:
   aster exec -- python3 -c 'print("hello from the sandbox")'
   aster exec --json --timeout 5s -- sh -c 'echo out; echo err >&2; exit 3'
+  aster review --base main .
   aster sandbox reap --dry-run
 
 Configuration comes from flags, then ASTER_* environment variables, then

@@ -32,11 +32,11 @@ func newServeCmd(g *globals) *cobra.Command {
 	f := &serveFlags{}
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
-		Short: "Serve the sandbox orchestrator HTTP API (/v1/execute, /v1/test)",
-		Long: `Serve the orchestrator API: every POST /v1/execute or /v1/test runs in a
-sandbox made for that request and destroyed after it (see 'aster exec --help'
-for what a sandbox is). GET /healthz, /readyz and /metrics (Prometheus) report
-on the service.
+		Short: "Serve the sandbox orchestrator HTTP API (/v1/execute, /v1/test, /v1/validate)",
+		Long: `Serve the orchestrator API: every POST /v1/execute, /v1/test or /v1/validate
+(the static-analysis gate over a snapshot) runs in sandboxes made for that
+request and destroyed after it (see 'aster exec --help' for what a sandbox
+is). GET /healthz, /readyz and /metrics (Prometheus) report on the service.
 
 Admission: at most --max-concurrent sandboxes are alive at once (default:
 80% of host memory divided by the default memory limit); up to --queue more
@@ -70,14 +70,14 @@ part before its workspace part. JSON bodies reserve their length in
 client has the proxy's address: raise it there).`,
 		Example: `  aster sandbox serve
   aster sandbox serve --addr 0.0.0.0:8080 --token-file /etc/aster/tokens --max-concurrent 8
-  curl -s localhost:8080/v1/execute -d '{"argv":["python3","-c","print(6*7)"]}'`,
+  curl -s localhost:8080/v1/execute -H 'Content-Type: application/json' -d '{"argv":["python3","-c","print(6*7)"]}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runServe(cmd, g, f) },
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", config.DefaultServeAddr, "listen address")
 	fl.StringVar(&f.maxConcurrent, "max-concurrent", "auto", "sandboxes alive at once, or auto (80% of host memory / default memory limit)")
-	fl.StringVar(&f.queue, "queue", "", "runs that may wait for a slot (default 4 × max-concurrent)")
+	intStringVar(fl, &f.queue, "queue", "", "runs that may wait for a slot (default 4 × max-concurrent)")
 	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a run may wait in the queue before a 429")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file of bearer tokens, one a line; required to listen on a non-loopback address")
 	fl.StringVar(&f.images, "images", "", "comma-separated image allowlist; the first is the default (default "+config.DefaultImage+")")
@@ -98,8 +98,8 @@ client has the proxy's address: raise it there).`,
 	def := config.DefaultCeilings()
 	fl.StringVar(&f.maxTimeout, "max-timeout", def.Timeout, "largest timeout a request may ask for")
 	fl.StringVar(&f.maxMemory, "max-memory", def.Memory, "largest memory limit a request may ask for")
-	fl.StringVar(&f.maxCPUs, "max-cpus", def.CPUs, "largest CPU limit a request may ask for")
-	fl.StringVar(&f.maxPids, "max-pids", def.Pids, "largest process limit a request may ask for")
+	floatStringVar(fl, &f.maxCPUs, "max-cpus", def.CPUs, "largest CPU limit a request may ask for")
+	intStringVar(fl, &f.maxPids, "max-pids", def.Pids, "largest process limit a request may ask for")
 	fl.StringVar(&f.maxOutput, "max-output-limit", def.OutputLimit, "largest output_limit a request may ask for")
 	fl.StringVar(&f.maxCeiling, "max-output-ceiling", def.OutputCeiling, "largest output_ceiling a request may ask for")
 	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "largest /work a request may ask for (also caps snapshots)")

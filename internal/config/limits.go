@@ -172,7 +172,10 @@ func ParseCPUs(s string) (int64, error) {
 func ParseDuration(s string) (time.Duration, error) {
 	s = strings.TrimSpace(s)
 	if n, err := strconv.ParseFloat(s, 64); err == nil {
-		if n < 0 || n > 1e9 {
+		if n < 0 {
+			return 0, fmt.Errorf("duration %q is negative", s)
+		}
+		if n > 1e9 {
 			return 0, fmt.Errorf("duration %q is out of range", s)
 		}
 		return time.Duration(n * float64(time.Second)), nil

@@ -58,7 +58,11 @@ func gitOutput(ctx context.Context, dir string, max int64, args ...string) (stri
 	_, _ = io.Copy(io.Discard, out)
 	werr := cmd.Wait()
 	if werr != nil {
-		return "", fmt.Errorf("%w: git %s: %s", ErrGit, args[0], strings.TrimSpace(stderr.String()))
+		why := strings.TrimSpace(stderr.String())
+		if why == "" {
+			why = werr.Error()
+		}
+		return "", fmt.Errorf("%w: git %s: %s", ErrGit, args[0], why)
 	}
 	if rerr != nil {
 		return "", rerr
@@ -86,7 +90,12 @@ func resolve(ctx context.Context, dir, rev string) (string, error) {
 	if strings.HasPrefix(rev, "-") {
 		return "", fmt.Errorf("%w: revision %q starts with -", ErrGit, rev)
 	}
-	return gitOutput(ctx, dir, 256, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+	// Without --quiet, git says why it refused (on stderr, which the error carries).
+	id, err := gitOutput(ctx, dir, 256, "rev-parse", "--verify", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("%w (no commit of that name in this repository: check the name, or fetch it)", err)
+	}
+	return id, nil
 }
 
 // FromGit builds a Change from a local git repository. Nothing of the

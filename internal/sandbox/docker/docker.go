@@ -199,7 +199,7 @@ func (r *Runtime) ImageInfo(ctx context.Context, image string) (sandbox.ImageInf
 	res, err := r.api.ImageInspect(ctx, image)
 	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return sandbox.ImageInfo{}, fmt.Errorf("%w: %s is not present on the engine (build it with `make image`)", sandbox.ErrUnknownImage, image)
+			return sandbox.ImageInfo{}, fmt.Errorf("%w: %s is not present on the engine; pull or build it there first (`make image` builds only the default %s)", sandbox.ErrUnknownImage, image, "aster-sandbox:latest")
 		}
 		return sandbox.ImageInfo{}, classify("inspect image", err)
 	}

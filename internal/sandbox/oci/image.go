@@ -82,7 +82,7 @@ func (d *DockerSource) Resolve(ctx context.Context, image string) (string, error
 	case err == nil:
 		return res.ID, nil
 	case cerrdefs.IsNotFound(err):
-		return "", fmt.Errorf("%w: %s is not present on the engine (build it with `make image`)", sandbox.ErrUnknownImage, image)
+		return "", fmt.Errorf("%w: %s is not present on the engine; pull or build it there first (`make image` builds only the default %s)", sandbox.ErrUnknownImage, image, "aster-sandbox:latest")
 	case client.IsErrConnectionFailed(err), errors.Is(err, context.DeadlineExceeded):
 		return "", fmt.Errorf("%w: docker engine: %v", sandbox.ErrUnavailable, err)
 	}
