@@ -464,8 +464,19 @@ func TestExecServerParity(t *testing.T) {
 			t.Errorf("%q: local exit %d stderr %q, remote exit %d stderr %q", args, lcode, lerr, rcode, rerr)
 		}
 	}
-	if code, _, stderr := runCLI(t, env, "exec", "--server", p.url, "--", "true"); code != ExitFailure || !strings.Contains(stderr, "Bearer") {
-		t.Errorf("no token: exit %d %q", code, stderr)
+	// A refused token is aster's usage error (2), never 1, which a command's
+	// own failure would also give.
+	wrong := filepath.Join(dir, "wrong")
+	os.WriteFile(wrong, []byte("not-the-parity-test-token\n"), 0o600)
+	for _, extra := range [][]string{nil, {"--token-file", wrong}, {"--json", "--token-file", wrong}} {
+		args := append(append([]string{"exec", "--server", p.url}, extra...), "--", "true")
+		code, stdout, stderr := runCLI(t, env, args...)
+		if code != ExitUsage || !strings.Contains(stderr, "Bearer") || !strings.Contains(stderr, "--token-file") {
+			t.Errorf("%q: exit %d %q", extra, code, stderr)
+		}
+		if len(extra) > 0 && extra[0] == "--json" && !strings.Contains(stdout, `"code":"usage"`) {
+			t.Errorf("--json: stdout %q is not a JSON error", stdout)
+		}
 	}
 	if code, _, stderr := runCLI(t, env, "exec", "--server", p.url, "--token-file", tokens, "--memory", "8g", "--", "true"); code != ExitUsage || !strings.Contains(stderr, "ceiling") {
 		t.Errorf("over the ceiling: exit %d %q", code, stderr)

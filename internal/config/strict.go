@@ -280,6 +280,7 @@ var NonConfigEnvVars = map[string]string{
 	"ASTER_K8S_STATE":                   "scripts/k8s: state directory",
 	"ASTER_K8S_VERSION":                 "scripts/k8s: Kubernetes version to build",
 	// Other scripts and test harnesses.
+	"ASTER_BENCH_BIN":          "body-memory benchmark: a prebuilt aster binary",
 	"ASTER_MCP_PORT":           "scripts/mcp-conformance.sh: port",
 	"ASTER_OCI_HELPER_STATE":   "oci tests: helper process state",
 	"ASTER_OCI_PROBE":          "oci latency probe",
