@@ -1,5 +1,7 @@
 package main_test
 
+// aster:env-typos (misspelt ASTER_* names on purpose)
+
 import (
 	"bytes"
 	"os"

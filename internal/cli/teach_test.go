@@ -1,5 +1,7 @@
 package cli
 
+// aster:env-typos (misspelt ASTER_* names on purpose)
+
 import (
 	"bytes"
 	"context"
