@@ -50,7 +50,7 @@ func TestHelpFlagsWellFormed(t *testing.T) {
 		})
 	}
 	for _, want := range []struct{ cmd, flag, typ string }{
-		{"exec", "pids", "int"}, {"exec", "cpus", "float"}, {"sandbox serve", "queue", "int"}, {"mcp", "max-pids", "int"},
+		{"exec", "pids", "int"}, {"exec", "cpus", "float"}, {"sandbox serve", "queue", "int"}, {"sandbox serve", "max-uploads-per-client", "int"}, {"mcp", "max-pids", "int"},
 	} {
 		c, _, err := newRoot(IO{}).Find(strings.Fields(want.cmd))
 		if err != nil {

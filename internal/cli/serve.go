@@ -90,7 +90,7 @@ client has the proxy's address: raise it there).`,
 	fl.StringVar(&f.minBodyRate, "min-body-rate", config.FormatBytes(config.DefaultMinBodyRate), "slowest average a request body may arrive at, per second, after the idle grace (0: not checked)")
 	fl.StringVar(&f.maxSpool, "max-spool", "", fmt.Sprintf("disk all snapshots being spooled or held may take at once; each reserves its workdir_size (default %d × --max-workdir-size)", config.DefaultSpoolPerCeiling))
 	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("JSON request-body bytes held in memory at once; 429 past it (default %d × --max-body)", config.DefaultBodiesInFlight))
-	fl.StringVar(&f.maxUploadsPerClient, "max-uploads-per-client", "", "snapshot uploads in progress from one remote address (default: half of max-concurrent + queue; 0: no limit)")
+	intStringVar(fl, &f.maxUploadsPerClient, "max-uploads-per-client", "", "snapshot uploads in progress from one remote address (default: half of max-concurrent + queue; 0: no limit)")
 	fl.StringVar(&f.writeTimeout, "write-timeout", config.DefaultWriteTimeout.String(), "time each write of a response may take before the client is dropped")
 	fl.StringVar(&f.idleTimeout, "idle-timeout", config.DefaultIdleTimeout.String(), "how long an idle keep-alive connection stays open")
 	fl.StringVar(&f.reaperPeriod, "reaper-period", "", "how often leaked sandboxes are reaped (default from config: 1m)")
