@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -296,6 +297,13 @@ var NonConfigEnvVars = map[string]string{
 // ASTER_REQUIRE_DOCKER, ...); aster accepts and ignores them.
 var ReservedEnvPrefixes = []string{"ASTER_TEST_", "ASTER_REQUIRE_"}
 
+// serviceLink matches the variables Kubernetes puts in every container for
+// each Service of its namespace (unless enableServiceLinks is false): a
+// Service named aster-app gives ASTER_APP_SERVICE_HOST, ASTER_APP_PORT,
+// ASTER_APP_PORT_8090_TCP_ADDR, ... Refusing them would stop aster from
+// starting next to a Service whose name begins with aster.
+var serviceLink = regexp.MustCompile(`^ASTER_[A-Z0-9_]*_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_[0-9]+_(TCP|UDP|SCTP)(_(PROTO|PORT|ADDR))?)?)$`)
+
 // ConfigEnvVars returns every ASTER_* variable that is configuration, with
 // its meaning: the union of this package's variable lists.
 func ConfigEnvVars() map[string]string {
@@ -332,7 +340,7 @@ func CheckEnv(environ []string) error {
 		if _, ok := NonConfigEnvVars[k]; ok {
 			continue
 		}
-		if slices.ContainsFunc(ReservedEnvPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+		if slices.ContainsFunc(ReservedEnvPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) || serviceLink.MatchString(k) {
 			continue
 		}
 		msg := fmt.Sprintf("unknown environment variable %s", k)

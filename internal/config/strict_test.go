@@ -152,6 +152,10 @@ func TestCheckEnv(t *testing.T) {
 		{[]string{"ASTER_REQUIRE_DOCKER=1", "ASTER_REQUIRE_OCI=1", "ASTER_TEST_IMAGE=x", "ASTER_TEST_ANYTHING=1"}, ""},
 		{[]string{"ASTER_K8S_STATE=/tmp/x", "ASTER_TOKEN=t", "ASTER_OCTOKIT_DIR=/x"}, ""},
 		{[]string{"NOT_ASTER_TIMOUT=1"}, ""},
+		// Kubernetes service links of a Service named aster-app.
+		{[]string{"ASTER_APP_SERVICE_HOST=10.0.0.1", "ASTER_APP_SERVICE_PORT=8090", "ASTER_APP_SERVICE_PORT_HTTP=8090", "ASTER_APP_PORT=tcp://10.0.0.1:8090",
+			"ASTER_APP_PORT_8090_TCP=tcp://10.0.0.1:8090", "ASTER_APP_PORT_8090_TCP_PROTO=tcp", "ASTER_APP_PORT_8090_TCP_PORT=8090", "ASTER_APP_PORT_8090_TCP_ADDR=10.0.0.1"}, ""},
+		{[]string{"ASTER_APP_PORT_8090_TCP_ADR=x"}, "unknown environment variable ASTER_APP_PORT_8090_TCP_ADR"},
 		{[]string{"ASTER_TIMOUT=5s"}, "unknown environment variable ASTER_TIMOUT (did you mean ASTER_TIMEOUT?)"},
 		{[]string{"ASTER_MEMROY=1g"}, "did you mean ASTER_MEMORY?"},
 		{[]string{"ASTER_K8S_NAMESPACEE=x"}, "did you mean ASTER_K8S_NAMESPACE?"},
