@@ -91,8 +91,8 @@ func helpExamples(t *testing.T, args ...string) []string {
 	return lines
 }
 
-// The `aster exec` examples of `aster --help` and `aster exec --help` run
-// verbatim, through a shell, in a directory with the files they name, and
+// The `aster exec` and `aster sandbox reap --dry-run` examples of `aster
+// --help`, `aster exec --help` and `aster sandbox reap --help` run verbatim, through a shell, in a directory with the files they name, and
 // do what they say (the timeout example times out; the exit 3 one exits 3).
 func TestHelpExamplesRunVerbatim(t *testing.T) {
 	engine(t)
@@ -109,8 +109,12 @@ func TestHelpExamplesRunVerbatim(t *testing.T) {
 	// `aster` in the examples is this build.
 	path := filepath.Dir(asterBin) + ":" + os.Getenv("PATH")
 	want := map[string]int{}
-	for _, l := range append(helpExamples(t), helpExamples(t, "exec")...) {
-		if !strings.Contains(l, "aster exec ") {
+	lines := append(helpExamples(t), helpExamples(t, "exec")...)
+	lines = append(lines, helpExamples(t, "sandbox", "reap")...)
+	for _, l := range lines {
+		// exec runs one sandbox; reap --dry-run only lists (reap without it
+		// would remove other people's expired sandboxes from the shared engine).
+		if !strings.Contains(l, "aster exec ") && !strings.HasSuffix(l, "aster sandbox reap --dry-run") {
 			continue
 		}
 		code := 0
@@ -122,7 +126,7 @@ func TestHelpExamplesRunVerbatim(t *testing.T) {
 		}
 		want[l] = code
 	}
-	if len(want) < 6 {
+	if len(want) < 7 {
 		t.Fatalf("only %d exec examples: %v", len(want), want)
 	}
 	for line, code := range want {
