@@ -294,7 +294,8 @@ func applyResultFrame(res *Result, rf initproto.ResultFrame, hostReason Status, 
 // jobHeader builds and validates the header init will act on.
 func jobHeader(job Job) (initproto.JobHeader, error) {
 	dir := "."
-	if job.Workdir != "" {
+	// "/work" itself, as the docs name the default, is the workspace root.
+	if job.Workdir != "" && job.Workdir != "/work" && job.Workdir != "/work/" {
 		rel, err := workspace.CleanName(strings.TrimPrefix(job.Workdir, "/work/"))
 		if err != nil {
 			return initproto.JobHeader{}, Invalidf("workdir: %v", err)

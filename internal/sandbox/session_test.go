@@ -177,3 +177,16 @@ func TestSessionProtocolViolations(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// The documented default working directory, written out, is the workspace root.
+func TestSessionWorkdirSpelledOut(t *testing.T) {
+	for _, dir := range []string{"/work", "/work/", ""} {
+		s, work := startInit(t)
+		j := job("sh", "-c", "pwd")
+		j.Workdir = dir
+		res, err := s.Run(t.Context(), j)
+		if err != nil || res.Status != sandbox.StatusOK || strings.TrimSpace(string(res.Stdout.Data)) != work {
+			t.Fatalf("workdir %q: %v %+v, want %s", dir, err, res.Wire(), work)
+		}
+	}
+}
