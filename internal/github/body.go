@@ -9,7 +9,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"sync"
+
+	"github.com/asterhq/aster/internal/bytebudget"
 )
 
 // BodyBudget bounds the webhook body bytes all requests of one server hold in memory at once.
@@ -17,52 +18,11 @@ import (
 // buffer grows) and gives it back when it is done with the bytes; a reservation that does not
 // fit is refused at once (ErrBusy) instead of waited for, so held-open bodies cannot queue up
 // memory behind them. Safe for concurrent use.
-type BodyBudget struct {
-	mu   sync.Mutex
-	max  int64
-	used int64
-	peak int64
-}
+type BodyBudget = bytebudget.Budget
 
 // NewBodyBudget returns a budget of maxBytes. NewWebhookHandler refuses one smaller than its
 // largest body, which could then never be read.
-func NewBodyBudget(maxBytes int64) *BodyBudget {
-	return &BodyBudget{max: maxBytes}
-}
-
-// Max is the budget's size in bytes.
-func (b *BodyBudget) Max() int64 { return b.max }
-
-// InUse is how many bytes are reserved now.
-func (b *BodyBudget) InUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
-// Peak is the most bytes ever reserved at once.
-func (b *BodyBudget) Peak() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.peak
-}
-
-func (b *BodyBudget) reserve(n int64) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if n < 0 || b.used+n > b.max {
-		return false
-	}
-	b.used += n
-	b.peak = max(b.peak, b.used)
-	return true
-}
-
-func (b *BodyBudget) release(n int64) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.used -= n
-}
+func NewBodyBudget(maxBytes int64) *BodyBudget { return bytebudget.New(maxBytes) }
 
 // chunkedStep is the first buffer of a body without a Content-Length; it doubles from there.
 const chunkedStep = 64 << 10
@@ -77,7 +37,7 @@ type signedBody struct {
 // Release gives the body's reservation back; the bytes must not be used afterwards.
 func (s *signedBody) Release() {
 	if s.reserved > 0 {
-		s.budget.release(s.reserved)
+		s.budget.Give(s.reserved)
 		s.reserved = 0
 	}
 	s.data = nil
@@ -115,7 +75,7 @@ func readSigned(r *http.Request, secret []byte, header string, maxBytes int64, b
 }
 
 func (s *signedBody) grow(n int64) error {
-	if !s.budget.reserve(n) {
+	if ok, _ := s.budget.TryTake(n); !ok {
 		// The answer goes to an unauthenticated client: the budget, not the current load.
 		return fmt.Errorf("%w: %d more bytes do not fit the budget of %d", ErrBusy, n, s.budget.Max())
 	}
@@ -153,7 +113,7 @@ func (s *signedBody) readChunked(r io.Reader, mac hash.Hash, maxBytes int64) err
 			copy(buf, s.data)
 			old := int64(cap(s.data))
 			s.data = buf
-			s.budget.release(old)
+			s.budget.Give(old)
 			s.reserved -= old
 		}
 		n, err := r.Read(s.data[len(s.data):cap(s.data)])

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/asterhq/aster/internal/bytebudget"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -13,37 +14,16 @@ import (
 // what it may use before it reads a byte, so the sum over every request in
 // flight never passes the total, whatever the clients send.
 type Budget struct {
-	what  string // "snapshot spool space (--max-spool)", for messages
-	total int64
+	*bytebudget.Budget
+	what string // "snapshot spool space (--max-spool)", for messages
 	// onRefuse, when set, counts a 429 (the server's metrics).
 	onRefuse func()
-
-	mu   sync.Mutex
-	used int64
-	peak int64
 }
 
 // NewBudget returns a budget of total bytes; what names it in errors (with
 // its flag). A total of zero or less is unlimited.
 func NewBudget(total int64, what string) *Budget {
-	return &Budget{total: total, what: what}
-}
-
-// Total is the budget's size (zero or less: unlimited).
-func (b *Budget) Total() int64 { return b.total }
-
-// InUse is the bytes reserved now.
-func (b *Budget) InUse() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.used
-}
-
-// Peak is the most bytes ever reserved at once.
-func (b *Budget) Peak() int64 {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.peak
+	return &Budget{Budget: bytebudget.New(total), what: what}
 }
 
 // Reserve takes n bytes without waiting. The errors are classed: a request
@@ -59,38 +39,28 @@ func (b *Budget) Reserve(n int64) (*Reservation, error) {
 
 // take adds n to a reservation that already holds held bytes.
 func (b *Budget) take(held, n int64) error {
-	if b == nil || b.total <= 0 {
+	if b == nil || b.Total() <= 0 {
 		return nil
 	}
-	if held+n > b.total {
+	if held+n > b.Total() {
 		return fmt.Errorf("%w: %s asked for, over this server's %s of %s", sandbox.ErrTooLarge,
-			config.FormatBytes(held+n), b.what, config.FormatBytes(b.total))
+			config.FormatBytes(held+n), b.what, config.FormatBytes(b.Total()))
 	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.used+n > b.total {
-		b.refused()
+	if ok, used := b.TryTake(n); !ok {
+		if b.onRefuse != nil {
+			b.onRefuse()
+		}
 		return fmt.Errorf("%w: %s of the %s of %s is taken by other requests; try again later", sandbox.ErrBusy,
-			config.FormatBytes(b.used), b.what, config.FormatBytes(b.total))
+			config.FormatBytes(used), b.what, config.FormatBytes(b.Total()))
 	}
-	b.used += n
-	b.peak = max(b.peak, b.used)
 	return nil
 }
 
-func (b *Budget) refused() {
-	if b.onRefuse != nil {
-		b.onRefuse()
-	}
-}
-
 func (b *Budget) give(n int64) {
-	if b == nil || b.total <= 0 || n <= 0 {
+	if b == nil || b.Total() <= 0 {
 		return
 	}
-	b.mu.Lock()
-	b.used -= n
-	b.mu.Unlock()
+	b.Give(n)
 }
 
 // Reservation is one request's share of a Budget. Its methods are safe on a
