@@ -19,6 +19,7 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
@@ -158,9 +159,9 @@ func (r *Runtime) cgroupDir(ctx context.Context, id string) string {
 		}
 		switch info.Info.CgroupDriver {
 		case "cgroupfs":
-			r.cgroupFmt = sandbox.MemoryCgroupDir("/docker/%s")
+			r.cgroupFmt = cgroupstat.MemoryDir("/docker/%s")
 		case "systemd":
-			r.cgroupFmt = sandbox.MemoryCgroupDir("/system.slice/docker-%s.scope")
+			r.cgroupFmt = cgroupstat.MemoryDir("/system.slice/docker-%s.scope")
 		}
 	})
 	if r.cgroupFmt == "" {

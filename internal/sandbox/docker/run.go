@@ -12,6 +12,7 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -172,7 +173,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 // cannot signal init (another uid, and PID 1 of its namespace).
 func (i *instance) hostOOM(bool) (int64, bool) {
 	if i.cgroup != "" {
-		if n, ok := sandbox.CgroupOOMKills(i.cgroup); ok {
+		if n, ok := cgroupstat.OOMKills(i.cgroup); ok {
 			return n, true
 		}
 	}

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -65,7 +66,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 		return nil, err
 	}
 	inst := &instance{rt: r, id: id, dir: dir, ident: ident, pidfd: -1, exited: make(chan struct{}), timings: map[string]time.Duration{},
-		cgroup: sandbox.MemoryCgroupDir("/aster/" + id)}
+		cgroup: cgroupstat.MemoryDir("/aster/" + id)}
 	defer func() {
 		if err != nil {
 			inst.Close(context.WithoutCancel(ctx))
@@ -272,7 +273,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 // other than the host — only the kernel's OOM killer can: the job cannot
 // signal init (another uid, and PID 1 of its namespace).
 func (i *instance) hostOOM(bool) (int64, bool) {
-	if n, ok := sandbox.CgroupOOMKills(i.cgroup); ok {
+	if n, ok := cgroupstat.OOMKills(i.cgroup); ok {
 		return n, true
 	}
 	select {

@@ -1,4 +1,7 @@
-package sandbox
+// Package cgroupstat reads a memory cgroup's OOM kill count and peak use, for
+// the host (its view of a sandbox's cgroup, the verdict) and for aster-init
+// (its own report, where the host cannot read the cgroup).
+package cgroupstat
 
 import (
 	"bufio"
@@ -8,30 +11,29 @@ import (
 	"strings"
 )
 
-// The host's view of a sandbox's memory cgroup. aster-init reports OOM kills
-// too, but a report made beside the job is data about the run; the verdict
-// comes from here wherever the host can read the cgroup, because the job can
-// write to nothing the host reads.
+// aster-init reports OOM kills too, but a report made beside the job is data
+// about the run; the verdict comes from the host's reading wherever the host
+// can read the cgroup, because the job can write to nothing the host reads.
 
-// CgroupV2 says the host runs the unified cgroup hierarchy.
-func CgroupV2() bool {
+// V2 says the host runs the unified cgroup hierarchy.
+func V2() bool {
 	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
 	return err == nil
 }
 
-// MemoryCgroupDir is the host directory of the memory cgroup at path (as a
+// MemoryDir is the host directory of the memory cgroup at path (as a
 // runtime names it, e.g. "/aster/ID" or "/docker/ID").
-func MemoryCgroupDir(path string) string {
-	if CgroupV2() {
+func MemoryDir(path string) string {
+	if V2() {
 		return filepath.Join("/sys/fs/cgroup", path)
 	}
 	return filepath.Join("/sys/fs/cgroup/memory", path)
 }
 
-// CgroupOOMKills reads the OOM kill count of the memory cgroup in dir
+// OOMKills reads the OOM kill count of the memory cgroup in dir
 // (memory.events on v2, memory.oom_control on v1). ok is false when the cgroup
 // cannot be read (gone, or not on this host).
-func CgroupOOMKills(dir string) (kills int64, ok bool) {
+func OOMKills(dir string) (kills int64, ok bool) {
 	for _, f := range []string{"memory.events", "memory.oom_control"} {
 		if v, found := keyedInt(filepath.Join(dir, f), "oom_kill"); found {
 			return v, true
@@ -40,8 +42,8 @@ func CgroupOOMKills(dir string) (kills int64, ok bool) {
 	return 0, false
 }
 
-// CgroupPeakBytes reads the cgroup's peak memory use (0 when unreadable).
-func CgroupPeakBytes(dir string) int64 {
+// PeakBytes reads the cgroup's peak memory use (0 when unreadable).
+func PeakBytes(dir string) int64 {
 	for _, f := range []string{"memory.peak", "memory.max_usage_in_bytes"} {
 		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
 			if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
