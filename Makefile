@@ -67,7 +67,7 @@ fuzz:
 		done; \
 	done
 
-## bench: sandbox start-up benchmarks (see README "Performance")
+## bench: sandbox start-up benchmarks (see docs/performance.md)
 bench: build
 	$(TEST_ENV) $(GO) test -run '^$$' -bench . -benchtime 20x ./internal/sandbox/docker/ ./cmd/aster/
 

@@ -48,7 +48,7 @@ func newAppServeCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve [flags]",
 		Short: "Serve the GitHub App: verified webhooks, a durable queue, reviews posted back to pull requests",
-		Long: `Serve the GitHub App (the README's "The GitHub App" walks through registering it): POST /webhook takes
+		Long: `Serve the GitHub App (docs/github-app.md walks through registering it): POST /webhook takes
 GitHub's deliveries, checks X-Hub-Signature-256 against the webhook secret
 before reading anything else, stores the review request durably and answers
 202. Workers then review each pull request's head: the static checks and the

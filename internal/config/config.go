@@ -224,7 +224,7 @@ func merge(dst *Config, src Config) {
 	}
 }
 
-// EnvVars lists the variables Load reads, for --help and the README.
+// EnvVars lists the variables Load reads, for --help and the docs/ pages.
 var EnvVars = map[string]string{
 	"ASTER_RUNTIME":          "sandbox runtime (docker, oci or kubernetes)",
 	"ASTER_OCI_RUNTIME":      "OCI runtime binary for --runtime oci: crun, runc or runsc",

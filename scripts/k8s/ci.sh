@@ -93,7 +93,7 @@ run_tests() {
 	(
 		cd "$root"
 		# The Docker form of three cases of the shared suite cannot hold on Kubernetes;
-		# the test names them as replaced by TestSecurityAdapted (README.md, "Running on Kubernetes").
+		# the test names them as replaced by TestSecurityAdapted (docs/kubernetes.md, "Where Kubernetes differs from the Docker runtime").
 		# shellcheck disable=SC2086 # GOTEST_FLAGS is a list of flags
 		CI=true ASTER_REQUIRE_K8S=1 ASTER_TEST_K8S_RESTART=1 ASTER_REQUIRE_DOCKER=1 \
 			go test -count=1 ${GOTEST_FLAGS:--timeout 20m} $PACKAGES

@@ -1,4 +1,4 @@
-# Single-node Kubernetes for tests (README.md, "A real single-node Kubernetes for tests").
+# Single-node Kubernetes for tests (docs/kubernetes.md, "A real single-node Kubernetes for tests").
 # Included by the top-level Makefile:  include scripts/k8s/k8s.mk
 
 ASTER_K8S_SCRIPTS := $(patsubst %/,%,$(dir $(lastword $(MAKEFILE_LIST))))

@@ -2,7 +2,7 @@
 # Shared settings for scripts/k8s/{build,up,down}.sh. Sourced, never run.
 #
 # Every path and port can be overridden from the environment; the defaults are what the
-# documentation (README.md, "A real single-node Kubernetes for tests") describes.
+# documentation (docs/kubernetes.md, "A real single-node Kubernetes for tests") describes.
 
 K8S_VERSION="${ASTER_K8S_VERSION:-v1.33.13}"
 ETCD_VERSION="${ASTER_ETCD_VERSION:-v3.5.21}"

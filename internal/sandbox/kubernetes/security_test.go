@@ -309,7 +309,7 @@ func TestNoRequestCanRelaxHardening(t *testing.T) {
 }
 
 // TestSecurityAdapted holds the three cases of SECURITY.md B–F whose Docker
-// form Kubernetes cannot meet (README.md, "Running on Kubernetes", "Where Kubernetes differs"),
+// form Kubernetes cannot meet (docs/kubernetes.md, "Where Kubernetes differs from the Docker runtime"),
 // in the form it can; scripts/k8s/ci.sh skips their Docker form in TestSecurity.
 func TestSecurityAdapted(t *testing.T) {
 	if testing.Short() {

@@ -40,7 +40,7 @@ type Target struct {
 	// pointer; a case may not be dropped without one.
 	Replaced map[string]string
 	// Gaps names cases that do not hold on this runtime at all, each with the
-	// reason (stated in the README's honest limits). Each is skipped with it.
+	// reason (stated in docs/sandbox.md, "Honest limits"). Each is skipped with it.
 	Gaps map[string]string
 	// StripsSetuid says the runtime's copy of the image holds no setuid or
 	// setgid file (the oci runtime strips them on export, SECURITY.md M3).
