@@ -54,7 +54,7 @@ test-unit:
 
 ## lint: gofmt, go vet and staticcheck
 lint:
-	@out="$$(gofmt -l cmd internal 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out="$$(gofmt -l cmd internal docs 2>/dev/null)"; if [[ -n "$$out" ]]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 

@@ -36,7 +36,7 @@ step "set-up"
 scripts/setup.sh || exit 1
 
 step "lint"
-out="$(gofmt -l cmd internal 2>/dev/null)"
+out="$(gofmt -l cmd internal docs 2>/dev/null)"
 [[ -z "$out" ]] || fail "gofmt needed: $out"
 go vet ./... || fail "go vet"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... || fail "staticcheck"
