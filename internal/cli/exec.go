@@ -191,25 +191,37 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 	return nil
 }
 
+// limits are the limit flags as given (empty: not given).
+func (f *execFlags) limits() config.LimitsConfig {
+	return config.LimitsConfig{Timeout: f.timeout, Memory: f.memory, CPUs: f.cpus, Pids: f.pids,
+		OutputLimit: f.outputLimit, OutputCeiling: f.outputCeiling, WorkdirSize: f.workdirSize, TmpSize: f.tmpSize}
+}
+
+// resolveFlagLimits resolves the limit flags over the configuration's limits
+// (aster.yaml, ASTER_*) as config.ResolveLimits does for every surface; a
+// refused flag is named as the flag (--memory), a refused configured limit as
+// its key (limits.memory).
+func resolveFlagLimits(c config.Config, flags config.LimitsConfig) (sandbox.Limits, error) {
+	defaults, err := c.Limits.Parse()
+	if err != nil {
+		return defaults, usageErr("%v", trimInvalid(err))
+	}
+	limits, err := config.ResolveLimits(flags, defaults, sandbox.Limits{})
+	var le *sandbox.LimitError
+	switch {
+	case errors.As(err, &le) && *flags.Field(le.Field.Name) != "":
+		return limits, usageErr("%s", le.Describe(le.Field.Flag()))
+	case err != nil:
+		return limits, usageErr("%v", trimInvalid(err))
+	}
+	return limits, nil
+}
+
 // spec builds the sandbox spec from the flags over the configuration.
 func (f *execFlags) spec(c config.Config, argv []string, stdio IO) (sandbox.Spec, func(), error) {
-	lc := c.Limits
-	set := func(dst *string, v string) {
-		if v != "" {
-			*dst = v
-		}
-	}
-	set(&lc.Timeout, f.timeout)
-	set(&lc.Memory, f.memory)
-	set(&lc.CPUs, f.cpus)
-	set(&lc.Pids, f.pids)
-	set(&lc.OutputLimit, f.outputLimit)
-	set(&lc.OutputCeiling, f.outputCeiling)
-	set(&lc.WorkdirSize, f.workdirSize)
-	set(&lc.TmpSize, f.tmpSize)
-	limits, err := lc.Parse()
+	limits, err := resolveFlagLimits(c, f.limits())
 	if err != nil {
-		return sandbox.Spec{}, nil, usageErr("%v", strings.TrimPrefix(err.Error(), sandbox.ErrInvalidSpec.Error()+": "))
+		return sandbox.Spec{}, nil, err
 	}
 	workdir, err := workdirRel(f.workdir)
 	if err != nil {

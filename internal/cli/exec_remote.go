@@ -26,16 +26,17 @@ func runExecRemote(cmd *cobra.Command, g *globals, f *execFlags, c config.Config
 	if err != nil {
 		return err
 	}
-	limits, err := sandboxapi.Limits{
-		Timeout: sandboxapi.Quantity(f.timeout), Memory: sandboxapi.Quantity(f.memory), CPUs: sandboxapi.Quantity(f.cpus),
-		Pids: sandboxapi.Quantity(f.pids), OutputLimit: sandboxapi.Quantity(f.outputLimit), OutputCeiling: sandboxapi.Quantity(f.outputCeiling),
-		WorkdirSize: sandboxapi.Quantity(f.workdirSize), TmpSize: sandboxapi.Quantity(f.tmpSize),
-	}.Parse()
-	if err != nil {
-		return usageErr("%v", trimInvalid(err))
+	// Only the limits the flags set travel (checked by f.spec already): the
+	// rest are the server's to decide. The kept-output budget always
+	// travels, because the text output shows the head live and the rest
+	// from the result, so the budget that splits them must be the run's.
+	var limits sandbox.Limits
+	asked := f.limits()
+	for _, lf := range sandbox.LimitFields() {
+		if *asked.Field(lf.Name) != "" {
+			*lf.Of(&limits) = *lf.Of(&spec.Limits)
+		}
 	}
-	// The text output shows the head live and the rest from the result, so
-	// the budget that splits them must be the one the run used.
 	limits.OutputBytes = spec.Limits.OutputBytes
 
 	token := ""

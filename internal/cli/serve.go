@@ -177,7 +177,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	if err := config.ExceedsCeiling(defaults, set.Ceilings); err != nil {
+	if err := sandbox.CheckCeilings(defaults, set.Ceilings); err != nil {
 		return usageErr("the default limits must be within the ceilings: %v", trimInvalid(err))
 	}
 	if _, _, err := c.ReaperDurations(); err != nil {

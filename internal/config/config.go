@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -317,51 +316,6 @@ func SplitList(s string) []string {
 // SandboxLimits parses the limits section into sandbox.Limits and validates them.
 func (c Config) SandboxLimits() (sandbox.Limits, error) {
 	return c.Limits.Parse()
-}
-
-// Parse turns the human-unit limits into sandbox.Limits and validates them.
-func (lc LimitsConfig) Parse() (sandbox.Limits, error) {
-	var l sandbox.Limits
-	var errs []error
-	// A value that does not parse names the range it must be in, as one out
-	// of range does (LimitBounds().Check).
-	b := LimitBounds()
-	dur := func(name, v string, dst *int64) {
-		d, err := ParseDuration(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w (%s to %s)", name, err, fmtMS(b.Min.TimeoutMS), fmtMS(b.Max.TimeoutMS)))
-			return
-		}
-		*dst = d.Milliseconds()
-	}
-	size := func(name, v string, dst *int64, lo, hi int64) {
-		n, err := ParseBytes(v)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w (%s to %s)", name, err, FormatBytes(lo), FormatBytes(hi)))
-			return
-		}
-		*dst = n
-	}
-	dur("timeout", lc.Timeout, &l.TimeoutMS)
-	size("memory", lc.Memory, &l.MemoryBytes, b.Min.MemoryBytes, b.Max.MemoryBytes)
-	if m, err := ParseCPUs(lc.CPUs); err != nil {
-		errs = append(errs, fmt.Errorf("%w (%s to %s)", err, fmtCPUs(b.Min.MilliCPUs), fmtCPUs(b.Max.MilliCPUs)))
-	} else {
-		l.MilliCPUs = m
-	}
-	if n, err := strconv.ParseInt(strings.TrimSpace(lc.Pids), 10, 64); err != nil {
-		errs = append(errs, fmt.Errorf("pids: %q is not a whole number (%d to %d)", lc.Pids, b.Min.Pids, b.Max.Pids))
-	} else {
-		l.Pids = n
-	}
-	size("output-limit", lc.OutputLimit, &l.OutputBytes, b.Min.OutputBytes, b.Max.OutputBytes)
-	size("output-ceiling", lc.OutputCeiling, &l.OutputCeilingBytes, b.Min.OutputCeilingBytes, b.Max.OutputCeilingBytes)
-	size("workdir-size", lc.WorkdirSize, &l.WorkdirBytes, b.Min.WorkdirBytes, b.Max.WorkdirBytes)
-	size("tmp-size", lc.TmpSize, &l.TmpBytes, b.Min.TmpBytes, b.Max.TmpBytes)
-	if len(errs) > 0 {
-		return l, fmt.Errorf("%w: %w", sandbox.ErrInvalidSpec, errors.Join(errs...))
-	}
-	return l, ValidateLimits(l)
 }
 
 // ReaperDurations parses the reaper section.

@@ -57,24 +57,6 @@ func DefaultLimits() sandbox.Limits {
 	}
 }
 
-// WithDefaults fills every zero field of l from base.
-func WithDefaults(l, base sandbox.Limits) sandbox.Limits {
-	fill := func(v *int64, d int64) {
-		if *v == 0 {
-			*v = d
-		}
-	}
-	fill(&l.TimeoutMS, base.TimeoutMS)
-	fill(&l.MemoryBytes, base.MemoryBytes)
-	fill(&l.MilliCPUs, base.MilliCPUs)
-	fill(&l.Pids, base.Pids)
-	fill(&l.OutputBytes, base.OutputBytes)
-	fill(&l.OutputCeilingBytes, base.OutputCeilingBytes)
-	fill(&l.WorkdirBytes, base.WorkdirBytes)
-	fill(&l.TmpBytes, base.TmpBytes)
-	return l
-}
-
 // LimitBounds returns the bounds beyond which a limit is absurd and rejected
 // rather than clamped. Every Manager is built with them.
 func LimitBounds() sandbox.Bounds {
@@ -106,10 +88,6 @@ func LimitBounds() sandbox.Bounds {
 // names the field, the value and the allowed range (LimitBounds). It expects
 // defaults applied.
 func ValidateLimits(l sandbox.Limits) error { return LimitBounds().Check(l) }
-
-func fmtMS(v int64) string   { return (time.Duration(v) * time.Millisecond).String() }
-func fmtInt(v int64) string  { return strconv.FormatInt(v, 10) }
-func fmtCPUs(v int64) string { return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64) }
 
 // ParseBytes reads a size such as "512m", "64MiB", "1g", "1048576" or "1.5g".
 // Suffixes are binary (k = 1024). Negative, fractional-byte or overflowing
@@ -149,7 +127,7 @@ func ParseBytes(s string) (int64, error) {
 	return int64(v), nil
 }
 
-// FormatBytes renders a size the way ParseBytes reads it, e.g. 512MiB.
+// FormatBytes renders a size for a person, e.g. 512MiB (sandbox.FormatBytes).
 func FormatBytes(v int64) string { return sandbox.FormatBytes(v) }
 
 // ParseCPUs reads a CPU count such as "1", "0.5" or "2" into milli-CPUs.

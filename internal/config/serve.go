@@ -312,28 +312,3 @@ func parseMemTotal(r io.Reader) (int64, error) {
 	}
 	return 0, errors.New("host memory: no MemTotal line in /proc/meminfo")
 }
-
-// ExceedsCeiling returns an ErrInvalidSpec naming the first limit of l that is
-// above its ceiling, or nil. Zero fields of l (use the default) are not checked.
-func ExceedsCeiling(l, ceil sandbox.Limits) error {
-	type check struct {
-		name string
-		v, c int64
-		unit func(int64) string
-	}
-	for _, c := range []check{
-		{"timeout", l.TimeoutMS, ceil.TimeoutMS, fmtMS},
-		{"memory", l.MemoryBytes, ceil.MemoryBytes, FormatBytes},
-		{"cpus", l.MilliCPUs, ceil.MilliCPUs, fmtCPUs},
-		{"pids", l.Pids, ceil.Pids, fmtInt},
-		{"output_limit", l.OutputBytes, ceil.OutputBytes, FormatBytes},
-		{"output_ceiling", l.OutputCeilingBytes, ceil.OutputCeilingBytes, FormatBytes},
-		{"workdir_size", l.WorkdirBytes, ceil.WorkdirBytes, FormatBytes},
-		{"tmp_size", l.TmpBytes, ceil.TmpBytes, FormatBytes},
-	} {
-		if c.c > 0 && c.v > c.c {
-			return sandbox.Invalidf("limits.%s %s is over this server's ceiling of %s", c.name, c.unit(c.v), c.unit(c.c))
-		}
-	}
-	return nil
-}

@@ -6,8 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/asterhq/aster/internal/sandbox"
 )
 
 func TestMaxConcurrentForMemory(t *testing.T) {
@@ -98,18 +96,6 @@ func TestServeParseAutoAndErrors(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %s", err, want)
 		}
-	}
-}
-
-func TestExceedsCeiling(t *testing.T) {
-	t.Parallel()
-	ceil := sandbox.Limits{TimeoutMS: 60_000, MemoryBytes: 1 << 30}
-	if err := ExceedsCeiling(sandbox.Limits{TimeoutMS: 60_000}, ceil); err != nil {
-		t.Errorf("at the ceiling: %v", err)
-	}
-	err := ExceedsCeiling(sandbox.Limits{MemoryBytes: 2 << 30}, ceil)
-	if !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), "limits.memory 2GiB") || !strings.Contains(err.Error(), "1GiB") {
-		t.Errorf("over the ceiling: %v", err)
 	}
 }
 

@@ -48,7 +48,7 @@ func (s *Server) addExecute() error {
 
 Give argv (executed directly, no shell) or a script with its interpreter. Files you pass are placed under /work, the working directory; /tmp is writable; the rest of the filesystem is read-only. There is no network (only loopback) and no state between calls.
 
-The result says status (ok, exit_nonzero, timeout, oom, output_limit, killed, error), exit_code, stdout and stderr. Each stream keeps at most limits.output_bytes (its first and last halves; the text says when it was truncated); a stream that passes limits.output_ceiling_bytes ends the job with status output_limit.
+The result says status (ok, exit_nonzero, timeout, oom, output_limit, killed, error), exit_code, stdout and stderr. Each stream keeps at most limits.output_limit (its first and last halves; the text says when it was truncated); a stream that passes limits.output_ceiling ends the job with status output_limit.
 
 Images: %s. Default limits: %s. Ceilings: %s.`,
 			imageList(s.opts.Images), limitsSummary(s.opts.Defaults), s.ceilingSummary()),
@@ -79,20 +79,33 @@ func (s *Server) ceilingSummary() string {
 func (s *Server) execute(ctx context.Context, req *mcp.CallToolRequest, in ExecuteInput) (*mcp.CallToolResult, sandbox.WireResult, error) {
 	ctx, done := s.track(ctx)
 	defer done()
-	spec, err := s.executeSpec(in)
+	spec, notices, err := s.executeSpec(in)
 	if err != nil {
 		return nil, sandbox.WireResult{}, toolError(err)
 	}
-	return s.run(ctx, req, "execute", spec)
+	s.logDeprecated("execute", notices)
+	result, wire, err := s.run(ctx, req, "execute", spec)
+	if result != nil {
+		result.Content = withNotice(result.Content, notices)
+	}
+	return result, wire, err
 }
 
 // executeSpec turns the tool's arguments into a sandbox spec, rejecting
-// anything wrong with a message the caller can act on.
-func (s *Server) executeSpec(in ExecuteInput) (sandbox.Spec, error) {
-	limits, err := resolveLimits(in.Limits, s.opts.Defaults, s.opts.Ceilings)
+// anything wrong with a message the caller can act on. It returns the
+// deprecation notices of the limits' old names.
+func (s *Server) executeSpec(in ExecuteInput) (sandbox.Spec, []string, error) {
+	limits, notices, err := resolveLimits(in.Limits, s.opts.Defaults, s.opts.Ceilings)
 	if err != nil {
-		return sandbox.Spec{}, err
+		return sandbox.Spec{}, nil, err
 	}
+	spec, err := s.executeArgs(in, limits)
+	return spec, notices, err
+}
+
+// executeArgs builds the spec of an execute call from its arguments and its
+// resolved limits.
+func (s *Server) executeArgs(in ExecuteInput, limits sandbox.Limits) (sandbox.Spec, error) {
 	spec := sandbox.Spec{Image: in.Image, Env: in.Env, Workdir: in.Workdir, Limits: limits}
 	if spec.Image == "" {
 		spec.Image = s.opts.Images[0]
@@ -109,7 +122,7 @@ func (s *Server) executeSpec(in ExecuteInput) (sandbox.Spec, error) {
 		}
 		total += int64(len(data))
 		if total > limits.WorkdirBytes {
-			return fmt.Errorf("%w: the files add up to more than the %s of /work (limits.workdir_bytes)", sandbox.ErrTooLarge, humanBytes(limits.WorkdirBytes))
+			return fmt.Errorf("%w: the files add up to more than the %s of /work (limits.workdir_size)", sandbox.ErrTooLarge, humanBytes(limits.WorkdirBytes))
 		}
 		files[clean] = data
 		return nil
@@ -231,24 +244,34 @@ func inputSchemaFor[T any](s *Server) (*jsonschema.Schema, error) {
 	return sch, nil
 }
 
-// describeLimits documents each limit in sch.properties.limits.
+// describeLimits documents each limit in sch.properties.limits: its unit,
+// the server's default and ceiling; the deprecated names say what replaces
+// them.
 func (s *Server) describeLimits(sch *jsonschema.Schema) error {
 	ls := sch.Properties["limits"]
 	if ls == nil {
 		return fmt.Errorf("input schema has no limits property")
 	}
-	for _, f := range limitFields {
-		p := ls.Properties[f.json]
+	for _, f := range sandbox.LimitFields() {
+		p := ls.Properties[f.Name]
 		if p == nil {
-			return fmt.Errorf("input schema has no limits.%s", f.json)
+			return fmt.Errorf("input schema has no limits.%s", f.Name)
 		}
-		desc := fmt.Sprintf("%s. Default %s", f.desc, f.fmt(*f.get(&s.opts.Defaults)))
-		if c := *f.get(&s.opts.Ceilings); c > 0 {
-			desc += fmt.Sprintf(", at most %s", f.fmt(c))
+		desc := fmt.Sprintf("%s. Default %s", limitDocs[f.Name], f.Format(*f.Of(&s.opts.Defaults)))
+		if c := *f.Of(&s.opts.Ceilings); c > 0 {
+			desc += fmt.Sprintf(", at most %s", f.Format(c))
 		}
 		// Bounds are stated, not encoded as minimum/maximum: the schema
-		// validator's messages are cryptic, resolveLimits' name the field.
+		// validator's messages are cryptic, config.ResolveLimits' name the field.
 		p.Description = desc + "."
+	}
+	for _, d := range deprecatedLimits() {
+		p := ls.Properties[d.old]
+		if p == nil {
+			return fmt.Errorf("input schema has no limits.%s", d.old)
+		}
+		p.Deprecated = true
+		p.Description = fmt.Sprintf("Deprecated, removed in the next release: use %s. The same limit as an integer in the unit of its name.", d.name)
 	}
 	return nil
 }
@@ -261,7 +284,7 @@ func resultSchema() (*jsonschema.Schema, error) {
 	}
 	desc := map[string]string{
 		"id":                   "run id",
-		"status":               "how the run ended: ok (exit 0), exit_nonzero, timeout (wall-clock limit), oom (memory limit), output_limit (a stream passed output_ceiling_bytes), killed (a signal, or cancelled), error (the sandbox could not run the job)",
+		"status":               "how the run ended: ok (exit 0), exit_nonzero, timeout (wall-clock limit), oom (memory limit), output_limit (a stream passed limits.output_ceiling), killed (a signal, or cancelled), error (the sandbox could not run the job)",
 		"exit_code":            "the command's exit code; -1 when it did not exit on its own",
 		"signal":               "the signal that ended the command, e.g. SIGKILL; empty otherwise",
 		"stdout":               "standard output as kept: when stdout_truncated, its first and last halves with a marker between",

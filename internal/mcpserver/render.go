@@ -37,7 +37,7 @@ func renderResult(r sandbox.Result, l sandbox.Limits) string {
 func statusNote(r sandbox.Result, l sandbox.Limits) string {
 	switch r.Status {
 	case sandbox.StatusTimeout:
-		return fmt.Sprintf("The job ran past its %s wall-clock limit and was killed.", fmtMS(l.TimeoutMS))
+		return fmt.Sprintf("The job ran past its %s wall-clock limit and was killed.", l.Timeout())
 	case sandbox.StatusOOM:
 		return fmt.Sprintf("The job ran out of its %s of memory and was killed by the OOM killer.", config.FormatBytes(l.MemoryBytes))
 	case sandbox.StatusOutputLimit:

@@ -80,7 +80,7 @@ func New(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	if _, err := resolveLimits(nil, opts.Defaults, opts.Ceilings); err != nil {
+	if _, _, err := resolveLimits(nil, opts.Defaults, opts.Ceilings); err != nil {
 		return nil, fmt.Errorf("mcpserver: default limits: %w", err)
 	}
 	s := &Server{opts: opts, log: log}
@@ -157,10 +157,10 @@ func toolError(err error) error {
 
 // limitsSummary renders limits for tool descriptions.
 func limitsSummary(l sandbox.Limits) string {
-	parts := make([]string, 0, len(limitFields))
-	for _, f := range limitFields {
-		if v := *f.get(&l); v > 0 {
-			parts = append(parts, fmt.Sprintf("%s %s", f.json, f.fmt(v)))
+	var parts []string
+	for _, f := range sandbox.LimitFields() {
+		if v := *f.Of(&l); v > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", f.Name, f.Format(v)))
 		}
 	}
 	return strings.Join(parts, ", ")

@@ -23,7 +23,7 @@ type RunTestsInput struct {
 	Workdir      string            `json:"workdir,omitempty" jsonschema:"directory of the snapshot, relative to /work, the tests run in (default: the snapshot's root)."`
 	Env          map[string]string `json:"env,omitempty" jsonschema:"environment variables for the tests; nothing else from the server's environment is passed."`
 	Image        string            `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
-	Limits       *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits for this run; every field is optional and defaults to the server's default, and none may exceed the server's ceiling. Test suites often need a longer timeout_ms than the default."`
+	Limits       *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits for this run; every field is optional and defaults to the server's default, and none may exceed the server's ceiling. Test suites often need a longer timeout than the default, e.g. \"5m\"."`
 }
 
 func (s *Server) addRunTests() error {
@@ -62,10 +62,11 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 	ctx, done := s.track(ctx)
 	defer done()
 	var zero sandboxapi.TestResponse
-	limits, err := resolveLimits(in.Limits, s.opts.Defaults, s.opts.Ceilings)
+	limits, notices, err := resolveLimits(in.Limits, s.opts.Defaults, s.opts.Ceilings)
 	if err != nil {
 		return nil, zero, toolError(err)
 	}
+	s.logDeprecated("run_tests", notices)
 	snap, err := s.spoolSnapshot(in.SnapshotInput, limits.WorkdirBytes)
 	if err != nil {
 		return nil, zero, toolError(err)
@@ -106,7 +107,7 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 		out.Tests.Failures = []testrun.Failure{}
 	}
 	return &mcp.CallToolResult{
-		Content: []mcp.Content{&mcp.TextContent{Text: renderTests(out.Tests, plan, res, limits)}},
+		Content: withNotice([]mcp.Content{&mcp.TextContent{Text: renderTests(out.Tests, plan, res, limits)}}, notices),
 		IsError: res.Status == sandbox.StatusError,
 	}, out, nil
 }

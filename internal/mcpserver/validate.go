@@ -74,7 +74,7 @@ func (s *Server) validate(ctx context.Context, req *mcp.CallToolRequest, in Vali
 			}
 		}
 	}
-	limits, err := resolveLimits(nil, s.opts.Defaults, s.opts.Ceilings)
+	limits, _, err := resolveLimits(nil, s.opts.Defaults, s.opts.Ceilings)
 	if err != nil {
 		return nil, gate.Result{}, toolError(err)
 	}

@@ -49,13 +49,13 @@ func TestNormalizeChecksEveryLimit(t *testing.T) {
 		limits sandbox.Limits
 		want   string
 	}{
-		{sandbox.Limits{MemoryBytes: -1}, "memory -1B is out of range (16MiB to 64GiB)"},
+		{sandbox.Limits{MemoryBytes: -1}, "limits.memory -1B is out of range (16MiB to 64GiB)"},
 		{sandbox.Limits{Pids: -5}, "pids -5 is out of range"},
 		{sandbox.Limits{MilliCPUs: -1000}, "cpus -1 is out of range"},
 		{sandbox.Limits{TimeoutMS: -1}, "timeout -1ms is out of range"},
-		{sandbox.Limits{WorkdirBytes: -1}, "workdir-size -1B is out of range"},
-		{sandbox.Limits{TmpBytes: config.MaxTmpfsBytes + 1}, "tmp-size 17179869185B is out of range"},
-		{sandbox.Limits{OutputBytes: 4 << 20}, "output-ceiling 1MiB is below output-limit 4MiB"},
+		{sandbox.Limits{WorkdirBytes: -1}, "limits.workdir_size -1B is out of range"},
+		{sandbox.Limits{TmpBytes: config.MaxTmpfsBytes + 1}, "limits.tmp_size 16.0GiB (17179869185B) is out of range (1MiB to 16GiB)"},
+		{sandbox.Limits{OutputBytes: 4 << 20}, "limits.output_ceiling 1MiB is below limits.output_limit 4MiB"},
 	} {
 		res, err := m.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}, Limits: c.limits})
 		if !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), c.want) || res.Status != sandbox.StatusError {
@@ -84,14 +84,35 @@ func TestPrepareOptionsValidate(t *testing.T) {
 		"memory":       func(l *sandbox.Limits) { l.MemoryBytes = 0 },
 		"cpus":         func(l *sandbox.Limits) { l.MilliCPUs = -1 },
 		"pids":         func(l *sandbox.Limits) { l.Pids = 0 },
-		"workdir-size": func(l *sandbox.Limits) { l.WorkdirBytes = 0 },
-		"tmp-size":     func(l *sandbox.Limits) { l.TmpBytes = -1 },
+		"workdir_size": func(l *sandbox.Limits) { l.WorkdirBytes = 0 },
+		"tmp_size":     func(l *sandbox.Limits) { l.TmpBytes = -1 },
 	} {
 		l := poolLimits
 		set(&l)
 		err := sandbox.PrepareOptions{Limits: l}.Validate()
 		if !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), name+" ") {
 			t.Errorf("%s: %v, want ErrInvalidSpec naming it", name, err)
+		}
+	}
+}
+
+// TestFormatBytes: exact sizes in the unit that divides them (what ParseBytes
+// reads back), others to one decimal, never a bare count of a huge number of
+// bytes unless the decimal would hide the difference.
+func TestFormatBytes(t *testing.T) {
+	for v, want := range map[int64]string{
+		0:                        "0B",
+		-1:                       "-1B",
+		1023:                     "1023B",
+		512 << 20:                "512MiB",
+		4 << 30:                  "4GiB",
+		1536:                     "1.5KiB",
+		99999999999:              "93.1GiB",
+		config.MaxTmpfsBytes + 1: "16.0GiB (17179869185B)",
+		3 << 40:                  "3TiB",
+	} {
+		if got := sandbox.FormatBytes(v); got != want {
+			t.Errorf("FormatBytes(%d) = %q, want %q", v, got, want)
 		}
 	}
 }

@@ -171,7 +171,7 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	if !slices.Contains(m.opts.Images, spec.Image) {
 		return spec, fmt.Errorf("%w: %q is not on the image allowlist (%v)", ErrUnknownImage, spec.Image, m.opts.Images)
 	}
-	spec.Limits = withDefaults(spec.Limits, m.opts.Defaults)
+	spec.Limits = spec.Limits.WithDefaults(m.opts.Defaults)
 	if err := m.opts.Bounds.Check(spec.Limits); err != nil {
 		return spec, err
 	}
@@ -372,23 +372,6 @@ func workspaceClass(err error) error {
 // failed is the Result for a run that never started.
 func failed(spec Spec, err error) Result {
 	return Result{ID: spec.ID, Status: StatusError, ExitCode: -1, Image: spec.Image, Error: err.Error(), Timings: map[string]time.Duration{}}
-}
-
-func withDefaults(l, d Limits) Limits {
-	fill := func(v *int64, def int64) {
-		if *v == 0 {
-			*v = def
-		}
-	}
-	fill(&l.TimeoutMS, d.TimeoutMS)
-	fill(&l.MemoryBytes, d.MemoryBytes)
-	fill(&l.MilliCPUs, d.MilliCPUs)
-	fill(&l.Pids, d.Pids)
-	fill(&l.OutputBytes, d.OutputBytes)
-	fill(&l.OutputCeilingBytes, d.OutputCeilingBytes)
-	fill(&l.WorkdirBytes, d.WorkdirBytes)
-	fill(&l.TmpBytes, d.TmpBytes)
-	return l
 }
 
 // NewRunID returns a fresh run id such as "r-3f9a0c1d2e4b".

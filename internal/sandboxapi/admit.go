@@ -111,8 +111,8 @@ func expectsContinue(r *http.Request) bool {
 }
 
 // snapshotLimit is the workspace size a decoded /v1/execute or /v1/test
-// spec asks for: its limits.workdir_size, checked against the ceilings, or
-// the default. It is BodyOptions.SnapshotLimit.
+// spec asks for: its limits.workdir_size as the run will have it
+// (resolved against the defaults, ceilings and bounds). It is BodyOptions.SnapshotLimit.
 func (s *Server) snapshotLimit(spec any) (int64, error) {
 	var job *JobRequest
 	switch v := spec.(type) {
@@ -123,15 +123,9 @@ func (s *Server) snapshotLimit(spec any) (int64, error) {
 	default:
 		return s.workspaceCeiling(), nil
 	}
-	limits, err := job.Limits.Parse()
+	limits, err := s.limits(job.Limits)
 	if err != nil {
 		return 0, err
 	}
-	if err := config.ExceedsCeiling(limits, s.opts.Ceilings); err != nil {
-		return 0, err
-	}
-	if limits.WorkdirBytes > 0 {
-		return limits.WorkdirBytes, nil
-	}
-	return s.mgr.Limits().WorkdirBytes, nil
+	return limits.WorkdirBytes, nil
 }

@@ -2,12 +2,9 @@ package sandboxapi
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"path"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -18,81 +15,30 @@ import (
 // maxDetectNames bounds the snapshot entries read to detect a test runner.
 const maxDetectNames = 100_000
 
-// Parse turns the request's limits into sandbox.Limits. Fields left out stay
-// zero (the server's defaults apply); a value given must be positive.
-func (l Limits) Parse() (sandbox.Limits, error) {
-	var out sandbox.Limits
-	var errs []error
-	dur := func(name string, q Quantity, dst *int64) {
-		if q == "" {
-			return
-		}
-		d, err := config.ParseDuration(string(q))
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("limits.%s: %v", name, err))
-		case d < time.Millisecond:
-			errs = append(errs, fmt.Errorf("limits.%s %q must be at least 1ms", name, q))
-		default:
-			*dst = d.Milliseconds()
-		}
-	}
-	size := func(name string, q Quantity, dst *int64) {
-		if q == "" {
-			return
-		}
-		n, err := config.ParseBytes(string(q))
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("limits.%s: %v", name, err))
-		case n <= 0:
-			errs = append(errs, fmt.Errorf("limits.%s %q must be positive", name, q))
-		default:
-			*dst = n
-		}
-	}
-	dur("timeout", l.Timeout, &out.TimeoutMS)
-	size("memory", l.Memory, &out.MemoryBytes)
-	if l.CPUs != "" {
-		if m, err := config.ParseCPUs(string(l.CPUs)); err != nil {
-			errs = append(errs, fmt.Errorf("limits.cpus: %v", err))
-		} else {
-			out.MilliCPUs = m
-		}
-	}
-	if l.Pids != "" {
-		if n, err := strconv.ParseInt(strings.TrimSpace(string(l.Pids)), 10, 64); err != nil || n <= 0 {
-			errs = append(errs, fmt.Errorf("limits.pids %q must be a positive whole number", l.Pids))
-		} else {
-			out.Pids = n
-		}
-	}
-	size("output_limit", l.OutputLimit, &out.OutputBytes)
-	size("output_ceiling", l.OutputCeiling, &out.OutputCeilingBytes)
-	size("workdir_size", l.WorkdirSize, &out.WorkdirBytes)
-	size("tmp_size", l.TmpSize, &out.TmpBytes)
-	if len(errs) > 0 {
-		return out, fmt.Errorf("%w: %w", sandbox.ErrInvalidSpec, errors.Join(errs...))
-	}
-	return out, nil
+// config is the request's limits as the configuration writes them: the same
+// names and units (config.ResolveLimits reads both).
+func (l Limits) config() config.LimitsConfig {
+	return config.LimitsConfig{Timeout: string(l.Timeout), Memory: string(l.Memory), CPUs: string(l.CPUs),
+		Pids: string(l.Pids), OutputLimit: string(l.OutputLimit), OutputCeiling: string(l.OutputCeiling),
+		WorkdirSize: string(l.WorkdirSize), TmpSize: string(l.TmpSize)}
+}
+
+// limits resolves a request's limits: the server's defaults for what it
+// leaves out, its ceilings and the absolute bounds for what it asks.
+func (s *Server) limits(l Limits) (sandbox.Limits, error) {
+	return config.ResolveLimits(l.config(), s.mgr.Limits(), s.opts.Ceilings)
 }
 
 // jobSpec builds the sandbox spec for the shared part of a request: limits
 // checked against the ceilings, files or the snapshot, stdin, env, workdir.
 // Argv is the caller's to set; the Manager validates the rest.
 func (s *Server) jobSpec(req JobRequest, snap *Snapshot) (sandbox.Spec, error) {
-	limits, err := req.Limits.Parse()
+	limits, err := s.limits(req.Limits)
 	if err != nil {
-		return sandbox.Spec{}, err
-	}
-	if err := config.ExceedsCeiling(limits, s.opts.Ceilings); err != nil {
 		return sandbox.Spec{}, err
 	}
 	spec := sandbox.Spec{Image: req.Image, Env: req.Env, Workdir: req.Workdir, Limits: limits}
 	workdirBytes := limits.WorkdirBytes
-	if workdirBytes == 0 {
-		workdirBytes = s.opts.Manager.Limits().WorkdirBytes
-	}
 	switch {
 	case len(req.Files) > 0 && snap != nil:
 		return spec, sandbox.Invalidf("give files or a snapshot, not both")

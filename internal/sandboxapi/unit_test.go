@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -138,7 +139,7 @@ func TestLimitsParse(t *testing.T) {
 	if err := decodeSpec(strings.NewReader(body), &req); err != nil {
 		t.Fatal(err)
 	}
-	l, err := req.Limits.Parse()
+	l, err := config.ResolveLimits(req.Limits.config(), config.DefaultLimits(), sandbox.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,11 +147,14 @@ func TestLimitsParse(t *testing.T) {
 	if l != want {
 		t.Errorf("limits %+v, want %+v", l, want)
 	}
-	if l, err := (Limits{Timeout: "30"}).Parse(); err != nil || l.TimeoutMS != 30_000 {
+	parse := func(l Limits) (sandbox.Limits, error) {
+		return config.ResolveLimits(l.config(), config.DefaultLimits(), sandbox.Limits{})
+	}
+	if l, err := parse(Limits{Timeout: "30"}); err != nil || l.TimeoutMS != 30_000 {
 		t.Errorf("bare number timeout: %+v %v", l, err)
 	}
 	for _, bad := range []Limits{{Memory: "-1"}, {Timeout: "0"}, {Timeout: "10us"}, {Pids: "1.5"}, {Pids: "0"}, {CPUs: "-2"}, {Memory: "lots"}, {WorkdirSize: "0.1b"}} {
-		if _, err := bad.Parse(); !errors.Is(err, sandbox.ErrInvalidSpec) {
+		if _, err := parse(bad); !errors.Is(err, sandbox.ErrInvalidSpec) {
 			t.Errorf("%+v accepted: %v", bad, err)
 		}
 	}
