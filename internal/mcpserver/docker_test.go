@@ -180,7 +180,7 @@ func TestSecurityCasesThroughMCP(t *testing.T) {
 	t.Run("B1 fork bomb", func(t *testing.T) {
 		res, w := callExecute(t, cs, map[string]any{
 			"script": "f(){ f | f & }; f; sleep 3; echo survived",
-			"limits": map[string]any{"timeout_ms": 8000, "pids": 64},
+			"limits": map[string]any{"timeout": "8s", "pids": 64},
 		})
 		if res.IsError || w.Status == sandbox.StatusError || w.Status == "" {
 			t.Fatalf("fork bomb broke the tool: %s", textOf(res))
@@ -198,7 +198,7 @@ func TestSecurityCasesThroughMCP(t *testing.T) {
 	t.Run("B2 memory", func(t *testing.T) {
 		res, w := callExecute(t, cs, map[string]any{
 			"argv":   []string{"python3", "-c", "chunks = []\nwhile True:\n    chunks.append(bytearray(16 << 20))"},
-			"limits": map[string]any{"memory_bytes": 96 << 20, "timeout_ms": 30000},
+			"limits": map[string]any{"memory": "96m", "timeout": "30s"},
 		})
 		if w.Status != sandbox.StatusOOM || !w.OOMKilled {
 			t.Fatalf("status %q oom_killed=%v, want oom: %s", w.Status, w.OOMKilled, textOf(res))
@@ -215,7 +215,7 @@ func TestSecurityCasesThroughMCP(t *testing.T) {
 	t.Run("B9 gigabytes of output", func(t *testing.T) {
 		res, w := callExecute(t, cs, map[string]any{
 			"argv":   []string{"sh", "-c", "yes stdout-line & yes stderr-line >&2; wait"},
-			"limits": map[string]any{"timeout_ms": 60000},
+			"limits": map[string]any{"timeout": "60s"},
 		})
 		if w.Status != sandbox.StatusOutputLimit {
 			t.Fatalf("status %q, want output_limit: %.500s", w.Status, textOf(res))
@@ -281,7 +281,7 @@ func TestCancelKillsSandbox(t *testing.T) {
 			errc := make(chan error, 1)
 			go func() {
 				_, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{
-					"argv": []string{"sh", "-c", "echo started; sleep 120"}, "limits": map[string]any{"timeout_ms": 180000}}})
+					"argv": []string{"sh", "-c", "echo started; sleep 120"}, "limits": map[string]any{"timeout": "3m"}}})
 				errc <- err
 			}()
 			var id string

@@ -80,7 +80,7 @@ func TestRemoteExecutor(t *testing.T) {
 	}
 
 	res = call(t, cs, "run_tests", map[string]any{"files": map[string]string{"go.mod": "module x\n\ngo 1.21\n", "x_test.go": "package x\nimport \"testing\"\nfunc TestA(t *testing.T) {}\nfunc TestB(t *testing.T) { t.Fatal(\"boom\") }\n"},
-		"limits": map[string]any{"timeout_ms": 60000}})
+		"limits": map[string]any{"timeout": "60s"}})
 	tr := structured[sandboxapi.TestResponse](t, res)
 	if tr.Tests.Passed != 1 || tr.Tests.Failed != 1 || len(tr.Tests.Failures) != 1 || !strings.Contains(tr.Tests.Failures[0].Message, "boom") {
 		t.Fatalf("remote run_tests: %+v\n%s", tr.Tests, textOf(res))

@@ -59,7 +59,7 @@ func TestRunTestsTool(t *testing.T) {
 	cs := e.httpSession(t, nil)
 
 	t.Run("go project by path, detected", func(t *testing.T) {
-		res := call(t, cs, "run_tests", map[string]any{"path": "gopass", "limits": map[string]any{"timeout_ms": 120000}})
+		res := call(t, cs, "run_tests", map[string]any{"path": "gopass", "limits": map[string]any{"timeout": "2m"}})
 		out := structured[sandboxapi.TestResponse](t, res)
 		if res.IsError || out.Status != "ok" || !out.Tests.Parsed || out.Tests.Passed == 0 || out.Tests.Failed != 0 || out.Tests.Framework != "go" {
 			t.Fatalf("go tests: %+v\n%s", out.Tests, textOf(res))
@@ -69,7 +69,7 @@ func TestRunTestsTool(t *testing.T) {
 		}
 	})
 	t.Run("pytest project as files, failing", func(t *testing.T) {
-		res := call(t, cs, "run_tests", map[string]any{"files": readTree(t, filepath.Join(testdata, "pyfail")), "limits": map[string]any{"timeout_ms": 120000}})
+		res := call(t, cs, "run_tests", map[string]any{"files": readTree(t, filepath.Join(testdata, "pyfail")), "limits": map[string]any{"timeout": "2m"}})
 		out := structured[sandboxapi.TestResponse](t, res)
 		if out.Status != "exit_nonzero" || out.Tests.Framework != "pytest" || out.Tests.Failed == 0 || len(out.Tests.Failures) == 0 {
 			t.Fatalf("pytest: %+v\n%s", out.Tests, textOf(res))

@@ -1,0 +1,63 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// vocabularyLimits are what "timeout 5s, memory 256m, cpus 0.5, pids 64,
+// output_limit 2m, workdir_size 128m" must give on every surface (the MCP and
+// HTTP tests assert the same numbers).
+var vocabularyLimits = func() sandbox.Limits {
+	l := config.DefaultLimits()
+	l.TimeoutMS, l.MemoryBytes, l.MilliCPUs, l.Pids, l.OutputBytes, l.WorkdirBytes = 5000, 256<<20, 500, 64, 2<<20, 128<<20
+	return l
+}
+
+// TestLimitFlagsAreTheVocabulary: every limit has its flag, named after the
+// key of the HTTP API, MCP and aster.yaml, and the flags give the same limits
+// as aster.yaml's keys do.
+func TestLimitFlagsAreTheVocabulary(t *testing.T) {
+	cmd := newExecCmd(&globals{})
+	for _, f := range sandbox.LimitFields() {
+		if cmd.Flags().Lookup(strings.TrimPrefix(f.Flag(), "--")) == nil {
+			t.Errorf("aster exec has no %s flag for limits.%s", f.Flag(), f.Name)
+		}
+	}
+	fl := &execFlags{timeout: "5s", memory: "256m", cpus: "0.5", pids: "64", outputLimit: "2m", workdirSize: "128m"}
+	spec, cleanup, err := fl.spec(config.Default(), []string{"true"}, IO{})
+	if cleanup != nil {
+		defer cleanup()
+	}
+	if err != nil || spec.Limits != vocabularyLimits() {
+		t.Errorf("flags: %+v, %v; want %+v", spec.Limits, err, vocabularyLimits())
+	}
+
+	path := filepath.Join(t.TempDir(), "aster.yaml")
+	yaml := "limits:\n  timeout: 5s\n  memory: 256m\n  cpus: 0.5\n  pids: 64\n  output_limit: 2m\n  workdir_size: 128m\n"
+	if err := os.WriteFile(path, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(path, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, err := c.SandboxLimits(); err != nil || l != vocabularyLimits() {
+		t.Errorf("aster.yaml: %+v, %v; want %+v", l, err, vocabularyLimits())
+	}
+	// A flag over the file: the flag wins, and a refused flag is named as
+	// the flag, in human units.
+	fl = &execFlags{memory: "99999999999"}
+	if _, _, err := fl.spec(c, []string{"true"}, IO{}); err == nil || err.Error() != "--memory 93.1GiB is out of range (16MiB to 64GiB)" {
+		t.Errorf("refused flag: %v", err)
+	}
+	c.Limits.Pids = "3"
+	if _, _, err := (&execFlags{}).spec(c, []string{"true"}, IO{}); err == nil || err.Error() != "limits.pids 3 is out of range (8 to 32768)" {
+		t.Errorf("refused configured limit: %v", err)
+	}
+}
