@@ -172,7 +172,7 @@ func TestRequestErrors(t *testing.T) {
 	badTar := tarOf(t, &tar.Header{Name: "../../etc/cron.d/x", Typeflag: tar.TypeReg, Linkname: "x"})
 	devTar := tarOf(t, &tar.Header{Name: "sda", Typeflag: tar.TypeBlock, Devmajor: 8})
 	bigTar := tarOf(t, &tar.Header{Name: "big", Typeflag: tar.TypeReg, Linkname: strings.Repeat("x", 2<<20)})
-	wsTar := tarOf(t, &tar.Header{Name: "f", Typeflag: tar.TypeReg, Linkname: strings.Repeat("x", 600<<10)})
+	wsTar := tarOf(t, &tar.Header{Name: "f", Typeflag: tar.TypeReg, Linkname: strings.Repeat("x", 1200<<10)})
 	type tc struct {
 		name, method, path, ctype string
 		body                      []byte
@@ -188,7 +188,7 @@ func TestRequestErrors(t *testing.T) {
 		{"unknown image", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"image":"alpine:latest"}`), nil, 400, "unknown_image", "allowlist"},
 		{"negative memory", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"memory":-5}}`), nil, 400, "invalid_spec", "negative"},
 		{"memory under minimum", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"memory":"1m"}}`), nil, 400, "invalid_spec", "memory 1MiB is out of range"},
-		{"over ceiling", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"timeout":"1h"}}`), nil, 400, "invalid_spec", "limits.timeout 1h0m0s is over this server's ceiling of 10m0s"},
+		{"over ceiling", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"timeout":"1h"}}`), nil, 400, "invalid_spec", "limits.timeout 1h0m0s is above this server's ceiling of 10m0s"},
 		{"huge pids", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"pids":99999999999}}`), nil, 400, "invalid_spec", "limits.pids"},
 		{"bad base64", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"files":{"a":{"content":"!!","encoding":"base64"}}}`), nil, 400, "invalid_spec", "files["},
 		{"bad file name", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"files":{"../escape":"x"}}`), nil, 400, "invalid_spec", ""},
@@ -202,7 +202,7 @@ func TestRequestErrors(t *testing.T) {
 		{"report without command", "POST", RouteTest, ContentTypeJSON, []byte(`{"report":{"format":"junit-xml"},"files":{"go.mod":"module x"}}`), nil, 400, "invalid_spec", "report is only used with command"},
 		{"junit without path", "POST", RouteTest, ContentTypeJSON, []byte(`{"command":["mvn","test"],"report":{"format":"junit-xml"}}`), nil, 400, "invalid_spec", "path"},
 		{"chunked body over max", "POST", RouteExecute, ContentTypeTar, bigTar, []string{HeaderSpec, `{"argv":["ls"]}`}, 413, "too_large", "--max-body"},
-		{"snapshot over workdir", "POST", RouteExecute, ContentTypeTar, wsTar, []string{HeaderSpec, `{"argv":["ls"],"limits":{"workdir_size":"512k"}}`}, 413, "too_large", "workdir_size"},
+		{"snapshot over workdir", "POST", RouteExecute, ContentTypeTar, wsTar, []string{HeaderSpec, `{"argv":["ls"],"limits":{"workdir_size":"1m"}}`}, 413, "too_large", "workdir_size"},
 		{"media type", "POST", RouteExecute, "text/plain", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", "application/json"},
 		{"form post", "POST", RouteExecute, "application/x-www-form-urlencoded", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", ""},
 		{"no content type", "POST", RouteExecute, "", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", ""},
