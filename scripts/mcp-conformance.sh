@@ -171,8 +171,8 @@ if inspect execute-script "$aster" mcp --method tools/call --tool-name execute \
 		"stdio: script with files, exit code kept"
 fi
 if inspect_tool_error execute-bad "$aster" mcp --method tools/call --tool-name execute \
-	--tool-arg 'argv=["true"]' 'limits={"memory_bytes":1099511627776}'; then
-	check_json execute-bad 'r.isError === true && /^invalid_spec: limits.memory_bytes 1TiB is above this server.s ceiling/.test(r.content[0].text)' \
+	--tool-arg 'argv=["true"]' 'limits={"memory":"1t"}'; then
+	check_json execute-bad 'r.isError === true && /^invalid_spec: limits.memory 1TiB is above this server.s ceiling/.test(r.content[0].text)' \
 		"stdio: over-ceiling limits are a tool error"
 fi
 if inspect run-tests "$aster" mcp --method tools/call --tool-name run_tests \

@@ -135,7 +135,7 @@ func TestMCPStdioBinary(t *testing.T) {
 	if res.IsError || sc["status"] != "ok" || sc["stdout"] != "HELLO\n" {
 		t.Fatalf("execute result: %+v %v", res, sc)
 	}
-	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"true"}, "limits": map[string]any{"memory_bytes": 1 << 40}}})
+	res, err = cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"true"}, "limits": map[string]any{"memory": "1t"}}})
 	if err != nil || !res.IsError {
 		t.Fatalf("over-ceiling call: %v %+v", err, res)
 	}
