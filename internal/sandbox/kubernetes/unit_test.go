@@ -304,8 +304,8 @@ func TestPrepareRefusesZeroLimits(t *testing.T) {
 		"pids":         func(l *sandbox.Limits, v int64) { l.Pids = v },
 		"cpus":         func(l *sandbox.Limits, v int64) { l.MilliCPUs = v },
 		"timeout":      func(l *sandbox.Limits, v int64) { l.TimeoutMS = v },
-		"workdir-size": func(l *sandbox.Limits, v int64) { l.WorkdirBytes = v },
-		"tmp-size":     func(l *sandbox.Limits, v int64) { l.TmpBytes = v },
+		"workdir_size": func(l *sandbox.Limits, v int64) { l.WorkdirBytes = v },
+		"tmp_size":     func(l *sandbox.Limits, v int64) { l.TmpBytes = v },
 	} {
 		for _, v := range []int64{0, -1} {
 			l := valid
