@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -23,10 +25,16 @@ var vocabularyLimits = func() sandbox.Limits {
 // key of the HTTP API, MCP and aster.yaml, and the flags give the same limits
 // as aster.yaml's keys do.
 func TestLimitFlagsAreTheVocabulary(t *testing.T) {
-	cmd := newExecCmd(&globals{})
+	exec, serve, mcp := newExecCmd(&globals{}), newServeCmd(&globals{}), newMCPCmd(&globals{})
 	for _, f := range sandbox.LimitFields() {
-		if cmd.Flags().Lookup(strings.TrimPrefix(f.Flag(), "--")) == nil {
+		name := strings.TrimPrefix(f.Flag(), "--")
+		if exec.Flags().Lookup(name) == nil {
 			t.Errorf("aster exec has no %s flag for limits.%s", f.Flag(), f.Name)
+		}
+		for _, c := range []*cobra.Command{serve, mcp} {
+			if c.Flags().Lookup("max-"+name) == nil {
+				t.Errorf("aster %s has no --max-%s ceiling for limits.%s", c.Name(), name, f.Name)
+			}
 		}
 	}
 	fl := &execFlags{timeout: "5s", memory: "256m", cpus: "0.5", pids: "64", outputLimit: "2m", workdirSize: "128m"}

@@ -33,6 +33,7 @@ type mcpFlags struct {
 	maxBodyInFlight                string
 	maxTimeout, maxMemory, maxCPUs string
 	maxPids, maxOutput, maxWorkdir string
+	maxCeiling, maxTmp             string
 	allowDirs                      []string
 	progressInterval               time.Duration
 }
@@ -100,7 +101,9 @@ the sandbox.`,
 	floatStringVar(fl, &f.maxCPUs, "max-cpus", def.CPUs, "ceiling of a call's limits.cpus")
 	intStringVar(fl, &f.maxPids, "max-pids", def.Pids, "ceiling of a call's limits.pids")
 	fl.StringVar(&f.maxOutput, "max-output-limit", def.OutputLimit, "ceiling of a call's limits.output_limit")
+	fl.StringVar(&f.maxCeiling, "max-output-ceiling", def.OutputCeiling, "ceiling of a call's limits.output_ceiling")
 	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "ceiling of a call's limits.workdir_size")
+	fl.StringVar(&f.maxTmp, "max-tmp-size", def.TmpSize, "ceiling of a call's limits.tmp_size")
 	fl.DurationVar(&f.progressInterval, "progress-interval", mcpserver.DefaultProgressInterval, "period of progress notifications")
 	_ = fl.MarkHidden("progress-interval")
 	return cmd
@@ -134,7 +137,9 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	str("max-cpus", &sc.Ceilings.CPUs, f.maxCPUs)
 	str("max-pids", &sc.Ceilings.Pids, f.maxPids)
 	str("max-output-limit", &sc.Ceilings.OutputLimit, f.maxOutput)
+	str("max-output-ceiling", &sc.Ceilings.OutputCeiling, f.maxCeiling)
 	str("max-workdir-size", &sc.Ceilings.WorkdirSize, f.maxWorkdir)
+	str("max-tmp-size", &sc.Ceilings.TmpSize, f.maxTmp)
 
 	defaults, err := c.Limits.Parse()
 	if err != nil {
