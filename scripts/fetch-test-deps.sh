@@ -57,3 +57,12 @@ npm_install_pinned "$root/third_party/sarif" \
 [[ -f "$root/third_party/sarif/.gitignore" ]] || printf '*\n' >"$root/third_party/sarif/.gitignore"
 # npm does not keep the executable bit of the bundled .NET binary.
 chmod +x "$root/third_party/sarif/node_modules/@microsoft/sarif-multitool-linux/Sarif.Multitool" 2>/dev/null || true
+
+# --- ast-grep (internal/gate/rules) --------------------------------------------------------------
+# The rule engine the sandbox image installs at /usr/local/bin/ast-grep, at the same version: the
+# rule pack's fixture test runs this binary over every fixture. The CLI package pulls the
+# platform build as an optional dependency, which holds the binary itself (--ignore-scripts only
+# skips the launcher's postinstall).
+npm_install_pinned "$root/third_party/astgrep" \
+	"@ast-grep/cli@0.51.1"
+[[ -f "$root/third_party/astgrep/.gitignore" ]] || printf '*\n' >"$root/third_party/astgrep/.gitignore"
