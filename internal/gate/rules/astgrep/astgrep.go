@@ -21,7 +21,7 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-//go:embed sgconfig.yml rules/*.yml
+//go:embed sgconfig.yml rules/*.yml utils/*.yml
 var pack embed.FS
 
 // ConfigFile is the pack's ast-grep project file, relative to the pack root.
