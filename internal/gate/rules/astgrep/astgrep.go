@@ -105,9 +105,10 @@ func Tar() ([]byte, error) {
 // ScanArgs is the ast-grep argv (after the program name) that scans the
 // working directory with the pack whose ConfigFile is at config: one JSON
 // object per match with the rule's metadata, and no ignore file of the
-// repository honoured, so that a repository cannot hide its own files.
+// repository honoured, so that a repository cannot hide its own files
+// (minified bundles, *.min.js, are not source anyone reviews and are skipped).
 func ScanArgs(config string) []string {
 	return []string{"scan", "--config", config, "--json=stream", "--include-metadata", "--color=never",
 		"--no-ignore=hidden", "--no-ignore=dot", "--no-ignore=vcs", "--no-ignore=exclude",
-		"--no-ignore=global", "--no-ignore=parent", "."}
+		"--no-ignore=global", "--no-ignore=parent", "--globs=!*.min.js", "."}
 }
