@@ -18,3 +18,10 @@ func Label(name string) string {
 func Count(db *sql.DB) *sql.Row {
 	return db.QueryRow("SELECT count(*) FROM " + "users")
 }
+
+const columns = "id, name, created"
+
+func Insert(db *sql.DB, id, name string) error {
+	_, err := db.Exec(`INSERT INTO users (`+columns+`) VALUES ($1, $2, now())`, id, name)
+	return err
+}

@@ -14,3 +14,19 @@ func Quote(w http.ResponseWriter, r *http.Request) {
 		resp.Body.Close()
 	}
 }
+
+func Mixed(w http.ResponseWriter, r *http.Request, ts struct{ URL string }) {
+	name := r.FormValue("name")
+	resp, err := http.Get(ts.URL)
+	if err == nil {
+		resp.Body.Close()
+	}
+	w.Write([]byte(name))
+}
+
+func Server(newServer func(http.HandlerFunc) struct{ URL string }) {
+	ts := newServer(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte(r.URL.Path))
+	})
+	http.Get(ts.URL)
+}

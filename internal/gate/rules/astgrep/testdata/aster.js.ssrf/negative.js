@@ -15,3 +15,9 @@ async function local(req, res) {
 function header(req) {
     return req.get("host");
 }
+
+async function mixed(req, res, server) {
+    const name = req.query.name;
+    const r = await fetch(server.url);
+    res.json({ name, body: await r.text() });
+}

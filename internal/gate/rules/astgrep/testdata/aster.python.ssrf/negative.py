@@ -15,3 +15,8 @@ def lookup():
 
 def field():
     return request.args.get("url")
+
+
+def mixed(server):
+    name = request.args.get("name")
+    return requests.get(server.url, timeout=5).text + name
