@@ -1,0 +1,9 @@
+#!/bin/bash
+run() {
+    # ruleid: aster.shell.code-injection
+    eval "$1"
+}
+# ruleid: aster.shell.code-injection
+eval "docker $*"
+# ruleid: aster.shell.code-injection
+eval "${2:-true}"
