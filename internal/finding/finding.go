@@ -73,7 +73,10 @@ type Finding struct {
 	EndColumn   int    `json:"end_column,omitempty"`
 	Message     string `json:"message"`
 	HelpURI     string `json:"help_uri,omitempty"`
-	Fix         *Fix   `json:"fix,omitempty"`
+	// CWE lists the weaknesses the rule reports, as "CWE-89", when the
+	// analyzer says (rule metadata, SARIF tags "external/cwe/cwe-89").
+	CWE []string `json:"cwe,omitempty"`
+	Fix *Fix     `json:"fix,omitempty"`
 	// Fingerprint identifies the finding across runs and pushes (see
 	// AssignFingerprints): it tells two occurrences apart and does not depend
 	// on the line number.

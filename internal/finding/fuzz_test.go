@@ -68,3 +68,9 @@ func FuzzReadBandit(f *testing.F) {
 	f.Add([]byte(`{"results":[{"filename":"./a.py","line_number":2,"col_offset":4,"end_col_offset":1,"issue_severity":"HIGH","issue_confidence":"LOW","test_id":"B1"}],"errors":[{"filename":"b.py","reason":"syntax error"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatBandit, data) })
 }
+
+func FuzzReadAstGrep(f *testing.F) {
+	addSeeds(f, "astgrep/*.json*")
+	f.Add([]byte(`{"file":"a.py","ruleId":"r","severity":"error","range":{"start":{"line":0,"column":0},"end":{"line":0,"column":3}},"metadata":{"cwe":["CWE-89",89,"x"]}}` + "\n" + `[{"file":"b","ruleId":"s","range":{}}]`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatAstGrep, data) })
+}

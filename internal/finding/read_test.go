@@ -25,6 +25,7 @@ var goldenCases = []struct {
 	{"tools/bandit.json", FormatBandit},
 	{"semgrep/local-rules.json", FormatSemgrep},
 	{"semgrep/empty.json", FormatSemgrep},
+	{"astgrep/stream.jsonl", FormatAstGrep},
 	{"published/DefaultRuleConfiguration.sarif", FormatSARIF},
 	{"published/OriginalUriBaseIds.sarif", FormatSARIF},
 }
@@ -233,6 +234,9 @@ func TestGarbage(t *testing.T) {
 	}
 	for name, in := range inputs {
 		for _, format := range Formats {
+			if format == FormatAstGrep && name == "empty" {
+				continue // ast-grep's stream style prints nothing when nothing matched
+			}
 			_, err := Read(format, strings.NewReader(in), ReadOptions{})
 			if !errors.Is(err, ErrInvalid) {
 				t.Errorf("%s/%s: err = %v, want ErrInvalid", name, format, err)

@@ -44,6 +44,13 @@ type sarifRule struct {
 	HelpURI              string                       `json:"helpUri,omitempty"`
 	Help                 *sarifMessage                `json:"help,omitempty"`
 	DefaultConfiguration *sarifReportingConfiguration `json:"defaultConfiguration,omitempty"`
+	Properties           *sarifRuleProperties         `json:"properties,omitempty"`
+}
+
+// sarifRuleProperties are the rule properties Aster reads and writes: tags,
+// where GitHub code scanning looks for "security" and "external/cwe/cwe-N".
+type sarifRuleProperties struct {
+	Tags []string `json:"tags,omitempty"`
 }
 
 type sarifReportingConfiguration struct {

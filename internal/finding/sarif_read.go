@@ -69,6 +69,9 @@ func readRun(c *collector, run *sarifRun) {
 			}
 			f.RuleName = rule.Name
 			f.HelpURI = rule.HelpURI
+			if rule.Properties != nil {
+				f.CWE = cweFromTags(rule.Properties.Tags)
+			}
 		}
 		if lvl, ok := sarifLevel(res.Level); ok {
 			f.Severity = lvl

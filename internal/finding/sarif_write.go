@@ -104,6 +104,9 @@ func WriteSARIF(w io.Writer, findings []Finding, opts WriteOptions) error {
 				rule.Name = f.RuleName
 			}
 			rule.ShortDescription = &sarifMessage{Text: sentence(ruleSummary(f))}
+			if len(f.CWE) > 0 {
+				rule.Properties = &sarifRuleProperties{Tags: cweTags(f.CWE)}
+			}
 			run.Tool.Driver.Rules = append(run.Tool.Driver.Rules, rule)
 		}
 		res := sarifResult{

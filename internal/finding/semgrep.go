@@ -84,6 +84,7 @@ func ReadSemgrep(r io.Reader, opts ReadOptions) (ReadResult, error) {
 				EndColumn:   res.End.Col,
 				Message:     res.Extra.Message,
 				HelpURI:     semgrepHelp(res.Extra.Metadata),
+				CWE:         cweList(res.Extra.Metadata["cwe"]),
 			}
 			if res.Extra.Fix != nil && res.Start.Line > 0 {
 				f.Fix = &Fix{Description: "Semgrep autofix", Replacements: []Replacement{{
