@@ -27,10 +27,12 @@ type Analyzer struct {
 	// exactly "{files}" expands to the target files, one argument each.
 	Command []string `yaml:"command" json:"command"`
 	// Input "files0" feeds the target files on stdin, NUL-separated, for
-	// commands that take their list from xargs -0 (no argv limit).
+	// commands that take their list from xargs -0 (no argv limit). Input
+	// "aster-rules" feeds Aster's ast-grep rule pack on stdin as a tar, for
+	// the command to unpack outside /work (see AstGrepRulesDir).
 	Input string `yaml:"input,omitempty" json:"input,omitempty"`
 	// Format of the tool's stdout: sarif, semgrep-json, shellcheck-json,
-	// bandit-json.
+	// bandit-json, ast-grep-json.
 	Format finding.Format `yaml:"format" json:"format"`
 	// Files are the globs of files the tool applies to; empty means every
 	// file. An analyzer with no matching file is skipped.
@@ -61,6 +63,7 @@ type Analyzer struct {
 const (
 	FilesPlaceholder = "{files}"
 	InputFiles0      = "files0"
+	InputAsterRules  = "aster-rules"
 )
 
 // Limits on an analyzer definition (it may come from a repository's
@@ -101,9 +104,9 @@ func (a Analyzer) Validate() error {
 		return errf("%v", err)
 	}
 	switch a.Input {
-	case "", InputFiles0:
+	case "", InputFiles0, InputAsterRules:
 	default:
-		return errf("input %q is not files0", a.Input)
+		return errf("input %q is not files0 or aster-rules", a.Input)
 	}
 	if len(a.Files) > MaxGlobs {
 		return errf("more than %d file globs", MaxGlobs)
@@ -201,6 +204,7 @@ func Builtins() []Analyzer {
 			OKExitCodes:    []int{0, 1, 123},
 			InformationURI: "https://bandit.readthedocs.io",
 		},
+		astGrepAnalyzer(),
 		{
 			Name: "semgrep",
 			Command: []string{"semgrep", "scan", "--config", ".semgrep", "--json", "--metrics", "off",

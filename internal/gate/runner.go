@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate/rules/astgrep"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -298,7 +299,11 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		return done(StatusError, oneLine(reason))
 	}
 	if sres.ExitCode == 127 && a.Optional {
-		return done(StatusSkipped, fmt.Sprintf("%s is not installed in image %s", a.Command[0], spec.Image))
+		tool := a.Command[0]
+		if a.Input == InputAsterRules {
+			tool = "ast-grep" // run through sh, which unpacks the rule pack first
+		}
+		return done(StatusSkipped, fmt.Sprintf("%s is not installed in image %s", tool, spec.Image))
 	}
 	if !a.okExit(sres.ExitCode) {
 		res.Stderr = stderrTail()
@@ -361,6 +366,13 @@ func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 		env[k] = v
 	}
 	spec := sandbox.Spec{Image: image, Argv: argv, Env: env, Limits: limits}
+	if a.Input == InputAsterRules {
+		pack, err := astgrep.Tar()
+		if err != nil {
+			return sandbox.Spec{}, err
+		}
+		spec.Stdin = bytes.NewReader(pack)
+	}
 	if a.Input == InputFiles0 {
 		var b bytes.Buffer
 		for _, f := range files {
