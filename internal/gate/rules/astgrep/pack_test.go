@@ -195,3 +195,21 @@ func TestPack(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumented: docs/review.md names every rule of the pack.
+func TestDocumented(t *testing.T) {
+	_, file, _, _ := runtime.Caller(0)
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(file), "..", "..", "..", "..", "docs", "review.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := Rules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		if !bytes.Contains(b, []byte("`"+r.ID+"`")) {
+			t.Errorf("docs/review.md does not list %s", r.ID)
+		}
+	}
+}
