@@ -50,6 +50,9 @@ func PrintReviewTable(w io.Writer, rep *ReviewReport, markdown bool) {
 				fmt.Fprintf(w, "\n%s: %s %s: %s\n", r.Name, a.Name, a.Status, a.Reason)
 			}
 		}
+		if rules := topRules(r.Findings, 8); rules != "" {
+			fmt.Fprintf(w, "\n%s, most reported rules: %s\n", r.Name, rules)
+		}
 		if r.Recall == nil {
 			continue
 		}
@@ -122,6 +125,22 @@ func reviewRow(r RepoReview) []string {
 		row[15] = fmt.Sprint(rc.Unexpected)
 	}
 	return row
+}
+
+// topRules renders the n rules with the most reported findings, as
+// "bandit B101 174, shellcheck SC2086 4".
+func topRules(fs []gate.Marked, n int) string {
+	counts := map[string]int{}
+	for _, f := range fs {
+		counts[f.Analyzer+" "+f.RuleID]++
+	}
+	keys := slices.Collect(maps.Keys(counts))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Or(cmp.Compare(counts[b], counts[a]), strings.Compare(a, b)) })
+	parts := make([]string, 0, n)
+	for _, k := range keys[:min(n, len(keys))] {
+		parts = append(parts, fmt.Sprintf("%s %d", k, counts[k]))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // byAnalyzer renders counts as "bandit 12, shellcheck 3", largest first.

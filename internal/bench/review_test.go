@@ -51,7 +51,7 @@ func makeBundle(t *testing.T, corpus, name string, commits ...map[string]string)
 }
 
 // script has unquoted expansions ShellCheck reports (SC2086) on lines 3 and 4.
-const script = "#!/bin/sh\nset -e\necho $1\nls $2\necho done\n"
+const script = "#!/bin/sh\nset -e\necho $1\nls $2\necho finished\n"
 
 func TestPrepareChange(t *testing.T) {
 	corpus := t.TempDir()
