@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strconv"
@@ -71,7 +72,7 @@ noisy: the load average before and after is in the report.
 	fl.IntVar(&f.warm, "warm", 0, "pool size of the warm systems (default: the largest concurrency)")
 	fl.IntVar(&f.pairs, "pairs", 100, "alternating aster-oci-cold/bare-crun runs for the ratio target (0: use the c=1 cells)")
 	fl.StringVar(&f.out, "out", "bench-results.json", "where to write the JSON report (empty: nowhere)")
-	cmd.AddCommand(newBenchSleepersCmd(g))
+	cmd.AddCommand(newBenchSleepersCmd(g), newBenchReviewCmd(g))
 	return cmd
 }
 
@@ -248,6 +249,12 @@ func writeJSON(path string, v any) error {
 		return err
 	}
 	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+func writeJSONTo(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 func contains(list []string, s string) bool {

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -104,8 +106,7 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 	if err := checkModelFlags(c, g.stdio.Getenv, f.model); err != nil {
 		return err
 	}
-	limits, err := c.SandboxLimits()
-	if err != nil {
+	if _, err := c.SandboxLimits(); err != nil {
 		return usageErr("%v", err)
 	}
 	log := g.logger(c)
@@ -132,34 +133,14 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		return nil
 	}
 
-	rt, closeRT, err := openRuntime(c, log)
-	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return err
-		}
-		return &exitError{code: ExitSandbox, err: err}
-	}
-	defer closeRT()
-	if err := rt.Check(ctx); err != nil {
-		return &exitError{code: ExitSandbox, err: err}
-	}
-	image := config.DefaultImage
-	if len(c.Images) > 0 {
-		image = c.Images[0]
-	}
-	if _, err := rt.ImageInfo(ctx, image); err != nil {
-		return &exitError{code: ExitSandbox, err: err}
-	}
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: c.Images, Defaults: limits, Bounds: config.LimitBounds(),
-		MaxConcurrent: f.parallel, QueueSize: 64, Logger: log,
-	})
-	if err != nil {
-		return &exitError{code: ExitFailure, err: err}
-	}
 	progress := newReviewProgress(stderr)
-	runner := gate.NewRunner(mgr, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Progress: progress.event, Logger: log})
+	rg, err := openReviewGate(ctx, c, log, f.parallel, progress.event)
+	if err != nil {
+		return err
+	}
+	defer rg.close()
+	mgr, image, limits := rg.mgr, rg.image, rg.limits
+	runner := rg.runner
 	opts := review.Options{
 		Gate:       runner,
 		FilterMode: f.filterMode,
@@ -192,6 +173,57 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// reviewGate is the sandbox side of `aster review`: the runtime, the manager
+// and the gate's runner over them, built the same way for every command that
+// runs the gate (review, bench review).
+type reviewGate struct {
+	runner *gate.Runner
+	mgr    *sandbox.Manager
+	image  string
+	limits sandbox.Limits
+	close  func()
+}
+
+// openReviewGate opens the configured runtime, checks it and the image, and
+// returns the gate's runner. Its errors are exitErrors (126 without an engine).
+func openReviewGate(ctx context.Context, c config.Config, log *slog.Logger, parallel int, progress func(gate.Event)) (*reviewGate, error) {
+	limits, err := c.SandboxLimits()
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	rt, closeRT, err := openRuntime(c, log)
+	if err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			return nil, err
+		}
+		return nil, &exitError{code: ExitSandbox, err: err}
+	}
+	fail := func(code int, err error) (*reviewGate, error) {
+		closeRT()
+		return nil, &exitError{code: code, err: err}
+	}
+	if err := rt.Check(ctx); err != nil {
+		return fail(ExitSandbox, err)
+	}
+	image := config.DefaultImage
+	if len(c.Images) > 0 {
+		image = c.Images[0]
+	}
+	if _, err := rt.ImageInfo(ctx, image); err != nil {
+		return fail(ExitSandbox, err)
+	}
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime: rt, Images: c.Images, Defaults: limits, Bounds: config.LimitBounds(),
+		MaxConcurrent: parallel, QueueSize: 64, Logger: log,
+	})
+	if err != nil {
+		return fail(ExitFailure, err)
+	}
+	runner := gate.NewRunner(mgr, gate.RunnerOptions{Image: image, Limits: limits, Parallel: parallel, Progress: progress, Logger: log})
+	return &reviewGate{runner: runner, mgr: mgr, image: image, limits: limits, close: closeRT}, nil
 }
 
 func writeReport(w io.Writer, rep *review.Report, format string, opts review.Options) error {
