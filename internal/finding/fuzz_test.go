@@ -68,3 +68,10 @@ func FuzzReadBandit(f *testing.F) {
 	f.Add([]byte(`{"results":[{"filename":"./a.py","line_number":2,"col_offset":4,"end_col_offset":1,"issue_severity":"HIGH","issue_confidence":"LOW","test_id":"B1"}],"errors":[{"filename":"b.py","reason":"syntax error"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatBandit, data) })
 }
+
+func FuzzReadGitleaks(f *testing.F) {
+	addSeeds(f, "tools/gitleaks.json")
+	f.Add([]byte(`[{"RuleID":"aws-access-token","Secret":"AKIAAAAAAAAAAAAAAAAA","File":"../x","StartLine":-1,"EndColumn":-3}][]`))
+	f.Add([]byte(`[{"Secret":"-----BEGIN","File":"a"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatGitleaks, data) })
+}

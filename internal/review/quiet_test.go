@@ -84,7 +84,7 @@ func TestReviewQuietDefaults(t *testing.T) {
 
 	got := reported(rep)
 	want := map[at]bool{
-		{"gitleaks", "aws-access-token", "src/settings.py", 1}:   true,
+		{"gitleaks", "aws-access-token", "src/settings.py", 1}:     true,
 		{"gitleaks", "aws-access-token", "tests/test_cloud.py", 1}: true,
 		{"bandit", "B602", "src/app.py", 5}:                        true,
 		{"bandit", "B404", "src/app.py", 1}:                        true,
