@@ -169,7 +169,7 @@ func fromReport(rep *review.Report) ReviewOutput {
 		out.Findings = append(out.Findings, Finding{
 			Path: m.Path, StartLine: m.StartLine, EndLine: m.EndLine, Severity: string(m.Severity),
 			Analyzer: m.Analyzer, Rule: m.RuleID, Message: m.Message, HelpURI: m.HelpURI,
-			Reported: m.Reported, Fingerprint: m.Fingerprint,
+			Reported: m.Reported, Suppressed: string(m.Suppressed), Fingerprint: m.Fingerprint,
 		})
 	}
 	for _, a := range rep.Analyzers {

@@ -307,11 +307,12 @@ func conclusionText(c string) string {
 func countReported(fs []Finding) (n int, bySev map[string]int, outside int) {
 	bySev = map[string]int{}
 	for _, f := range fs {
-		if f.Reported {
+		switch {
+		case f.Reported:
 			n++
 			bySev[f.Severity]++
-		} else {
-			outside++
+		case f.Suppressed == "":
+			outside++ // suppressed ones are counted in the notes
 		}
 	}
 	return n, bySev, outside

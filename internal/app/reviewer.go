@@ -100,6 +100,9 @@ type Finding struct {
 	// Reported: within the repository's filter mode (on the change); only these count for
 	// the conclusion and are annotated.
 	Reported bool `json:"reported"`
+	// Suppressed names the path class (tests, docs, ...) whose policy took the finding out
+	// of the review although it is on the change; the review's notes count them.
+	Suppressed string `json:"suppressed,omitempty"`
 	// Fingerprint identifies the finding across pushes (not by line); "" is computed.
 	Fingerprint string `json:"fingerprint,omitempty"`
 }

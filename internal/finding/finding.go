@@ -77,6 +77,10 @@ type Finding struct {
 	// analyzer says (rule metadata, SARIF tags "external/cwe/cwe-89").
 	CWE []string `json:"cwe,omitempty"`
 	Fix *Fix     `json:"fix,omitempty"`
+	// Also names ("analyzer/rule") the other analyzers that reported the
+	// same problem on the same line; the gate merged their findings into
+	// this one.
+	Also []string `json:"also,omitempty"`
 	// Fingerprint identifies the finding across runs and pushes (see
 	// AssignFingerprints): it tells two occurrences apart and does not depend
 	// on the line number.

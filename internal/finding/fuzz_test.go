@@ -74,3 +74,10 @@ func FuzzReadAstGrep(f *testing.F) {
 	f.Add([]byte(`{"file":"a.py","ruleId":"r","severity":"error","range":{"start":{"line":0,"column":0},"end":{"line":0,"column":3}},"metadata":{"cwe":["CWE-89",89,"x"]}}` + "\n" + `[{"file":"b","ruleId":"s","range":{}}]`))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatAstGrep, data) })
 }
+
+func FuzzReadGitleaks(f *testing.F) {
+	addSeeds(f, "tools/gitleaks.json")
+	f.Add([]byte(`[{"RuleID":"aws-access-token","Secret":"AKIAAAAAAAAAAAAAAAAA","File":"../x","StartLine":-1,"EndColumn":-3}][]`))
+	f.Add([]byte(`[{"Secret":"-----BEGIN","File":"a"}]`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatGitleaks, data) })
+}

@@ -22,10 +22,11 @@ const (
 	FormatShellcheck Format = "shellcheck-json" // shellcheck -f json1 (or json)
 	FormatBandit     Format = "bandit-json"     // bandit -f json
 	FormatAstGrep    Format = "ast-grep-json"   // ast-grep scan --json=stream
+	FormatGitleaks   Format = "gitleaks-json"   // gitleaks --report-format json
 )
 
 // Formats lists the readable formats.
-var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep}
+var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks}
 
 // ParseFormat validates a format name.
 func ParseFormat(s string) (Format, error) {
@@ -34,7 +35,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json", s)
+	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json", s)
 }
 
 // ErrInvalid marks analyzer output that cannot be read.
@@ -103,6 +104,8 @@ func Read(format Format, r io.Reader, opts ReadOptions) (ReadResult, error) {
 		return ReadBandit(r, opts)
 	case FormatAstGrep:
 		return ReadAstGrep(r, opts)
+	case FormatGitleaks:
+		return ReadGitleaks(r, opts)
 	}
 	return ReadResult{}, fmt.Errorf("%w: unknown format %q", ErrInvalid, format)
 }

@@ -37,6 +37,10 @@ type Analyzer struct {
 	// Files are the globs of files the tool applies to; empty means every
 	// file. An analyzer with no matching file is skipped.
 	Files []string `yaml:"files,omitempty" json:"files,omitempty"`
+	// Shells, when set, are the shell dialects the tool reads: a target file
+	// whose #! line, shell directive or extension names another shell (zsh,
+	// fish) is not given to it, and is counted as skipped by its shell.
+	Shells []string `yaml:"shells,omitempty" json:"shells,omitempty"`
 	// Requires are globs of which at least one must match a file of the
 	// snapshot for the analyzer to run at all (Semgrep needs rule files).
 	Requires []string `yaml:"requires,omitempty" json:"requires,omitempty"`
@@ -120,6 +124,14 @@ func (a Analyzer) Validate() error {
 	if _, err := CompileGlobs(a.Requires); err != nil {
 		return errf("requires: %v", err)
 	}
+	if len(a.Shells) > MaxGlobs {
+		return errf("more than %d shells", MaxGlobs)
+	}
+	for _, sh := range a.Shells {
+		if !nameRE.MatchString(sh) {
+			return errf("shell %q is not a shell name", sh)
+		}
+	}
 	if a.Severity != "" && a.Severity.Rank() == 0 {
 		return errf("severity %q is not error, warning or note", a.Severity)
 	}
@@ -176,10 +188,14 @@ func Builtins() []Analyzer {
 	return []Analyzer{
 		{
 			Name: "gitleaks",
-			Command: []string{"gitleaks", "dir", "--report-format", "sarif", "--report-path", "/dev/stdout",
-				"--no-banner", "--no-color", "--log-level", "error", "--redact", "--exit-code", "0",
+			// JSON, not SARIF: it carries each rule's description. Not
+			// --redact: the reader keeps only RedactSecret's form of the
+			// secret (first characters and length), so messages can say
+			// what was found without saying it.
+			Command: []string{"gitleaks", "dir", "--report-format", "json", "--report-path", "/dev/stdout",
+				"--no-banner", "--no-color", "--log-level", "error", "--exit-code", "0",
 				"--max-target-megabytes", "5", "."},
-			Format:         finding.FormatSARIF,
+			Format:         finding.FormatGitleaks,
 			Severity:       finding.Error,
 			OKExitCodes:    []int{0},
 			InformationURI: "https://github.com/gitleaks/gitleaks",
@@ -192,6 +208,7 @@ func Builtins() []Analyzer {
 			Input:          InputFiles0,
 			Format:         finding.FormatShellcheck,
 			Files:          []string{"*.sh", "*.bash", "*.ksh", "*.bats"},
+			Shells:         []string{"sh", "bash", "dash", "ksh", "bats"},
 			OKExitCodes:    []int{0, 1, 123},
 			InformationURI: "https://www.shellcheck.net",
 		},

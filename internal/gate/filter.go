@@ -71,8 +71,16 @@ type Marked struct {
 	InDiffContext bool `json:"in_diff_context"`
 	// OnAddedLine: some line of the finding's range was added by the change.
 	OnAddedLine bool `json:"on_added_line"`
-	// Reported: the filter mode keeps this finding in the review.
+	// Reported: the filter mode keeps this finding in the review, and no
+	// class policy suppresses it.
 	Reported bool `json:"reported"`
+	// Classes are the path classes of the finding's file (Policy.Classify).
+	Classes []Class `json:"classes,omitempty"`
+	// Suppressed names the class whose policy took this finding, which the
+	// filter kept, out of the review; SuppressedBy is the selector that
+	// matched (e.g. "assert").
+	Suppressed   Class  `json:"suppressed,omitempty"`
+	SuppressedBy string `json:"suppressed_by,omitempty"`
 }
 
 // Filter marks findings against one diff, indexed once.
@@ -147,22 +155,38 @@ func (f *Filter) MarkAll(fs []finding.Finding) []Marked {
 // Summary counts marked findings.
 type Summary struct {
 	Total int `json:"total"`
-	// Reported are kept by the filter mode; OutsideDiff are not.
+	// Reported are kept by the filter mode and not suppressed; OutsideDiff
+	// are not kept by the filter mode; Suppressed were kept by it but a class
+	// policy took them out.
 	Reported    int `json:"reported"`
 	OutsideDiff int `json:"outside_diff"`
+	Suppressed  int `json:"suppressed"`
 	// BySeverity counts reported findings per severity.
 	BySeverity map[finding.Severity]int `json:"by_severity"`
+	// SuppressedByClass counts suppressed findings per class and
+	// "analyzer/rule".
+	SuppressedByClass map[Class]map[string]int `json:"suppressed_by_class"`
 }
 
 // Summarize counts ms.
 func Summarize(ms []Marked) Summary {
-	s := Summary{BySeverity: map[finding.Severity]int{finding.Error: 0, finding.Warning: 0, finding.Note: 0}}
+	s := Summary{BySeverity: map[finding.Severity]int{finding.Error: 0, finding.Warning: 0, finding.Note: 0},
+		SuppressedByClass: map[Class]map[string]int{}}
 	for _, m := range ms {
 		s.Total++
-		if m.Reported {
+		switch {
+		case m.Reported:
 			s.Reported++
 			s.BySeverity[m.Severity]++
-		} else {
+		case m.Suppressed != "":
+			s.Suppressed++
+			byRule := s.SuppressedByClass[m.Suppressed]
+			if byRule == nil {
+				byRule = map[string]int{}
+				s.SuppressedByClass[m.Suppressed] = byRule
+			}
+			byRule[m.Analyzer+"/"+m.RuleID]++
+		default:
 			s.OutsideDiff++
 		}
 	}

@@ -47,11 +47,41 @@ func fingerprint(snap *Snapshot, fs []finding.Finding) error {
 		return nil
 	}
 	lines, err := readLines(snap, want)
+	maskCredentials(fs, lines)
 	finding.AssignFingerprints(fs, func(path string, n int) (string, bool) {
 		s, ok := lines[path][n]
 		return s, ok
 	})
 	return err
+}
+
+// maskCredentials blanks, in the lines a fingerprint is built from, the
+// columns of every credential finding on one line: a fingerprint is posted
+// with comments, and a hash of a line holding a short password could be
+// reversed by trying passwords. Lines of multi-line matches (key blocks) are
+// high-entropy and stay.
+func maskCredentials(fs []finding.Finding, lines map[string]map[int]string) {
+	for _, f := range fs {
+		if f.StartLine <= 0 || f.EndLine > f.StartLine || f.StartColumn <= 0 || len(Categories(f)) == 0 {
+			continue
+		}
+		cats := Categories(f)
+		if cats[0] != CategorySecret && cats[0] != CategoryCloudKey {
+			continue
+		}
+		l, ok := lines[f.Path][f.StartLine]
+		if !ok {
+			continue
+		}
+		start, end := f.StartColumn-1, len(l)
+		if f.EndColumn > f.StartColumn && f.EndColumn-1 < end {
+			end = f.EndColumn - 1
+		}
+		if start >= end {
+			continue
+		}
+		lines[f.Path][f.StartLine] = l[:start] + "\x00secret\x00" + l[end:]
+	}
 }
 
 // readLines returns the wanted lines of the snapshot's files.

@@ -109,3 +109,25 @@ func TestExitCodeMatchesStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestFingerprintHidesCredentials: a credential's columns do not enter the
+// fingerprint (it is posted with comments), so two passwords on the same line
+// give the same one, and the other text of the line still counts.
+func TestFingerprintHidesCredentials(t *testing.T) {
+	fp := func(line string) string {
+		fs := []finding.Finding{{Analyzer: "gitleaks", RuleID: "generic-api-key", Path: "a.py", StartLine: 1, EndLine: 1, StartColumn: 13, EndColumn: 21}}
+		lines := map[string]map[int]string{"a.py": {1: line}}
+		maskCredentials(fs, lines)
+		if strings.Contains(lines["a.py"][1], "hunter") || !strings.HasSuffix(lines["a.py"][1], `"`) {
+			t.Errorf("secret left in %q", lines["a.py"][1])
+		}
+		finding.AssignFingerprints(fs, func(p string, n int) (string, bool) { s, ok := lines[p][n]; return s, ok })
+		return fs[0].Fingerprint
+	}
+	if a, b := fp(`password = "hunter22"`), fp(`password = "hunter33"`); a != b {
+		t.Errorf("fingerprint depends on the secret: %s %s", a, b)
+	}
+	if a, b := fp(`password = "hunter22"`), fp(`passwort = "hunter22"`); a == b {
+		t.Error("fingerprint ignores the rest of the line")
+	}
+}

@@ -62,6 +62,10 @@ type AnalyzerResult struct {
 	ToolErrors []string `json:"tool_errors,omitempty"`
 	Dropped    int      `json:"dropped,omitempty"`
 	Suppressed int      `json:"suppressed,omitempty"`
+	// SkippedFiles counts target files not given to the tool, or whose
+	// results were set aside because it did not judge them, per reason (a
+	// shell it does not read: "zsh"). Reason then says so, even for ok.
+	SkippedFiles map[string]int `json:"skipped_files,omitempty"`
 	// Stderr is the tail of the tool's stderr when it did not succeed.
 	Stderr string `json:"stderr,omitempty"`
 }
@@ -153,7 +157,8 @@ const (
 
 // Run runs every analyzer of req. It never fails as a whole: an analyzer that
 // fails, times out or cannot be started is reported in its AnalyzerResult and
-// the others go on. Findings are sorted.
+// the others go on. Findings are ordered most severe first, then by place,
+// and one problem reported by two analyzers on one line is one finding.
 func (r *Runner) Run(ctx context.Context, req Request) Result {
 	start := time.Now()
 	results := make([]AnalyzerResult, len(req.Analyzers))
@@ -189,6 +194,7 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 		out.Findings = append(out.Findings, fs...)
 	}
 	finding.Sort(out.Findings)
+	out.Findings = merge(out.Findings, Names(req.Analyzers))
 	if err := fingerprint(req.Snapshot, out.Findings); err != nil {
 		r.log.Warn("findings fingerprinted by message only", "err", err)
 	}
@@ -251,6 +257,17 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 				return done(StatusSkipped, "no file of "+what+" matches "+strings.Join(a.Files, ", "))
 			}
 			return done(StatusSkipped, "no file of "+what+" to analyse")
+		}
+	}
+	var undeclared []string
+	if len(a.Shells) > 0 && len(files) > 0 {
+		kept, undecl, skipped, err := shellTargets(snap, files, a.Shells)
+		if err != nil {
+			return done(StatusError, err.Error())
+		}
+		files, undeclared, res.SkippedFiles = kept, undecl, skipped
+		if len(files) == 0 {
+			return done(StatusSkipped, "skipped: "+skippedText(res.SkippedFiles))
 		}
 	}
 	if a.usesFiles() {
@@ -321,6 +338,17 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		for i := range rr.Findings {
 			rr.Findings[i].Severity = a.Severity
 		}
+	}
+	if a.Format == finding.FormatShellcheck {
+		if res.SkippedFiles == nil {
+			res.SkippedFiles = map[string]int{}
+		}
+		rr.Findings = dropUnjudged(rr.Findings, undeclared, res.SkippedFiles)
+	}
+	if len(res.SkippedFiles) > 0 {
+		res.Reason = "skipped: " + skippedText(res.SkippedFiles)
+	} else {
+		res.SkippedFiles = nil
 	}
 	res.ToolErrors, res.Dropped, res.Suppressed = rr.ToolErrors, rr.Dropped, rr.Suppressed
 	res.Findings = len(rr.Findings)

@@ -59,6 +59,22 @@ type Config struct {
 	// guidance, still framed as data).
 	Instructions string `yaml:"instructions" json:"instructions,omitempty"`
 	Limits       Limits `yaml:"limits" json:"limits"`
+	// Classes change the path classes (tests, fixtures, docs, examples,
+	// vendored, generated): how each is recognised and what is suppressed in
+	// it. Absent classes keep their conventions.
+	Classes map[string]ClassConfig `yaml:"classes" json:"classes,omitempty"`
+}
+
+// ClassConfig changes one path class.
+type ClassConfig struct {
+	// Paths, when set, replace the class's conventional globs ([] turns
+	// the class off); ExtraPaths are added to them.
+	Paths      []string `yaml:"paths" json:"paths,omitempty"`
+	ExtraPaths []string `yaml:"extra_paths" json:"extra_paths,omitempty"`
+	// Suppress, when set, replaces the class's default selectors: categories
+	// (assert, secret, cloud-key, all) or analyzer/rule globs. [] reports
+	// everything in the class.
+	Suppress []string `yaml:"suppress" json:"suppress,omitempty"`
 }
 
 // Paths selects files.
@@ -119,6 +135,7 @@ type AnalyzerConfig struct {
 	Format      string            `yaml:"format" json:"format,omitempty"`
 	Files       []string          `yaml:"files" json:"files,omitempty"`
 	Requires    []string          `yaml:"requires" json:"requires,omitempty"`
+	Shells      []string          `yaml:"shells" json:"shells,omitempty"`
 	OKExitCodes []int             `yaml:"ok_exit_codes" json:"ok_exit_codes,omitempty"`
 	Optional    *bool             `yaml:"optional" json:"optional,omitempty"`
 	Severity    string            `yaml:"severity" json:"severity,omitempty"`
@@ -207,6 +224,9 @@ func (c Config) Validate() error {
 			return bad("limits.max_file_bytes %q must be a size from 1k to 64m", c.Limits.MaxFileBytes)
 		}
 	}
+	if _, err := c.Policy(); err != nil {
+		return err
+	}
 	if len(c.Analyzers) > MaxAnalyzers {
 		return bad("%d analyzers, more than %d", len(c.Analyzers), MaxAnalyzers)
 	}
@@ -278,6 +298,9 @@ func (ac AnalyzerConfig) apply(a gate.Analyzer) (gate.Analyzer, error) {
 	if ac.Requires != nil {
 		a.Requires = slices.Clone(ac.Requires)
 	}
+	if ac.Shells != nil {
+		a.Shells = slices.Clone(ac.Shells)
+	}
 	if ac.OKExitCodes != nil {
 		a.OKExitCodes = slices.Clone(ac.OKExitCodes)
 	}
@@ -291,6 +314,28 @@ func (ac AnalyzerConfig) apply(a gate.Analyzer) (gate.Analyzer, error) {
 		a.Env = maps.Clone(ac.Env)
 	}
 	return a, a.Validate()
+}
+
+// Policy returns the path-class policy: the conventions, changed by
+// classes:.
+func (c Config) Policy() (*gate.Policy, error) {
+	settings := make(map[gate.Class]gate.ClassSettings, len(c.Classes))
+	for _, name := range slices.Sorted(maps.Keys(c.Classes)) {
+		cl, err := gate.ParseClass(name)
+		if err != nil {
+			return nil, fmt.Errorf("%w: classes: %v", ErrInvalid, err)
+		}
+		cc := c.Classes[name]
+		if len(cc.Paths)+len(cc.ExtraPaths) > MaxIgnoreGlobs {
+			return nil, fmt.Errorf("%w: classes.%s: more than %d paths", ErrInvalid, name, MaxIgnoreGlobs)
+		}
+		settings[cl] = gate.ClassSettings{Globs: cc.Paths, ExtraGlobs: cc.ExtraPaths, Suppress: cc.Suppress}
+	}
+	p, err := gate.NewPolicy(settings)
+	if err != nil {
+		return nil, fmt.Errorf("%w: classes.%v", ErrInvalid, err)
+	}
+	return p, nil
 }
 
 // FailOnSeverity returns the fail_on threshold ("" for never).

@@ -127,3 +127,34 @@ func TestAliasBomb(t *testing.T) {
 		t.Error("accepted")
 	}
 }
+
+func TestParseClasses(t *testing.T) {
+	c, err := Parse([]byte("classes:\n  tests:\n    suppress: []\n    extra_paths: [qa/]\n  docs:\n    paths: []\n  vendored:\n    suppress: [all, bandit/B6*]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := c.Classes["tests"].Suppress; s == nil || len(s) != 0 {
+		t.Errorf("suppress: [] must be kept as an empty list (report everything), got %#v", s)
+	}
+	p, err := c.Policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Classify("qa/check.py"); len(got) != 1 || got[0] != gate.ClassTests {
+		t.Errorf("qa/check.py: %v", got)
+	}
+	if got := p.Classify("docs/x.md"); len(got) != 0 {
+		t.Errorf("docs class is off, got %v", got)
+	}
+	for _, bad := range []struct{ yaml, want string }{
+		{"classes:\n  unit:\n    suppress: []\n", `classes: class "unit" is not one of`},
+		{"classes:\n  tests:\n    suppress: [asserts]\n", `classes.tests: suppress: selector "asserts"`},
+		{"classes:\n  tests:\n    globs: [x/]\n", "field globs not found"},
+		{"classes:\n  docs:\n    paths: [\"../x\"]\n", "classes.docs:"},
+	} {
+		_, err := Parse([]byte(bad.yaml))
+		if err == nil || !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%q: %v, want an error with %q", bad.yaml, err, bad.want)
+		}
+	}
+}

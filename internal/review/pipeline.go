@@ -86,6 +86,10 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	policy, err := cfg.Policy()
+	if err != nil {
+		return nil, err
+	}
 	rep.Config.Analyzers = gate.Names(analyzers)
 	if rep.Config.Analyzers == nil {
 		rep.Config.Analyzers = []string{}
@@ -212,7 +216,12 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	}
 	filter := gate.NewFilter(kept, mode)
 	rep.Findings = filter.MarkAll(gres.Findings)
+	policy.Apply(rep.Findings)
 	rep.Summary = gate.Summarize(rep.Findings)
+	if lines := gate.SuppressedText(rep.Summary); len(lines) > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %d finding%s on the change (%s); `classes:` in %s changes it, `suppress: []` reports everything in a class",
+			SuppressedNotePrefix, rep.Summary.Suppressed, plural(rep.Summary.Suppressed), strings.Join(lines, "; "), repoconfig.FileName))
+	}
 	rep.DurationsMS["gate"] = time.Since(tg).Milliseconds()
 
 	// Tests.
@@ -246,6 +255,10 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	rep.DurationsMS["total"] = time.Since(t0).Milliseconds()
 	return rep, nil
 }
+
+// SuppressedNotePrefix starts the note that counts the findings path-class
+// policy took out of the review (Markdown says it under the findings).
+const SuppressedNotePrefix = "suppressed by path-class policy"
 
 // NothingToReviewPrefix starts the note of a change that changes no file.
 const NothingToReviewPrefix = "nothing to review"

@@ -64,7 +64,7 @@ var secretRules = []secretRule{
 	{name: "url-credentials", re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@'"]{1,128}:([^\s/@'"]{3,256})@`), group: 1},
 	{name: "bearer-token", re: regexp.MustCompile(`(?i)\b(?:bearer|token)\s+([A-Za-z0-9._~+/-]{20,}=*)`), group: 1, minEntropy: 3.0},
 	{name: "aws-secret-key", re: regexp.MustCompile(`(?i)aws.{0,20}?(?:secret|private).{0,20}?[=:]\s*["']?([A-Za-z0-9/+=]{40})\b`), group: 1},
-	{name: "generic-secret", re: regexp.MustCompile(`(?i)(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|client[_-]?secret|private[_-]?key|credentials?)["']?\s*(?::=|=>|[=:])\s*["'\x60]?([A-Za-z0-9_\-+/=.~!@#$%^&*]{12,200})`), group: 1, minEntropy: 3.3},
+	{name: "generic-secret", re: regexp.MustCompile(`(?i)(?:password|passwd|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|auth[_-]?key|client[_-]?secret|private[_-]?key|credentials?)(?:[_-][a-z0-9]{1,12}){0,2}["']?\s*(?::=|=>|[=:])\s*["'\x60]?([A-Za-z0-9_\-+/=.~!@#$%^&*]{12,200})`), group: 1, minEntropy: 3.3},
 }
 
 // Redaction counts what was removed, by rule. It never holds the secrets.

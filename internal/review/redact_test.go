@@ -32,6 +32,8 @@ func TestRedactPatterns(t *testing.T) {
 		{"jwt", "Authorization: eyJ" + fakeSecret("", 20) + ".eyJ" + fakeSecret("", 30) + "." + fakeSecret("", 25), "eyJ" + fakeSecret("", 20)},
 		{"url-credentials", "postgres://app:" + fakeSecret("pw", 14) + "@db.internal:5432/app", fakeSecret("pw", 14)},
 		{"generic-secret", `DB_PASSWORD = "` + fakeSecret("x9", 18) + `"`, fakeSecret("x9", 18)},
+		// A name that only starts with the keyword (SECRET_KEY, api_token_value).
+		{"generic-secret", `SECRET_KEY = '192b9bdd22ab9ed4d12e236c78afcb9a393ec15f71bbf5dc987d54727823bcbf'`, "192b9bdd22ab9ed4d12e236c78afcb9a"},
 		{"bearer-token", "curl -H 'Authorization: Bearer " + fakeSecret("t0k", 30) + "'", fakeSecret("t0k", 30)},
 	}
 	rd := NewRedactor(nil)

@@ -62,8 +62,12 @@ func WriteSARIF(w io.Writer, rep *Report, opts SARIFOptions) error {
 		Runs:        runs,
 		SourceRoot:  rep.Repository,
 		Suppressed: func(i int) string {
-			if rep.Findings[i].Reported {
+			m := rep.Findings[i]
+			switch {
+			case m.Reported:
 				return ""
+			case m.Suppressed != "":
+				return fmt.Sprintf("Suppressed by the policy of path class %s (%s).", m.Suppressed, m.SuppressedBy)
 			}
 			return fmt.Sprintf("Outside the change (filter mode %s).", rep.FilterMode)
 		},
@@ -95,9 +99,13 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		return err
 	}
 	s := rep.Summary
-	p("**Conclusion: %s** — %d finding%s on the change (%d error, %d warning, %d note); %d outside the diff (filter mode `%s`, fail on `%s`).\n\n",
+	suppressed := ""
+	if s.Suppressed > 0 {
+		suppressed = fmt.Sprintf("%d suppressed by path class; ", s.Suppressed)
+	}
+	p("**Conclusion: %s** — %d finding%s on the change (%d error, %d warning, %d note); %s%d outside the diff (filter mode `%s`, fail on `%s`).\n\n",
 		rep.Conclusion, s.Reported, plural(s.Reported), s.BySeverity[finding.Error], s.BySeverity[finding.Warning], s.BySeverity[finding.Note],
-		s.OutsideDiff, rep.FilterMode, rep.FailOn)
+		suppressed, s.OutsideDiff, rep.FilterMode, rep.FailOn)
 
 	p("## Analyzers\n\n| analyzer | status | findings | time | note |\n|---|---|---:|---:|---|\n")
 	for _, a := range rep.Analyzers {
@@ -126,13 +134,21 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			break
 		}
 		shown++
-		p("- **%s** `%s` %s/%s — %s\n", m.Severity, inline(m.Location()), inline(m.Analyzer), inline(m.RuleID), inline(clipText(m.Message, 400)))
+		also := ""
+		if len(m.Also) > 0 {
+			also = " (also " + inline(strings.Join(m.Also, ", ")) + ")"
+		}
+		p("- **%s** `%s` %s/%s%s — %s\n", m.Severity, inline(m.Location()), inline(m.Analyzer), inline(m.RuleID), also, inline(clipText(m.Message, 400)))
 		if m.HelpURI != "" {
 			p("  (%s)\n", inline(m.HelpURI))
 		}
 	}
 	if s.Reported == 0 {
 		b.WriteString("No finding on the change.\n")
+	}
+	if s.Suppressed > 0 {
+		p("\n%d finding%s on the change suppressed by path-class policy: %s (`classes:` in .aster.yml changes it).\n",
+			s.Suppressed, plural(s.Suppressed), inline(strings.Join(gate.SuppressedText(s), "; ")))
 	}
 	if s.OutsideDiff > 0 {
 		p("\n%d finding%s outside the diff %s not shown (`--filter-mode nofilter` shows them; `--format json` lists them marked).\n", s.OutsideDiff, plural(s.OutsideDiff), isAre(s.OutsideDiff))
@@ -201,7 +217,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	for _, o := range rep.Model.OmittedFiles {
 		p("- left out of the model's prompt `%s`: %s\n", inline(o.Path), inline(o.Reason))
 	}
-	writeNotes(&b, rep.Notes, nil)
+	writeNotes(&b, rep.Notes, func(n string) bool { return strings.HasPrefix(n, SuppressedNotePrefix) })
 	p("\nConfiguration: %s.\n", inline(rep.Config.Source))
 	_, err := io.WriteString(w, b.String())
 	return err

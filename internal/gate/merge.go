@@ -1,0 +1,106 @@
+package gate
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/asterhq/aster/internal/finding"
+)
+
+// merge is the last step of a gate run over every analyzer's findings: one
+// problem reported by two analyzers on the same line (a hard-coded password
+// that gitleaks and Bandit both see) becomes one finding that names both, and
+// the findings are ordered most severe first, then by place. order ranks the
+// analyzers (their order in the request) so that, among equally severe
+// duplicates, the first analyzer's finding is the one kept.
+func merge(fs []finding.Finding, order []string) []finding.Finding {
+	rank := func(a string) int {
+		if i := slices.Index(order, a); i >= 0 {
+			return i
+		}
+		return len(order)
+	}
+	// Most severe first, then the analyzers' order, so the kept finding of a
+	// group of duplicates is the first of it.
+	slices.SortStableFunc(fs, func(a, b finding.Finding) int {
+		return cmp.Or(b.Severity.Rank()-a.Severity.Rank(), cmp.Compare(rank(a.Analyzer), rank(b.Analyzer)))
+	})
+	type place struct {
+		path string
+		line int
+	}
+	kept := map[place][]int{}
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Path != "" && f.StartLine > 0 {
+			k := place{f.Path, f.StartLine}
+			if i := slices.IndexFunc(kept[k], func(i int) bool { return sameProblem(out[i], f) }); i >= 0 {
+				j := kept[k][i]
+				also := f.Analyzer + "/" + f.RuleID
+				if !slices.Contains(out[j].Also, also) {
+					out[j].Also = append(out[j].Also, also)
+				}
+				continue
+			}
+			kept[k] = append(kept[k], len(out))
+		}
+		out = append(out, f)
+	}
+	slices.SortStableFunc(out, func(a, b finding.Finding) int {
+		return cmp.Or(b.Severity.Rank()-a.Severity.Rank(),
+			cmp.Compare(a.Path, b.Path), cmp.Compare(a.StartLine, b.StartLine), cmp.Compare(a.StartColumn, b.StartColumn),
+			cmp.Compare(a.Analyzer, b.Analyzer), cmp.Compare(a.RuleID, b.RuleID), cmp.Compare(a.Message, b.Message))
+	})
+	return out
+}
+
+// sameProblem reports whether two findings of different analyzers on one
+// line are about the same thing: they share a category (credentials of any
+// kind count as one), or a CWE (the finding's own, or one named in its
+// rule's text).
+func sameProblem(a, b finding.Finding) bool {
+	if a.Analyzer == b.Analyzer {
+		return false
+	}
+	group := func(f finding.Finding) []string {
+		var out []string
+		for _, c := range Categories(f) {
+			if c == CategoryCloudKey {
+				c = CategorySecret
+			}
+			out = append(out, c)
+		}
+		out = append(out, f.CWE...)
+		if w := cweOf(f); w != "" && !slices.Contains(f.CWE, w) {
+			out = append(out, w)
+		}
+		return out
+	}
+	gb := group(b)
+	for _, c := range group(a) {
+		if slices.Contains(gb, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// cweOf finds a "CWE-n" in a finding's rule name or message (for analyzers
+// whose output has no CWE field but names it in text), "" when there is none.
+func cweOf(f finding.Finding) string {
+	for _, s := range []string{f.RuleName, f.Message} {
+		i := strings.Index(strings.ToUpper(s), "CWE-")
+		if i < 0 {
+			continue
+		}
+		j := i + 4
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j > i+4 {
+			return "CWE-" + s[i+4:j]
+		}
+	}
+	return ""
+}
