@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -214,27 +213,8 @@ func reviewRepo(ctx context.Context, cfg ReviewConfig, name string) RepoReview {
 	return r
 }
 
-// suppressed reports whether the report marks m suppressed. The gate's
-// marked finding has no such field yet; reading it from the JSON form keeps
-// the benchmark counting once it does (a true "suppressed", or a non-empty
-// reason in it), without a change here.
-func suppressed(m gate.Marked) bool {
-	b, err := json.Marshal(m)
-	if err != nil {
-		return false
-	}
-	var v struct {
-		Suppressed json.RawMessage `json:"suppressed"`
-	}
-	if json.Unmarshal(b, &v) != nil {
-		return false
-	}
-	switch s := strings.TrimSpace(string(v.Suppressed)); s {
-	case "", "null", "false", `""`, "0", "{}", "[]":
-		return false
-	}
-	return true
-}
+// suppressed reports whether a path class's policy took m out of the review.
+func suppressed(m gate.Marked) bool { return m.Suppressed != "" }
 
 // PrepareChange clones bundle into dir (a new directory) and returns the
 // change the benchmark reviews there, as `aster review` would build it:
