@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandboxapi"
@@ -64,7 +65,7 @@ type handler struct{ opts HandlerOptions }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
-		sandboxapi.WriteError(w, fmt.Errorf("%w: /v1/validate takes POST", sandboxapi.ErrMethodNotAllowed), 0)
+		sandboxapi.WriteError(w, fmt.Errorf("%w: /v1/validate takes POST", api.ErrMethodNotAllowed), 0)
 		return
 	}
 	var req ValidateRequest
@@ -75,7 +76,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	defer snap.Close()
 	if snap == nil {
-		sandboxapi.WriteError(w, sandbox.Invalidf("a repository snapshot is required: send application/x-tar (spec in the %s header) or multipart/form-data with a workspace file", sandboxapi.HeaderSpec), 0)
+		sandboxapi.WriteError(w, sandbox.Invalidf("a repository snapshot is required: send application/x-tar (spec in the %s header) or multipart/form-data with a workspace file", api.HeaderSpec), 0)
 		return
 	}
 	analyzers, err := h.pick(req.Analyzers)
@@ -113,7 +114,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	res := h.opts.Runner.Run(r.Context(), greq)
 	marked := NewFilter(changed, mode).MarkAll(res.Findings)
 	out := ValidateResponse{Findings: marked, Summary: Summarize(marked), Analyzers: res.Analyzers, DurationMS: time.Since(t0).Milliseconds()}
-	w.Header().Set("Content-Type", sandboxapi.ContentTypeJSON)
+	w.Header().Set("Content-Type", api.ContentTypeJSON)
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandboxapi"
@@ -53,7 +54,7 @@ func TestValidateHandler(t *testing.T) {
 	t.Run("x-tar with spec header", func(t *testing.T) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/validate", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-tar")
-		req.Header.Set(sandboxapi.HeaderSpec, `{"analyzers":["sarif-tool","other"],"changed_files":["a.sh"]}`)
+		req.Header.Set(api.HeaderSpec, `{"analyzers":["sarif-tool","other"],"changed_files":["a.sh"]}`)
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusOK {
@@ -113,13 +114,13 @@ func TestValidateHandler(t *testing.T) {
 			} else {
 				r = httptest.NewRequest(http.MethodPost, "/v1/validate", bytes.NewReader(c.body))
 				if c.spec != "" {
-					r.Header.Set(sandboxapi.HeaderSpec, c.spec)
+					r.Header.Set(api.HeaderSpec, c.spec)
 				}
 			}
 			r.Header.Set("Content-Type", c.ct)
 			rec := httptest.NewRecorder()
 			h.ServeHTTP(rec, r)
-			var e sandboxapi.ErrorBody
+			var e api.ErrorBody
 			_ = json.Unmarshal(rec.Body.Bytes(), &e)
 			if rec.Code != c.status || e.Error.Code != c.code {
 				t.Errorf("status %d code %q, want %d %q: %s", rec.Code, e.Error.Code, c.status, c.code, rec.Body)

@@ -6,15 +6,17 @@ import (
 	"io"
 	"sync"
 
+	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxclient"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 )
 
 // Remote adapts the orchestrator client (a remote `aster sandbox serve`) to
 // Executor. Output streams back as the job writes it; cancelling ctx ends
 // the request, and the orchestrator then destroys the sandbox.
 type Remote struct {
-	Client *sandboxclient.Client
+	Client *client.Client
 	// MaxStdinBytes caps the stdin sent in one request (it travels in the
 	// body); zero means 64 MiB.
 	MaxStdinBytes int64
@@ -25,13 +27,13 @@ var _ Executor = Remote{}
 // Execute runs spec on the orchestrator. The API does not report admission,
 // so Admitted is called when the first output arrives.
 func (r Remote) Execute(ctx context.Context, spec sandbox.Spec, opts ExecOptions) (sandbox.Result, error) {
-	job := sandboxclient.Job{
+	job := client.Job{
 		Image:    spec.Image,
 		Files:    spec.Workspace.Files,
 		Snapshot: spec.Workspace.Tar,
 		Env:      spec.Env,
 		Workdir:  spec.Workdir,
-		Limits:   spec.Limits,
+		Limits:   remote.WireLimits(spec.Limits),
 	}
 	if spec.Stdin != nil {
 		max := r.MaxStdinBytes
@@ -49,7 +51,7 @@ func (r Remote) Execute(ctx context.Context, spec sandbox.Spec, opts ExecOptions
 		job.Stdin = b
 	}
 	var once sync.Once
-	job.OnOutput = func(s sandbox.Stream, b []byte) {
+	job.OnOutput = func(s api.Stream, b []byte) {
 		if opts.Admitted != nil {
 			once.Do(opts.Admitted)
 		}
@@ -57,11 +59,15 @@ func (r Remote) Execute(ctx context.Context, spec sandbox.Spec, opts ExecOptions
 			spec.OnOutput(s, b)
 		}
 	}
-	out, err := r.Client.Execute(ctx, sandboxclient.ExecuteOptions{Argv: spec.Argv, Job: job})
-	if err != nil && out.Wire.ID == "" {
+	out, err := r.Client.Execute(ctx, client.ExecuteOptions{Argv: spec.Argv, Job: job})
+	if err != nil && out.Result.ID == "" {
 		return failedResult(spec, err), err
 	}
-	return out.Result, err
+	res, cerr := sandbox.FromWire(out.Result)
+	if cerr != nil && err == nil {
+		err = fmt.Errorf("decode result: %w", cerr)
+	}
+	return res, err
 }
 
 func failedResult(spec sandbox.Spec, err error) sandbox.Result {

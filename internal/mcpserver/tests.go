@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/workspace"
 )
@@ -58,10 +58,10 @@ func (s *Server) allowedSummary() string {
 	return strings.Join(s.opts.AllowedDirs, ", ")
 }
 
-func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunTestsInput) (*mcp.CallToolResult, sandboxapi.TestResponse, error) {
+func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunTestsInput) (*mcp.CallToolResult, api.TestResponse, error) {
 	ctx, done := s.track(ctx)
 	defer done()
-	var zero sandboxapi.TestResponse
+	var zero api.TestResponse
 	limits, notices, err := resolveLimits(in.Limits, s.opts.Defaults, s.opts.Ceilings)
 	if err != nil {
 		return nil, zero, toolError(err)
@@ -102,7 +102,7 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 	if err != nil {
 		return nil, zero, err
 	}
-	out := sandboxapi.TestResponse{WireResult: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
+	out := api.TestResponse{Result: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
 	if out.Tests.Failures == nil {
 		out.Tests.Failures = []testrun.Failure{}
 	}
@@ -205,7 +205,7 @@ func testsSchema() (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sch, err := jsonschemaFor[sandboxapi.TestResponse]()
+	sch, err := jsonschemaFor[api.TestResponse]()
 	if err != nil {
 		return nil, err
 	}
