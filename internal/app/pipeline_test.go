@@ -18,6 +18,7 @@ import (
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/store"
@@ -262,7 +263,7 @@ func TestRemoteSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := gate.NewRunner(RemoteSandbox{Client: cl}, gate.RunnerOptions{Image: sandboxtest.Image(), Parallel: 4})
+	runner := gate.NewRunner(remote.Sandbox{Client: cl}, gate.RunnerOptions{Image: sandboxtest.Image(), Parallel: 4})
 	h := newHarness(t, harnessOptions{reviewer: NewPipelineReviewer(PipelineOptions{Gate: runner, TempDir: t.TempDir()})})
 	base := h.git.Commit("", "base", map[string]string{"README.md": "# widgets\n"})
 	head := h.git.Commit(base, "runner", map[string]string{

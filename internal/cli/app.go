@@ -22,6 +22,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -256,7 +257,7 @@ func appSandbox(ctx context.Context, c config.Config, set config.AppSettings, li
 			_, err := cl.Ready(ctx)
 			return err
 		}
-		return app.RemoteSandbox{Client: cl}, ready, func() {}, nil
+		return remote.Sandbox{Client: cl}, ready, func() {}, nil
 	}
 	rt, closeRT, err := openRuntime(c, log)
 	if err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/asterhq/aster/internal/mcpserver"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
@@ -274,7 +275,7 @@ func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits
 	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
 		return fail(usageErr("%v", err))
 	}
-	return mcpserver.Local{Manager: mgr}, closeRT, nil
+	return mgr, closeRT, nil
 }
 
 // remoteExecutor drives a remote `aster sandbox serve`, presenting the first
@@ -296,7 +297,7 @@ func remoteExecutor(ctx context.Context, url string, set config.ServeSettings) (
 	if err := cl.Health(hctx); err != nil {
 		return nil, &exitError{code: ExitFailure, err: fmt.Errorf("--sandbox-url %s does not answer: %w", url, err)}
 	}
-	return mcpserver.Remote{Client: cl, MaxStdinBytes: set.MaxBodyBytes}, nil
+	return remote.Sandbox{Client: cl, MaxStdinBytes: set.MaxBodyBytes}, nil
 }
 
 // resolveAllowDirs makes the allowed directories absolute; with none given,

@@ -35,7 +35,7 @@ func TestLimitErrorsSameOnHTTPAndMCP(t *testing.T) {
 	}
 	hs := httptest.NewServer(orch)
 	t.Cleanup(hs.Close)
-	srv := newTestServer(t, Local{Manager: mgr}, func(o *Options) {
+	srv := newTestServer(t, mgr, func(o *Options) {
 		o.Images = []string{sandboxtest.Image()}
 		o.Defaults = mgr.Limits()
 		o.Ceilings = ceilings

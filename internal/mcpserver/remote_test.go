@@ -14,6 +14,7 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
 )
@@ -42,7 +43,7 @@ func TestRemoteExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{Executor: Remote{Client: cl}}
+	rec := &recorder{Executor: remote.Sandbox{Client: cl}}
 	srv := newTestServer(t, rec, func(o *Options) {
 		o.Images = []string{sandboxtest.Image()}
 		o.ProgressInterval = 100 * time.Millisecond

@@ -2,8 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -11,7 +11,6 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
-	"github.com/asterhq/aster/internal/workspace"
 )
 
 // RunTestsInput is the run_tests tool's arguments.
@@ -125,26 +124,12 @@ func testPlan(in RunTestsInput, names []string) (testrun.Plan, error) {
 	if in.ReportFormat != "" || in.ReportPath != "" {
 		return testrun.Plan{}, sandbox.Invalidf("report_format and report_path go with command")
 	}
-	dir := ""
-	if in.Workdir != "" {
-		d, err := workspace.CleanName(in.Workdir)
-		if err != nil {
-			return testrun.Plan{}, sandbox.Invalidf("workdir: %v", err)
-		}
-		dir = d
-	}
-	rel := make([]string, 0, len(names))
-	for _, n := range names {
-		n = strings.TrimPrefix(path.Clean("/"+n), "/")
-		if dir == "" {
-			rel = append(rel, n)
-		} else if r, ok := strings.CutPrefix(n, dir+"/"); ok {
-			rel = append(rel, r)
-		}
-	}
-	p, err := testrun.Detect(rel)
-	if err != nil {
+	p, err := testrun.DetectIn(names, in.Workdir)
+	if errors.Is(err, testrun.ErrNotDetected) {
 		return p, sandbox.Invalidf("%v; give command to say how to run the tests", err)
+	}
+	if err != nil {
+		return p, sandbox.Invalidf("%v", err)
 	}
 	return p, nil
 }

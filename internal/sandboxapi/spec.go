@@ -2,9 +2,8 @@ package sandboxapi
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"path"
-	"strings"
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
@@ -105,26 +104,12 @@ func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, error) {
 			names = append(names, name)
 		}
 	}
-	dir := ""
-	if req.Workdir != "" {
-		d, err := workspace.CleanName(req.Workdir)
-		if err != nil {
-			return testrun.Plan{}, sandbox.Invalidf("workdir: %v", err)
-		}
-		dir = d
-	}
-	rel := make([]string, 0, len(names))
-	for _, n := range names {
-		n = strings.TrimSuffix(path.Clean("/" + n)[1:], "/")
-		if dir == "" {
-			rel = append(rel, n)
-		} else if r, ok := strings.CutPrefix(n, dir+"/"); ok {
-			rel = append(rel, r)
-		}
-	}
-	p, err := testrun.Detect(rel)
-	if err != nil {
+	p, err := testrun.DetectIn(names, req.Workdir)
+	if errors.Is(err, testrun.ErrNotDetected) {
 		return p, sandbox.Invalidf("%v; pass \"command\" to say how to run the tests", err)
+	}
+	if err != nil {
+		return p, sandbox.Invalidf("%v", err)
 	}
 	return p, nil
 }
