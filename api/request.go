@@ -165,3 +165,14 @@ func DecodeText(s, encoding string) ([]byte, error) {
 	}
 	return nil, fmt.Errorf("unknown encoding %q (want utf-8 or base64)", encoding)
 }
+
+// ValidateRequest is the JSON spec of POST /v1/validate, sent in the
+// X-Aster-Spec header of an application/x-tar body or as the "spec" field of
+// a multipart/form-data body (whose "workspace" file is the tar).
+type ValidateRequest struct {
+	// Analyzers names the analyzers to run (default: all the server has).
+	Analyzers []string `json:"analyzers,omitempty"`
+	// ChangedFiles, when given, limits file-list analyzers to these paths
+	// and marks findings by whether they lie in one (reported).
+	ChangedFiles []string `json:"changed_files,omitempty"`
+}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -304,10 +305,9 @@ func TestAuth(t *testing.T) {
 	var validated int
 	h := newHarness(t, harnessOpts{server: func(o *Options) {
 		o.Tokens = toks
-		o.Validate = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.Validator = validatorFunc(func(context.Context, gate.ValidateInput) (gate.ValidateResponse, error) {
 			validated++
-			w.Header().Set("Content-Type", api.ContentTypeJSON)
-			fmt.Fprint(w, `{"findings":[]}`)
+			return gate.ValidateResponse{Findings: []gate.Marked{}}, nil
 		})
 	}})
 	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong-token-000000000000"}, {"Authorization", "token-for-the-tests-0001"}} {
@@ -332,7 +332,8 @@ func TestAuth(t *testing.T) {
 	if res := h.execute(api.ExecuteRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" {
 		t.Errorf("%+v", res)
 	}
-	if resp, body := h.postJSON(api.RouteValidate, map[string]any{}, "Origin", "https://ci.example"); resp.StatusCode != 200 || validated != 1 {
+	if resp, body := h.do(context.Background(), http.MethodPost, api.RouteValidate, api.ContentTypeTar, bytes.NewReader(manyFiles(t, 1, 16)),
+		api.HeaderSpec, `{}`, "Origin", "https://ci.example"); resp.StatusCode != 200 || validated != 1 {
 		t.Errorf("validate %d %s", resp.StatusCode, body)
 	}
 	if got := h.metric(`aster_api_requests_total{code="401",route="/v1/execute"}`); got != 3 {

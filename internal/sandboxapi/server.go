@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
 )
@@ -66,9 +68,9 @@ type Options struct {
 	FirstByteTimeout time.Duration
 	BodyIdleTimeout  time.Duration
 	MinBodyRate      int64
-	// Validate serves /v1/validate behind the same auth, body cap and
-	// metrics; nil answers 404.
-	Validate http.Handler
+	// Validator answers /v1/validate (a *gate.Validator) behind the same
+	// auth, admission, body limits and metrics as the runs; nil answers 404.
+	Validator Validator
 	// EngineCheckPeriod is how often the engine is probed for the
 	// aster_engine_up metric (default 5s).
 	EngineCheckPeriod time.Duration
@@ -231,7 +233,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case api.RouteTest:
 			s.test(sw, r)
 		case api.RouteValidate:
-			if s.opts.Validate == nil {
+			if s.opts.Validator == nil {
 				s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", api.ErrNotFound))
 				return
 			}
@@ -300,9 +302,19 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// validate serves /v1/validate through the same admission as the runs: its
-// snapshot is bounded by the workspace ceiling, which it reserves in the
-// spool space for as long as the handler runs.
+// Validator is what /v1/validate needs from the gate.
+type Validator interface {
+	Validate(ctx context.Context, in gate.ValidateInput) (gate.ValidateResponse, error)
+}
+
+var _ Validator = (*gate.Validator)(nil)
+
+// maxSnapshotList bounds the entries of a snapshot listed for /v1/validate.
+const maxSnapshotList = 200_000
+
+// validate serves /v1/validate through the same admission and body reading
+// as the runs: its snapshot is bounded by the workspace ceiling and holds
+// that much of the spool space while the analyzers run.
 func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 	adm, err := s.admitBody(w, r)
 	if err != nil {
@@ -310,16 +322,36 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer adm.release()
-	if isSnapshotUpload(r) {
-		space, err := s.spool.Reserve(s.workspaceCeiling())
-		if err != nil {
-			s.writeError(w, r, fmt.Errorf("snapshot of up to %s: %w", config.FormatBytes(s.workspaceCeiling()), err))
-			return
-		}
-		defer space.Release()
+	var req api.ValidateRequest
+	snap, err := ReadBody(w, r, &req, s.BodyOptions())
+	adm.bodyRead()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
-	s.opts.Validate.ServeHTTP(w, r)
+	defer snap.Close()
+	if snap == nil {
+		s.writeError(w, r, sandbox.Invalidf("a repository snapshot is required: send application/x-tar (spec in the %s header) or multipart/form-data with a workspace file", api.HeaderSpec))
+		return
+	}
+	names, err := snap.Names(maxSnapshotList)
+	if err != nil {
+		s.writeError(w, r, sandbox.Invalidf("snapshot: %v", err))
+		return
+	}
+	var files []string
+	for _, n := range names {
+		if !strings.HasSuffix(n, "/") {
+			files = append(files, n)
+		}
+	}
+	gs := gate.NewSnapshotFrom(func() (io.ReadCloser, error) { return io.NopCloser(snap.Reader()), nil }, files, snap.Stats)
+	out, err := s.opts.Validator.Validate(r.Context(), gate.ValidateInput{Snapshot: gs, Analyzers: req.Analyzers, ChangedFiles: req.ChangedFiles})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, out)
 }
 
 // run normalises spec, runs it through the Manager and answers: a JSON body,
