@@ -164,7 +164,7 @@ func TestTest(t *testing.T) {
 	url, _ := server(t, 2, 4, nil)
 	c := newClient(t, url, "")
 	var tarball bytes.Buffer
-	if _, _, err := workspace.PackDir("../testrun/testdata/pyfail", &tarball, workspace.Caps{}); err != nil {
+	if _, _, err := workspace.PackDir("../internal/testrun/testdata/pyfail", &tarball, workspace.Caps{}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := c.Test(t.Context(), TestOptions{Job: Job{Snapshot: &tarball}})
