@@ -31,12 +31,19 @@ var (
 	// ErrUnavailable: the container engine or the server cannot run jobs now (503).
 	ErrUnavailable = errors.New("runtime unavailable")
 
-	ErrUnauthorized     = errors.New("unauthorized")
-	ErrForbidden        = errors.New("forbidden")
-	ErrNotFound         = errors.New("not found")
+	// ErrUnauthorized: no bearer token, or one the server does not accept (401).
+	ErrUnauthorized = errors.New("unauthorized")
+	// ErrForbidden: the server refuses the request whoever sends it: a web
+	// page's (Origin header), or a non-loopback Host on a server without tokens (403).
+	ErrForbidden = errors.New("forbidden")
+	// ErrNotFound: no such route, or a route this server does not serve (404).
+	ErrNotFound = errors.New("not found")
+	// ErrMethodNotAllowed: the route takes another method (405).
 	ErrMethodNotAllowed = errors.New("method not allowed")
-	ErrMediaType        = errors.New("unsupported media type")
-	ErrRequestTimeout   = errors.New("request timeout")
+	// ErrMediaType: a Content-Type the route does not read (415).
+	ErrMediaType = errors.New("unsupported media type")
+	// ErrRequestTimeout: the body came too slowly, or not at all (408).
+	ErrRequestTimeout = errors.New("request timeout")
 )
 
 // Error codes: the "code" of an ErrorDetail, one per error class.
