@@ -41,6 +41,11 @@ out="$(gofmt -l cmd internal docs 2>/dev/null)"
 go vet ./... || fail "go vet"
 go run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./... || fail "staticcheck"
 
+step "outside module (examples/go-client, built against the public client)"
+out="$(gofmt -l api client examples/go-client 2>/dev/null)"
+[[ -z "$out" ]] || fail "gofmt needed: $out"
+(cd examples/go-client && go build -o /dev/null ./... && go vet ./...) || fail "examples/go-client"
+
 step "test data and PostgreSQL"
 scripts/fetch-test-deps.sh || fail "fetch test data"
 if url="$(scripts/postgres-test.sh)"; then

@@ -11,15 +11,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
-	"github.com/asterhq/aster/internal/sandboxclient"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -258,11 +259,11 @@ func TestRemoteSandbox(t *testing.T) {
 	}
 	srv := httptest.NewServer(api)
 	defer srv.Close()
-	client, err := sandboxclient.New(sandboxclient.Options{BaseURL: srv.URL, Token: token})
+	cl, err := client.New(client.Options{BaseURL: srv.URL, Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner := gate.NewRunner(RemoteSandbox{Client: client}, gate.RunnerOptions{Image: sandboxtest.Image(), Parallel: 4})
+	runner := gate.NewRunner(remote.Sandbox{Client: cl}, gate.RunnerOptions{Image: sandboxtest.Image(), Parallel: 4})
 	h := newHarness(t, harnessOptions{reviewer: NewPipelineReviewer(PipelineOptions{Gate: runner, TempDir: t.TempDir()})})
 	base := h.git.Commit("", "base", map[string]string{"README.md": "# widgets\n"})
 	head := h.git.Commit(base, "runner", map[string]string{

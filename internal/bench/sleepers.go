@@ -20,8 +20,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 // SleepersConfig is the concurrency test: N sandboxes held at once, each
@@ -118,7 +118,7 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	}
 	defer stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.N + 16, IdleConnTimeout: time.Minute}}
-	if err := waitReady(ctx, client, base+sandboxapi.RouteReady, srvDone); err != nil {
+	if err := waitReady(ctx, client, base+api.RouteReady, srvDone); err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, tail(srvLog.String(), 2000))
 	}
 	pid := cmd.Process.Pid
@@ -197,7 +197,7 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := sleeper(ctx, client, base+sandboxapi.RouteExecute, body, markUp)
+			err := sleeper(ctx, client, base+api.RouteExecute, body, markUp)
 			mu.Lock()
 			done++
 			mu.Unlock()
@@ -230,8 +230,8 @@ func sleeper(ctx context.Context, client *http.Client, url string, body []byte, 
 	if err != nil {
 		return err
 	}
-	req.Header.Set("Content-Type", sandboxapi.ContentTypeJSON)
-	req.Header.Set("Accept", sandboxapi.ContentTypeNDJSON)
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
+	req.Header.Set("Accept", api.ContentTypeNDJSON)
 	resp, err := client.Do(req)
 	if err != nil {
 		return err
@@ -245,19 +245,19 @@ func sleeper(ctx context.Context, client *http.Client, url string, body []byte, 
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	seen := false
 	for sc.Scan() {
-		var ev sandboxapi.Event
+		var ev api.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return fmt.Errorf("stream: %w", err)
 		}
 		switch ev.Type {
-		case sandboxapi.EventStdout:
+		case api.EventStdout:
 			if !seen && bytes.Contains(ev.Data, []byte("up")) {
 				seen = true
 				up()
 			}
-		case sandboxapi.EventError:
+		case api.EventError:
 			return fmt.Errorf("%s: %s", ev.Error.Code, ev.Error.Message)
-		case sandboxapi.EventResult:
+		case api.EventResult:
 			var res sandbox.WireResult
 			if err := json.Unmarshal(ev.Result, &res); err != nil {
 				return fmt.Errorf("result: %w", err)

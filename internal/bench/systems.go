@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
@@ -214,7 +215,7 @@ func newAPISystem(ctx context.Context, name string, rt sandbox.Runtime, env Env,
 	}
 	sctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	s := &apiSystem{
-		name: name, mgr: mgr, url: "http://" + ln.Addr().String() + sandboxapi.RouteExecute, warm: warm, stop: stop,
+		name: name, mgr: mgr, url: "http://" + ln.Addr().String() + api.RouteExecute, warm: warm, stop: stop,
 		served: make(chan error, 1),
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0, IdleConnTimeout: time.Minute}},
 	}
@@ -262,12 +263,12 @@ func (s *apiSystem) quiesce(ctx context.Context) {
 }
 
 func (s *apiSystem) Run(ctx context.Context, job Job) sample {
-	body, _ := json.Marshal(sandboxapi.ExecuteRequest{Argv: job.Argv})
+	body, _ := json.Marshal(api.ExecuteRequest{Argv: job.Argv})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
 	if err != nil {
 		return sample{err: err}
 	}
-	req.Header.Set("Content-Type", sandboxapi.ContentTypeJSON)
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
 	t0 := time.Now()
 	resp, err := s.client.Do(req)
 	if err != nil {

@@ -15,13 +15,14 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/app"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxclient"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -244,19 +245,19 @@ func appSandbox(ctx context.Context, c config.Config, set config.AppSettings, li
 		token := ""
 		if set.SandboxTokenFile != "" {
 			var err error
-			if token, err = sandboxclient.ReadTokenFile(set.SandboxTokenFile); err != nil {
+			if token, err = client.ReadTokenFile(set.SandboxTokenFile); err != nil {
 				return nil, nil, nil, usageErr("%v", err)
 			}
 		}
-		client, err := sandboxclient.New(sandboxclient.Options{BaseURL: set.SandboxURL, Token: token, UserAgent: "aster-app/" + Version()})
+		cl, err := client.New(client.Options{BaseURL: set.SandboxURL, Token: token, UserAgent: "aster-app/" + Version()})
 		if err != nil {
 			return nil, nil, nil, usageErr("--sandbox-url: %v", err)
 		}
 		ready := func(ctx context.Context) error {
-			_, err := client.Ready(ctx)
+			_, err := cl.Ready(ctx)
 			return err
 		}
-		return app.RemoteSandbox{Client: client}, ready, func() {}, nil
+		return remote.Sandbox{Client: cl}, ready, func() {}, nil
 	}
 	rt, closeRT, err := openRuntime(c, log)
 	if err != nil {

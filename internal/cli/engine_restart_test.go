@@ -18,8 +18,8 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 // engineRestartLock serialises the tests that restart an engine, across test
@@ -211,26 +211,26 @@ func TestServeEngineRestart(t *testing.T) {
 	labelEnv, _ := uniqueLabel(t)
 	p := startServe(t, []string{"DOCKER_HOST=" + eng.host(), labelEnv},
 		"--images", engineTestImage, "--max-concurrent", "2", "--reaper-period", "1s", "--reaper-grace", "0s")
-	quick := sandboxapi.ExecuteRequest{Argv: []string{"/bin/sleep", "10ms"}}
-	if st, _, body, err := p.post(context.Background(), sandboxapi.RouteExecute, quick); err != nil || st != 200 || !strings.Contains(string(body), `"status":"ok"`) {
+	quick := api.ExecuteRequest{Argv: []string{"/bin/sleep", "10ms"}}
+	if st, _, body, err := p.post(context.Background(), api.RouteExecute, quick); err != nil || st != 200 || !strings.Contains(string(body), `"status":"ok"`) {
 		t.Fatalf("before the restart: %d %s %v", st, body, err)
 	}
 
 	// A streamed run is in flight when the engine stops.
-	b, _ := json.Marshal(sandboxapi.ExecuteRequest{Argv: []string{"/bin/sleep", "60s"}})
-	req, _ := http.NewRequest(http.MethodPost, p.url+sandboxapi.RouteExecute, bytes.NewReader(b))
-	req.Header.Set("Content-Type", sandboxapi.ContentTypeJSON)
-	req.Header.Set("Accept", sandboxapi.ContentTypeNDJSON)
+	b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"/bin/sleep", "60s"}})
+	req, _ := http.NewRequest(http.MethodPost, p.url+api.RouteExecute, bytes.NewReader(b))
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
+	req.Header.Set("Accept", api.ContentTypeNDJSON)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	inflight := make(chan []sandboxapi.Event, 1)
+	inflight := make(chan []api.Event, 1)
 	started := make(chan struct{})
 	go func() {
-		evs, err := readNDJSON(resp.Body, func(ev sandboxapi.Event) {
-			if ev.Type == sandboxapi.EventStdout && strings.HasPrefix(string(ev.Data), "started") {
+		evs, err := readNDJSON(resp.Body, func(ev api.Event) {
+			if ev.Type == api.EventStdout && strings.HasPrefix(string(ev.Data), "started") {
 				close(started)
 			}
 		})
@@ -249,7 +249,7 @@ func TestServeEngineRestart(t *testing.T) {
 	eng.stop()
 	t.Logf("engine stopped in %s", time.Since(t0).Round(time.Millisecond))
 	evs := <-inflight
-	if len(evs) == 0 || evs[len(evs)-1].Type != sandboxapi.EventResult {
+	if len(evs) == 0 || evs[len(evs)-1].Type != api.EventResult {
 		t.Fatalf("the in-flight run got no result: %+v", evs)
 	}
 	var res sandbox.WireResult
@@ -260,11 +260,11 @@ func TestServeEngineRestart(t *testing.T) {
 	t.Logf("in-flight run ended %s: %s", res.Status, res.Error)
 
 	// While it is down.
-	st, retry, body, err := p.post(context.Background(), sandboxapi.RouteExecute, quick)
+	st, retry, body, err := p.post(context.Background(), api.RouteExecute, quick)
 	if err != nil || st != 503 || retry == "" || !strings.Contains(string(body), `"unavailable"`) {
 		t.Errorf("while the engine is down: %d Retry-After %q %s %v", st, retry, body, err)
 	}
-	for path, want := range map[string]int{sandboxapi.RouteReady: 503, sandboxapi.RouteHealth: 200} {
+	for path, want := range map[string]int{api.RouteReady: 503, api.RouteHealth: 200} {
 		r, err := http.Get(p.url + path)
 		if err != nil {
 			t.Fatal(err)
@@ -279,15 +279,15 @@ func TestServeEngineRestart(t *testing.T) {
 	eng.start()
 	t1 := time.Now()
 	eventually(t, 60*time.Second, "a run to succeed after the restart", func() bool {
-		st, _, body, err := p.post(context.Background(), sandboxapi.RouteExecute, quick)
+		st, _, body, err := p.post(context.Background(), api.RouteExecute, quick)
 		return err == nil && st == 200 && strings.Contains(string(body), `"status":"ok"`)
 	})
 	t.Logf("recovered %s after the engine came back", time.Since(t1).Round(time.Millisecond))
-	api := engineAPI(t, eng.host())
+	eapi := engineAPI(t, eng.host())
 	eventually(t, 30*time.Second, "no sandbox left on the engine", func() bool {
-		return labelled(t, api, "aster.managed=true", "") == 0
+		return labelled(t, eapi, "aster.managed=true", "") == 0
 	})
-	if r, err := http.Get(p.url + sandboxapi.RouteReady); err != nil || r.StatusCode != 200 {
+	if r, err := http.Get(p.url + api.RouteReady); err != nil || r.StatusCode != 200 {
 		t.Errorf("readyz after recovery: %v %v", r, err)
 	} else {
 		r.Body.Close()

@@ -9,10 +9,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxapi"
-	"github.com/asterhq/aster/internal/sandboxclient"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 )
 
 // runExecRemote is `aster exec --server URL`: the same flags and the same
@@ -41,21 +42,21 @@ func runExecRemote(cmd *cobra.Command, g *globals, f *execFlags, c config.Config
 
 	token := ""
 	if f.tokenFile != "" {
-		if token, err = sandboxclient.ReadTokenFile(f.tokenFile); err != nil {
+		if token, err = client.ReadTokenFile(f.tokenFile); err != nil {
 			return usageErr("%v", err)
 		}
 	}
-	client, err := sandboxclient.New(sandboxclient.Options{BaseURL: f.server, Token: token, UserAgent: "aster/" + Version()})
+	cl, err := client.New(client.Options{BaseURL: f.server, Token: token, UserAgent: "aster/" + Version()})
 	if err != nil {
 		return usageErr("--server: %v", err)
 	}
-	job := sandboxclient.Job{
+	job := client.Job{
 		Image:    f.image,
 		Files:    spec.Workspace.Files,
 		Snapshot: spec.Workspace.Tar,
 		Env:      spec.Env,
 		Workdir:  spec.Workdir,
-		Limits:   limits,
+		Limits:   remote.WireLimits(limits),
 	}
 	if spec.Stdin != nil {
 		b, err := io.ReadAll(io.LimitReader(spec.Stdin, config.DefaultMaxBodyBytes+1))
@@ -72,15 +73,18 @@ func runExecRemote(cmd *cobra.Command, g *globals, f *execFlags, c config.Config
 		live = newLiveOutput(g.stdio.Stdout, g.stdio.Stderr, limits.OutputBytes)
 		job.OnOutput = live.write
 	}
-	out, runErr := client.Execute(cmd.Context(), sandboxclient.ExecuteOptions{Argv: args, Job: job})
-	if runErr != nil && out.Wire.ID == "" {
+	out, runErr := cl.Execute(cmd.Context(), client.ExecuteOptions{Argv: args, Job: job})
+	if runErr != nil && out.Result.ID == "" {
 		return remoteExecErr(runErr)
 	}
-	res := out.Result
+	res, err := sandbox.FromWire(out.Result)
+	if err != nil {
+		return &exitError{code: ExitSandbox, err: fmt.Errorf("decode result: %w", err)}
+	}
 	if f.json {
 		enc := json.NewEncoder(g.stdio.Stdout)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(out.Wire); err != nil {
+		if err := enc.Encode(out.Result); err != nil {
 			return &exitError{code: ExitSandbox, err: err}
 		}
 	} else {
@@ -100,7 +104,7 @@ func runExecRemote(cmd *cobra.Command, g *globals, f *execFlags, c config.Config
 // remoteExecErr gives a refused remote run the exit status a local one
 // would have: 2 for a bad request, 126 when no sandbox could run it.
 func remoteExecErr(err error) error {
-	var ae *sandboxclient.APIError
+	var ae *client.APIError
 	msg := err.Error()
 	if errors.As(err, &ae) {
 		msg = ae.Message
@@ -112,7 +116,7 @@ func remoteExecErr(err error) error {
 	switch {
 	case errors.Is(err, sandbox.ErrInvalidSpec), errors.Is(err, sandbox.ErrUnknownImage), errors.Is(err, sandbox.ErrTooLarge):
 		return usageErr("%s", msg)
-	case errors.Is(err, sandboxapi.ErrUnauthorized), errors.Is(err, sandboxapi.ErrForbidden):
+	case errors.Is(err, api.ErrUnauthorized), errors.Is(err, api.ErrForbidden):
 		// Nothing ran; exit 1 would read as the command's own failure.
 		return usageErr("--server refused the request: %s (pass --token-file with a token the server accepts)", msg)
 	}

@@ -13,12 +13,13 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/mcpserver"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandboxapi"
-	"github.com/asterhq/aster/internal/sandboxclient"
 )
 
 // mcpConfig is the `mcp:` section of aster.yaml. Admission, ceilings, the
@@ -274,7 +275,7 @@ func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits
 	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
 		return fail(usageErr("%v", err))
 	}
-	return mcpserver.Local{Manager: mgr}, closeRT, nil
+	return mgr, closeRT, nil
 }
 
 // remoteExecutor drives a remote `aster sandbox serve`, presenting the first
@@ -283,20 +284,20 @@ func remoteExecutor(ctx context.Context, url string, set config.ServeSettings) (
 	token := ""
 	if set.TokenFile != "" {
 		var err error
-		if token, err = sandboxclient.ReadTokenFile(set.TokenFile); err != nil {
+		if token, err = client.ReadTokenFile(set.TokenFile); err != nil {
 			return nil, usageErr("%v", err)
 		}
 	}
-	client, err := sandboxclient.New(sandboxclient.Options{BaseURL: url, Token: token, UserAgent: "aster-mcp/" + Version()})
+	cl, err := client.New(client.Options{BaseURL: url, Token: token, UserAgent: "aster-mcp/" + Version()})
 	if err != nil {
 		return nil, usageErr("--sandbox-url: %v", err)
 	}
 	hctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if err := client.Health(hctx); err != nil {
+	if err := cl.Health(hctx); err != nil {
 		return nil, &exitError{code: ExitFailure, err: fmt.Errorf("--sandbox-url %s does not answer: %w", url, err)}
 	}
-	return mcpserver.Remote{Client: client, MaxStdinBytes: set.MaxBodyBytes}, nil
+	return remote.Sandbox{Client: cl, MaxStdinBytes: set.MaxBodyBytes}, nil
 }
 
 // resolveAllowDirs makes the allowed directories absolute; with none given,

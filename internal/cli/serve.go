@@ -271,16 +271,9 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return usageErr("%v", err)
 	}
 	// POST /v1/validate: the static-analysis gate over an uploaded snapshot.
-	validateWorkspace := set.Ceilings.WorkdirBytes
-	if validateWorkspace == 0 {
-		validateWorkspace = defaults.WorkdirBytes
-	}
-	validate := gate.NewHandler(gate.HandlerOptions{
-		Runner: gate.NewRunner(mgr, gate.RunnerOptions{Image: c.Images[0], Limits: defaults, Logger: log}),
-		Body:   sandboxapi.BodyOptions{MaxBodyBytes: set.MaxBodyBytes, WorkspaceMaxBytes: validateWorkspace, ReadTimeout: set.BodyReadTimeout},
-	})
+	validate := gate.NewValidator(gate.NewRunner(mgr, gate.RunnerOptions{Image: c.Images[0], Limits: defaults, Logger: log}), nil)
 	srv, err := sandboxapi.New(sandboxapi.Options{
-		Validate:          validate,
+		Validator:         validate,
 		Manager:           mgr,
 		Tokens:            tokens,
 		Metrics:           metrics,

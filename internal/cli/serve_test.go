@@ -21,9 +21,9 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
-	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 // serveProc is a running `aster sandbox serve` built from this tree.
@@ -88,7 +88,7 @@ func startServe(t *testing.T, env []string, args ...string) *serveProc {
 			t.Logf("server logs:\n%s", tail(logs.String(), 4000))
 		}
 	})
-	waitHTTP(t, p.url+sandboxapi.RouteHealth, logs)
+	waitHTTP(t, p.url+api.RouteHealth, logs)
 	return p
 }
 
@@ -109,7 +109,7 @@ func (p *serveProc) wait(timeout time.Duration) error {
 func (p *serveProc) post(ctx context.Context, path string, v any) (int, string, []byte, error) {
 	b, _ := json.Marshal(v)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.url+path, bytes.NewReader(b))
-	req.Header.Set("Content-Type", sandboxapi.ContentTypeJSON)
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, "", nil, err
@@ -126,20 +126,20 @@ func engineAPI(t *testing.T, host string) *client.Client {
 	if host != "" {
 		opts = append(opts, client.WithHost(host))
 	}
-	api, err := client.New(opts...)
+	eng, err := client.New(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { api.Close() })
-	return api
+	t.Cleanup(func() { eng.Close() })
+	return eng
 }
 
 // labelled counts containers with a label (k=v), optionally in one state.
-func labelled(t *testing.T, api *client.Client, label, state string) int {
+func labelled(t *testing.T, eng *client.Client, label, state string) int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
+	res, err := eng.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
 	if err != nil {
 		t.Errorf("list containers: %v", err)
 		return -1
@@ -156,11 +156,11 @@ func labelled(t *testing.T, api *client.Client, label, state string) int {
 // liveStates counts the live containers with a label — created or running,
 // not those exited or being removed, whose processes are gone — and lists
 // the states of all of them.
-func liveStates(t *testing.T, api *client.Client, label string) (live, all int, states string) {
+func liveStates(t *testing.T, eng *client.Client, label string) (live, all int, states string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := api.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
+	res, err := eng.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
 	if err != nil {
 		t.Errorf("list containers: %v", err)
 		return 0, 0, ""
@@ -201,7 +201,7 @@ func tail(s string, n int) string {
 // a 429 with Retry-After; nothing is left; the service keeps working.
 func TestServeBurst(t *testing.T) {
 	needEngine(t)
-	api := engineAPI(t, "")
+	eng := engineAPI(t, "")
 	labelEnv, label := uniqueLabel(t)
 	p := startServe(t, []string{labelEnv}, "--max-concurrent", "4", "--queue", "8", "--queue-timeout", "60s")
 
@@ -217,7 +217,7 @@ func TestServeBurst(t *testing.T) {
 				return
 			default:
 			}
-			n, all, states := liveStates(t, api, label)
+			n, all, states := liveStates(t, eng, label)
 			if n > peak {
 				peak, peakStates = n, states
 			}
@@ -242,7 +242,7 @@ func TestServeBurst(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, retry, body, err := p.post(context.Background(), sandboxapi.RouteExecute, sandboxapi.ExecuteRequest{Argv: []string{"sh", "-c", "echo $$; sleep 0.2"}})
+			st, retry, body, err := p.post(context.Background(), api.RouteExecute, api.ExecuteRequest{Argv: []string{"sh", "-c", "echo $$; sleep 0.2"}})
 			outcomes[i] = outcome{st, retry, body, err}
 		}()
 	}
@@ -262,7 +262,7 @@ func TestServeBurst(t *testing.T) {
 			}
 			ok++
 		case o.status == 429:
-			var eb sandboxapi.ErrorBody
+			var eb api.ErrorBody
 			ra, err := strconv.Atoi(o.retry)
 			if json.Unmarshal(o.body, &eb) != nil || eb.Error.Code != "busy" || err != nil || ra < 1 || ra > 60 {
 				t.Errorf("job %d: 429 with Retry-After %q body %s", i, o.retry, o.body)
@@ -283,8 +283,8 @@ func TestServeBurst(t *testing.T) {
 	if peak == 0 || samples < 20 {
 		t.Errorf("sampling saw nothing: peak %d in %d samples", peak, samples)
 	}
-	eventually(t, 15*time.Second, "no sandbox left", func() bool { return labelled(t, api, label, "") == 0 })
-	st, _, body, err := p.post(context.Background(), sandboxapi.RouteExecute, sandboxapi.ExecuteRequest{Argv: []string{"echo", "after"}})
+	eventually(t, 15*time.Second, "no sandbox left", func() bool { return labelled(t, eng, label, "") == 0 })
+	st, _, body, err := p.post(context.Background(), api.RouteExecute, api.ExecuteRequest{Argv: []string{"echo", "after"}})
 	if err != nil || st != 200 || !strings.Contains(string(body), `"stdout":"after\n"`) {
 		t.Errorf("after the burst: %d %s %v", st, body, err)
 	}
@@ -292,11 +292,11 @@ func TestServeBurst(t *testing.T) {
 
 // leakSandbox creates a running container that looks like a sandbox a
 // crashed Aster left behind, with the given deadline.
-func leakSandbox(t *testing.T, api *client.Client, label string, deadline time.Time) string {
+func leakSandbox(t *testing.T, eng *client.Client, label string, deadline time.Time) string {
 	t.Helper()
 	k, v, _ := strings.Cut(label, "=")
 	ctx := t.Context()
-	created, err := api.ContainerCreate(ctx, client.ContainerCreateOptions{
+	created, err := eng.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config: &container.Config{
 			Image: sandboxtest.Image(), Cmd: []string{"sleep", "600"}, User: "1000:1000",
 			Labels: map[string]string{"aster.managed": "true", "aster.run": "r-leaked", "aster.deadline": strconv.FormatInt(deadline.Unix(), 10), k: v},
@@ -307,9 +307,9 @@ func leakSandbox(t *testing.T, api *client.Client, label string, deadline time.T
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		api.ContainerRemove(context.Background(), created.ID, client.ContainerRemoveOptions{Force: true})
+		eng.ContainerRemove(context.Background(), created.ID, client.ContainerRemoveOptions{Force: true})
 	})
-	if _, err := api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
+	if _, err := eng.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return created.ID
@@ -321,15 +321,15 @@ func leakSandbox(t *testing.T, api *client.Client, label string, deadline time.T
 // start is reaped at start-up, one that expires later by the periodic pass.
 func TestServeKill9ThenRestart(t *testing.T) {
 	needEngine(t)
-	api := engineAPI(t, "")
+	eng := engineAPI(t, "")
 	labelEnv, label := uniqueLabel(t)
 	env := []string{"ASTER_REAPER_ALLOWANCE=1s", labelEnv}
 	args := []string{"--max-concurrent", "4", "--reaper-period", "1s", "--reaper-grace", "0s"}
 
-	stale := leakSandbox(t, api, label, time.Now().Add(-time.Minute))
+	stale := leakSandbox(t, eng, label, time.Now().Add(-time.Minute))
 	p := startServe(t, env, args...)
 	eventually(t, 10*time.Second, "the stale sandbox to be reaped at start-up", func() bool {
-		_, err := api.ContainerInspect(t.Context(), stale, client.ContainerInspectOptions{})
+		_, err := eng.ContainerInspect(t.Context(), stale, client.ContainerInspectOptions{})
 		return err != nil
 	})
 
@@ -337,8 +337,8 @@ func TestServeKill9ThenRestart(t *testing.T) {
 	interrupted := make(chan error, 3)
 	for range 3 {
 		go func() {
-			st, _, body, err := p.post(context.Background(), sandboxapi.RouteExecute, sandboxapi.ExecuteRequest{
-				Argv: []string{"sleep", "60"}, JobRequest: sandboxapi.JobRequest{Limits: sandboxapi.Limits{Timeout: sandboxapi.Quantity(timeout.String())}},
+			st, _, body, err := p.post(context.Background(), api.RouteExecute, api.ExecuteRequest{
+				Argv: []string{"sleep", "60"}, JobRequest: api.JobRequest{Limits: api.Limits{Timeout: api.Quantity(timeout.String())}},
 			})
 			if err == nil {
 				err = fmt.Errorf("got an answer %d %s", st, body)
@@ -348,7 +348,7 @@ func TestServeKill9ThenRestart(t *testing.T) {
 			interrupted <- err
 		}()
 	}
-	eventually(t, 30*time.Second, "three running sandboxes", func() bool { return labelled(t, api, label, "running") == 3 })
+	eventually(t, 30*time.Second, "three running sandboxes", func() bool { return labelled(t, eng, label, "running") == 3 })
 	started := time.Now()
 	if err := p.proc.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -364,17 +364,17 @@ func TestServeKill9ThenRestart(t *testing.T) {
 	// from before the sandbox started; past it one reaper period, plus slack
 	// for a loaded machine.
 	bound := started.Add(timeout + sandbox.KillGrace + sandbox.HostGrace + time.Second + time.Second + 5*time.Second)
-	eventually(t, time.Until(bound), "the interrupted sandboxes to go", func() bool { return labelled(t, api, label, "") == 0 })
+	eventually(t, time.Until(bound), "the interrupted sandboxes to go", func() bool { return labelled(t, eng, label, "") == 0 })
 	t.Logf("sandboxes gone %s after they were running and aster was killed (bound %s)",
 		time.Since(started).Round(time.Millisecond), bound.Sub(started).Round(time.Millisecond))
 
 	// One that expires while the new server runs goes at the next pass.
-	late := leakSandbox(t, api, label, time.Now().Add(2*time.Second))
+	late := leakSandbox(t, eng, label, time.Now().Add(2*time.Second))
 	eventually(t, 2*time.Second+time.Second+5*time.Second, "the expiring sandbox to be reaped", func() bool {
-		_, err := api.ContainerInspect(t.Context(), late, client.ContainerInspectOptions{})
+		_, err := eng.ContainerInspect(t.Context(), late, client.ContainerInspectOptions{})
 		return err != nil
 	})
-	st, _, body, err := p2.post(context.Background(), sandboxapi.RouteExecute, sandboxapi.ExecuteRequest{Argv: []string{"echo", "restarted"}})
+	st, _, body, err := p2.post(context.Background(), api.RouteExecute, api.ExecuteRequest{Argv: []string{"echo", "restarted"}})
 	if err != nil || st != 200 || !strings.Contains(string(body), "restarted") {
 		t.Errorf("after the restart: %d %s %v", st, body, err)
 	}
@@ -384,7 +384,7 @@ func TestServeKill9ThenRestart(t *testing.T) {
 // exits 0; with a short grace a long job is cancelled and its sandbox removed.
 func TestServeSIGTERM(t *testing.T) {
 	needEngine(t)
-	api := engineAPI(t, "")
+	eng := engineAPI(t, "")
 	labelEnv, label := uniqueLabel(t)
 	for _, c := range []struct {
 		grace  string
@@ -397,7 +397,7 @@ func TestServeSIGTERM(t *testing.T) {
 		p := startServe(t, []string{labelEnv}, "--shutdown-grace", c.grace)
 		result := make(chan sandbox.WireResult, 1)
 		go func() {
-			_, _, body, err := p.post(context.Background(), sandboxapi.RouteExecute, sandboxapi.ExecuteRequest{Argv: c.argv})
+			_, _, body, err := p.post(context.Background(), api.RouteExecute, api.ExecuteRequest{Argv: c.argv})
 			var res sandbox.WireResult
 			if err == nil {
 				err = json.Unmarshal(body, &res)
@@ -407,7 +407,7 @@ func TestServeSIGTERM(t *testing.T) {
 			}
 			result <- res
 		}()
-		eventually(t, 30*time.Second, "the job to run", func() bool { return labelled(t, api, label, "running") == 1 })
+		eventually(t, 30*time.Second, "the job to run", func() bool { return labelled(t, eng, label, "running") == 1 })
 		t0 := time.Now()
 		if err := p.proc.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -423,7 +423,7 @@ func TestServeSIGTERM(t *testing.T) {
 		if _, err := net.DialTimeout("tcp", strings.TrimPrefix(p.url, "http://"), time.Second); err == nil {
 			t.Errorf("grace %s: still listening", c.grace)
 		}
-		if n := labelled(t, api, label, ""); n != 0 {
+		if n := labelled(t, eng, label, ""); n != 0 {
 			t.Errorf("grace %s: %d sandboxes left", c.grace, n)
 		}
 	}
@@ -514,12 +514,12 @@ func TestServeRefusals(t *testing.T) {
 
 // readNDJSON reads a stream's events to its end, calling each (when set)
 // as they arrive.
-func readNDJSON(r io.Reader, each func(sandboxapi.Event)) ([]sandboxapi.Event, error) {
-	var out []sandboxapi.Event
+func readNDJSON(r io.Reader, each func(api.Event)) ([]api.Event, error) {
+	var out []api.Event
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
-		var ev sandboxapi.Event
+		var ev api.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return out, err
 		}

@@ -29,7 +29,7 @@ type recorder struct {
 	errs    []error
 }
 
-func (r *recorder) Execute(ctx context.Context, spec sandbox.Spec, opts ExecOptions) (sandbox.Result, error) {
+func (r *recorder) RunWithOptions(ctx context.Context, spec sandbox.Spec, opts sandbox.RunOptions) (sandbox.Result, error) {
 	spec.ID = sandbox.NewRunID()
 	r.mu.Lock()
 	r.ids = append(r.ids, spec.ID)
@@ -46,7 +46,7 @@ func (r *recorder) Execute(ctx context.Context, spec sandbox.Spec, opts ExecOpti
 			next(s, b)
 		}
 	}
-	res, err := r.Executor.Execute(ctx, spec, opts)
+	res, err := r.Executor.RunWithOptions(ctx, spec, opts)
 	r.mu.Lock()
 	r.results = append(r.results, res)
 	r.errs = append(r.errs, err)
@@ -99,7 +99,7 @@ func newDockerEnv(t *testing.T, maxConcurrent, queue int) *dockerEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{Executor: Local{Manager: mgr}}
+	rec := &recorder{Executor: mgr}
 	srv := newTestServer(t, rec, func(o *Options) {
 		o.Images = []string{sandboxtest.Image()}
 		o.Ceilings = ceilings

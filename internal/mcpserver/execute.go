@@ -201,7 +201,7 @@ func (s *Server) runSpec(ctx context.Context, req *mcp.CallToolRequest, tool str
 	}
 	p.begin()
 	start := time.Now()
-	res, err := s.opts.Executor.Execute(ctx, spec, ExecOptions{Admitted: p.admittedNow})
+	res, err := s.opts.Executor.RunWithOptions(ctx, spec, sandbox.RunOptions{Admitted: p.admittedNow})
 	p.finish(res.Status)
 	log := s.log.With("tool", tool, "run", res.ID)
 	if ctx.Err() != nil {

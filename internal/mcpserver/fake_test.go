@@ -20,10 +20,10 @@ type fakeExecutor struct {
 	mu    sync.Mutex
 	specs []sandbox.Spec
 	stdin []string
-	run   func(ctx context.Context, spec sandbox.Spec, opts ExecOptions) (sandbox.Result, error)
+	run   func(ctx context.Context, spec sandbox.Spec, opts sandbox.RunOptions) (sandbox.Result, error)
 }
 
-func (f *fakeExecutor) Execute(ctx context.Context, spec sandbox.Spec, opts ExecOptions) (sandbox.Result, error) {
+func (f *fakeExecutor) RunWithOptions(ctx context.Context, spec sandbox.Spec, opts sandbox.RunOptions) (sandbox.Result, error) {
 	var in string
 	if spec.Stdin != nil {
 		b, _ := io.ReadAll(spec.Stdin)

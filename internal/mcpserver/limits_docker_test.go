@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
@@ -28,13 +29,13 @@ func TestLimitErrorsSameOnHTTPAndMCP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Ceilings: ceilings})
+	orch, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Ceilings: ceilings})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(api)
+	hs := httptest.NewServer(orch)
 	t.Cleanup(hs.Close)
-	srv := newTestServer(t, Local{Manager: mgr}, func(o *Options) {
+	srv := newTestServer(t, mgr, func(o *Options) {
 		o.Images = []string{sandboxtest.Image()}
 		o.Defaults = mgr.Limits()
 		o.Ceilings = ceilings
@@ -57,11 +58,11 @@ func TestLimitErrorsSameOnHTTPAndMCP(t *testing.T) {
 			"limits.pids 3 is out of range (8 to 32768)"},
 	} {
 		body, _ := json.Marshal(map[string]any{"argv": []string{"true"}, "limits": c.http})
-		resp, err := http.Post(hs.URL+sandboxapi.RouteExecute, sandboxapi.ContentTypeJSON, bytes.NewReader(body))
+		resp, err := http.Post(hs.URL+api.RouteExecute, api.ContentTypeJSON, bytes.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
-		var eb sandboxapi.ErrorBody
+		var eb api.ErrorBody
 		_ = json.NewDecoder(resp.Body).Decode(&eb)
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest || eb.Error.Code != "invalid_spec" || eb.Error.Message != "invalid spec: "+c.want {

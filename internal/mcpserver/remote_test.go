@@ -8,13 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/moby/moby/client"
+	moby "github.com/moby/moby/client"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
-	"github.com/asterhq/aster/internal/sandboxclient"
 )
 
 // TestRemoteExecutor drives a real `aster sandbox serve` (in-process, over
@@ -31,17 +33,17 @@ func TestRemoteExecutor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Tokens: tokens})
+	orch, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Tokens: tokens})
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := httptest.NewServer(api)
+	hs := httptest.NewServer(orch)
 	t.Cleanup(hs.Close)
-	client, err := sandboxclient.New(sandboxclient.Options{BaseURL: hs.URL, Token: token})
+	cl, err := client.New(client.Options{BaseURL: hs.URL, Token: token})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := &recorder{Executor: Remote{Client: client}}
+	rec := &recorder{Executor: remote.Sandbox{Client: cl}}
 	srv := newTestServer(t, rec, func(o *Options) {
 		o.Images = []string{sandboxtest.Image()}
 		o.ProgressInterval = 100 * time.Millisecond
@@ -81,7 +83,7 @@ func TestRemoteExecutor(t *testing.T) {
 
 	res = call(t, cs, "run_tests", map[string]any{"files": map[string]string{"go.mod": "module x\n\ngo 1.21\n", "x_test.go": "package x\nimport \"testing\"\nfunc TestA(t *testing.T) {}\nfunc TestB(t *testing.T) { t.Fatal(\"boom\") }\n"},
 		"limits": map[string]any{"timeout": "60s"}})
-	tr := structured[sandboxapi.TestResponse](t, res)
+	tr := structured[api.TestResponse](t, res)
 	if tr.Tests.Passed != 1 || tr.Tests.Failed != 1 || len(tr.Tests.Failures) != 1 || !strings.Contains(tr.Tests.Failures[0].Message, "boom") {
 		t.Fatalf("remote run_tests: %+v\n%s", tr.Tests, textOf(res))
 	}
@@ -115,13 +117,13 @@ func TestRemoteExecutor(t *testing.T) {
 // testContainers counts the containers sandboxtest.Docker labelled for t.
 func testContainers(t *testing.T) int {
 	t.Helper()
-	api, err := client.New(client.WithHostFromEnv())
+	dc, err := moby.New(moby.WithHostFromEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer api.Close()
-	res, err := api.ContainerList(context.Background(), client.ContainerListOptions{
-		All: true, Filters: make(client.Filters).Add("label", "aster.test="+sandboxtest.Label(t)),
+	defer dc.Close()
+	res, err := dc.ContainerList(context.Background(), moby.ContainerListOptions{
+		All: true, Filters: make(moby.Filters).Add("label", "aster.test="+sandboxtest.Label(t)),
 	})
 	if err != nil {
 		t.Fatalf("list containers: %v", err)

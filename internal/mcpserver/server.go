@@ -22,8 +22,8 @@ const DefaultProgressInterval = time.Second
 
 // Options configure a Server.
 type Options struct {
-	// Executor runs sandboxes (required): Local{Manager} in-process, or the
-	// remote orchestrator client.
+	// Executor runs sandboxes (required): a *sandbox.Manager in-process, or
+	// remote.Sandbox for a remote orchestrator.
 	Executor Executor
 	// Images is the image allowlist the tools advertise; the first is the
 	// default. The Executor enforces its own allowlist as well.

@@ -2,16 +2,15 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"path"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/testrun"
-	"github.com/asterhq/aster/internal/workspace"
 )
 
 // RunTestsInput is the run_tests tool's arguments.
@@ -58,10 +57,10 @@ func (s *Server) allowedSummary() string {
 	return strings.Join(s.opts.AllowedDirs, ", ")
 }
 
-func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunTestsInput) (*mcp.CallToolResult, sandboxapi.TestResponse, error) {
+func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunTestsInput) (*mcp.CallToolResult, api.TestResponse, error) {
 	ctx, done := s.track(ctx)
 	defer done()
-	var zero sandboxapi.TestResponse
+	var zero api.TestResponse
 	limits, notices, err := resolveLimits(in.Limits, s.opts.Defaults, s.opts.Ceilings)
 	if err != nil {
 		return nil, zero, toolError(err)
@@ -102,7 +101,7 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 	if err != nil {
 		return nil, zero, err
 	}
-	out := sandboxapi.TestResponse{WireResult: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
+	out := api.TestResponse{Result: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
 	if out.Tests.Failures == nil {
 		out.Tests.Failures = []testrun.Failure{}
 	}
@@ -125,26 +124,12 @@ func testPlan(in RunTestsInput, names []string) (testrun.Plan, error) {
 	if in.ReportFormat != "" || in.ReportPath != "" {
 		return testrun.Plan{}, sandbox.Invalidf("report_format and report_path go with command")
 	}
-	dir := ""
-	if in.Workdir != "" {
-		d, err := workspace.CleanName(in.Workdir)
-		if err != nil {
-			return testrun.Plan{}, sandbox.Invalidf("workdir: %v", err)
-		}
-		dir = d
-	}
-	rel := make([]string, 0, len(names))
-	for _, n := range names {
-		n = strings.TrimPrefix(path.Clean("/"+n), "/")
-		if dir == "" {
-			rel = append(rel, n)
-		} else if r, ok := strings.CutPrefix(n, dir+"/"); ok {
-			rel = append(rel, r)
-		}
-	}
-	p, err := testrun.Detect(rel)
-	if err != nil {
+	p, err := testrun.DetectIn(names, in.Workdir)
+	if errors.Is(err, testrun.ErrNotDetected) {
 		return p, sandbox.Invalidf("%v; give command to say how to run the tests", err)
+	}
+	if err != nil {
+		return p, sandbox.Invalidf("%v", err)
 	}
 	return p, nil
 }
@@ -205,7 +190,7 @@ func testsSchema() (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sch, err := jsonschemaFor[sandboxapi.TestResponse]()
+	sch, err := jsonschemaFor[api.TestResponse]()
 	if err != nil {
 		return nil, err
 	}

@@ -9,9 +9,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
-	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 func structured[T any](t *testing.T, res *mcp.CallToolResult) T {
@@ -60,7 +60,7 @@ func TestRunTestsTool(t *testing.T) {
 
 	t.Run("go project by path, detected", func(t *testing.T) {
 		res := call(t, cs, "run_tests", map[string]any{"path": "gopass", "limits": map[string]any{"timeout": "2m"}})
-		out := structured[sandboxapi.TestResponse](t, res)
+		out := structured[api.TestResponse](t, res)
 		if res.IsError || out.Status != "ok" || !out.Tests.Parsed || out.Tests.Passed == 0 || out.Tests.Failed != 0 || out.Tests.Framework != "go" {
 			t.Fatalf("go tests: %+v\n%s", out.Tests, textOf(res))
 		}
@@ -70,7 +70,7 @@ func TestRunTestsTool(t *testing.T) {
 	})
 	t.Run("pytest project as files, failing", func(t *testing.T) {
 		res := call(t, cs, "run_tests", map[string]any{"files": readTree(t, filepath.Join(testdata, "pyfail")), "limits": map[string]any{"timeout": "2m"}})
-		out := structured[sandboxapi.TestResponse](t, res)
+		out := structured[api.TestResponse](t, res)
 		if out.Status != "exit_nonzero" || out.Tests.Framework != "pytest" || out.Tests.Failed == 0 || len(out.Tests.Failures) == 0 {
 			t.Fatalf("pytest: %+v\n%s", out.Tests, textOf(res))
 		}
@@ -80,7 +80,7 @@ func TestRunTestsTool(t *testing.T) {
 	})
 	t.Run("custom command", func(t *testing.T) {
 		res := call(t, cs, "run_tests", map[string]any{"files": map[string]string{"check.sh": "test \"$(cat x)\" = y"}, "command": []string{"sh", "check.sh"}})
-		out := structured[sandboxapi.TestResponse](t, res)
+		out := structured[api.TestResponse](t, res)
 		if out.Status != "exit_nonzero" || strings.Join(out.Command, " ") != "sh check.sh" {
 			t.Fatalf("custom: %+v", out)
 		}

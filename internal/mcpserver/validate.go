@@ -118,7 +118,7 @@ func (s *Server) validate(ctx context.Context, req *mcp.CallToolRequest, in Vali
 type gateSandbox struct{ ex Executor }
 
 func (g gateSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
-	return g.ex.Execute(ctx, spec, ExecOptions{})
+	return g.ex.RunWithOptions(ctx, spec, sandbox.RunOptions{})
 }
 
 // maxTextFindings bounds the findings written out in the text rendering.

@@ -3,24 +3,27 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+
+	"github.com/asterhq/aster/api"
 )
 
 // Error classes. Every layer wraps one of these (fmt.Errorf("...: %w", ErrX)) so
 // that callers classify by behaviour with errors.Is, and the HTTP layer maps each
-// class to a status code in exactly one place.
+// class to a status code in exactly one place. They are the public api classes,
+// so an error the Go client returns is classified the same way as a local one.
 var (
 	// ErrInvalidSpec: the request itself is wrong (missing argv, bad limits,
 	// hostile archive). Not worth retrying. HTTP 400.
-	ErrInvalidSpec = errors.New("invalid spec")
+	ErrInvalidSpec = api.ErrInvalidSpec
 	// ErrUnknownImage: the image is not on the allowlist or not present. HTTP 400.
-	ErrUnknownImage = errors.New("unknown image")
+	ErrUnknownImage = api.ErrUnknownImage
 	// ErrTooLarge: an input (body, archive, stdin) is over its cap. HTTP 413.
-	ErrTooLarge = errors.New("too large")
+	ErrTooLarge = api.ErrTooLarge
 	// ErrBusy: admission control refused the run (queue full or queue timeout).
 	// Retry later. HTTP 429.
-	ErrBusy = errors.New("busy")
+	ErrBusy = api.ErrBusy
 	// ErrUnavailable: the runtime cannot run sandboxes now (engine down). HTTP 503.
-	ErrUnavailable = errors.New("runtime unavailable")
+	ErrUnavailable = api.ErrUnavailable
 	// ErrProtocol: aster-init broke the framed protocol. Reported as StatusError.
 	ErrProtocol = errors.New("init protocol")
 )

@@ -84,14 +84,14 @@ func TestWireRoundTripAndEncoding(t *testing.T) {
 	if w.StdoutEncoding != EncodingUTF8 || w.StderrEncoding != EncodingBase64 {
 		t.Fatalf("encodings %q %q", w.StdoutEncoding, w.StderrEncoding)
 	}
-	back, err := w.Result()
+	back, err := FromWire(w)
 	if err != nil || !bytes.Equal(back.Stderr.Data, r.Stderr.Data) || !bytes.Equal(back.Stdout.Data, r.Stdout.Data) {
 		t.Fatalf("round trip: %v %+v", err, back)
 	}
-	if _, err := (WireResult{Stdout: "!!", StdoutEncoding: "base64"}).Result(); err == nil {
+	if _, err := FromWire(WireResult{Stdout: "!!", StdoutEncoding: "base64"}); err == nil {
 		t.Fatal("bad base64 accepted")
 	}
-	if _, err := (WireResult{StdoutEncoding: "rot13"}).Result(); err == nil {
+	if _, err := FromWire(WireResult{StdoutEncoding: "rot13"}); err == nil {
 		t.Fatal("unknown encoding accepted")
 	}
 }

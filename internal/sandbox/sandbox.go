@@ -8,20 +8,23 @@ import (
 	"context"
 	"io"
 	"time"
+
+	"github.com/asterhq/aster/api"
 )
 
-// Status says how a run ended. Every Result carries exactly one.
-type Status string
+// Status says how a run ended. Every Result carries exactly one. It is the
+// public api.Status, so a Result's status needs no translation on the wire.
+type Status = api.Status
 
-// The statuses a run can end with.
+// The statuses a run can end with (see api.Status for what each means).
 const (
-	StatusOK          Status = "ok"           // the command exited 0
-	StatusExitNonzero Status = "exit_nonzero" // the command exited with a non-zero code
-	StatusTimeout     Status = "timeout"      // the wall-clock deadline passed; the job was killed
-	StatusOOM         Status = "oom"          // the kernel's OOM killer ended a process of the job
-	StatusOutputLimit Status = "output_limit" // the job wrote past the hard output ceiling and was ended
-	StatusKilled      Status = "killed"       // ended by a signal that no limit explains, or cancelled by the caller
-	StatusError       Status = "error"        // the sandbox could not run the job (engine, image, protocol)
+	StatusOK          = api.StatusOK
+	StatusExitNonzero = api.StatusExitNonzero
+	StatusTimeout     = api.StatusTimeout
+	StatusOOM         = api.StatusOOM
+	StatusOutputLimit = api.StatusOutputLimit
+	StatusKilled      = api.StatusKilled
+	StatusError       = api.StatusError
 )
 
 // Statuses lists every status, in documentation order.
@@ -83,13 +86,13 @@ type Spec struct {
 	OnOutput func(stream Stream, data []byte)
 }
 
-// Stream names an output stream.
-type Stream string
+// Stream names an output stream (the public api.Stream).
+type Stream = api.Stream
 
 // The two output streams.
 const (
-	Stdout Stream = "stdout"
-	Stderr Stream = "stderr"
+	Stdout = api.Stdout
+	Stderr = api.Stderr
 )
 
 // Output is one captured stream: its first and last bytes when it was longer

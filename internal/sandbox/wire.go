@@ -1,65 +1,21 @@
 package sandbox
 
 import (
-	"encoding/base64"
 	"fmt"
 	"time"
-	"unicode/utf8"
+
+	"github.com/asterhq/aster/api"
 )
 
-// Encodings of output in JSON: text that is valid UTF-8 travels as is; anything
-// else (binary, invalid UTF-8) travels as base64 and says so.
+// Encodings of output in JSON (see api.EncodeText).
 const (
-	EncodingUTF8   = "utf-8"
-	EncodingBase64 = "base64"
+	EncodingUTF8   = api.EncodingUTF8
+	EncodingBase64 = api.EncodingBase64
 )
 
 // WireResult is the JSON shape of a Result, shared by `aster exec --json`, the
-// HTTP API, the Go client and the MCP tools. Every field is always present.
-type WireResult struct {
-	ID                 string           `json:"id"`
-	Status             Status           `json:"status"`
-	ExitCode           int              `json:"exit_code"`
-	Signal             string           `json:"signal"`
-	Stdout             string           `json:"stdout"`
-	StdoutEncoding     string           `json:"stdout_encoding"`
-	StdoutTruncated    bool             `json:"stdout_truncated"`
-	StdoutBytes        int64            `json:"stdout_bytes"`
-	StdoutDroppedBytes int64            `json:"stdout_dropped_bytes"`
-	Stderr             string           `json:"stderr"`
-	StderrEncoding     string           `json:"stderr_encoding"`
-	StderrTruncated    bool             `json:"stderr_truncated"`
-	StderrBytes        int64            `json:"stderr_bytes"`
-	StderrDroppedBytes int64            `json:"stderr_dropped_bytes"`
-	DurationMS         int64            `json:"duration_ms"`
-	CPUMS              int64            `json:"cpu_ms"`
-	PeakMemoryBytes    int64            `json:"peak_memory_bytes"`
-	OOMKilled          bool             `json:"oom_killed"`
-	Runtime            string           `json:"runtime"`
-	Image              string           `json:"image"`
-	ImageDigest        string           `json:"image_digest"`
-	Error              string           `json:"error"`
-	TimingsMS          map[string]int64 `json:"timings_ms"`
-}
-
-// EncodeOutput returns data as a JSON-safe string and its encoding.
-func EncodeOutput(data []byte) (string, string) {
-	if utf8.Valid(data) {
-		return string(data), EncodingUTF8
-	}
-	return base64.StdEncoding.EncodeToString(data), EncodingBase64
-}
-
-// DecodeOutput reverses EncodeOutput.
-func DecodeOutput(s, encoding string) ([]byte, error) {
-	switch encoding {
-	case EncodingUTF8, "":
-		return []byte(s), nil
-	case EncodingBase64:
-		return base64.StdEncoding.DecodeString(s)
-	}
-	return nil, fmt.Errorf("unknown output encoding %q", encoding)
-}
+// HTTP API, the Go client and the MCP tools: the public api.Result.
+type WireResult = api.Result
 
 // Wire converts a Result to its JSON shape.
 func (r Result) Wire() WireResult {
@@ -84,21 +40,21 @@ func (r Result) Wire() WireResult {
 		Error:              r.Error,
 		TimingsMS:          map[string]int64{},
 	}
-	w.Stdout, w.StdoutEncoding = EncodeOutput(r.Stdout.Data)
-	w.Stderr, w.StderrEncoding = EncodeOutput(r.Stderr.Data)
+	w.Stdout, w.StdoutEncoding = api.EncodeText(r.Stdout.Data)
+	w.Stderr, w.StderrEncoding = api.EncodeText(r.Stderr.Data)
 	for k, v := range r.Timings {
 		w.TimingsMS[k] = v.Milliseconds()
 	}
 	return w
 }
 
-// Result converts the JSON shape back to a Result.
-func (w WireResult) Result() (Result, error) {
-	stdout, err := DecodeOutput(w.Stdout, w.StdoutEncoding)
+// FromWire converts the JSON shape back to a Result.
+func FromWire(w WireResult) (Result, error) {
+	stdout, err := w.Output(Stdout)
 	if err != nil {
 		return Result{}, fmt.Errorf("stdout: %w", err)
 	}
-	stderr, err := DecodeOutput(w.Stderr, w.StderrEncoding)
+	stderr, err := w.Output(Stderr)
 	if err != nil {
 		return Result{}, fmt.Errorf("stderr: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -37,7 +38,7 @@ func (a *admission) release() {
 // bytes in the server's body memory. A client that sends Expect:
 // 100-continue is admitted before its body instead (see below).
 func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (*admission, error) {
-	if r.URL.Path != RouteValidate {
+	if r.URL.Path != api.RouteValidate {
 		st := s.mgr.Stats()
 		if st.Running >= st.MaxConcurrent && st.Queued >= st.QueueSize {
 			s.metrics.Rejected("queue_full")
@@ -114,11 +115,11 @@ func expectsContinue(r *http.Request) bool {
 // spec asks for: its limits.workdir_size as the run will have it
 // (resolved against the defaults, ceilings and bounds). It is BodyOptions.SnapshotLimit.
 func (s *Server) snapshotLimit(spec any) (int64, error) {
-	var job *JobRequest
+	var job *api.JobRequest
 	switch v := spec.(type) {
-	case *ExecuteRequest:
+	case *api.ExecuteRequest:
 		job = &v.JobRequest
-	case *TestRequest:
+	case *api.TestRequest:
 		job = &v.JobRequest
 	default:
 		return s.workspaceCeiling(), nil

@@ -17,24 +17,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
 func TestHealthReadyMetrics(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{maxConcurrent: 3, queue: 5})
-	resp, body := h.do(context.Background(), http.MethodGet, RouteHealth, "", nil)
+	resp, body := h.do(context.Background(), http.MethodGet, api.RouteHealth, "", nil)
 	if resp.StatusCode != 200 || !strings.Contains(string(body), `"ok"`) {
 		t.Fatalf("healthz %d %s", resp.StatusCode, body)
 	}
-	resp, body = h.do(context.Background(), http.MethodGet, RouteReady, "", nil)
+	resp, body = h.do(context.Background(), http.MethodGet, api.RouteReady, "", nil)
 	var ready map[string]any
 	if err := json.Unmarshal(body, &ready); err != nil || resp.StatusCode != 200 || ready["status"] != "ready" ||
 		!strings.HasPrefix(fmt.Sprint(ready["image_digest"]), "sha256:") || ready["max_concurrent"] != 3.0 {
 		t.Fatalf("readyz %d %s", resp.StatusCode, body)
 	}
-	h.execute(ExecuteRequest{Argv: []string{"true"}})
-	h.execute(ExecuteRequest{Argv: []string{"false"}})
+	h.execute(api.ExecuteRequest{Argv: []string{"true"}})
+	h.execute(api.ExecuteRequest{Argv: []string{"false"}})
 	for name, want := range map[string]float64{
 		`aster_sandbox_runs_total{status="ok"}`:                    1,
 		`aster_sandbox_runs_total{status="exit_nonzero"}`:          1,
@@ -57,16 +59,16 @@ func TestHealthReadyMetrics(t *testing.T) {
 func TestExecuteJSON(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
-	res := h.execute(ExecuteRequest{
+	res := h.execute(api.ExecuteRequest{
 		Argv: []string{"sh", "-c", `cat sub/in.txt; printf ' %s ' "$GREETING"; cat; od -An -tx1 sub/bin.dat; echo to-stderr >&2; exit 3`},
-		JobRequest: JobRequest{
-			Files: map[string]File{
-				"sub/in.txt":  TextFile("héllo"),
-				"sub/bin.dat": BinaryFile([]byte{0, 1, 0xff}),
+		JobRequest: api.JobRequest{
+			Files: map[string]api.File{
+				"sub/in.txt":  api.TextFile("héllo"),
+				"sub/bin.dat": api.BinaryFile([]byte{0, 1, 0xff}),
 			},
 			Stdin: "from stdin",
 			Env:   map[string]string{"GREETING": "hi"},
-			Limits: Limits{
+			Limits: api.Limits{
 				Timeout: "10s", Memory: "128m", CPUs: "0.5", Pids: "32", OutputLimit: "4k",
 			},
 		},
@@ -81,16 +83,16 @@ func TestExecuteJSON(t *testing.T) {
 		t.Errorf("result %+v", res)
 	}
 	// Binary output travels as base64; workdir is honoured.
-	res = h.execute(ExecuteRequest{
+	res = h.execute(api.ExecuteRequest{
 		Argv:       []string{"sh", "-c", `pwd; printf '\377\000'`},
-		JobRequest: JobRequest{Workdir: "w", Files: map[string]File{"w/.keep": TextFile("")}},
+		JobRequest: api.JobRequest{Workdir: "w", Files: map[string]api.File{"w/.keep": api.TextFile("")}},
 	})
-	out, err := sandbox.DecodeOutput(res.Stdout, res.StdoutEncoding)
+	out, err := res.Output(api.Stdout)
 	if err != nil || res.StdoutEncoding != "base64" || !bytes.Equal(out, []byte("/work/w\n\xff\x00")) {
 		t.Errorf("binary stdout %q %s: %v", out, res.StdoutEncoding, err)
 	}
 	// Limits are applied: a 1s timeout kills a long sleep.
-	res = h.execute(ExecuteRequest{Argv: []string{"sleep", "30"}, JobRequest: JobRequest{Limits: Limits{Timeout: "1s"}}})
+	res = h.execute(api.ExecuteRequest{Argv: []string{"sleep", "30"}, JobRequest: api.JobRequest{Limits: api.Limits{Timeout: "1s"}}})
 	if res.Status != sandbox.StatusTimeout {
 		t.Errorf("sleep 30 with 1s timeout: %s", res.Status)
 	}
@@ -102,16 +104,16 @@ func TestExecuteStreamOrder(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	script := `for i in 1 2 3; do echo "out $i"; echo "err $i" >&2; sleep 0.4; done; echo last`
-	b, _ := json.Marshal(ExecuteRequest{Argv: []string{"sh", "-c", script}})
-	req, _ := http.NewRequest(http.MethodPost, h.base+RouteExecute, bytes.NewReader(b))
-	req.Header.Set("Content-Type", ContentTypeJSON)
-	req.Header.Set("Accept", ContentTypeNDJSON)
+	b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"sh", "-c", script}})
+	req, _ := http.NewRequest(http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
+	req.Header.Set("Accept", api.ContentTypeNDJSON)
 	resp, err := h.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ContentTypeNDJSON || resp.Header.Get(HeaderRunID) == "" {
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.ContentTypeNDJSON || resp.Header.Get(api.HeaderRunID) == "" {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
 	}
 	var stdout, stderr strings.Builder
@@ -120,7 +122,7 @@ func TestExecuteStreamOrder(t *testing.T) {
 	sc := bufio.NewScanner(resp.Body)
 	events := 0
 	for sc.Scan() {
-		var ev Event
+		var ev api.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatalf("line %q: %v", sc.Text(), err)
 		}
@@ -129,16 +131,16 @@ func TestExecuteStreamOrder(t *testing.T) {
 		}
 		events++
 		switch ev.Type {
-		case EventStdout, EventStderr:
+		case api.EventStdout, api.EventStderr:
 			if firstAt.IsZero() {
 				firstAt = time.Now()
 			}
-			if ev.Type == EventStdout {
+			if ev.Type == api.EventStdout {
 				stdout.Write(ev.Data)
 			} else {
 				stderr.Write(ev.Data)
 			}
-		case EventResult:
+		case api.EventResult:
 			resultAt = time.Now()
 			if err := json.Unmarshal(ev.Result, &result); err != nil {
 				t.Fatal(err)
@@ -181,37 +183,37 @@ func TestRequestErrors(t *testing.T) {
 		code, msg                 string
 	}
 	cases := []tc{
-		{"malformed json", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":`), nil, 400, "invalid_spec", "malformed JSON"},
-		{"empty body", "POST", RouteExecute, ContentTypeJSON, nil, nil, 400, "invalid_spec", "empty"},
-		{"missing argv", "POST", RouteExecute, ContentTypeJSON, []byte(`{}`), nil, 400, "invalid_spec", "no command"},
-		{"unknown field", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"network":true}`), nil, 400, "invalid_spec", `unknown field "network"`},
-		{"unknown image", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"image":"alpine:latest"}`), nil, 400, "unknown_image", "allowlist"},
-		{"negative memory", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"memory":-5}}`), nil, 400, "invalid_spec", "negative"},
-		{"memory under minimum", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"memory":"1m"}}`), nil, 400, "invalid_spec", "memory 1MiB is out of range"},
-		{"over ceiling", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"timeout":"1h"}}`), nil, 400, "invalid_spec", "limits.timeout 1h0m0s is above this server's ceiling of 10m0s"},
-		{"huge pids", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"pids":99999999999}}`), nil, 400, "invalid_spec", "limits.pids"},
-		{"bad base64", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"files":{"a":{"content":"!!","encoding":"base64"}}}`), nil, 400, "invalid_spec", "files["},
-		{"bad file name", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"files":{"../escape":"x"}}`), nil, 400, "invalid_spec", ""},
-		{"bad env name", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"env":{"A-B":"1"}}`), nil, 400, "invalid_spec", "environment variable"},
-		{"bad workdir", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"],"workdir":"../.."}`), nil, 400, "invalid_spec", "workdir"},
-		{"hostile tar", "POST", RouteExecute, ContentTypeTar, badTar, []string{HeaderSpec, `{"argv":["ls"]}`}, 400, "invalid_spec", "snapshot"},
-		{"device node", "POST", RouteExecute, ContentTypeTar, devTar, []string{HeaderSpec, `{"argv":["ls"]}`}, 400, "invalid_spec", "device node"},
-		{"files and snapshot", "POST", RouteExecute, ContentTypeTar, tarOf(t), []string{HeaderSpec, `{"argv":["ls"],"files":{"a":"b"}}`}, 400, "invalid_spec", "not both"},
-		{"bad spec header", "POST", RouteExecute, ContentTypeTar, tarOf(t), []string{HeaderSpec, `{"argv":`}, 400, "invalid_spec", HeaderSpec},
-		{"test not detected", "POST", RouteTest, ContentTypeJSON, []byte(`{"files":{"README":"x"}}`), nil, 400, "invalid_spec", "no test runner detected"},
-		{"report without command", "POST", RouteTest, ContentTypeJSON, []byte(`{"report":{"format":"junit-xml"},"files":{"go.mod":"module x"}}`), nil, 400, "invalid_spec", "report is only used with command"},
-		{"junit without path", "POST", RouteTest, ContentTypeJSON, []byte(`{"command":["mvn","test"],"report":{"format":"junit-xml"}}`), nil, 400, "invalid_spec", "path"},
-		{"chunked body over max", "POST", RouteExecute, ContentTypeTar, bigTar, []string{HeaderSpec, `{"argv":["ls"]}`}, 413, "too_large", "--max-body"},
-		{"snapshot over workdir", "POST", RouteExecute, ContentTypeTar, wsTar, []string{HeaderSpec, `{"argv":["ls"],"limits":{"workdir_size":"1m"}}`}, 413, "too_large", "workdir_size"},
-		{"media type", "POST", RouteExecute, "text/plain", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", "application/json"},
-		{"form post", "POST", RouteExecute, "application/x-www-form-urlencoded", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", ""},
-		{"no content type", "POST", RouteExecute, "", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", ""},
-		{"web page", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"]}`), []string{"Origin", "https://evil.example"}, 403, "forbidden", "Origin"},
-		{"rebinding", "POST", RouteExecute, ContentTypeJSON, []byte(`{"argv":["true"]}`), []string{"Host", "evil.example:8080"}, 403, "forbidden", "loopback"},
-		{"get execute", "GET", RouteExecute, "", nil, nil, 405, "method_not_allowed", "POST"},
-		{"post healthz", "POST", RouteHealth, ContentTypeJSON, []byte(`{}`), nil, 405, "method_not_allowed", ""},
+		{"malformed json", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":`), nil, 400, "invalid_spec", "malformed JSON"},
+		{"empty body", "POST", api.RouteExecute, api.ContentTypeJSON, nil, nil, 400, "invalid_spec", "empty"},
+		{"missing argv", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{}`), nil, 400, "invalid_spec", "no command"},
+		{"unknown field", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"network":true}`), nil, 400, "invalid_spec", `unknown field "network"`},
+		{"unknown image", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"image":"alpine:latest"}`), nil, 400, "unknown_image", "allowlist"},
+		{"negative memory", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"memory":-5}}`), nil, 400, "invalid_spec", "negative"},
+		{"memory under minimum", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"memory":"1m"}}`), nil, 400, "invalid_spec", "memory 1MiB is out of range"},
+		{"over ceiling", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"timeout":"1h"}}`), nil, 400, "invalid_spec", "limits.timeout 1h0m0s is above this server's ceiling of 10m0s"},
+		{"huge pids", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"limits":{"pids":99999999999}}`), nil, 400, "invalid_spec", "limits.pids"},
+		{"bad base64", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"files":{"a":{"content":"!!","encoding":"base64"}}}`), nil, 400, "invalid_spec", "files["},
+		{"bad file name", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"files":{"../escape":"x"}}`), nil, 400, "invalid_spec", ""},
+		{"bad env name", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"env":{"A-B":"1"}}`), nil, 400, "invalid_spec", "environment variable"},
+		{"bad workdir", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"],"workdir":"../.."}`), nil, 400, "invalid_spec", "workdir"},
+		{"hostile tar", "POST", api.RouteExecute, api.ContentTypeTar, badTar, []string{api.HeaderSpec, `{"argv":["ls"]}`}, 400, "invalid_spec", "snapshot"},
+		{"device node", "POST", api.RouteExecute, api.ContentTypeTar, devTar, []string{api.HeaderSpec, `{"argv":["ls"]}`}, 400, "invalid_spec", "device node"},
+		{"files and snapshot", "POST", api.RouteExecute, api.ContentTypeTar, tarOf(t), []string{api.HeaderSpec, `{"argv":["ls"],"files":{"a":"b"}}`}, 400, "invalid_spec", "not both"},
+		{"bad spec header", "POST", api.RouteExecute, api.ContentTypeTar, tarOf(t), []string{api.HeaderSpec, `{"argv":`}, 400, "invalid_spec", api.HeaderSpec},
+		{"test not detected", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"files":{"README":"x"}}`), nil, 400, "invalid_spec", "no test runner detected"},
+		{"report without command", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"report":{"format":"junit-xml"},"files":{"go.mod":"module x"}}`), nil, 400, "invalid_spec", "report is only used with command"},
+		{"junit without path", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"command":["mvn","test"],"report":{"format":"junit-xml"}}`), nil, 400, "invalid_spec", "path"},
+		{"chunked body over max", "POST", api.RouteExecute, api.ContentTypeTar, bigTar, []string{api.HeaderSpec, `{"argv":["ls"]}`}, 413, "too_large", "--max-body"},
+		{"snapshot over workdir", "POST", api.RouteExecute, api.ContentTypeTar, wsTar, []string{api.HeaderSpec, `{"argv":["ls"],"limits":{"workdir_size":"1m"}}`}, 413, "too_large", "workdir_size"},
+		{"media type", "POST", api.RouteExecute, "text/plain", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", "application/json"},
+		{"form post", "POST", api.RouteExecute, "application/x-www-form-urlencoded", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", ""},
+		{"no content type", "POST", api.RouteExecute, "", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", ""},
+		{"web page", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"]}`), []string{"Origin", "https://evil.example"}, 403, "forbidden", "Origin"},
+		{"rebinding", "POST", api.RouteExecute, api.ContentTypeJSON, []byte(`{"argv":["true"]}`), []string{"Host", "evil.example:8080"}, 403, "forbidden", "loopback"},
+		{"get execute", "GET", api.RouteExecute, "", nil, nil, 405, "method_not_allowed", "POST"},
+		{"post healthz", "POST", api.RouteHealth, api.ContentTypeJSON, []byte(`{}`), nil, 405, "method_not_allowed", ""},
 		{"unknown route", "GET", "/v2/execute", "", nil, nil, 404, "not_found", "/v1/execute"},
-		{"no validator", "POST", RouteValidate, ContentTypeJSON, []byte(`{}`), nil, 404, "not_found", "validator"},
+		{"no validator", "POST", api.RouteValidate, api.ContentTypeJSON, []byte(`{}`), nil, 404, "not_found", "validator"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -266,7 +268,7 @@ func TestRequestErrors(t *testing.T) {
 		t.Errorf("%v runs were started", total)
 	}
 	// And the service still runs jobs.
-	if res := h.execute(ExecuteRequest{Argv: []string{"echo", "still up"}}); res.Stdout != "still up\n" {
+	if res := h.execute(api.ExecuteRequest{Argv: []string{"echo", "still up"}}); res.Stdout != "still up\n" {
 		t.Errorf("after the errors: %+v", res)
 	}
 }
@@ -281,7 +283,7 @@ func TestTooLargeAnsweredBeforeBody(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-tar\r\nContent-Length: %d\r\n\r\n", RouteExecute, int64(10)<<30)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-tar\r\nContent-Length: %d\r\n\r\n", api.RouteExecute, int64(10)<<30)
 	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
 	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	if err != nil {
@@ -303,35 +305,35 @@ func TestAuth(t *testing.T) {
 	var validated int
 	h := newHarness(t, harnessOpts{server: func(o *Options) {
 		o.Tokens = toks
-		o.Validate = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		o.Validator = validatorFunc(func(context.Context, gate.ValidateInput) (gate.ValidateResponse, error) {
 			validated++
-			w.Header().Set("Content-Type", ContentTypeJSON)
-			fmt.Fprint(w, `{"findings":[]}`)
+			return gate.ValidateResponse{Findings: []gate.Marked{}}, nil
 		})
 	}})
 	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong-token-000000000000"}, {"Authorization", "token-for-the-tests-0001"}} {
-		resp, body := h.postJSON(RouteExecute, ExecuteRequest{Argv: []string{"true"}}, hdr...)
+		resp, body := h.postJSON(api.RouteExecute, api.ExecuteRequest{Argv: []string{"true"}}, hdr...)
 		errorOf(t, resp, body, 401, "unauthorized")
 		if resp.Header.Get("WWW-Authenticate") == "" {
 			t.Error("401 without WWW-Authenticate")
 		}
-		resp, body = h.do(context.Background(), http.MethodGet, RouteMetrics, "", nil, hdr...)
+		resp, body = h.do(context.Background(), http.MethodGet, api.RouteMetrics, "", nil, hdr...)
 		errorOf(t, resp, body, 401, "unauthorized")
-		resp, body = h.postJSON(RouteValidate, map[string]any{}, hdr...)
+		resp, body = h.postJSON(api.RouteValidate, map[string]any{}, hdr...)
 		errorOf(t, resp, body, 401, "unauthorized")
 	}
 	if validated != 0 {
 		t.Fatal("validator reached without a token")
 	}
 	// Health checks need no token; with one, everything works, Origin or not.
-	if resp, _ := h.do(context.Background(), http.MethodGet, RouteHealth, "", nil); resp.StatusCode != 200 {
+	if resp, _ := h.do(context.Background(), http.MethodGet, api.RouteHealth, "", nil); resp.StatusCode != 200 {
 		t.Errorf("healthz %d", resp.StatusCode)
 	}
 	h.token = "token-for-the-tests-0001"
-	if res := h.execute(ExecuteRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" {
+	if res := h.execute(api.ExecuteRequest{Argv: []string{"echo", "ok"}}); res.Stdout != "ok\n" {
 		t.Errorf("%+v", res)
 	}
-	if resp, body := h.postJSON(RouteValidate, map[string]any{}, "Origin", "https://ci.example"); resp.StatusCode != 200 || validated != 1 {
+	if resp, body := h.do(context.Background(), http.MethodPost, api.RouteValidate, api.ContentTypeTar, bytes.NewReader(manyFiles(t, 1, 16)),
+		api.HeaderSpec, `{}`, "Origin", "https://ci.example"); resp.StatusCode != 200 || validated != 1 {
 		t.Errorf("validate %d %s", resp.StatusCode, body)
 	}
 	if got := h.metric(`aster_api_requests_total{code="401",route="/v1/execute"}`); got != 3 {
@@ -348,7 +350,7 @@ func TestBusy(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if _, err := h.tryExecute(ExecuteRequest{Argv: []string{"sleep", "4"}}); err != nil {
+		if _, err := h.tryExecute(api.ExecuteRequest{Argv: []string{"sleep", "4"}}); err != nil {
 			t.Error(err)
 		}
 	}()
@@ -359,7 +361,7 @@ func TestBusy(t *testing.T) {
 	queued := make(chan struct{})
 	go func() {
 		defer close(queued)
-		resp, body, err := h.tryPost(RouteExecute, ExecuteRequest{Argv: []string{"true"}})
+		resp, body, err := h.tryPost(api.RouteExecute, api.ExecuteRequest{Argv: []string{"true"}})
 		if err != nil {
 			t.Error(err)
 			return
@@ -375,7 +377,7 @@ func TestBusy(t *testing.T) {
 	waitFor(t, 10*time.Second, "the second run to queue", func() bool { return h.mgr.Stats().Queued == 1 })
 	// The queue is full: refused at once.
 	t0 := time.Now()
-	resp, body := h.postJSON(RouteExecute, ExecuteRequest{Argv: []string{"true"}})
+	resp, body := h.postJSON(api.RouteExecute, api.ExecuteRequest{Argv: []string{"true"}})
 	errorOf(t, resp, body, 429, "busy")
 	if time.Since(t0) > 500*time.Millisecond || resp.Header.Get("Retry-After") == "" {
 		t.Errorf("full queue answered in %s, Retry-After %q", time.Since(t0), resp.Header.Get("Retry-After"))
@@ -396,11 +398,11 @@ func TestClientDisconnectCancels(t *testing.T) {
 	h := newHarness(t, harnessOpts{})
 	for _, stream := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
-		b, _ := json.Marshal(ExecuteRequest{Argv: []string{"sleep", "60"}})
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.base+RouteExecute, bytes.NewReader(b))
-		req.Header.Set("Content-Type", ContentTypeJSON)
+		b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"sleep", "60"}})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
+		req.Header.Set("Content-Type", api.ContentTypeJSON)
 		if stream {
-			req.Header.Set("Accept", ContentTypeNDJSON)
+			req.Header.Set("Accept", api.ContentTypeNDJSON)
 		}
 		done := make(chan struct{})
 		go func() {
@@ -435,13 +437,13 @@ func TestTestEndpointNPM(t *testing.T) {
 	for project, want := range map[string]sandbox.Status{"npmpass": sandbox.StatusOK, "npmfail": sandbox.StatusExitNonzero} {
 		t.Run(project, func(t *testing.T) {
 			t.Parallel()
-			spec := TestRequest{JobRequest: JobRequest{Limits: Limits{Timeout: "2m"}}}
+			spec := api.TestRequest{JobRequest: api.JobRequest{Limits: api.Limits{Timeout: "2m"}}}
 			spec.Files = filesOf(t, "../testrun/testdata/"+project)
-			resp, body := h.postJSON(RouteTest, spec)
+			resp, body := h.postJSON(api.RouteTest, spec)
 			if resp.StatusCode != 200 {
 				t.Fatalf("%d %s", resp.StatusCode, body)
 			}
-			var tr TestResponse
+			var tr api.TestResponse
 			if err := json.Unmarshal(body, &tr); err != nil {
 				t.Fatal(err)
 			}
@@ -479,34 +481,34 @@ func TestTestEndpoint(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			dir := "../testrun/testdata/" + c.project
-			spec := TestRequest{JobRequest: JobRequest{Limits: Limits{Timeout: "3m"}}}
+			spec := api.TestRequest{JobRequest: api.JobRequest{Limits: api.Limits{Timeout: "3m"}}}
 			var resp *http.Response
 			var body []byte
 			switch c.mode {
 			case "tar":
 				sj, _ := json.Marshal(spec)
-				resp, body = h.do(context.Background(), http.MethodPost, RouteTest, ContentTypeTar, bytes.NewReader(packDir(t, dir, "")), HeaderSpec, string(sj))
+				resp, body = h.do(context.Background(), http.MethodPost, api.RouteTest, api.ContentTypeTar, bytes.NewReader(packDir(t, dir, "")), api.HeaderSpec, string(sj))
 			case "subdir":
 				spec.Workdir = "repo/" + c.project
 				sj, _ := json.Marshal(spec)
-				resp, body = h.do(context.Background(), http.MethodPost, RouteTest, ContentTypeTar, bytes.NewReader(packDir(t, dir, "repo/"+c.project+"/")), HeaderSpec, string(sj))
+				resp, body = h.do(context.Background(), http.MethodPost, api.RouteTest, api.ContentTypeTar, bytes.NewReader(packDir(t, dir, "repo/"+c.project+"/")), api.HeaderSpec, string(sj))
 			case "multipart":
 				var buf bytes.Buffer
 				mw := multipart.NewWriter(&buf)
 				sj, _ := json.Marshal(spec)
-				mw.WriteField(PartSpec, string(sj))
-				fw, _ := mw.CreateFormFile(PartWorkspace, "ws.tar")
+				mw.WriteField(api.PartSpec, string(sj))
+				fw, _ := mw.CreateFormFile(api.PartWorkspace, "ws.tar")
 				fw.Write(packDir(t, dir, ""))
 				mw.Close()
-				resp, body = h.do(context.Background(), http.MethodPost, RouteTest, mw.FormDataContentType(), &buf)
+				resp, body = h.do(context.Background(), http.MethodPost, api.RouteTest, mw.FormDataContentType(), &buf)
 			case "files":
 				spec.Files = filesOf(t, dir)
-				resp, body = h.postJSON(RouteTest, spec)
+				resp, body = h.postJSON(api.RouteTest, spec)
 			}
 			if resp.StatusCode != 200 {
 				t.Fatalf("%d %s", resp.StatusCode, body)
 			}
-			var tr TestResponse
+			var tr api.TestResponse
 			if err := json.Unmarshal(body, &tr); err != nil {
 				t.Fatal(err)
 			}
@@ -529,19 +531,19 @@ func TestTestEndpoint(t *testing.T) {
 	}
 	t.Run("custom command, streamed", func(t *testing.T) {
 		t.Parallel()
-		spec := TestRequest{Command: []string{"go", "test", "-json", "-run", "TestReverse", "./..."}, JobRequest: JobRequest{Limits: Limits{Timeout: "3m"}}}
+		spec := api.TestRequest{Command: []string{"go", "test", "-json", "-run", "TestReverse", "./..."}, JobRequest: api.JobRequest{Limits: api.Limits{Timeout: "3m"}}}
 		sj, _ := json.Marshal(spec)
-		resp, body := h.do(context.Background(), http.MethodPost, RouteTest, ContentTypeTar, bytes.NewReader(packDir(t, "../testrun/testdata/gofail", "")),
-			HeaderSpec, string(sj), "Accept", ContentTypeNDJSON)
+		resp, body := h.do(context.Background(), http.MethodPost, api.RouteTest, api.ContentTypeTar, bytes.NewReader(packDir(t, "../testrun/testdata/gofail", "")),
+			api.HeaderSpec, string(sj), "Accept", api.ContentTypeNDJSON)
 		if resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, body)
 		}
 		lines := bytes.Split(bytes.TrimSpace(body), []byte("\n"))
-		var last Event
-		if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || last.Type != EventResult {
+		var last api.Event
+		if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || last.Type != api.EventResult {
 			t.Fatalf("last line %s: %v", lines[len(lines)-1], err)
 		}
-		var tr TestResponse
+		var tr api.TestResponse
 		json.Unmarshal(last.Result, &tr)
 		if tr.Tests.Format != "go-test-json" || tr.Tests.Failed != 1 || tr.Tests.Passed != 0 || tr.Tests.Framework != "custom" {
 			t.Errorf("summary %+v", tr.Tests)
@@ -556,7 +558,7 @@ func TestGracefulShutdown(t *testing.T) {
 	h := newHarness(t, harnessOpts{maxConcurrent: 1, queue: 4, server: func(o *Options) { o.ShutdownGrace = 20 * time.Second }})
 	finished := make(chan sandbox.WireResult, 1)
 	go func() {
-		res, err := h.tryExecute(ExecuteRequest{Argv: []string{"sh", "-c", "sleep 2; echo finished"}})
+		res, err := h.tryExecute(api.ExecuteRequest{Argv: []string{"sh", "-c", "sleep 2; echo finished"}})
 		if err != nil {
 			t.Error(err)
 		}
@@ -565,7 +567,7 @@ func TestGracefulShutdown(t *testing.T) {
 	waitFor(t, 30*time.Second, "the run to start", func() bool { return h.mgr.Stats().Running == 1 })
 	queued := make(chan *http.Response, 1)
 	go func() {
-		resp, body, err := h.tryPost(RouteExecute, ExecuteRequest{Argv: []string{"true"}})
+		resp, body, err := h.tryPost(api.RouteExecute, api.ExecuteRequest{Argv: []string{"true"}})
 		if err != nil {
 			t.Error(err)
 			queued <- &http.Response{Header: http.Header{}}
@@ -589,7 +591,7 @@ func TestGracefulShutdown(t *testing.T) {
 	h2 := newHarness(t, harnessOpts{server: func(o *Options) { o.ShutdownGrace = 500 * time.Millisecond }})
 	killed := make(chan sandbox.WireResult, 1)
 	go func() {
-		res, err := h2.tryExecute(ExecuteRequest{Argv: []string{"sleep", "60"}})
+		res, err := h2.tryExecute(api.ExecuteRequest{Argv: []string{"sleep", "60"}})
 		if err != nil {
 			t.Error(err)
 		}
@@ -675,7 +677,7 @@ func TestSlowLoris(t *testing.T) {
 	}
 	// Meanwhile the service works.
 	time.Sleep(300 * time.Millisecond)
-	if res := h.execute(ExecuteRequest{Argv: []string{"echo", "fine"}}); res.Stdout != "fine\n" {
+	if res := h.execute(api.ExecuteRequest{Argv: []string{"echo", "fine"}}); res.Stdout != "fine\n" {
 		t.Errorf("during the slow clients: %+v", res)
 	}
 	wg.Wait()
@@ -708,7 +710,7 @@ func TestStalledReaderDropped(t *testing.T) {
 	// A small receive buffer, so the server's writes block soon.
 	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
 	body := `{"argv":["sh","-c","yes aster-output-line | head -c 60000000"],"limits":{"timeout":"2m","output_ceiling":"100m"}}`
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", RouteExecute, len(body), body)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", api.RouteExecute, len(body), body)
 	waitFor(t, 30*time.Second, "the run to start", func() bool { return h.mgr.Stats().Running == 1 })
 	t0 := time.Now()
 	waitFor(t, 30*time.Second, "the stalled client's run to end", func() bool {

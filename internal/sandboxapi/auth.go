@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"os"
 	"strings"
+
+	"github.com/asterhq/aster/api"
 )
 
 // MinTokenBytes is the shortest bearer token a token file may hold.
@@ -89,17 +91,17 @@ func (t *Tokens) Len() int { return len(t.digests) }
 func (t *Tokens) authorize(r *http.Request) error {
 	if t == nil {
 		if r.Header.Get("Origin") != "" {
-			return fmt.Errorf("%w: requests from web pages (with an Origin header) are refused; use a token file to serve browsers' backends", ErrForbidden)
+			return fmt.Errorf("%w: requests from web pages (with an Origin header) are refused; use a token file to serve browsers' backends", api.ErrForbidden)
 		}
 		if !loopbackHost(r.Host) {
-			return fmt.Errorf("%w: Host %q is not a loopback address; without a token file only loopback names are served", ErrForbidden, r.Host)
+			return fmt.Errorf("%w: Host %q is not a loopback address; without a token file only loopback names are served", api.ErrForbidden, r.Host)
 		}
 		return nil
 	}
 	h := r.Header.Get("Authorization")
 	scheme, tok, ok := strings.Cut(h, " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") || !t.Valid(strings.TrimSpace(tok)) {
-		return fmt.Errorf("%w: send Authorization: Bearer <token> with a token from the server's token file", ErrUnauthorized)
+		return fmt.Errorf("%w: send Authorization: Bearer <token> with a token from the server's token file", api.ErrUnauthorized)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -47,10 +48,10 @@ func benchExecute(b *testing.B, conc, warm int) {
 			b.Fatalf("warm pool: %v", err)
 		}
 	}
-	body, _ := json.Marshal(ExecuteRequest{Argv: []string{"true"}})
+	body, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"true"}})
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
 	post := func() error {
-		resp, err := client.Post(h.base+RouteExecute, ContentTypeJSON, bytes.NewReader(body))
+		resp, err := client.Post(h.base+api.RouteExecute, api.ContentTypeJSON, bytes.NewReader(body))
 		if err != nil {
 			return err
 		}

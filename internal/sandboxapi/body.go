@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/workspace"
@@ -113,11 +114,11 @@ func ReadBody(w http.ResponseWriter, r *http.Request, spec any, o BodyOptions) (
 	ct := r.Header.Get("Content-Type")
 	media, params, err := mime.ParseMediaType(ct)
 	if err != nil {
-		return nil, fmt.Errorf("%w: Content-Type %q: %v", ErrMediaType, ct, err)
+		return nil, fmt.Errorf("%w: Content-Type %q: %v", api.ErrMediaType, ct, err)
 	}
 	var snap *Snapshot
 	switch media {
-	case ContentTypeJSON:
+	case api.ContentTypeJSON:
 		// Decoded as it streams in: the body is not first read whole into
 		// a buffer of its own (one copy less of every file it carries).
 		if err := decodeSpec(body, spec); err != nil {
@@ -126,10 +127,10 @@ func ReadBody(w http.ResponseWriter, r *http.Request, spec any, o BodyOptions) (
 			}
 			return nil, err
 		}
-	case ContentTypeTar:
-		if h := r.Header.Get(HeaderSpec); h != "" {
+	case api.ContentTypeTar:
+		if h := r.Header.Get(api.HeaderSpec); h != "" {
 			if err := decodeSpec(strings.NewReader(h), spec); err != nil {
-				return nil, fmt.Errorf("%s header: %w", HeaderSpec, err)
+				return nil, fmt.Errorf("%s header: %w", api.HeaderSpec, err)
 			}
 		}
 		limit, err := o.snapshotLimit(spec)
@@ -144,7 +145,7 @@ func ReadBody(w http.ResponseWriter, r *http.Request, spec any, o BodyOptions) (
 			return nil, err
 		}
 	default:
-		return nil, fmt.Errorf("%w: %q (send application/json, application/x-tar with an %s header, or multipart/form-data)", ErrMediaType, media, HeaderSpec)
+		return nil, fmt.Errorf("%w: %q (send application/json, application/x-tar with an %s header, or multipart/form-data)", api.ErrMediaType, media, api.HeaderSpec)
 	}
 	// Read to the end: past the archive's trailer there may be padding, and
 	// only a body read to EOF lets the server notice a client that goes away.
@@ -175,7 +176,7 @@ func readMultipart(body *recordingReader, boundary string, spec any, o BodyOptio
 			return fail(body.classify(err))
 		}
 		switch part.FormName() {
-		case PartSpec:
+		case api.PartSpec:
 			data, err := io.ReadAll(io.LimitReader(part, maxSpecBytes+1))
 			if err != nil {
 				return fail(body.classify(err))
@@ -187,14 +188,14 @@ func readMultipart(body *recordingReader, boundary string, spec any, o BodyOptio
 				return fail(fmt.Errorf("spec part: %w", err))
 			}
 			haveSpec = true
-		case PartWorkspace:
+		case api.PartWorkspace:
 			if snap != nil {
 				return fail(sandbox.Invalidf("more than one workspace part"))
 			}
 			if !haveSpec && o.SnapshotLimit != nil {
 				// The spec says how large the workspace may be; the archive
 				// is only read once that is known.
-				return fail(sandbox.Invalidf("the %q part must come before the %q part: its limits.workdir_size bounds the snapshot", PartSpec, PartWorkspace))
+				return fail(sandbox.Invalidf("the %q part must come before the %q part: its limits.workdir_size bounds the snapshot", api.PartSpec, api.PartWorkspace))
 			}
 			limit, err := o.snapshotLimit(spec)
 			if err != nil {
@@ -204,7 +205,7 @@ func readMultipart(body *recordingReader, boundary string, spec any, o BodyOptio
 				return fail(err)
 			}
 		default:
-			return fail(sandbox.Invalidf("unknown multipart field %q (want %q and %q)", part.FormName(), PartSpec, PartWorkspace))
+			return fail(sandbox.Invalidf("unknown multipart field %q (want %q and %q)", part.FormName(), api.PartSpec, api.PartWorkspace))
 		}
 	}
 	return snap, nil
@@ -356,13 +357,13 @@ func (b *recordingReader) classify(err error) error {
 	var mbe *http.MaxBytesError
 	var ne net.Error
 	switch {
-	case errors.Is(err, ErrRequestTimeout), errors.Is(err, sandbox.ErrBusy), errors.Is(err, sandbox.ErrTooLarge):
+	case errors.Is(err, api.ErrRequestTimeout), errors.Is(err, sandbox.ErrBusy), errors.Is(err, sandbox.ErrTooLarge):
 		// Already classed: the pace or the body budget.
 		return err
 	case errors.As(err, &mbe):
 		return fmt.Errorf("%w: request body is over this server's limit of %s (--max-body)", sandbox.ErrTooLarge, config.FormatBytes(mbe.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
-		return fmt.Errorf("%w: the request body was not received in time", ErrRequestTimeout)
+		return fmt.Errorf("%w: the request body was not received in time", api.ErrRequestTimeout)
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return sandbox.Invalidf("request body ended early")
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -105,13 +106,13 @@ func TestEngineDownAndBack(t *testing.T) {
 	}
 	t.Cleanup(func() { rt.Close() })
 	h := newHarness(t, harnessOpts{runtime: rt, label: label, server: func(o *Options) { o.EngineCheckPeriod = 200 * time.Millisecond }})
-	h.execute(ExecuteRequest{Argv: []string{"true"}})
+	h.execute(api.ExecuteRequest{Argv: []string{"true"}})
 
 	// A streamed run is in flight when the engine goes away.
-	b, _ := json.Marshal(ExecuteRequest{Argv: []string{"sh", "-c", "echo started; sleep 60"}})
-	req, _ := http.NewRequest(http.MethodPost, h.base+RouteExecute, bytes.NewReader(b))
-	req.Header.Set("Content-Type", ContentTypeJSON)
-	req.Header.Set("Accept", ContentTypeNDJSON)
+	b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"sh", "-c", "echo started; sleep 60"}})
+	req, _ := http.NewRequest(http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
+	req.Header.Set("Accept", api.ContentTypeNDJSON)
 	resp, err := h.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -122,15 +123,15 @@ func TestEngineDownAndBack(t *testing.T) {
 		t.Fatalf("first event %q", sc.Text())
 	}
 	p.stop()
-	var events []Event
+	var events []api.Event
 	for sc.Scan() {
-		var ev Event
+		var ev api.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatal(err)
 		}
 		events = append(events, ev)
 	}
-	if len(events) != 2 || events[0].Type != EventError || events[0].Error.Code != "unavailable" || events[1].Type != EventResult {
+	if len(events) != 2 || events[0].Type != api.EventError || events[0].Error.Code != "unavailable" || events[1].Type != api.EventResult {
 		t.Fatalf("events after the engine went away: %+v", events)
 	}
 	var res sandbox.WireResult
@@ -140,14 +141,14 @@ func TestEngineDownAndBack(t *testing.T) {
 	}
 
 	// Meanwhile: 503 with Retry-After for runs and readiness, 200 for liveness.
-	resp2, body := h.postJSON(RouteExecute, ExecuteRequest{Argv: []string{"true"}})
+	resp2, body := h.postJSON(api.RouteExecute, api.ExecuteRequest{Argv: []string{"true"}})
 	errorOf(t, resp2, body, 503, "unavailable")
 	if resp2.Header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
 	}
-	resp2, body = h.do(context.Background(), http.MethodGet, RouteReady, "", nil)
+	resp2, body = h.do(context.Background(), http.MethodGet, api.RouteReady, "", nil)
 	errorOf(t, resp2, body, 503, "unavailable")
-	if resp2, _ = h.do(context.Background(), http.MethodGet, RouteHealth, "", nil); resp2.StatusCode != 200 {
+	if resp2, _ = h.do(context.Background(), http.MethodGet, api.RouteHealth, "", nil); resp2.StatusCode != 200 {
 		t.Errorf("healthz %d while the engine is away", resp2.StatusCode)
 	}
 	waitFor(t, 5*time.Second, "aster_engine_up 0", func() bool { return h.metric("aster_engine_up") == 0 })
@@ -156,11 +157,11 @@ func TestEngineDownAndBack(t *testing.T) {
 	p.start(t)
 	t0 := time.Now()
 	waitFor(t, 30*time.Second, "a run to succeed again", func() bool {
-		resp, body := h.postJSON(RouteExecute, ExecuteRequest{Argv: []string{"echo", "back"}})
+		resp, body := h.postJSON(api.RouteExecute, api.ExecuteRequest{Argv: []string{"echo", "back"}})
 		return resp.StatusCode == 200 && strings.Contains(string(body), `"stdout":"back\n"`)
 	})
 	t.Logf("recovered %s after the engine came back", time.Since(t0).Round(time.Millisecond))
-	if resp2, _ = h.do(context.Background(), http.MethodGet, RouteReady, "", nil); resp2.StatusCode != 200 {
+	if resp2, _ = h.do(context.Background(), http.MethodGet, api.RouteReady, "", nil); resp2.StatusCode != 200 {
 		t.Errorf("readyz %d after recovery", resp2.StatusCode)
 	}
 	waitFor(t, 5*time.Second, "aster_engine_up 1", func() bool { return h.metric("aster_engine_up") == 1 })

@@ -2,50 +2,18 @@ package sandboxapi
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"strconv"
 
-	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/api"
 )
 
-// Error classes of the HTTP layer itself; the sandbox classes
-// (sandbox.ErrInvalidSpec, ErrBusy, ...) cover everything else.
-var (
-	ErrUnauthorized     = errors.New("unauthorized")
-	ErrForbidden        = errors.New("forbidden")
-	ErrNotFound         = errors.New("not found")
-	ErrMethodNotAllowed = errors.New("method not allowed")
-	ErrMediaType        = errors.New("unsupported media type")
-	ErrRequestTimeout   = errors.New("request timeout")
-)
-
-// StatusFor maps an error to its HTTP status and stable code. It is the only
+// StatusFor maps an error to its HTTP status and stable code (its class,
+// api.ErrorCode, and that code's status, api.HTTPStatus). It is the only
 // place where errors become statuses.
 func StatusFor(err error) (status int, code string) {
-	switch {
-	case errors.Is(err, ErrUnauthorized):
-		return http.StatusUnauthorized, "unauthorized"
-	case errors.Is(err, ErrForbidden):
-		return http.StatusForbidden, "forbidden"
-	case errors.Is(err, ErrNotFound):
-		return http.StatusNotFound, "not_found"
-	case errors.Is(err, ErrMethodNotAllowed):
-		return http.StatusMethodNotAllowed, "method_not_allowed"
-	case errors.Is(err, ErrMediaType):
-		return http.StatusUnsupportedMediaType, "unsupported_media_type"
-	case errors.Is(err, ErrRequestTimeout):
-		return http.StatusRequestTimeout, "request_timeout"
-	case errors.Is(err, sandbox.ErrInvalidSpec), errors.Is(err, sandbox.ErrUnknownImage):
-		return http.StatusBadRequest, sandbox.ErrorCode(err)
-	case errors.Is(err, sandbox.ErrTooLarge):
-		return http.StatusRequestEntityTooLarge, sandbox.ErrorCode(err)
-	case errors.Is(err, sandbox.ErrBusy):
-		return http.StatusTooManyRequests, sandbox.ErrorCode(err)
-	case errors.Is(err, sandbox.ErrUnavailable):
-		return http.StatusServiceUnavailable, sandbox.ErrorCode(err)
-	}
-	return http.StatusInternalServerError, "internal"
+	code = api.ErrorCode(err)
+	return api.HTTPStatus(code), code
 }
 
 // WriteError answers with the JSON error body for err. retryAfter (seconds),
@@ -53,7 +21,7 @@ func StatusFor(err error) (status int, code string) {
 func WriteError(w http.ResponseWriter, err error, retryAfter int) {
 	status, code := StatusFor(err)
 	h := w.Header()
-	h.Set("Content-Type", ContentTypeJSON)
+	h.Set("Content-Type", api.ContentTypeJSON)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
 	switch status {
@@ -72,5 +40,5 @@ func WriteError(w http.ResponseWriter, err error, retryAfter int) {
 		msg = "internal error"
 	}
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(ErrorBody{Error: ErrorDetail{Code: code, Message: msg}})
+	_ = json.NewEncoder(w).Encode(api.ErrorBody{Error: api.ErrorDetail{Code: code, Message: msg}})
 }

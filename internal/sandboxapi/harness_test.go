@@ -18,6 +18,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
@@ -175,12 +176,12 @@ func (h *harness) postJSON(path string, v any, header ...string) (*http.Response
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	return h.do(context.Background(), http.MethodPost, path, ContentTypeJSON, bytes.NewReader(b), header...)
+	return h.do(context.Background(), http.MethodPost, path, api.ContentTypeJSON, bytes.NewReader(b), header...)
 }
 
 // execute runs argv and returns the result, failing the test on any status
 // but 200. Use tryExecute from other goroutines.
-func (h *harness) execute(req ExecuteRequest) sandbox.WireResult {
+func (h *harness) execute(req api.ExecuteRequest) sandbox.WireResult {
 	h.t.Helper()
 	res, err := h.tryExecute(req)
 	if err != nil {
@@ -190,8 +191,8 @@ func (h *harness) execute(req ExecuteRequest) sandbox.WireResult {
 }
 
 // tryExecute is execute that reports instead of failing, for goroutines.
-func (h *harness) tryExecute(req ExecuteRequest) (sandbox.WireResult, error) {
-	resp, body, err := h.tryPost(RouteExecute, req)
+func (h *harness) tryExecute(req api.ExecuteRequest) (sandbox.WireResult, error) {
+	resp, body, err := h.tryPost(api.RouteExecute, req)
 	if err != nil {
 		return sandbox.WireResult{}, fmt.Errorf("execute %q: %w", req.Argv, err)
 	}
@@ -202,8 +203,8 @@ func (h *harness) tryExecute(req ExecuteRequest) (sandbox.WireResult, error) {
 	if err := json.Unmarshal(body, &res); err != nil {
 		return res, fmt.Errorf("decode %s: %w", body, err)
 	}
-	if res.ID == "" || res.ID != resp.Header.Get(HeaderRunID) {
-		return res, fmt.Errorf("result id %q, header %q", res.ID, resp.Header.Get(HeaderRunID))
+	if res.ID == "" || res.ID != resp.Header.Get(api.HeaderRunID) {
+		return res, fmt.Errorf("result id %q, header %q", res.ID, resp.Header.Get(api.HeaderRunID))
 	}
 	return res, nil
 }
@@ -215,7 +216,7 @@ func (h *harness) tryPost(path string, v any) (*http.Response, []byte, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	req.Header.Set("Content-Type", ContentTypeJSON)
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
 	if h.token != "" {
 		req.Header.Set("Authorization", "Bearer "+h.token)
 	}
@@ -229,17 +230,17 @@ func (h *harness) tryPost(path string, v any) (*http.Response, []byte, error) {
 }
 
 // errorOf decodes an error body and checks its status and code.
-func errorOf(t testing.TB, resp *http.Response, body []byte, status int, code string) ErrorDetail {
+func errorOf(t testing.TB, resp *http.Response, body []byte, status int, code string) api.ErrorDetail {
 	t.Helper()
-	var eb ErrorBody
+	var eb api.ErrorBody
 	if err := json.Unmarshal(body, &eb); err != nil {
 		t.Errorf("status %d, body %q is not an error body: %v", resp.StatusCode, body, err)
-		return ErrorDetail{}
+		return api.ErrorDetail{}
 	}
 	if resp.StatusCode != status || eb.Error.Code != code {
 		t.Errorf("got %d %s (%s), want %d %s", resp.StatusCode, eb.Error.Code, eb.Error.Message, status, code)
 	}
-	if ct := resp.Header.Get("Content-Type"); ct != ContentTypeJSON {
+	if ct := resp.Header.Get("Content-Type"); ct != api.ContentTypeJSON {
 		t.Errorf("error content type %q", ct)
 	}
 	return eb.Error
@@ -289,7 +290,7 @@ func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool)
 // metric returns the value of one sample line of /metrics, or -1.
 func (h *harness) metric(name string) float64 {
 	h.t.Helper()
-	resp, body := h.do(context.Background(), http.MethodGet, RouteMetrics, "", nil)
+	resp, body := h.do(context.Background(), http.MethodGet, api.RouteMetrics, "", nil)
 	if resp.StatusCode != http.StatusOK {
 		h.t.Fatalf("metrics: %d %s", resp.StatusCode, body)
 	}
@@ -305,9 +306,9 @@ func (h *harness) metric(name string) float64 {
 }
 
 // filesOf reads a directory tree into a files map.
-func filesOf(t testing.TB, dir string) map[string]File {
+func filesOf(t testing.TB, dir string) map[string]api.File {
 	t.Helper()
-	out := map[string]File{}
+	out := map[string]api.File{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -317,7 +318,7 @@ func filesOf(t testing.TB, dir string) map[string]File {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
-		out[filepath.ToSlash(rel)] = TextFile(string(b))
+		out[filepath.ToSlash(rel)] = api.TextFile(string(b))
 		return nil
 	})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -98,7 +99,7 @@ func TestSpoolBoundedByRequestSize(t *testing.T) {
 	}
 	// The same request with a snapshot that fits runs.
 	small := manyFiles(t, 3, 1<<10)
-	resp, body := h.do(t.Context(), http.MethodPost, RouteExecute, ContentTypeTar, bytes.NewReader(small), HeaderSpec,
+	resp, body := h.do(t.Context(), http.MethodPost, api.RouteExecute, api.ContentTypeTar, bytes.NewReader(small), api.HeaderSpec,
 		`{"argv":["sh","-c","cat f00002 | wc -c"],"limits":{"workdir_size":"1m"}}`)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), `"stdout":"1024\n"`) {
 		t.Errorf("fitting snapshot: %d %s", resp.StatusCode, body)
@@ -121,7 +122,7 @@ func rawPost(t *testing.T, addr, spec string, body []byte) (*http.Response, []by
 	defer conn.Close()
 	go func() {
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n%s: %s\r\nContent-Length: %d\r\nConnection: close\r\n\r\n",
-			RouteExecute, ContentTypeTar, HeaderSpec, spec, len(body))
+			api.RouteExecute, api.ContentTypeTar, api.HeaderSpec, spec, len(body))
 		_, _ = conn.Write(body) // fails once the server has answered and closed
 	}()
 	_ = conn.SetReadDeadline(time.Now().Add(time.Minute))
@@ -158,7 +159,7 @@ func startUpload(t *testing.T, addr, local, spec string, body []byte, first int)
 	t.Cleanup(func() { conn.Close() })
 	u := &rawUpload{conn: conn, rest: body[first:], status: make(chan *http.Response, 1)}
 	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n%s: %s\r\nContent-Length: %d\r\n\r\n",
-		RouteExecute, ContentTypeTar, HeaderSpec, spec, len(body))
+		api.RouteExecute, api.ContentTypeTar, api.HeaderSpec, spec, len(body))
 	if first > 0 {
 		if _, err := conn.Write(body[:first]); err != nil {
 			t.Fatal(err)
@@ -240,7 +241,7 @@ func TestSpoolTotalCap(t *testing.T) {
 	if peak, _ := watch.peak(); peak > 2<<20 {
 		t.Errorf("a spool file reached %d bytes", peak)
 	}
-	resp, body := h.do(t.Context(), http.MethodPost, RouteExecute, ContentTypeTar, bytes.NewReader(archive), HeaderSpec, spec)
+	resp, body := h.do(t.Context(), http.MethodPost, api.RouteExecute, api.ContentTypeTar, bytes.NewReader(archive), api.HeaderSpec, spec)
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("after the burst: %d %s", resp.StatusCode, body)
 	}
@@ -257,7 +258,7 @@ func TestBodyBytesInFlight(t *testing.T) {
 	}})
 	addr := strings.TrimPrefix(h.base, "http://")
 	filler := strings.Repeat("x", 400<<10)
-	b, _ := json.Marshal(ExecuteRequest{Argv: []string{"true"}, JobRequest: JobRequest{Env: map[string]string{}, Files: map[string]File{"f": TextFile(filler)}}})
+	b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"true"}, JobRequest: api.JobRequest{Env: map[string]string{}, Files: map[string]api.File{"f": api.TextFile(filler)}}})
 	send := func() *rawUpload {
 		conn, err := net.Dial("tcp", addr)
 		if err != nil {
@@ -265,7 +266,7 @@ func TestBodyBytesInFlight(t *testing.T) {
 		}
 		t.Cleanup(func() { conn.Close() })
 		u := &rawUpload{conn: conn, rest: b[1:], status: make(chan *http.Response, 1)}
-		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s", RouteExecute, ContentTypeJSON, len(b), b[:1])
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s", api.RouteExecute, api.ContentTypeJSON, len(b), b[:1])
 		go func() {
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 			if err != nil {
@@ -334,7 +335,7 @@ func TestSlowClientsCannotHoldUploads(t *testing.T) {
 		t.Cleanup(func() { conn.Close() })
 		s := &slow{what: what, conn: conn, done: make(chan time.Duration, 1), code: make(chan int, 1)}
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\n%s: %s\r\nContent-Length: %d\r\n\r\n",
-			RouteExecute, ContentTypeTar, HeaderSpec, spec, len(archive))
+			api.RouteExecute, api.ContentTypeTar, api.HeaderSpec, spec, len(archive))
 		go func() {
 			_ = conn.SetReadDeadline(time.Now().Add(30 * time.Second))
 			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
@@ -378,7 +379,7 @@ func TestSlowClientsCannotHoldUploads(t *testing.T) {
 	var resp *http.Response
 	var body []byte
 	for time.Since(start) < 10*time.Second {
-		resp, body = h.do(t.Context(), http.MethodPost, RouteExecute, ContentTypeTar, bytes.NewReader(archive), HeaderSpec, spec)
+		resp, body = h.do(t.Context(), http.MethodPost, api.RouteExecute, api.ContentTypeTar, bytes.NewReader(archive), api.HeaderSpec, spec)
 		if resp.StatusCode != http.StatusTooManyRequests {
 			break
 		}
@@ -435,12 +436,12 @@ func TestJobHeaderTooLarge(t *testing.T) {
 	for range 3 {
 		argv = append(argv, strings.Repeat("a", 100<<10))
 	}
-	for name, req := range map[string]ExecuteRequest{
-		"1000 env vars of 2KiB": {Argv: []string{"env"}, JobRequest: JobRequest{Env: env}},
+	for name, req := range map[string]api.ExecuteRequest{
+		"1000 env vars of 2KiB": {Argv: []string{"env"}, JobRequest: api.JobRequest{Env: env}},
 		"300KiB of argv":        {Argv: argv},
-		"one 200KiB variable":   {Argv: []string{"env"}, JobRequest: JobRequest{Env: map[string]string{"BIG": strings.Repeat("b", 200<<10)}}},
+		"one 200KiB variable":   {Argv: []string{"env"}, JobRequest: api.JobRequest{Env: map[string]string{"BIG": strings.Repeat("b", 200<<10)}}},
 	} {
-		resp, body := h.postJSON(RouteExecute, req)
+		resp, body := h.postJSON(api.RouteExecute, req)
 		d := errorOf(t, resp, body, http.StatusBadRequest, "invalid_spec")
 		if !strings.Contains(d.Message, "KiB") {
 			t.Errorf("%s: %q names no limit in human units", name, d.Message)
@@ -460,7 +461,7 @@ func TestJobHeaderTooLarge(t *testing.T) {
 	for i := range 200 {
 		ok[fmt.Sprintf("V%04d", i)] = strings.Repeat("e", 2<<10)
 	}
-	if res := h.execute(ExecuteRequest{Argv: []string{"sh", "-c", "env | grep -c ^V"}, JobRequest: JobRequest{Env: ok}}); res.Stdout != "200\n" {
+	if res := h.execute(api.ExecuteRequest{Argv: []string{"sh", "-c", "env | grep -c ^V"}, JobRequest: api.JobRequest{Env: ok}}); res.Stdout != "200\n" {
 		t.Errorf("200 variables of 2KiB: %+v", res)
 	}
 }

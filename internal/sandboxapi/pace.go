@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -77,7 +78,7 @@ func PaceBody(w http.ResponseWriter, r *http.Request, pace Pace) (*PacedBody, er
 	if _, err := br.Peek(1); err != nil && !errors.Is(err, io.EOF) {
 		p.Done()
 		if isTimeout(err) {
-			return nil, fmt.Errorf("%w: the request body did not start within %s", ErrRequestTimeout, pace.FirstByte)
+			return nil, fmt.Errorf("%w: the request body did not start within %s", api.ErrRequestTimeout, pace.FirstByte)
 		}
 		return nil, sandbox.Invalidf("reading the request body: %v", err)
 	}
@@ -109,14 +110,14 @@ func (p *PacedBody) Read(b []byte) (int, error) {
 	if err != nil {
 		if isTimeout(err) {
 			return n, fmt.Errorf("%w: the request body was not received in time (no data for %s, or over %s in all)",
-				ErrRequestTimeout, p.pace.Idle, p.pace.Total)
+				api.ErrRequestTimeout, p.pace.Idle, p.pace.Total)
 		}
 		return n, err
 	}
 	if p.pace.MinRate > 0 && !done {
 		if late := time.Since(p.start) - p.pace.Idle; late > 0 && float64(total) < float64(p.pace.MinRate)*late.Seconds() {
 			return n, fmt.Errorf("%w: the request body arrives at %s/s, under this server's minimum of %s/s (--min-body-rate)",
-				ErrRequestTimeout, config.FormatBytes(int64(float64(total)/time.Since(p.start).Seconds())), config.FormatBytes(p.pace.MinRate))
+				api.ErrRequestTimeout, config.FormatBytes(int64(float64(total)/time.Since(p.start).Seconds())), config.FormatBytes(p.pace.MinRate))
 		}
 	}
 	return n, nil

@@ -2,7 +2,8 @@
 // each request to /v1/execute or /v1/test becomes a throwaway sandbox through
 // a sandbox.Manager, with bearer-token auth, body caps, admission control
 // answered as 429 with Retry-After, optional NDJSON streaming, Prometheus
-// metrics and timeouts against slow clients. Its Go client is sandboxclient.
+// metrics and timeouts against slow clients. Its wire types are package api;
+// its Go client is package client.
 package sandboxapi
 
 import (
@@ -10,6 +11,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -18,19 +20,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
-)
-
-// Routes of the API.
-const (
-	RouteExecute  = "/v1/execute"
-	RouteTest     = "/v1/test"
-	RouteValidate = "/v1/validate"
-	RouteHealth   = "/healthz"
-	RouteReady    = "/readyz"
-	RouteMetrics  = "/metrics"
 )
 
 // Options configure a Server. Zero durations and sizes take the defaults
@@ -74,9 +68,9 @@ type Options struct {
 	FirstByteTimeout time.Duration
 	BodyIdleTimeout  time.Duration
 	MinBodyRate      int64
-	// Validate serves /v1/validate behind the same auth, body cap and
-	// metrics; nil answers 404.
-	Validate http.Handler
+	// Validator answers /v1/validate (a *gate.Validator) behind the same
+	// auth, admission, body limits and metrics as the runs; nil answers 404.
+	Validator Validator
 	// EngineCheckPeriod is how often the engine is probed for the
 	// aster_engine_up metric (default 5s).
 	EngineCheckPeriod time.Duration
@@ -198,56 +192,56 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d := time.Since(start)
 		s.metrics.observeRequest(route, sw.status(), d)
 		level := slog.LevelInfo
-		if route == RouteHealth || route == RouteReady || route == RouteMetrics {
+		if route == api.RouteHealth || route == api.RouteReady || route == api.RouteMetrics {
 			level = slog.LevelDebug
 		}
 		s.log.Log(r.Context(), level, "request", "method", r.Method, "route", route, "status", sw.status(),
-			"ms", d.Milliseconds(), "run", sw.Header().Get(HeaderRunID), "remote", r.RemoteAddr)
+			"ms", d.Milliseconds(), "run", sw.Header().Get(api.HeaderRunID), "remote", r.RemoteAddr)
 	}()
 
 	switch route {
-	case RouteHealth:
+	case api.RouteHealth:
 		if !allowMethod(r, http.MethodGet, http.MethodHead) {
-			s.writeError(sw, r, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
+			s.writeError(sw, r, fmt.Errorf("%w: use GET", api.ErrMethodNotAllowed))
 			return
 		}
 		s.writeJSON(sw, http.StatusOK, map[string]string{"status": "ok"})
-	case RouteReady:
+	case api.RouteReady:
 		if !allowMethod(r, http.MethodGet, http.MethodHead) {
-			s.writeError(sw, r, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
+			s.writeError(sw, r, fmt.Errorf("%w: use GET", api.ErrMethodNotAllowed))
 			return
 		}
 		s.ready(sw, r)
-	case RouteMetrics:
+	case api.RouteMetrics:
 		if err := s.opts.Tokens.authorize(r); err != nil {
 			s.writeError(sw, r, err)
 			return
 		}
 		s.metrics.Handler().ServeHTTP(sw, r)
-	case RouteExecute, RouteTest, RouteValidate:
+	case api.RouteExecute, api.RouteTest, api.RouteValidate:
 		if err := s.opts.Tokens.authorize(r); err != nil {
 			s.writeError(sw, r, err)
 			return
 		}
 		if r.Method != http.MethodPost {
-			s.writeError(sw, r, fmt.Errorf("%w: %s takes POST", ErrMethodNotAllowed, route))
+			s.writeError(sw, r, fmt.Errorf("%w: %s takes POST", api.ErrMethodNotAllowed, route))
 			return
 		}
 		switch route {
-		case RouteExecute:
+		case api.RouteExecute:
 			s.execute(sw, r)
-		case RouteTest:
+		case api.RouteTest:
 			s.test(sw, r)
-		case RouteValidate:
-			if s.opts.Validate == nil {
-				s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", ErrNotFound))
+		case api.RouteValidate:
+			if s.opts.Validator == nil {
+				s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", api.ErrNotFound))
 				return
 			}
 			s.validate(sw, r)
 		}
 	default:
-		s.writeError(sw, r, fmt.Errorf("%w: no route %s (have %s, %s, %s, %s, %s, %s)", ErrNotFound, clipPath(r.URL.Path),
-			RouteExecute, RouteTest, RouteValidate, RouteHealth, RouteReady, RouteMetrics))
+		s.writeError(sw, r, fmt.Errorf("%w: no route %s (have %s, %s, %s, %s, %s, %s)", api.ErrNotFound, clipPath(r.URL.Path),
+			api.RouteExecute, api.RouteTest, api.RouteValidate, api.RouteHealth, api.RouteReady, api.RouteMetrics))
 	}
 }
 
@@ -258,7 +252,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer adm.release()
-	var req ExecuteRequest
+	var req api.ExecuteRequest
 	snap, err := ReadBody(w, r, &req, s.BodyOptions())
 	adm.bodyRead()
 	if err != nil {
@@ -282,7 +276,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer adm.release()
-	var req TestRequest
+	var req api.TestRequest
 	snap, err := ReadBody(w, r, &req, s.BodyOptions())
 	adm.bodyRead()
 	if err != nil {
@@ -304,13 +298,23 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	spec.Env = plan.MergeEnv(req.Env)
 	col := testrun.NewCollector(plan)
 	s.run(w, r, spec, col, func(res sandbox.Result) any {
-		return TestResponse{WireResult: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
+		return api.TestResponse{Result: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
 	})
 }
 
-// validate serves /v1/validate through the same admission as the runs: its
-// snapshot is bounded by the workspace ceiling, which it reserves in the
-// spool space for as long as the handler runs.
+// Validator is what /v1/validate needs from the gate.
+type Validator interface {
+	Validate(ctx context.Context, in gate.ValidateInput) (gate.ValidateResponse, error)
+}
+
+var _ Validator = (*gate.Validator)(nil)
+
+// maxSnapshotList bounds the entries of a snapshot listed for /v1/validate.
+const maxSnapshotList = 200_000
+
+// validate serves /v1/validate through the same admission and body reading
+// as the runs: its snapshot is bounded by the workspace ceiling and holds
+// that much of the spool space while the analyzers run.
 func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 	adm, err := s.admitBody(w, r)
 	if err != nil {
@@ -318,16 +322,36 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer adm.release()
-	if isSnapshotUpload(r) {
-		space, err := s.spool.Reserve(s.workspaceCeiling())
-		if err != nil {
-			s.writeError(w, r, fmt.Errorf("snapshot of up to %s: %w", config.FormatBytes(s.workspaceCeiling()), err))
-			return
-		}
-		defer space.Release()
+	var req api.ValidateRequest
+	snap, err := ReadBody(w, r, &req, s.BodyOptions())
+	adm.bodyRead()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
 	}
-	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
-	s.opts.Validate.ServeHTTP(w, r)
+	defer snap.Close()
+	if snap == nil {
+		s.writeError(w, r, sandbox.Invalidf("a repository snapshot is required: send application/x-tar (spec in the %s header) or multipart/form-data with a workspace file", api.HeaderSpec))
+		return
+	}
+	names, err := snap.Names(maxSnapshotList)
+	if err != nil {
+		s.writeError(w, r, sandbox.Invalidf("snapshot: %v", err))
+		return
+	}
+	var files []string
+	for _, n := range names {
+		if !strings.HasSuffix(n, "/") {
+			files = append(files, n)
+		}
+	}
+	gs := gate.NewSnapshotFrom(func() (io.ReadCloser, error) { return io.NopCloser(snap.Reader()), nil }, files, snap.Stats)
+	out, err := s.opts.Validator.Validate(r.Context(), gate.ValidateInput{Snapshot: gs, Analyzers: req.Analyzers, ChangedFiles: req.ChangedFiles})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, out)
 }
 
 // run normalises spec, runs it through the Manager and answers: a JSON body,
@@ -339,7 +363,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set(HeaderRunID, spec.ID)
+	w.Header().Set(api.HeaderRunID, spec.ID)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	var st *streamer
@@ -368,7 +392,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 	if st != nil && st.isStarted() {
 		var events []any
 		if classified {
-			events = append(events, ErrorEvent{Type: EventError, Error: ErrorDetail{Code: code, Message: err.Error()}})
+			events = append(events, api.ErrorEvent{Type: api.EventError, Error: api.ErrorDetail{Code: code, Message: err.Error()}})
 		}
 		st.finish(append(events, resultEvent(body(res)))...)
 		return
@@ -384,7 +408,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 
 func isSnapshotUpload(r *http.Request) bool {
 	ct := strings.ToLower(r.Header.Get("Content-Type"))
-	return strings.HasPrefix(ct, ContentTypeTar) || strings.HasPrefix(ct, "multipart/form-data")
+	return strings.HasPrefix(ct, api.ContentTypeTar) || strings.HasPrefix(ct, "multipart/form-data")
 }
 
 // reclassify names a run failure the engine caused: when a run broke and the
@@ -457,7 +481,7 @@ func flush(w http.ResponseWriter) { _ = http.NewResponseController(w).Flush() }
 
 func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	h := w.Header()
-	h.Set("Content-Type", ContentTypeJSON)
+	h.Set("Content-Type", api.ContentTypeJSON)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
 	s.deadline(w)
@@ -559,7 +583,7 @@ func (s *Server) watchEngine(ctx context.Context) {
 
 func routeOf(p string) string {
 	switch p {
-	case RouteExecute, RouteTest, RouteValidate, RouteHealth, RouteReady, RouteMetrics:
+	case api.RouteExecute, api.RouteTest, api.RouteValidate, api.RouteHealth, api.RouteReady, api.RouteMetrics:
 		return p
 	}
 	return "other"

@@ -2,10 +2,10 @@ package sandboxapi
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
-	"path"
-	"strings"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
@@ -15,9 +15,9 @@ import (
 // maxDetectNames bounds the snapshot entries read to detect a test runner.
 const maxDetectNames = 100_000
 
-// config is the request's limits as the configuration writes them: the same
+// limitsConfig is a request's limits as the configuration writes them: the same
 // names and units (config.ResolveLimits reads both).
-func (l Limits) config() config.LimitsConfig {
+func limitsConfig(l api.Limits) config.LimitsConfig {
 	return config.LimitsConfig{Timeout: string(l.Timeout), Memory: string(l.Memory), CPUs: string(l.CPUs),
 		Pids: string(l.Pids), OutputLimit: string(l.OutputLimit), OutputCeiling: string(l.OutputCeiling),
 		WorkdirSize: string(l.WorkdirSize), TmpSize: string(l.TmpSize)}
@@ -25,14 +25,14 @@ func (l Limits) config() config.LimitsConfig {
 
 // limits resolves a request's limits: the server's defaults for what it
 // leaves out, its ceilings and the absolute bounds for what it asks.
-func (s *Server) limits(l Limits) (sandbox.Limits, error) {
-	return config.ResolveLimits(l.config(), s.mgr.Limits(), s.opts.Ceilings)
+func (s *Server) limits(l api.Limits) (sandbox.Limits, error) {
+	return config.ResolveLimits(limitsConfig(l), s.mgr.Limits(), s.opts.Ceilings)
 }
 
 // jobSpec builds the sandbox spec for the shared part of a request: limits
 // checked against the ceilings, files or the snapshot, stdin, env, workdir.
 // Argv is the caller's to set; the Manager validates the rest.
-func (s *Server) jobSpec(req JobRequest, snap *Snapshot) (sandbox.Spec, error) {
+func (s *Server) jobSpec(req api.JobRequest, snap *Snapshot) (sandbox.Spec, error) {
 	limits, err := s.limits(req.Limits)
 	if err != nil {
 		return sandbox.Spec{}, err
@@ -53,7 +53,7 @@ func (s *Server) jobSpec(req JobRequest, snap *Snapshot) (sandbox.Spec, error) {
 			// The decoded bytes are all the run needs: the request's copy
 			// of the content may go now rather than when the run ends (the
 			// name stays, for test detection).
-			req.Files[name] = File{}
+			req.Files[name] = api.File{}
 		}
 		spec.Workspace.Files = files
 	case snap != nil:
@@ -64,7 +64,7 @@ func (s *Server) jobSpec(req JobRequest, snap *Snapshot) (sandbox.Spec, error) {
 		spec.Workspace = sandbox.Workspace{Tar: snap.Reader(), Filtered: true}
 	}
 	if req.Stdin != "" || req.StdinEncoding != "" {
-		b, err := decodeText(req.Stdin, req.StdinEncoding)
+		b, err := api.DecodeText(req.Stdin, req.StdinEncoding)
 		if err != nil {
 			return spec, sandbox.Invalidf("stdin: %v", err)
 		}
@@ -75,7 +75,7 @@ func (s *Server) jobSpec(req JobRequest, snap *Snapshot) (sandbox.Spec, error) {
 
 // testPlan decides how /v1/test runs: the request's command, or one detected
 // from the project's files in the working directory.
-func testPlan(req TestRequest, snap *Snapshot) (testrun.Plan, error) {
+func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, error) {
 	if len(req.Command) > 0 {
 		var format testrun.Format
 		var reportPath string
@@ -104,26 +104,12 @@ func testPlan(req TestRequest, snap *Snapshot) (testrun.Plan, error) {
 			names = append(names, name)
 		}
 	}
-	dir := ""
-	if req.Workdir != "" {
-		d, err := workspace.CleanName(req.Workdir)
-		if err != nil {
-			return testrun.Plan{}, sandbox.Invalidf("workdir: %v", err)
-		}
-		dir = d
-	}
-	rel := make([]string, 0, len(names))
-	for _, n := range names {
-		n = strings.TrimSuffix(path.Clean("/" + n)[1:], "/")
-		if dir == "" {
-			rel = append(rel, n)
-		} else if r, ok := strings.CutPrefix(n, dir+"/"); ok {
-			rel = append(rel, r)
-		}
-	}
-	p, err := testrun.Detect(rel)
-	if err != nil {
+	p, err := testrun.DetectIn(names, req.Workdir)
+	if errors.Is(err, testrun.ErrNotDetected) {
 		return p, sandbox.Invalidf("%v; pass \"command\" to say how to run the tests", err)
+	}
+	if err != nil {
+		return p, sandbox.Invalidf("%v", err)
 	}
 	return p, nil
 }

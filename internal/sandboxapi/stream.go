@@ -11,13 +11,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // wantsStream reports whether the client asked for NDJSON events.
 func wantsStream(r *http.Request) bool {
 	for _, v := range r.Header.Values("Accept") {
-		if strings.Contains(v, ContentTypeNDJSON) {
+		if strings.Contains(v, api.ContentTypeNDJSON) {
 			return true
 		}
 	}
@@ -61,7 +62,7 @@ func (st *streamer) startLocked() {
 	}
 	st.started = true
 	h := st.w.Header()
-	h.Set("Content-Type", ContentTypeNDJSON)
+	h.Set("Content-Type", api.ContentTypeNDJSON)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Cache-Control", "no-store")
 	st.deadline()
@@ -97,8 +98,8 @@ func (st *streamer) output(stream sandbox.Stream, data []byte) {
 	if len(data) == 0 {
 		return
 	}
-	text, enc := sandbox.EncodeOutput(data)
-	st.writeLocked(OutputEvent{Type: string(stream), Data: text, Encoding: enc})
+	text, enc := api.EncodeText(data)
+	st.writeLocked(api.OutputEvent{Type: string(stream), Data: text, Encoding: enc})
 }
 
 // finish flushes held-back bytes and writes the closing events.
@@ -108,8 +109,8 @@ func (st *streamer) finish(events ...any) {
 	st.startLocked()
 	for _, s := range []sandbox.Stream{sandbox.Stdout, sandbox.Stderr} {
 		if held := st.carry[s]; len(held) > 0 && st.failed == nil {
-			text, enc := sandbox.EncodeOutput(held)
-			st.writeLocked(OutputEvent{Type: string(s), Data: text, Encoding: enc})
+			text, enc := api.EncodeText(held)
+			st.writeLocked(api.OutputEvent{Type: string(s), Data: text, Encoding: enc})
 		}
 		delete(st.carry, s)
 	}
@@ -171,12 +172,12 @@ func resultEvent(body any) any {
 		return struct {
 			Type string `json:"type"`
 			sandbox.WireResult
-		}{EventResult, v}
-	case TestResponse:
+		}{api.EventResult, v}
+	case api.TestResponse:
 		return struct {
 			Type string `json:"type"`
-			TestResponse
-		}{EventResult, v}
+			api.TestResponse
+		}{api.EventResult, v}
 	}
 	return body
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -30,12 +31,12 @@ func TestStatusFor(t *testing.T) {
 		{fmt.Errorf("%w: body", sandbox.ErrTooLarge), 413, "too_large"},
 		{sandbox.ErrBusy, 429, "busy"},
 		{fmt.Errorf("docker: %w", sandbox.ErrUnavailable), 503, "unavailable"},
-		{ErrUnauthorized, 401, "unauthorized"},
-		{ErrForbidden, 403, "forbidden"},
-		{ErrNotFound, 404, "not_found"},
-		{ErrMethodNotAllowed, 405, "method_not_allowed"},
-		{ErrRequestTimeout, 408, "request_timeout"},
-		{ErrMediaType, 415, "unsupported_media_type"},
+		{api.ErrUnauthorized, 401, "unauthorized"},
+		{api.ErrForbidden, 403, "forbidden"},
+		{api.ErrNotFound, 404, "not_found"},
+		{api.ErrMethodNotAllowed, 405, "method_not_allowed"},
+		{api.ErrRequestTimeout, 408, "request_timeout"},
+		{api.ErrMediaType, 415, "unsupported_media_type"},
 		{fmt.Errorf("%w: bad frame", sandbox.ErrProtocol), 500, "internal"},
 		{errors.New("anything else"), 500, "internal"},
 	}
@@ -58,7 +59,7 @@ func TestWriteErrorHidesInternalDetails(t *testing.T) {
 	if rec.Code != 429 || rec.Header().Get("Retry-After") != "7" {
 		t.Fatalf("%d Retry-After=%q", rec.Code, rec.Header().Get("Retry-After"))
 	}
-	var body ErrorBody
+	var body api.ErrorBody
 	if err := json.Unmarshal(rec.Body.Bytes(), &body); err != nil || body.Error.Code != "busy" || body.Error.Message == "" {
 		t.Fatalf("body %s: %v", rec.Body, err)
 	}
@@ -87,7 +88,7 @@ func TestTokens(t *testing.T) {
 		}
 	}
 	r := httptest.NewRequest("POST", "/v1/execute", nil)
-	if err := toks.authorize(r); !errors.Is(err, ErrUnauthorized) {
+	if err := toks.authorize(r); !errors.Is(err, api.ErrUnauthorized) {
 		t.Errorf("no header: %v", err)
 	}
 	r.Header.Set("Authorization", "bearer second-token-0123456789")
@@ -116,7 +117,7 @@ func TestLoopbackOnlyWithoutTokens(t *testing.T) {
 	r := httptest.NewRequest("POST", "/v1/execute", nil)
 	r.Host = "127.0.0.1:8080"
 	r.Header.Set("Origin", "http://127.0.0.1:8080")
-	if err := none.authorize(r); !errors.Is(err, ErrForbidden) {
+	if err := none.authorize(r); !errors.Is(err, api.ErrForbidden) {
 		t.Errorf("Origin accepted: %v", err)
 	}
 	for addr, ok := range map[string]bool{"127.0.0.1:8080": true, "localhost:0": true, "[::1]:80": true, "0.0.0.0:8080": false, ":8080": false, "10.1.2.3:80": false} {
@@ -134,12 +135,12 @@ func TestLoopbackOnlyWithoutTokens(t *testing.T) {
 
 func TestLimitsParse(t *testing.T) {
 	t.Parallel()
-	var req ExecuteRequest
+	var req api.ExecuteRequest
 	body := `{"argv":["x"],"limits":{"timeout":"1.5s","memory":268435456,"cpus":0.5,"pids":"64","output_limit":"64k","output_ceiling":"1m","workdir_size":"32m","tmp_size":"16MiB"}}`
 	if err := decodeSpec(strings.NewReader(body), &req); err != nil {
 		t.Fatal(err)
 	}
-	l, err := config.ResolveLimits(req.Limits.config(), config.DefaultLimits(), sandbox.Limits{})
+	l, err := config.ResolveLimits(limitsConfig(req.Limits), config.DefaultLimits(), sandbox.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +148,13 @@ func TestLimitsParse(t *testing.T) {
 	if l != want {
 		t.Errorf("limits %+v, want %+v", l, want)
 	}
-	parse := func(l Limits) (sandbox.Limits, error) {
-		return config.ResolveLimits(l.config(), config.DefaultLimits(), sandbox.Limits{})
+	parse := func(l api.Limits) (sandbox.Limits, error) {
+		return config.ResolveLimits(limitsConfig(l), config.DefaultLimits(), sandbox.Limits{})
 	}
-	if l, err := parse(Limits{Timeout: "30"}); err != nil || l.TimeoutMS != 30_000 {
+	if l, err := parse(api.Limits{Timeout: "30"}); err != nil || l.TimeoutMS != 30_000 {
 		t.Errorf("bare number timeout: %+v %v", l, err)
 	}
-	for _, bad := range []Limits{{Memory: "-1"}, {Timeout: "0"}, {Timeout: "10us"}, {Pids: "1.5"}, {Pids: "0"}, {CPUs: "-2"}, {Memory: "lots"}, {WorkdirSize: "0.1b"}} {
+	for _, bad := range []api.Limits{{Memory: "-1"}, {Timeout: "0"}, {Timeout: "10us"}, {Pids: "1.5"}, {Pids: "0"}, {CPUs: "-2"}, {Memory: "lots"}, {WorkdirSize: "0.1b"}} {
 		if _, err := parse(bad); !errors.Is(err, sandbox.ErrInvalidSpec) {
 			t.Errorf("%+v accepted: %v", bad, err)
 		}
@@ -175,13 +176,13 @@ func TestDecodeSpec(t *testing.T) {
 		`{"argv":["x"],"argvv":["y"]}`: `unknown field "argvv"`,
 		`{"argv":["x"],"files":{"a":{"content":"x","mode":1}}}`: `unknown field "mode"`,
 	} {
-		var req ExecuteRequest
+		var req api.ExecuteRequest
 		err := decodeSpec(strings.NewReader(body), &req)
 		if !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want %q", body, err, want)
 		}
 	}
-	var req ExecuteRequest
+	var req api.ExecuteRequest
 	err := decodeSpec(strings.NewReader(`{"argv":["cat"],"files":{"a.txt":"hi","b.bin":{"content":"AP8=","encoding":"base64"}},"stdin":"AQI=","stdin_encoding":"base64"}`), &req)
 	if err != nil {
 		t.Fatal(err)
@@ -192,7 +193,7 @@ func TestDecodeSpec(t *testing.T) {
 	if b, _ := req.Files["a.txt"].Bytes(); string(b) != "hi" {
 		t.Errorf("a.txt = %q", b)
 	}
-	if _, err := (File{Content: "x", Encoding: "rot13"}).Bytes(); err == nil {
+	if _, err := (api.File{Content: "x", Encoding: "rot13"}).Bytes(); err == nil {
 		t.Error("unknown encoding accepted")
 	}
 }
@@ -233,10 +234,10 @@ func TestStreamerKeepsUTF8Whole(t *testing.T) {
 	st.output(sandbox.Stdout, []byte{0xff, 0xfe})
 	st.output(sandbox.Stdout, euro[:2]) // held back, then flushed by finish
 	st.finish(resultEvent(sandbox.Result{ID: "r-1", Status: sandbox.StatusOK}.Wire()))
-	var got []Event
+	var got []api.Event
 	dec := json.NewDecoder(rec.Body)
 	for {
-		var ev Event
+		var ev api.Event
 		if err := dec.Decode(&ev); errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
@@ -260,7 +261,7 @@ func TestStreamerKeepsUTF8Whole(t *testing.T) {
 			t.Errorf("event %d = %s %q %s, want %s %q %s", i, got[i].Type, got[i].Data, got[i].Encoding, w.typ, w.data, w.enc)
 		}
 	}
-	if rec.Header().Get("Content-Type") != ContentTypeNDJSON {
+	if rec.Header().Get("Content-Type") != api.ContentTypeNDJSON {
 		t.Errorf("content type %q", rec.Header().Get("Content-Type"))
 	}
 }
@@ -312,9 +313,9 @@ func TestReadBodySnapshots(t *testing.T) {
 		&tar.Header{Name: "dir/a.txt", Typeflag: tar.TypeReg, Mode: 0o644, Linkname: "hello"},
 		&tar.Header{Name: "link", Typeflag: tar.TypeSymlink, Linkname: "dir/a.txt"})
 	req := httptest.NewRequest("POST", "/v1/execute", bytes.NewReader(good))
-	req.Header.Set("Content-Type", ContentTypeTar)
-	req.Header.Set(HeaderSpec, `{"argv":["ls"]}`)
-	var spec ExecuteRequest
+	req.Header.Set("Content-Type", api.ContentTypeTar)
+	req.Header.Set(api.HeaderSpec, `{"argv":["ls"]}`)
+	var spec api.ExecuteRequest
 	snap, err := ReadBody(httptest.NewRecorder(), req, &spec, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -346,8 +347,8 @@ func TestReadBodySnapshots(t *testing.T) {
 	for name, c := range bad {
 		req := httptest.NewRequest("POST", "/v1/execute", bytes.NewReader(c.body))
 		req.ContentLength = -1 // as if chunked: only the reader can tell
-		req.Header.Set("Content-Type", ContentTypeTar)
-		var spec ExecuteRequest
+		req.Header.Set("Content-Type", api.ContentTypeTar)
+		var spec api.ExecuteRequest
 		snap, err := ReadBody(httptest.NewRecorder(), req, &spec, opts)
 		if !errors.Is(err, c.is) || snap != nil {
 			t.Errorf("%s: %v (snapshot %v), want %v", name, err, snap, c.is)
@@ -361,8 +362,8 @@ func TestReadBodyRefusesLengthUnread(t *testing.T) {
 	body := &explodingReader{t: t}
 	req := httptest.NewRequest("POST", "/v1/execute", body)
 	req.ContentLength = 10 << 30
-	req.Header.Set("Content-Type", ContentTypeJSON)
-	var spec ExecuteRequest
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
+	var spec api.ExecuteRequest
 	_, err := ReadBody(httptest.NewRecorder(), req, &spec, BodyOptions{MaxBodyBytes: 1 << 20})
 	if !errors.Is(err, sandbox.ErrTooLarge) || !strings.Contains(err.Error(), "10GiB") {
 		t.Fatalf("%v", err)
@@ -394,13 +395,13 @@ func TestMultipartBody(t *testing.T) {
 	// Where the spec sets the snapshot's bound, it must come first.
 	strict := opts
 	strict.SnapshotLimit = func(any) (int64, error) { return 1 << 16, nil }
-	req, _ := build([2]string{PartWorkspace, archive}, [2]string{PartSpec, `{"workdir":""}`})
-	if _, err := ReadBody(httptest.NewRecorder(), req, &TestRequest{}, strict); !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), "must come before") {
+	req, _ := build([2]string{api.PartWorkspace, archive}, [2]string{api.PartSpec, `{"workdir":""}`})
+	if _, err := ReadBody(httptest.NewRecorder(), req, &api.TestRequest{}, strict); !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), "must come before") {
 		t.Errorf("workspace before spec: %v", err)
 	}
 	// Without one (the validate handler) the workspace may come first.
-	req, _ = build([2]string{PartWorkspace, archive}, [2]string{PartSpec, `{"workdir":""}`})
-	var spec TestRequest
+	req, _ = build([2]string{api.PartWorkspace, archive}, [2]string{api.PartSpec, `{"workdir":""}`})
+	var spec api.TestRequest
 	snap, err := ReadBody(httptest.NewRecorder(), req, &spec, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -412,8 +413,8 @@ func TestMultipartBody(t *testing.T) {
 	}
 	for name, parts := range map[string][][2]string{
 		"unknown part":   {{"extra", "x"}},
-		"two workspaces": {{PartWorkspace, archive}, {PartWorkspace, archive}},
-		"bad spec":       {{PartSpec, `{"nope":1}`}},
+		"two workspaces": {{api.PartWorkspace, archive}, {api.PartWorkspace, archive}},
+		"bad spec":       {{api.PartSpec, `{"nope":1}`}},
 	} {
 		req, _ := build(parts...)
 		if _, err := ReadBody(httptest.NewRecorder(), req, &spec, opts); !errors.Is(err, sandbox.ErrInvalidSpec) {

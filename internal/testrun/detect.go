@@ -6,6 +6,8 @@ import (
 	"path"
 	"slices"
 	"strings"
+
+	"github.com/asterhq/aster/internal/workspace"
 )
 
 // Plan is how a project's tests are run in a sandbox and how their report is
@@ -86,6 +88,31 @@ func Detect(names []string) (Plan, error) {
 		return Plan{Framework: "npm", Argv: []string{"npm", "test"}, Env: map[string]string{"CI": "true"}, Format: FormatNone}, nil
 	}
 	return Plan{}, fmt.Errorf("%w: no go.mod, pytest configuration or test_*.py, or package.json in the test directory", ErrNotDetected)
+}
+
+// DetectIn is Detect for the tests of workdir (relative to /work, "" for
+// /work itself), given the names of every entry of the workspace: those
+// under workdir are made relative to it. An invalid workdir is an error
+// that names it; a project Detect does not recognise is ErrNotDetected.
+func DetectIn(names []string, workdir string) (Plan, error) {
+	dir := ""
+	if workdir != "" {
+		d, err := workspace.CleanName(workdir)
+		if err != nil {
+			return Plan{}, fmt.Errorf("workdir: %v", err)
+		}
+		dir = d
+	}
+	rel := make([]string, 0, len(names))
+	for _, n := range names {
+		n = strings.TrimPrefix(path.Clean("/"+n), "/")
+		if dir == "" {
+			rel = append(rel, n)
+		} else if r, ok := strings.CutPrefix(n, dir+"/"); ok {
+			rel = append(rel, r)
+		}
+	}
+	return Detect(rel)
 }
 
 // GoPlan runs every package's tests with `go test -json ./...`.

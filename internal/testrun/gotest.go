@@ -125,7 +125,7 @@ func (g *goParser) handleLine(line []byte) {
 			if t != nil {
 				out = t.out
 			}
-			g.sum.addFailure(ev.Package, ev.Test, goMessage(out))
+			addFailure(&g.sum, ev.Package, ev.Test, goMessage(out))
 		}
 	}
 }
@@ -163,10 +163,10 @@ func (g *goParser) finishFailedPackage(pkg string) {
 		}
 		name := strings.TrimPrefix(key, prefix)
 		g.pkgFailed[pkg]++
-		g.sum.addFailure(pkg, name, "the test did not report a result (the test binary crashed or timed out)\n"+goMessage(t.out))
+		addFailure(&g.sum, pkg, name, "the test did not report a result (the test binary crashed or timed out)\n"+goMessage(t.out))
 	}
 	if g.pkgFailed[pkg] == 0 {
-		g.sum.addFailure(pkg, pkg, goMessage(g.pkgOut[pkg]))
+		addFailure(&g.sum, pkg, pkg, goMessage(g.pkgOut[pkg]))
 	}
 }
 

@@ -99,7 +99,7 @@ func parseJUnit(r io.Reader) Summary {
 			if t.Name.Local == "testcase" && cur != nil {
 				switch {
 				case cur.failed:
-					s.addFailure(cur.suite, cur.name, cur.message.String())
+					addFailure(&s, cur.suite, cur.name, cur.message.String())
 				case cur.skipped:
 					s.Skipped++
 				default:

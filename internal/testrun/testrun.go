@@ -9,16 +9,18 @@ import (
 	"errors"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/asterhq/aster/api"
 )
 
-// Format names a machine-readable report format.
-type Format string
+// Format names a machine-readable report format (the public api.ReportFormat).
+type Format = api.ReportFormat
 
 // The formats a Collector reads.
 const (
-	FormatGoJSON Format = "go-test-json" // `go test -json` events on stdout
-	FormatJUnit  Format = "junit-xml"    // a JUnit XML file, copied to stdout after the run
-	FormatNone   Format = "none"         // no machine-readable report
+	FormatGoJSON = api.ReportGoTestJSON // `go test -json` events on stdout
+	FormatJUnit  = api.ReportJUnitXML   // a JUnit XML file, copied to stdout after the run
+	FormatNone   = api.ReportNone       // no machine-readable report
 )
 
 // Caps on what is read and kept from a report.
@@ -36,40 +38,19 @@ const (
 	maxTracked = 10_000
 )
 
-// Summary is what a test run reported. Counts are of leaf tests: a Go test
-// with subtests counts its subtests, not itself; a pytest parametrised test
-// counts each case.
-type Summary struct {
-	// Framework is "go", "pytest", "npm" or "custom".
-	Framework string `json:"framework"`
-	// Format is the report format that was read.
-	Format Format `json:"format"`
-	// Parsed says a report was found and read (fully, unless Error says otherwise).
-	Parsed  bool `json:"parsed"`
-	Passed  int  `json:"passed"`
-	Failed  int  `json:"failed"`
-	Skipped int  `json:"skipped"`
-	// Failures lists failed tests (errors included), at most MaxFailures.
-	Failures []Failure `json:"failures"`
-	// FailuresOmitted counts failed tests not listed in Failures.
-	FailuresOmitted int `json:"failures_omitted"`
-	// Error says why the report could not be read, or was read only in part.
-	Error string `json:"error,omitempty"`
-}
+// Summary is what a test run reported (the public api.TestSummary). Counts
+// are of leaf tests: a Go test with subtests counts its subtests, not itself;
+// a pytest parametrised test counts each case. At most MaxFailures are listed.
+type Summary = api.TestSummary
 
 // Failure is one failed test.
-type Failure struct {
-	Name string `json:"name"`
-	// Suite is the Go package, or the JUnit classname (pytest: the module).
-	Suite   string `json:"suite,omitempty"`
-	Message string `json:"message"`
-}
+type Failure = api.TestFailure
 
 // ErrReportTooLarge marks a report cut at MaxReportBytes.
 var ErrReportTooLarge = errors.New("test report too large")
 
 // addFailure records a failure, keeping at most MaxFailures.
-func (s *Summary) addFailure(suite, name, message string) {
+func addFailure(s *Summary, suite, name, message string) {
 	s.Failed++
 	if len(s.Failures) >= MaxFailures {
 		s.FailuresOmitted++

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/kubernetes/kubetest"
@@ -54,18 +55,18 @@ func TestAPIServerRestart(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	defer hs.Close()
 	post := func(accept string, argv ...string) (*http.Response, error) {
-		b, _ := json.Marshal(sandboxapi.ExecuteRequest{Argv: argv})
-		req, _ := http.NewRequest(http.MethodPost, hs.URL+sandboxapi.RouteExecute, bytes.NewReader(b))
-		req.Header.Set("Content-Type", sandboxapi.ContentTypeJSON)
+		b, _ := json.Marshal(api.ExecuteRequest{Argv: argv})
+		req, _ := http.NewRequest(http.MethodPost, hs.URL+api.RouteExecute, bytes.NewReader(b))
+		req.Header.Set("Content-Type", api.ContentTypeJSON)
 		req.Header.Set("Accept", accept)
 		return http.DefaultClient.Do(req)
 	}
-	if resp, err := post(sandboxapi.ContentTypeJSON, "true"); err != nil || resp.StatusCode != 200 {
+	if resp, err := post(api.ContentTypeJSON, "true"); err != nil || resp.StatusCode != 200 {
 		t.Fatalf("warm-up run: %v %v", resp, err)
 	}
 
 	// A streamed run is in flight when the API server goes away.
-	resp, err := post(sandboxapi.ContentTypeNDJSON, "sh", "-c", "echo started; sleep 120")
+	resp, err := post(api.ContentTypeNDJSON, "sh", "-c", "echo started; sleep 120")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,15 +82,15 @@ func TestAPIServerRestart(t *testing.T) {
 			startAPIServer(t)
 		}
 	}()
-	var events []sandboxapi.Event
+	var events []api.Event
 	for sc.Scan() {
-		var ev sandboxapi.Event
+		var ev api.Event
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			t.Fatal(err)
 		}
 		events = append(events, ev)
 	}
-	if len(events) != 2 || events[0].Type != sandboxapi.EventError || events[0].Error.Code != "unavailable" || events[1].Type != sandboxapi.EventResult {
+	if len(events) != 2 || events[0].Type != api.EventError || events[0].Error.Code != "unavailable" || events[1].Type != api.EventResult {
 		t.Fatalf("events after the API server went away: %+v", events)
 	}
 	var res sandbox.WireResult
@@ -99,7 +100,7 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 
 	// Meanwhile: 503 with Retry-After for runs and readiness.
-	r2, err := post(sandboxapi.ContentTypeJSON, "true")
+	r2, err := post(api.ContentTypeJSON, "true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestAPIServerRestart(t *testing.T) {
 	if r2.StatusCode != 503 || r2.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"unavailable"`) {
 		t.Errorf("run while the API server is away: %d %q %s", r2.StatusCode, r2.Header.Get("Retry-After"), body)
 	}
-	if r3, err := http.Get(hs.URL + sandboxapi.RouteReady); err != nil || r3.StatusCode != 503 {
+	if r3, err := http.Get(hs.URL + api.RouteReady); err != nil || r3.StatusCode != 503 {
 		t.Errorf("readyz while the API server is away: %v %v", r3, err)
 	}
 
@@ -116,7 +117,7 @@ func TestAPIServerRestart(t *testing.T) {
 	restarted = true
 	t0 := time.Now()
 	waitFor(t, 90*time.Second, "a run to succeed again", func() bool {
-		resp, err := post(sandboxapi.ContentTypeJSON, "echo", "back")
+		resp, err := post(api.ContentTypeJSON, "echo", "back")
 		if err != nil {
 			return false
 		}
@@ -125,7 +126,7 @@ func TestAPIServerRestart(t *testing.T) {
 		return resp.StatusCode == 200 && strings.Contains(string(b), `"stdout":"back\n"`)
 	})
 	t.Logf("recovered %s after the API server came back", time.Since(t0).Round(time.Millisecond))
-	if r3, err := http.Get(hs.URL + sandboxapi.RouteReady); err != nil || r3.StatusCode != 200 {
+	if r3, err := http.Get(hs.URL + api.RouteReady); err != nil || r3.StatusCode != 200 {
 		t.Errorf("readyz after recovery: %v %v", r3, err)
 	}
 	// The Pod of the interrupted run is deleted once the API server is back.

@@ -459,7 +459,7 @@ func (s *suite) b10Bytes(t *testing.T) {
 	if w.StdoutEncoding != sandbox.EncodingBase64 {
 		t.Fatalf("invalid UTF-8 must travel as base64, got %q", w.StdoutEncoding)
 	}
-	back, err := w.Result()
+	back, err := sandbox.FromWire(w)
 	if err != nil || !bytes.Equal(back.Stdout.Data, raw) {
 		t.Fatalf("wire round trip lost bytes: %v %q", err, back.Stdout.Data)
 	}

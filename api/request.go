@@ -1,4 +1,4 @@
-package sandboxapi
+package api
 
 import (
 	"bytes"
@@ -6,23 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-
-	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/testrun"
-)
-
-// Media types and headers of the API.
-const (
-	ContentTypeJSON   = "application/json"
-	ContentTypeNDJSON = "application/x-ndjson"
-	ContentTypeTar    = "application/x-tar"
-	// HeaderSpec carries the JSON spec of an application/x-tar request.
-	HeaderSpec = "X-Aster-Spec"
-	// HeaderRunID names the run in every response that started one.
-	HeaderRunID = "X-Aster-Run-Id"
-	// Multipart field names: the JSON spec and the tar snapshot.
-	PartSpec      = "spec"
-	PartWorkspace = "workspace"
 )
 
 // JobRequest is what /v1/execute and /v1/test share: where and with what a
@@ -43,7 +26,8 @@ type JobRequest struct {
 	Env map[string]string `json:"env,omitempty"`
 	// Workdir is relative to /work.
 	Workdir string `json:"workdir,omitempty"`
-	Limits  Limits `json:"limits,omitzero"`
+	// Limits left out take the server's defaults.
+	Limits Limits `json:"limits,omitzero"`
 }
 
 // ExecuteRequest is the body of POST /v1/execute.
@@ -62,10 +46,20 @@ type TestRequest struct {
 	JobRequest
 }
 
+// ReportFormat names a machine-readable test report format.
+type ReportFormat string
+
+// The report formats a test run can be read in.
+const (
+	ReportGoTestJSON ReportFormat = "go-test-json" // `go test -json` events on stdout
+	ReportJUnitXML   ReportFormat = "junit-xml"    // a JUnit XML file, copied to stdout after the run
+	ReportNone       ReportFormat = "none"         // no machine-readable report
+)
+
 // ReportRequest names the report a custom test command leaves.
 type ReportRequest struct {
 	// Format is "go-test-json", "junit-xml" or "none".
-	Format testrun.Format `json:"format"`
+	Format ReportFormat `json:"format"`
 	// Path is where a junit-xml command writes its report in the sandbox.
 	Path string `json:"path,omitempty"`
 }
@@ -150,111 +144,35 @@ type skipValue struct{}
 func (*skipValue) UnmarshalJSON([]byte) error { return nil }
 
 // Bytes decodes the content.
-func (f File) Bytes() ([]byte, error) { return decodeText(f.Content, f.Encoding) }
+func (f File) Bytes() ([]byte, error) { return DecodeText(f.Content, f.Encoding) }
 
-// TextFile and BinaryFile build a File for a request.
+// TextFile builds a File of UTF-8 text.
 func TextFile(s string) File { return File{Content: s} }
 
-// BinaryFile encodes b as base64.
+// BinaryFile builds a File of any bytes, encoded as base64.
 func BinaryFile(b []byte) File {
-	return File{Content: base64.StdEncoding.EncodeToString(b), Encoding: sandbox.EncodingBase64}
+	return File{Content: base64.StdEncoding.EncodeToString(b), Encoding: EncodingBase64}
 }
 
-func decodeText(s, encoding string) ([]byte, error) {
+// DecodeText decodes text of the API (stdin, a file's content, a result's
+// or an event's output) in its encoding: "utf-8" (or empty) or "base64".
+func DecodeText(s, encoding string) ([]byte, error) {
 	switch encoding {
-	case "", sandbox.EncodingUTF8:
+	case "", EncodingUTF8:
 		return []byte(s), nil
-	case sandbox.EncodingBase64:
+	case EncodingBase64:
 		return base64.StdEncoding.DecodeString(s)
 	}
 	return nil, fmt.Errorf("unknown encoding %q (want utf-8 or base64)", encoding)
 }
 
-// ExecuteResponse is the body of a finished /v1/execute: the same fields as
-// `aster exec --json`.
-type ExecuteResponse = sandbox.WireResult
-
-// TestResponse is the body of a finished /v1/test: the run's result plus the
-// parsed test summary and the command that ran.
-type TestResponse struct {
-	sandbox.WireResult
-	Command []string        `json:"command"`
-	Tests   testrun.Summary `json:"tests"`
-}
-
-// ErrorBody is the body of every error response.
-type ErrorBody struct {
-	Error ErrorDetail `json:"error"`
-}
-
-// ErrorDetail is a machine-readable code and a message for a person.
-type ErrorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-// Event types of an NDJSON stream (Accept: application/x-ndjson). Output
-// events come as the job writes; the last event is always "result", possibly
-// preceded by one "error" event when the run failed after the stream began.
-const (
-	EventStdout = "stdout"
-	EventStderr = "stderr"
-	EventError  = "error"
-	EventResult = "result"
-)
-
-// OutputEvent is a chunk of the job's output, as it arrived. Data is UTF-8
-// text, or base64 when Encoding says so (the bytes were not valid UTF-8).
-type OutputEvent struct {
-	Type     string `json:"type"`
-	Data     string `json:"data"`
-	Encoding string `json:"encoding"`
-}
-
-// ErrorEvent reports a classified error after the stream began.
-type ErrorEvent struct {
-	Type  string      `json:"type"`
-	Error ErrorDetail `json:"error"`
-}
-
-// Event is any line of a stream, as a client decodes it: Type says which of
-// the other fields are set. Result holds the raw result object (decode it as
-// ExecuteResponse or TestResponse).
-type Event struct {
-	Type     string
-	Data     []byte
-	Error    *ErrorDetail
-	Result   json.RawMessage
-	Encoding string
-}
-
-// UnmarshalJSON decodes one stream line.
-func (e *Event) UnmarshalJSON(b []byte) error {
-	var head struct {
-		Type     string          `json:"type"`
-		Data     string          `json:"data"`
-		Encoding string          `json:"encoding"`
-		Error    json.RawMessage `json:"error"` // an object in error events, a string in results
-	}
-	if err := json.Unmarshal(b, &head); err != nil {
-		return err
-	}
-	e.Type, e.Encoding = head.Type, head.Encoding
-	switch head.Type {
-	case EventStdout, EventStderr:
-		d, err := decodeText(head.Data, head.Encoding)
-		if err != nil {
-			return err
-		}
-		e.Data = d
-	case EventError:
-		var d ErrorDetail
-		if err := json.Unmarshal(head.Error, &d); err != nil {
-			return fmt.Errorf("error event: %w", err)
-		}
-		e.Error = &d
-	case EventResult:
-		e.Result = append(json.RawMessage(nil), b...)
-	}
-	return nil
+// ValidateRequest is the JSON spec of POST /v1/validate, sent in the
+// X-Aster-Spec header of an application/x-tar body or as the "spec" field of
+// a multipart/form-data body (whose "workspace" file is the tar).
+type ValidateRequest struct {
+	// Analyzers names the analyzers to run (default: all the server has).
+	Analyzers []string `json:"analyzers,omitempty"`
+	// ChangedFiles, when given, limits file-list analyzers to these paths
+	// and marks findings by whether they lie in one (reported).
+	ChangedFiles []string `json:"changed_files,omitempty"`
 }

@@ -1,4 +1,4 @@
-package sandboxclient
+package client
 
 import (
 	"bytes"
@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
-	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -77,23 +77,23 @@ func TestExecute(t *testing.T) {
 			Files:  map[string][]byte{"a.txt": []byte("ünïcode\n"), "b.bin": {0xff, 0}},
 			Stdin:  []byte{0xfe, 0x01},
 			Env:    map[string]string{"X": "env"},
-			Limits: sandbox.Limits{TimeoutMS: 10_000, MemoryBytes: 128 << 20, MilliCPUs: 500, Pids: 64},
+			Limits: api.Limits{Timeout: "10s", Memory: "128m", CPUs: "0.5", Pids: "64"},
 		},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := out.Result
-	if r.Status != sandbox.StatusExitNonzero || r.ExitCode != 2 || out.RunID != r.ID || r.ID == "" {
+	if r.Status != api.StatusExitNonzero || r.ExitCode != 2 || out.RunID != r.ID || r.ID == "" {
 		t.Errorf("result %+v run %s", r, out.RunID)
 	}
-	if want := "ünïcode\n ff 00\n fe 01\nenv\n"; string(r.Stdout.Data) != want {
-		t.Errorf("stdout %q, want %q", r.Stdout.Data, want)
+	if want := "ünïcode\n ff 00\n fe 01\nenv\n"; string(out.Stdout) != want || r.Stdout != want {
+		t.Errorf("stdout %q, want %q", out.Stdout, want)
 	}
 	// Binary output comes back as bytes.
 	out, err = c.Execute(ctx, ExecuteOptions{Argv: []string{"printf", `\377\000`}})
-	if err != nil || !bytes.Equal(out.Result.Stdout.Data, []byte{0xff, 0}) || out.Wire.StdoutEncoding != "base64" {
-		t.Errorf("binary stdout %q %v", out.Result.Stdout.Data, err)
+	if err != nil || !bytes.Equal(out.Stdout, []byte{0xff, 0}) || out.Result.StdoutEncoding != "base64" {
+		t.Errorf("binary stdout %q %v", out.Stdout, err)
 	}
 }
 
@@ -105,7 +105,7 @@ func TestExecuteStreaming(t *testing.T) {
 	var order []string
 	out, err := c.Execute(t.Context(), ExecuteOptions{
 		Argv: []string{"sh", "-c", "echo a; sleep 0.3; echo b >&2; sleep 0.3; echo c"},
-		Job: Job{OnOutput: func(s sandbox.Stream, data []byte) {
+		Job: Job{OnOutput: func(s api.Stream, data []byte) {
 			mu.Lock()
 			order = append(order, string(s)+":"+string(data))
 			mu.Unlock()
@@ -117,7 +117,7 @@ func TestExecuteStreaming(t *testing.T) {
 	if got := strings.Join(order, ""); got != "stdout:a\nstderr:b\nstdout:c\n" {
 		t.Errorf("streamed %q", got)
 	}
-	if string(out.Result.Stdout.Data) != "a\nc\n" || string(out.Result.Stderr.Data) != "b\n" {
+	if string(out.Stdout) != "a\nc\n" || string(out.Stderr) != "b\n" {
 		t.Errorf("result %+v", out.Result)
 	}
 }
@@ -150,11 +150,11 @@ func TestSnapshotEncodings(t *testing.T) {
 		if name == "multipart" {
 			want = "in the snapshot 20480 \n"
 		}
-		if got := string(out.Result.Stdout.Data); got != want {
+		if got := string(out.Stdout); got != want {
 			t.Errorf("%s: stdout %q, want %q", name, got, want)
 		}
 	}
-	if _, err := c.Execute(t.Context(), ExecuteOptions{Argv: []string{"true"}, Job: Job{Snapshot: &bytes.Buffer{}, Files: map[string][]byte{"a": nil}}}); !errors.Is(err, sandbox.ErrInvalidSpec) {
+	if _, err := c.Execute(t.Context(), ExecuteOptions{Argv: []string{"true"}, Job: Job{Snapshot: &bytes.Buffer{}, Files: map[string][]byte{"a": nil}}}); !errors.Is(err, api.ErrInvalidSpec) {
 		t.Errorf("files and snapshot: %v", err)
 	}
 }
@@ -164,7 +164,7 @@ func TestTest(t *testing.T) {
 	url, _ := server(t, 2, 4, nil)
 	c := newClient(t, url, "")
 	var tarball bytes.Buffer
-	if _, _, err := workspace.PackDir("../testrun/testdata/pyfail", &tarball, workspace.Caps{}); err != nil {
+	if _, _, err := workspace.PackDir("../internal/testrun/testdata/pyfail", &tarball, workspace.Caps{}); err != nil {
 		t.Fatal(err)
 	}
 	out, err := c.Test(t.Context(), TestOptions{Job: Job{Snapshot: &tarball}})
@@ -172,7 +172,7 @@ func TestTest(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := out.Tests
-	if s.Framework != "pytest" || s.Format != testrun.FormatJUnit || s.Passed != 1 || s.Failed != 2 || len(s.Failures) != 2 || out.Result.Status != sandbox.StatusExitNonzero {
+	if s.Framework != "pytest" || s.Format != api.ReportJUnitXML || s.Passed != 1 || s.Failed != 2 || len(s.Failures) != 2 || out.Result.Status != api.StatusExitNonzero {
 		t.Errorf("summary %+v status %s", s, out.Result.Status)
 	}
 	if len(out.Command) == 0 || out.RunID == "" {
@@ -180,25 +180,25 @@ func TestTest(t *testing.T) {
 	}
 }
 
-// Errors unwrap to the sandbox error classes, with the server's Retry-After.
+// Errors unwrap to the api error classes, with the server's Retry-After.
 func TestErrorsClassified(t *testing.T) {
 	t.Parallel()
 	tokens, _ := sandboxapi.ParseTokens(strings.NewReader("client-test-token-123456\n"))
 	url, mgr := server(t, 1, 0, tokens)
 	ctx := t.Context()
 	anon := newClient(t, url, "")
-	if _, err := anon.Execute(ctx, ExecuteOptions{Argv: []string{"true"}}); !errors.Is(err, sandboxapi.ErrUnauthorized) {
+	if _, err := anon.Execute(ctx, ExecuteOptions{Argv: []string{"true"}}); !errors.Is(err, api.ErrUnauthorized) {
 		t.Errorf("no token: %v", err)
 	}
 	c := newClient(t, url, "client-test-token-123456")
 	var ae *APIError
-	if _, err := c.Execute(ctx, ExecuteOptions{Argv: nil}); !errors.Is(err, sandbox.ErrInvalidSpec) || !errors.As(err, &ae) || ae.Status != 400 {
+	if _, err := c.Execute(ctx, ExecuteOptions{Argv: nil}); !errors.Is(err, api.ErrInvalidSpec) || !errors.As(err, &ae) || ae.Status != 400 {
 		t.Errorf("no argv: %v", err)
 	}
-	if _, err := c.Execute(ctx, ExecuteOptions{Argv: []string{"true"}, Job: Job{Image: "busybox"}}); !errors.Is(err, sandbox.ErrUnknownImage) {
+	if _, err := c.Execute(ctx, ExecuteOptions{Argv: []string{"true"}, Job: Job{Image: "busybox"}}); !errors.Is(err, api.ErrUnknownImage) {
 		t.Errorf("unknown image: %v", err)
 	}
-	if _, err := c.Execute(ctx, ExecuteOptions{Argv: []string{"true"}, Job: Job{Limits: sandbox.Limits{MemoryBytes: 1 << 40}}}); !errors.Is(err, sandbox.ErrInvalidSpec) || !strings.Contains(err.Error(), "ceiling") {
+	if _, err := c.Execute(ctx, ExecuteOptions{Argv: []string{"true"}, Job: Job{Limits: api.Limits{Memory: "1099511627776"}}}); !errors.Is(err, api.ErrInvalidSpec) || !strings.Contains(err.Error(), "ceiling") {
 		t.Errorf("over the ceiling: %v", err)
 	}
 	done := make(chan error, 1)
@@ -211,7 +211,7 @@ func TestErrorsClassified(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	_, err := c.Execute(ctx, ExecuteOptions{Argv: []string{"true"}})
-	if !errors.Is(err, sandbox.ErrBusy) || !errors.As(err, &ae) || ae.RetryAfter < time.Second || !IsRetryable(err) {
+	if !errors.Is(err, api.ErrBusy) || !errors.As(err, &ae) || ae.RetryAfter < time.Second || !IsRetryable(err) {
 		t.Errorf("busy: %v (%+v)", err, ae)
 	}
 	if err := <-done; err != nil {
@@ -221,7 +221,7 @@ func TestErrorsClassified(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	gone := "http://" + ln.Addr().String()
 	ln.Close()
-	if _, err := newClient(t, gone, "").Execute(ctx, ExecuteOptions{Argv: []string{"true"}}); !errors.Is(err, sandbox.ErrUnavailable) || !IsRetryable(err) {
+	if _, err := newClient(t, gone, "").Execute(ctx, ExecuteOptions{Argv: []string{"true"}}); !errors.Is(err, api.ErrUnavailable) || !IsRetryable(err) {
 		t.Errorf("no server: %v", err)
 	}
 }
@@ -230,10 +230,6 @@ func TestHelpers(t *testing.T) {
 	t.Parallel()
 	if got := asciiJSON([]byte(`{"a":"é😀x"}`)); got != `{"a":"\u00e9\ud83d\ude00x"}` {
 		t.Errorf("asciiJSON = %s", got)
-	}
-	l := wireLimits(sandbox.Limits{TimeoutMS: 1500, MemoryBytes: 1 << 20, MilliCPUs: 250})
-	if want := (sandboxapi.Limits{Timeout: "1500ms", Memory: "1048576", CPUs: "0.25"}); l != want {
-		t.Errorf("wire limits %+v, want %+v", l, want)
 	}
 	p := filepath.Join(t.TempDir(), "tokens")
 	os.WriteFile(p, []byte("# comment\n\n  the-token-value-123  \nsecond\n"), 0o600)

@@ -1,8 +1,10 @@
-// Package sandboxclient is the typed Go client of the orchestrator API
-// (`aster sandbox serve`, package sandboxapi). Calls take options and return
-// a result, and errors wrap the sandbox error classes (sandbox.ErrBusy,
-// ErrInvalidSpec, ...) so a remote run is handled like a local one.
-package sandboxclient
+// Package client is the Go client of Aster's sandbox API (`aster sandbox
+// serve`): run a command or a project's tests in a fresh sandbox on a server.
+// Calls take options and return a result; errors unwrap to the api error
+// classes (api.ErrBusy, api.ErrInvalidSpec, ...), so callers decide by
+// behaviour with errors.Is. It depends only on the standard library and
+// package api.
+package client
 
 import (
 	"bytes"
@@ -20,9 +22,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxapi"
-	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/api"
 )
 
 // maxResponseBytes bounds what is read from one response.
@@ -31,6 +31,10 @@ const maxResponseBytes = 1 << 30
 // maxHeaderSpecBytes is the largest spec sent in the X-Aster-Spec header;
 // larger ones go as a multipart field.
 const maxHeaderSpecBytes = 16 << 10
+
+// ErrStreamEnded is returned when a streamed response ended before its
+// result event (the connection broke, or the server went away).
+var ErrStreamEnded = errors.New("the event stream ended without a result")
 
 // Options configure a Client.
 type Options struct {
@@ -41,7 +45,8 @@ type Options struct {
 	// HTTPClient is used for every call; nil is a client with no overall
 	// timeout (runs can be long: bound them with the context).
 	HTTPClient *http.Client
-	UserAgent  string
+	// UserAgent is sent with every request (default "aster-client").
+	UserAgent string
 }
 
 // Client calls the orchestrator API. It is safe for concurrent use.
@@ -67,7 +72,7 @@ func New(o Options) (*Client, error) {
 	}
 	ua := o.UserAgent
 	if ua == "" {
-		ua = "aster-sandboxclient"
+		ua = "aster-client"
 	}
 	return &Client{base: u, token: o.Token, http: hc, ua: ua}, nil
 }
@@ -89,69 +94,73 @@ func ReadTokenFile(path string) (string, error) {
 
 // Job is what Execute and Test share.
 type Job struct {
+	// Image must be on the server's allowlist; empty is its default image.
 	Image string
 	// Files are placed under /work (path → content). Give Files or Snapshot.
 	Files map[string][]byte
 	// Snapshot is an uncompressed tar stream of a directory, sent as binary.
 	Snapshot io.Reader
-	Stdin    []byte
-	Env      map[string]string
-	Workdir  string
-	// Limits: zero fields take the server's defaults.
-	Limits sandbox.Limits
+	// Stdin is the command's standard input.
+	Stdin []byte
+	// Env is the command's whole environment (the server adds PATH, HOME
+	// and LANG defaults).
+	Env map[string]string
+	// Workdir is relative to /work.
+	Workdir string
+	// Limits in human units ("30s", "512m"); fields left empty take the
+	// server's defaults.
+	Limits api.Limits
 	// OnOutput, when set, receives output as the job writes it (the call
 	// asks for an NDJSON stream). It is called from one goroutine.
-	OnOutput func(stream sandbox.Stream, data []byte)
+	OnOutput func(stream api.Stream, data []byte)
 }
 
 // ExecuteOptions describe one command to run.
 type ExecuteOptions struct {
+	// Argv is executed directly, with no shell.
 	Argv []string
 	Job
 }
 
 // ExecuteResult is a finished run.
 type ExecuteResult struct {
-	RunID  string
-	Result sandbox.Result
-	Wire   sandbox.WireResult
+	// RunID names the run (the X-Aster-Run-Id header); it is set as soon as
+	// the server started one, even when the call then failed.
+	RunID string
+	// Result is the run's result as the server sent it.
+	Result api.Result
+	// Stdout and Stderr are Result's kept output, decoded.
+	Stdout, Stderr []byte
 }
 
 // TestOptions describe a test run: Command (empty: detected by the server)
 // and, for a custom command, how to read its report.
 type TestOptions struct {
 	Command []string
-	Report  *sandboxapi.ReportRequest
+	Report  *api.ReportRequest
 	Job
 }
 
 // TestResult is a finished test run with its parsed summary.
 type TestResult struct {
-	RunID   string
-	Result  sandbox.Result
-	Wire    sandbox.WireResult
+	ExecuteResult
+	// Command is the command that ran (detected or given).
 	Command []string
-	Tests   testrun.Summary
+	// Tests is what the run's report said.
+	Tests api.TestSummary
 }
 
 // Execute runs a command in a fresh sandbox on the server. When the run
-// itself failed after it started (err wraps sandbox.ErrUnavailable, say), the
+// itself failed after it started (err wraps api.ErrUnavailable, say), the
 // result is returned too, with what the job wrote before.
 func (c *Client) Execute(ctx context.Context, o ExecuteOptions) (ExecuteResult, error) {
 	req, err := jobRequest(o.Job)
 	if err != nil {
 		return ExecuteResult{}, err
 	}
-	var out sandbox.WireResult
-	runID, err := c.run(ctx, sandboxapi.RouteExecute, sandboxapi.ExecuteRequest{Argv: o.Argv, JobRequest: req}, o.Job, &out)
-	if err != nil && out.ID == "" {
-		return ExecuteResult{RunID: runID}, err
-	}
-	res, cerr := out.Result()
-	if cerr != nil && err == nil {
-		err = fmt.Errorf("decode result: %w", cerr)
-	}
-	return ExecuteResult{RunID: runID, Result: res, Wire: out}, err
+	var out api.Result
+	runID, err := c.run(ctx, api.RouteExecute, api.ExecuteRequest{Argv: o.Argv, JobRequest: req}, o.Job, &out)
+	return finished(runID, out, err)
 }
 
 // Test runs a project's tests in a fresh sandbox on the server.
@@ -160,42 +169,44 @@ func (c *Client) Test(ctx context.Context, o TestOptions) (TestResult, error) {
 	if err != nil {
 		return TestResult{}, err
 	}
-	var out sandboxapi.TestResponse
-	runID, err := c.run(ctx, sandboxapi.RouteTest, sandboxapi.TestRequest{Command: o.Command, Report: o.Report, JobRequest: req}, o.Job, &out)
-	if err != nil && out.ID == "" {
-		return TestResult{RunID: runID}, err
+	var out api.TestResponse
+	runID, err := c.run(ctx, api.RouteTest, api.TestRequest{Command: o.Command, Report: o.Report, JobRequest: req}, o.Job, &out)
+	res, err := finished(runID, out.Result, err)
+	if out.ID == "" {
+		return TestResult{ExecuteResult: res}, err
 	}
-	res, cerr := out.WireResult.Result()
-	if cerr != nil && err == nil {
-		err = fmt.Errorf("decode result: %w", cerr)
-	}
-	return TestResult{RunID: runID, Result: res, Wire: out.WireResult, Command: out.Command, Tests: out.Tests}, err
+	return TestResult{ExecuteResult: res, Command: out.Command, Tests: out.Tests}, err
 }
 
-// Ready is what /readyz reports.
-type Ready struct {
-	Status        string `json:"status"`
-	Runtime       string `json:"runtime"`
-	Image         string `json:"image"`
-	ImageDigest   string `json:"image_digest"`
-	Running       int    `json:"running"`
-	Queued        int    `json:"queued"`
-	MaxConcurrent int    `json:"max_concurrent"`
-	QueueSize     int    `json:"queue_size"`
+// finished decodes a run's output; a result that never came back (out.ID
+// empty) leaves only the run id.
+func finished(runID string, out api.Result, err error) (ExecuteResult, error) {
+	if err != nil && out.ID == "" {
+		return ExecuteResult{RunID: runID}, err
+	}
+	res := ExecuteResult{RunID: runID, Result: out}
+	var derr error
+	if res.Stdout, derr = out.Output(api.Stdout); derr == nil {
+		res.Stderr, derr = out.Output(api.Stderr)
+	}
+	if derr != nil && err == nil {
+		err = fmt.Errorf("decode result: %w", derr)
+	}
+	return res, err
 }
 
 // Ready asks whether the server can run sandboxes now (engine reachable,
-// default image present); an error wrapping sandbox.ErrUnavailable says no.
-func (c *Client) Ready(ctx context.Context) (Ready, error) {
-	var r Ready
-	err := c.get(ctx, sandboxapi.RouteReady, &r)
+// default image present); an error wrapping api.ErrUnavailable says no.
+func (c *Client) Ready(ctx context.Context) (api.Ready, error) {
+	var r api.Ready
+	err := c.get(ctx, api.RouteReady, &r)
 	return r, err
 }
 
 // Health asks whether the server process is up.
 func (c *Client) Health(ctx context.Context) error {
 	var v map[string]string
-	return c.get(ctx, sandboxapi.RouteHealth, &v)
+	return c.get(ctx, api.RouteHealth, &v)
 }
 
 func (c *Client) get(ctx context.Context, route string, out any) error {
@@ -206,7 +217,7 @@ func (c *Client) get(ctx context.Context, route string, out any) error {
 	c.decorate(req)
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %v", route, sandbox.ErrUnavailable, err)
+		return fmt.Errorf("%s: %w: %v", route, api.ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -237,24 +248,24 @@ func (c *Client) run(ctx context.Context, route string, spec any, job Job, out a
 	}
 	stream := job.OnOutput != nil
 	if stream {
-		req.Header.Set("Accept", sandboxapi.ContentTypeNDJSON)
+		req.Header.Set("Accept", api.ContentTypeNDJSON)
 	} else {
-		req.Header.Set("Accept", sandboxapi.ContentTypeJSON)
+		req.Header.Set("Accept", api.ContentTypeJSON)
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return "", context.Cause(ctx)
 		}
-		return "", fmt.Errorf("%s: %w: %v", route, sandbox.ErrUnavailable, err)
+		return "", fmt.Errorf("%s: %w: %v", route, api.ErrUnavailable, err)
 	}
 	defer resp.Body.Close()
-	runID := resp.Header.Get(sandboxapi.HeaderRunID)
+	runID := resp.Header.Get(api.HeaderRunID)
 	if resp.StatusCode != http.StatusOK {
 		return runID, apiError(resp)
 	}
 	body := io.LimitReader(resp.Body, maxResponseBytes)
-	if !strings.HasPrefix(resp.Header.Get("Content-Type"), sandboxapi.ContentTypeNDJSON) {
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), api.ContentTypeNDJSON) {
 		if err := json.NewDecoder(body).Decode(out); err != nil {
 			return runID, fmt.Errorf("%s: decode response: %w", route, err)
 		}
@@ -263,23 +274,23 @@ func (c *Client) run(ctx context.Context, route string, spec any, job Job, out a
 	dec := json.NewDecoder(body)
 	var runErr error
 	for {
-		var ev sandboxapi.Event
+		var ev api.Event
 		if err := dec.Decode(&ev); err != nil {
 			if ctx.Err() != nil {
 				return runID, context.Cause(ctx)
 			}
-			return runID, fmt.Errorf("%s: %w: the event stream ended without a result: %v", route, sandbox.ErrProtocol, err)
+			return runID, fmt.Errorf("%s: %w: %v", route, ErrStreamEnded, err)
 		}
 		switch ev.Type {
-		case sandboxapi.EventStdout:
-			job.OnOutput(sandbox.Stdout, ev.Data)
-		case sandboxapi.EventStderr:
-			job.OnOutput(sandbox.Stderr, ev.Data)
-		case sandboxapi.EventError:
+		case api.EventStdout:
+			job.OnOutput(api.Stdout, ev.Data)
+		case api.EventStderr:
+			job.OnOutput(api.Stderr, ev.Data)
+		case api.EventError:
 			if ev.Error != nil {
 				runErr = &APIError{Status: statusOfCode(ev.Error.Code), Code: ev.Error.Code, Message: ev.Error.Message}
 			}
-		case sandboxapi.EventResult:
+		case api.EventResult:
 			if err := json.Unmarshal(ev.Result, out); err != nil {
 				return runID, fmt.Errorf("%s: decode result: %w", route, err)
 			}
@@ -303,23 +314,23 @@ func (c *Client) newRunRequest(ctx context.Context, route string, spec any, snap
 		if err != nil {
 			return nil, err
 		}
-		req.Header.Set("Content-Type", sandboxapi.ContentTypeJSON)
+		req.Header.Set("Content-Type", api.ContentTypeJSON)
 	case len(specJSON) <= maxHeaderSpecBytes:
 		req, err = http.NewRequestWithContext(ctx, http.MethodPost, c.url(route), snapshot)
 		if err != nil {
 			return nil, err
 		}
 		req.ContentLength = knownLength(snapshot)
-		req.Header.Set("Content-Type", sandboxapi.ContentTypeTar)
-		req.Header.Set(sandboxapi.HeaderSpec, asciiJSON(specJSON))
+		req.Header.Set("Content-Type", api.ContentTypeTar)
+		req.Header.Set(api.HeaderSpec, asciiJSON(specJSON))
 	default:
 		pr, pw := io.Pipe()
 		mw := multipart.NewWriter(pw)
 		go func() {
-			err := mw.WriteField(sandboxapi.PartSpec, string(specJSON))
+			err := mw.WriteField(api.PartSpec, string(specJSON))
 			if err == nil {
 				var part io.Writer
-				part, err = mw.CreateFormFile(sandboxapi.PartWorkspace, "workspace.tar")
+				part, err = mw.CreateFormFile(api.PartWorkspace, "workspace.tar")
 				if err == nil {
 					_, err = io.Copy(part, snapshot)
 				}
@@ -381,96 +392,52 @@ func asciiJSON(b []byte) string {
 }
 
 // jobRequest turns typed options into the wire request.
-func jobRequest(j Job) (sandboxapi.JobRequest, error) {
+func jobRequest(j Job) (api.JobRequest, error) {
 	if j.Snapshot != nil && len(j.Files) > 0 {
-		return sandboxapi.JobRequest{}, fmt.Errorf("%w: give files or a snapshot, not both", sandbox.ErrInvalidSpec)
+		return api.JobRequest{}, fmt.Errorf("%w: give files or a snapshot, not both", api.ErrInvalidSpec)
 	}
-	req := sandboxapi.JobRequest{Image: j.Image, Env: j.Env, Workdir: j.Workdir, Limits: wireLimits(j.Limits)}
+	req := api.JobRequest{Image: j.Image, Env: j.Env, Workdir: j.Workdir, Limits: j.Limits}
 	if len(j.Files) > 0 {
-		req.Files = make(map[string]sandboxapi.File, len(j.Files))
+		req.Files = make(map[string]api.File, len(j.Files))
 		for name, b := range j.Files {
 			if utf8.Valid(b) {
-				req.Files[name] = sandboxapi.TextFile(string(b))
+				req.Files[name] = api.TextFile(string(b))
 			} else {
-				req.Files[name] = sandboxapi.BinaryFile(b)
+				req.Files[name] = api.BinaryFile(b)
 			}
 		}
 	}
 	if len(j.Stdin) > 0 {
-		req.Stdin, req.StdinEncoding = sandbox.EncodeOutput(j.Stdin)
+		req.Stdin, req.StdinEncoding = api.EncodeText(j.Stdin)
 	}
 	return req, nil
 }
 
-func wireLimits(l sandbox.Limits) sandboxapi.Limits {
-	q := func(v int64, unit string) sandboxapi.Quantity {
-		if v == 0 {
-			return ""
-		}
-		return sandboxapi.Quantity(strconv.FormatInt(v, 10) + unit)
-	}
-	var cpus sandboxapi.Quantity
-	if l.MilliCPUs != 0 {
-		cpus = sandboxapi.Quantity(strconv.FormatFloat(float64(l.MilliCPUs)/1000, 'f', -1, 64))
-	}
-	return sandboxapi.Limits{
-		Timeout:       q(l.TimeoutMS, "ms"),
-		Memory:        q(l.MemoryBytes, ""),
-		CPUs:          cpus,
-		Pids:          q(l.Pids, ""),
-		OutputLimit:   q(l.OutputBytes, ""),
-		OutputCeiling: q(l.OutputCeilingBytes, ""),
-		WorkdirSize:   q(l.WorkdirBytes, ""),
-		TmpSize:       q(l.TmpBytes, ""),
-	}
-}
-
 // APIError is an error answer of the server. It unwraps to the error class
-// of its code, so errors.Is(err, sandbox.ErrBusy) works across the wire.
+// of its code, so errors.Is(err, api.ErrBusy) works across the wire.
 type APIError struct {
-	Status  int
+	// Status is the HTTP status; for an error event of a stream (which has
+	// none), the status its code would have had.
+	Status int
+	// Code and Message are the error body's (api.ErrorDetail).
 	Code    string
 	Message string
 	// RetryAfter is the server's Retry-After (429, 503), zero when absent.
 	RetryAfter time.Duration
 }
 
+// Error says what the server answered.
 func (e *APIError) Error() string {
 	return fmt.Sprintf("server answered %d %s: %s", e.Status, e.Code, e.Message)
 }
 
-// Unwrap returns the error class named by the code.
-func (e *APIError) Unwrap() error {
-	switch e.Code {
-	case "invalid_spec":
-		return sandbox.ErrInvalidSpec
-	case "unknown_image":
-		return sandbox.ErrUnknownImage
-	case "too_large":
-		return sandbox.ErrTooLarge
-	case "busy":
-		return sandbox.ErrBusy
-	case "unavailable":
-		return sandbox.ErrUnavailable
-	case "unauthorized":
-		return sandboxapi.ErrUnauthorized
-	case "forbidden":
-		return sandboxapi.ErrForbidden
-	case "not_found":
-		return sandboxapi.ErrNotFound
-	case "method_not_allowed":
-		return sandboxapi.ErrMethodNotAllowed
-	case "unsupported_media_type":
-		return sandboxapi.ErrMediaType
-	case "request_timeout":
-		return sandboxapi.ErrRequestTimeout
-	}
-	return nil
-}
+// Unwrap returns the error class named by the code (nil for a code this
+// client does not know).
+func (e *APIError) Unwrap() error { return api.ErrorClass(e.Code) }
 
 func apiError(resp *http.Response) error {
 	e := &APIError{Status: resp.StatusCode, Code: "http_" + strconv.Itoa(resp.StatusCode), Message: resp.Status}
-	var body sandboxapi.ErrorBody
+	var body api.ErrorBody
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<10)).Decode(&body); err == nil && body.Error.Code != "" {
 		e.Code, e.Message = body.Error.Code, body.Error.Message
 	}
@@ -482,12 +449,9 @@ func apiError(resp *http.Response) error {
 
 // statusOfCode gives an error event (which has no HTTP status of its own) the
 // status its code would have had.
-func statusOfCode(code string) int {
-	status, _ := sandboxapi.StatusFor((&APIError{Code: code}).Unwrap())
-	return status
-}
+func statusOfCode(code string) int { return api.HTTPStatus(code) }
 
 // IsRetryable reports whether err is worth retrying later (busy, engine down).
 func IsRetryable(err error) bool {
-	return errors.Is(err, sandbox.ErrBusy) || errors.Is(err, sandbox.ErrUnavailable)
+	return errors.Is(err, api.ErrBusy) || errors.Is(err, api.ErrUnavailable)
 }

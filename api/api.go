@@ -1,0 +1,43 @@
+// Package api holds the wire types of Aster's sandbox API (`aster sandbox
+// serve`): the requests and responses of /v1/execute and /v1/test, the error
+// body and its codes, and the NDJSON events of a streamed run. It imports
+// only the standard library, so any module can use it; package client is the
+// Go client built on it.
+package api
+
+// Routes of the API.
+const (
+	RouteExecute  = "/v1/execute"
+	RouteTest     = "/v1/test"
+	RouteValidate = "/v1/validate"
+	RouteHealth   = "/healthz"
+	RouteReady    = "/readyz"
+	RouteMetrics  = "/metrics"
+)
+
+// Media types and headers of the API.
+const (
+	ContentTypeJSON   = "application/json"
+	ContentTypeNDJSON = "application/x-ndjson"
+	ContentTypeTar    = "application/x-tar"
+	// HeaderSpec carries the JSON spec of an application/x-tar request.
+	HeaderSpec = "X-Aster-Spec"
+	// HeaderRunID names the run in every response that started one.
+	HeaderRunID = "X-Aster-Run-Id"
+	// PartSpec and PartWorkspace are the multipart field names of the JSON
+	// spec and the tar snapshot.
+	PartSpec      = "spec"
+	PartWorkspace = "workspace"
+)
+
+// Ready is the body of a successful GET /readyz.
+type Ready struct {
+	Status        string `json:"status"`
+	Runtime       string `json:"runtime"`
+	Image         string `json:"image"`
+	ImageDigest   string `json:"image_digest"`
+	Running       int    `json:"running"`
+	Queued        int    `json:"queued"`
+	MaxConcurrent int    `json:"max_concurrent"`
+	QueueSize     int    `json:"queue_size"`
+}
