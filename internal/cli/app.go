@@ -28,10 +28,10 @@ import (
 func newAppCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "app",
-		Short: "The GitHub App: review pull requests from webhooks (serve) and list past reviews (history)",
+		Short: "The GitHub App: create it (setup), review pull requests from webhooks (serve), list reviews and jobs (history)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newAppServeCmd(g), newAppHistoryCmd(g))
+	cmd.AddCommand(newAppSetupCmd(g), newAppServeCmd(g), newAppHistoryCmd(g))
 	return cmd
 }
 
@@ -69,7 +69,9 @@ GET /healthz and /readyz answer load balancers; GET /metrics is Prometheus.
 Only /webhook needs to be reachable from GitHub.
 
 Every flag has an app: section equivalent in aster.yaml (app.addr,
-app.private_key_file, ...) and the main ones an ASTER_* variable.`,
+app.private_key_file, ...) and the main ones an ASTER_* variable. With no App
+id configured, the App 'aster app setup' stored in the data directory is used
+(github-app.json there names its key and webhook secret).`,
 		Example: `  aster app serve --app-id 123456 --private-key /etc/aster/app.pem \
     --webhook-secret-file /etc/aster/webhook-secret
   ASTER_DATABASE_URL=postgres://aster:PASSWORD@db:5432/aster aster app serve --workers 4 \
@@ -133,6 +135,10 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	}
 	if fl.Changed("tests") {
 		ac.Tests = f.tests
+	}
+	// No App id configured: the one `aster app setup` stored in the data directory, if any.
+	if _, err := ac.ApplyRegistration(); err != nil {
+		return usageErr("%v", err)
 	}
 	if f.parallel < 1 || f.parallel > 32 {
 		return usageErr("--parallel %d: want 1 to 32", f.parallel)
