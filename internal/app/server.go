@@ -22,6 +22,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -112,10 +113,7 @@ func NewHandler(opts HandlerOptions) (http.Handler, error) {
 	opts.Metrics.watchBudget(opts.WebhookBudget)
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.Handle("GET "+health.Route, health.Handler())
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if opts.Ready != nil {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -24,8 +25,8 @@ func TestHealthReadyMetrics(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{maxConcurrent: 3, queue: 5})
 	resp, body := h.do(context.Background(), http.MethodGet, RouteHealth, "", nil)
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"ok"`) {
-		t.Fatalf("healthz %d %s", resp.StatusCode, body)
+	if resp.StatusCode != 200 || string(body) != health.Body || resp.Header.Get("Content-Type") != health.ContentType {
+		t.Fatalf("healthz %d %s, want the shape of every server's: %s", resp.StatusCode, body, health.Body)
 	}
 	resp, body = h.do(context.Background(), http.MethodGet, RouteReady, "", nil)
 	var ready map[string]any

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
 )
@@ -211,7 +212,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(sw, r, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
 			return
 		}
-		s.writeJSON(sw, http.StatusOK, map[string]string{"status": "ok"})
+		s.deadline(sw)
+		health.Write(sw) // the one shape of every server's /healthz
 	case RouteReady:
 		if !allowMethod(r, http.MethodGet, http.MethodHead) {
 			s.writeError(sw, r, fmt.Errorf("%w: use GET", ErrMethodNotAllowed))
