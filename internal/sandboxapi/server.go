@@ -202,8 +202,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if route == RouteHealth || route == RouteReady || route == RouteMetrics {
 			level = slog.LevelDebug
 		}
-		s.log.Log(r.Context(), level, "request", "method", r.Method, "route", route, "status", sw.status(),
-			"ms", d.Milliseconds(), "run", sw.Header().Get(HeaderRunID), "remote", r.RemoteAddr)
+		attrs := []any{"method", r.Method, "route", route, "status", sw.status(),
+			"ms", d.Milliseconds(), "run", sw.Header().Get(HeaderRunID), "remote", r.RemoteAddr}
+		if code := sw.errorCode(); code != "" {
+			// A refused request says why in the log too, as the client was told.
+			attrs = append(attrs, "code", code)
+		}
+		s.log.Log(r.Context(), level, "request", attrs...)
 	}()
 
 	switch route {
@@ -583,12 +588,29 @@ func clipPath(p string) string {
 	return fmt.Sprintf("%q", p)
 }
 
-// statusWriter records the status for metrics and logs. Unwrap lets
-// http.ResponseController reach the connection for deadlines and flushes.
+// statusWriter records the status for metrics and logs, and the start of an
+// error answer for its code. Unwrap lets http.ResponseController reach the
+// connection for deadlines and flushes.
 type statusWriter struct {
 	http.ResponseWriter
 	code        int
 	wroteHeader bool
+	errHead     []byte // the first bytes of a 4xx or 5xx body
+}
+
+// maxErrHead bounds what statusWriter keeps of an error body.
+const maxErrHead = 512
+
+// errorCode is the code of the error answer written ("" for none).
+func (w *statusWriter) errorCode() string {
+	if w.status() < 400 || len(w.errHead) == 0 {
+		return ""
+	}
+	var body ErrorBody
+	if json.Unmarshal(w.errHead, &body) != nil {
+		return ""
+	}
+	return body.Error.Code
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -601,6 +623,9 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(p []byte) (int, error) {
 	if !w.wroteHeader {
 		w.code, w.wroteHeader = http.StatusOK, true
+	}
+	if w.code >= 400 && len(w.errHead) < maxErrHead {
+		w.errHead = append(w.errHead, p[:min(len(p), maxErrHead-len(w.errHead))]...)
 	}
 	return w.ResponseWriter.Write(p)
 }

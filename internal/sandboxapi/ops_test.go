@@ -1,0 +1,86 @@
+package sandboxapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+)
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) records(t *testing.T) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []map[string]any
+	for line := range strings.Lines(s.b.String()) {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		out = append(out, rec)
+	}
+	return out
+}
+
+// A refused request is logged with the error code its client got; a successful one has none.
+func TestRefusalsAreLoggedWithTheirCode(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	h := newHarness(t, harnessOpts{server: func(o *Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}})
+	ctx := context.Background()
+	// What each refusal told its client, by "route status".
+	want := map[string]string{}
+	for _, req := range []struct{ method, path, body string }{
+		{http.MethodGet, "/v1/nosuch", ""},
+		{http.MethodPost, RouteHealth, `{}`},
+		{http.MethodPost, RouteExecute, `{"argv":[]}`},
+	} {
+		resp, body := h.do(ctx, req.method, req.path, ContentTypeJSON, strings.NewReader(req.body))
+		var eb ErrorBody
+		if err := json.Unmarshal(body, &eb); err != nil || resp.StatusCode < 400 || eb.Error.Code == "" {
+			t.Fatalf("%s %s: %d %s", req.method, req.path, resp.StatusCode, body)
+		}
+		want[routeOf(req.path)+" "+jsonNum(resp.StatusCode)] = eb.Error.Code
+	}
+	h.do(ctx, http.MethodGet, RouteHealth, "", nil)
+	got := map[string]string{}
+	for _, rec := range logs.records(t) {
+		if rec["msg"] != "request" {
+			continue
+		}
+		code, _ := rec["code"].(string)
+		got[rec["route"].(string)+" "+jsonNum(rec["status"])] = code
+	}
+	if len(want) != 3 {
+		t.Fatalf("want three distinct refusals: %v", want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("request %s logged with code %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	if c, ok := got["/healthz 200"]; !ok || c != "" {
+		t.Errorf("a 200 is logged with code %q (present %v)", c, ok)
+	}
+}
+
+func jsonNum(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
