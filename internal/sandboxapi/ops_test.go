@@ -84,3 +84,34 @@ func jsonNum(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+// Every /v1/validate run carries a run id of its own: in the answer's header and in the
+// request's log line, as runs of /v1/execute do.
+func TestValidateRunsCarryARunID(t *testing.T) {
+	t.Parallel()
+	var logs syncBuffer
+	h := newHarness(t, harnessOpts{server: func(o *Options) {
+		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
+		o.Validate = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", ContentTypeJSON)
+			_, _ = w.Write([]byte(`{"findings":[]}`))
+		})
+	}})
+	ids := map[string]bool{}
+	for range 2 {
+		resp, body := h.postJSON(RouteValidate, map[string]any{})
+		id := resp.Header.Get(HeaderRunID)
+		if resp.StatusCode != 200 || id == "" || ids[id] {
+			t.Fatalf("validate: %d %s, run id %q (seen %v)", resp.StatusCode, body, id, ids)
+		}
+		ids[id] = true
+	}
+	for _, rec := range logs.records(t) {
+		if rec["msg"] == "request" && rec["route"] == RouteValidate {
+			delete(ids, rec["run"].(string))
+		}
+	}
+	if len(ids) != 0 {
+		t.Errorf("run ids not in the request log: %v", ids)
+	}
+}

@@ -334,6 +334,9 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 		defer space.Release()
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	// One id for the whole validation (its analyzers run as sandboxes of their own), in the
+	// answer's header and the request's log line, as for /v1/execute and /v1/test.
+	w.Header().Set(HeaderRunID, sandbox.NewRunID())
 	s.opts.Validate.ServeHTTP(w, r)
 }
 
