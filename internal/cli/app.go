@@ -216,7 +216,9 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if len(c.Images) > 0 {
 		image = c.Images[0]
 	}
-	runner := gate.NewRunner(sb, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Logger: log})
+	metrics := app.NewMetrics()
+	runner := gate.NewRunner(sb, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Logger: log,
+		Progress: metrics.ObserveAnalyzer})
 	reviewer := app.NewPipelineReviewer(app.PipelineOptions{
 		Gate:  runner,
 		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits},
@@ -235,7 +237,7 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	err = app.Serve(ctx, app.ServeOptions{
 		Listener: ln, WebhookSecret: secret, Store: st, GitHub: app.AppGitHub{App: gh}, Reviewer: reviewer,
 		ReviewDrafts: set.ReviewDrafts, Tests: set.Tests, Secrets: secrets, ShutdownGrace: set.ShutdownGrace,
-		WebhookInflightBytes: set.WebhookInflightBytes, Ready: ready, Logger: log,
+		WebhookInflightBytes: set.WebhookInflightBytes, Ready: ready, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
