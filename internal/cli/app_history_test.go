@@ -90,3 +90,11 @@ func TestAppHistoryShowsQueuedAndRetrying(t *testing.T) {
 		t.Fatalf("--pending --json: %d %+v", code, jobs)
 	}
 }
+
+// --log-format picks JSON or text logs; anything else is refused before a command runs.
+func TestLogFormatFlag(t *testing.T) {
+	code, _, stderr := run(t, "--log-format", "jsno", "app", "history", "--db", filepath.Join(t.TempDir(), "x.db"))
+	if code != ExitUsage || !strings.Contains(stderr, "--log-format") || !strings.Contains(stderr, `did you mean "json"?`) {
+		t.Fatalf("--log-format jsno: %d %q", code, stderr)
+	}
+}
