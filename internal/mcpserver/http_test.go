@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
