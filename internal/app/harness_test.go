@@ -52,6 +52,7 @@ type harnessOptions struct {
 	// budget and bodyTimeout replace the webhook body defaults.
 	budget      *github.BodyBudget
 	bodyTimeout time.Duration
+	metrics     *Metrics
 }
 
 // syncBuffer collects log output from many goroutines.
@@ -125,7 +126,8 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	go func() {
 		h.done <- Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: gh,
 			Reviewer: o.reviewer, ReviewDrafts: o.drafts, TempDir: tmp, Secrets: [][]byte{fake.PrivateKeyPEM()},
-			WebhookBudget: o.budget, WebhookBodyTimeout: o.bodyTimeout, ShutdownGrace: 5 * time.Second, Logger: log})
+			WebhookBudget: o.budget, WebhookBodyTimeout: o.bodyTimeout, ShutdownGrace: 5 * time.Second, Logger: log,
+			Metrics: o.metrics})
 	}()
 	t.Cleanup(func() {
 		h.shutdown()

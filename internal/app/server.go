@@ -22,6 +22,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -30,6 +31,7 @@ type Metrics struct {
 	reg        *prometheus.Registry
 	deliveries *prometheus.CounterVec
 	reviews    *prometheus.CounterVec
+	ops        opsMetrics
 }
 
 // watchBudget exports the webhook body bytes in flight and the most ever held at once.
@@ -64,6 +66,7 @@ func NewMetrics() *Metrics {
 	}
 	m.reg.MustRegister(m.deliveries, m.reviews, collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.ops = newOpsMetrics(m.reg)
 	return m
 }
 
@@ -112,10 +115,7 @@ func NewHandler(opts HandlerOptions) (http.Handler, error) {
 	opts.Metrics.watchBudget(opts.WebhookBudget)
 	mux := http.NewServeMux()
 	mux.Handle("/webhook", wh)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.Handle("GET "+health.Route, health.Handler())
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if opts.Ready != nil {
@@ -181,7 +181,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	secrets := append(append([][]byte(nil), opts.Secrets...), opts.WebhookSecret)
 	worker, err := NewWorker(WorkerOptions{GitHub: opts.GitHub, Jobs: opts.Store, Reviewer: opts.Reviewer,
 		ReviewDrafts: opts.ReviewDrafts, Tests: opts.Tests, TempDir: opts.TempDir, Secrets: secrets, Logger: log,
-		OnFinish: func(outcome string) { opts.Metrics.reviews.WithLabelValues(outcome).Inc() }})
+		OnFinish: opts.Metrics.reviewFinished})
 	if err != nil {
 		return err
 	}
@@ -222,7 +222,12 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 		MaxHeaderBytes: 64 << 10,
 		ErrorLog:       slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
-	if err := opts.Store.Start(ctx, worker.Handle); err != nil {
+	opts.Metrics.watchStore(opts.Store)
+	handle := func(ctx context.Context, j *store.Job) error {
+		opts.Metrics.jobStarted(j)
+		return worker.Handle(ctx, j)
+	}
+	if err := opts.Store.Start(ctx, handle); err != nil {
 		ln.Close()
 		return err
 	}

@@ -42,9 +42,9 @@ type WorkerOptions struct {
 	// Secrets are removed from everything posted (the App key, the webhook secret, model
 	// keys): a last line of defence.
 	Secrets [][]byte
-	// OnFinish, when set, is told the outcome of every job that ends (not of retried
-	// attempts).
-	OnFinish func(outcome string)
+	// OnFinish, when set, is given the history record of every job that ends (not of
+	// retried attempts).
+	OnFinish func(rec *store.ReviewRecord)
 	Logger   *slog.Logger
 }
 
@@ -84,7 +84,7 @@ func (w *Worker) Handle(ctx context.Context, job *store.Job) error {
 		if err := job.Finish(ctx, fin); err != nil {
 			return err
 		}
-		w.finished(rec.Outcome)
+		w.finished(rec)
 		log.Info("review finished", "outcome", rec.Outcome, "head", short(rec.HeadSHA), "since", short(rec.SinceSHA),
 			"conclusion", rec.Conclusion, "inline", rec.InlineComments, "reason", rec.Reason, "ms", time.Since(started).Milliseconds())
 		return nil
@@ -104,7 +104,7 @@ func (w *Worker) Handle(ctx context.Context, job *store.Job) error {
 	if aerr := w.opts.Jobs.AddReview(dctx, rec); aerr != nil {
 		log.Error("record failed review", "err", aerr)
 	}
-	w.finished(rec.Outcome)
+	w.finished(rec)
 	log.Error("review failed; giving up", "err", err, "permanent", permanent)
 	if permanent {
 		return store.Permanent(err)
@@ -112,9 +112,9 @@ func (w *Worker) Handle(ctx context.Context, job *store.Job) error {
 	return err
 }
 
-func (w *Worker) finished(outcome string) {
+func (w *Worker) finished(rec *store.ReviewRecord) {
 	if w.opts.OnFinish != nil {
-		w.opts.OnFinish(outcome)
+		w.opts.OnFinish(rec)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -29,10 +30,10 @@ import (
 func newAppCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "app",
-		Short: "The GitHub App: review pull requests from webhooks (serve) and list past reviews (history)",
+		Short: "The GitHub App: create it (setup), review pull requests from webhooks (serve), list reviews and jobs (history)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newAppServeCmd(g), newAppHistoryCmd(g))
+	cmd.AddCommand(newAppSetupCmd(g), newAppServeCmd(g), newAppHistoryCmd(g))
 	return cmd
 }
 
@@ -70,7 +71,9 @@ GET /healthz and /readyz answer load balancers; GET /metrics is Prometheus.
 Only /webhook needs to be reachable from GitHub.
 
 Every flag has an app: section equivalent in aster.yaml (app.addr,
-app.private_key_file, ...) and the main ones an ASTER_* variable.`,
+app.private_key_file, ...) and the main ones an ASTER_* variable. With no App
+id configured, the App 'aster app setup' stored in the data directory is used
+(github-app.json there names its key and webhook secret).`,
 		Example: `  aster app serve --app-id 123456 --private-key /etc/aster/app.pem \
     --webhook-secret-file /etc/aster/webhook-secret
   ASTER_DATABASE_URL=postgres://aster:PASSWORD@db:5432/aster aster app serve --workers 4 \
@@ -134,6 +137,10 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	}
 	if fl.Changed("tests") {
 		ac.Tests = f.tests
+	}
+	// No App id configured: the one `aster app setup` stored in the data directory, if any.
+	if _, err := ac.ApplyRegistration(); err != nil {
+		return usageErr("%v", err)
 	}
 	if f.parallel < 1 || f.parallel > 32 {
 		return usageErr("--parallel %d: want 1 to 32", f.parallel)
@@ -210,7 +217,9 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if len(c.Images) > 0 {
 		image = c.Images[0]
 	}
-	runner := gate.NewRunner(sb, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Logger: log})
+	metrics := app.NewMetrics()
+	runner := gate.NewRunner(sb, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Logger: log,
+		Progress: metrics.ObserveAnalyzer})
 	reviewer := app.NewPipelineReviewer(app.PipelineOptions{
 		Gate:  runner,
 		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits},
@@ -229,7 +238,7 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	err = app.Serve(ctx, app.ServeOptions{
 		Listener: ln, WebhookSecret: secret, Store: st, GitHub: app.AppGitHub{App: gh}, Reviewer: reviewer,
 		ReviewDrafts: set.ReviewDrafts, Tests: set.Tests, Secrets: secrets, ShutdownGrace: set.ShutdownGrace,
-		WebhookInflightBytes: set.WebhookInflightBytes, Ready: ready, Logger: log,
+		WebhookInflightBytes: set.WebhookInflightBytes, Ready: ready, Logger: log, Metrics: metrics,
 	})
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
@@ -315,7 +324,7 @@ func readSecretFile(path, what string) ([]byte, error) {
 type historyFlags struct {
 	db, databaseURL, repo, outcome string
 	pr, limit                      int
-	json                           bool
+	json, pending                  bool
 }
 
 func newAppHistoryCmd(g *globals) *cobra.Command {
@@ -328,11 +337,14 @@ run the pull request, the head reviewed (and the previous head for an
 incremental review), what triggered it, the outcome (posted, nothing_new,
 skipped, failed) with the reason, the check's conclusion, findings on the
 change, comments posted inline, model tokens and cost, and how long it took.
+Above them it lists the jobs not finished yet: queued, running, or waiting
+for a retry, with their attempt and the last error (--pending: only those).
 It reads the same database as the server (--db or --database-url, or the
 app: section), and can run while the server does.`,
 		Example: `  aster app history
   aster app history --repo acme/widgets --pr 42
-  aster app history --outcome failed --json`,
+  aster app history --outcome failed --json
+  aster app history --pending`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAppHistory(cmd, g, f) },
 	}
@@ -344,6 +356,7 @@ app: section), and can run while the server does.`,
 	fl.StringVar(&f.outcome, "outcome", "", "only this outcome: posted, nothing_new, skipped, failed")
 	fl.IntVar(&f.limit, "limit", 50, "at most this many reviews")
 	fl.BoolVar(&f.json, "json", false, "one JSON object per line instead of a table")
+	fl.BoolVar(&f.pending, "pending", false, "only the jobs not finished: queued, running, retrying (with --json: one object per job)")
 	return cmd
 }
 
@@ -382,11 +395,33 @@ func runAppHistory(cmd *cobra.Command, g *globals, f *historyFlags) error {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	defer st.Close()
+	out := g.stdio.Stdout
+	var pending []store.PendingJob
+	if f.pending || (!f.json && f.outcome == "") {
+		if pending, err = st.Pending(cmd.Context(), f.repo, f.pr, f.limit); err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+	}
+	if f.pending {
+		if f.json {
+			return writeJSONLines(out, pending)
+		}
+		if len(pending) == 0 {
+			fmt.Fprintln(out, "no jobs queued, running or retrying")
+			return nil
+		}
+		return writePending(out, pending)
+	}
 	recs, err := st.History(cmd.Context(), store.HistoryFilter{Repository: f.repo, Number: f.pr, Outcome: f.outcome, Limit: f.limit})
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
-	out := g.stdio.Stdout
+	if len(pending) > 0 {
+		if err := writePending(out, pending); err != nil {
+			return err
+		}
+		fmt.Fprintln(out)
+	}
 	if f.json {
 		enc := json.NewEncoder(out)
 		enc.SetEscapeHTML(false)
@@ -410,6 +445,40 @@ func runAppHistory(cmd *cobra.Command, g *globals, f *historyFlags) error {
 			r.InputTokens+r.OutputTokens, r.CostUSD, float64(r.DurationMS)/1000, oneLineText(r.Reason, 80))
 	}
 	return tw.Flush()
+}
+
+// writePending prints the unfinished jobs: what waits, what runs, what failed and when it
+// runs again.
+func writePending(out io.Writer, jobs []store.PendingJob) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUED\tPULL REQUEST\tSTATE\tATTEMPT\tNEXT RUN\tLAST ERROR")
+	for _, j := range jobs {
+		state := j.State
+		switch state {
+		case "available", "pending", "scheduled":
+			state = "queued"
+		case "retryable":
+			state = "retrying"
+		}
+		next := "-"
+		if j.State != "running" {
+			next = j.ScheduledAt.Local().Format("2006-01-02 15:04:05")
+		}
+		fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%d/%d\t%s\t%s\n", j.CreatedAt.Local().Format("2006-01-02 15:04:05"),
+			j.Repository, j.Number, state, j.Attempt, j.MaxAttempts, next, dash(oneLineText(j.LastError, 100)))
+	}
+	return tw.Flush()
+}
+
+func writeJSONLines[T any](out io.Writer, items []T) error {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	for _, it := range items {
+		if err := enc.Encode(it); err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+	}
+	return nil
 }
 
 func abbrev(sha string) string {

@@ -155,6 +155,7 @@ type globals struct {
 	stdio         IO
 	configPath    string
 	logLevel      string
+	logFormat     string
 	runtime       string
 	dockerHost    string
 	initPath      string
@@ -179,8 +180,14 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 			return c, usageErr("--log-level: %v", err)
 		}
 	}
+	if flags.Changed("log-format") {
+		if _, err := config.ParseLogFormat(g.logFormat); err != nil {
+			return c, usageErr("--log-format: %v", err)
+		}
+	}
 	override := changedSetter(flags)
 	override("log-level", &c.LogLevel, g.logLevel)
+	override("log-format", &c.LogFormat, g.logFormat)
 	override("runtime", &c.Runtime, g.runtime)
 	override("docker-host", &c.DockerHost, g.dockerHost)
 	override("init-path", &c.InitPath, g.initPath)
@@ -193,7 +200,11 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 func (g *globals) logger(c config.Config) *slog.Logger {
 	// load has refused an unknown level; the zero value is info.
 	level, _ := config.ParseLogLevel(c.LogLevel)
-	return slog.New(slog.NewTextHandler(g.stdio.Stderr, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	if f, _ := config.ParseLogFormat(c.LogFormat); f == "json" {
+		return slog.New(slog.NewJSONHandler(g.stdio.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(g.stdio.Stderr, opts))
 }
 
 func newRoot(stdio IO) *cobra.Command {
@@ -223,6 +234,7 @@ aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
 	pf := root.PersistentFlags()
 	pf.StringVar(&g.configPath, "config", "", "configuration file (default ./aster.yaml, then ~/.config/aster/aster.yaml)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
+	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (key=value lines) or json (one object per line, for log collectors)")
 	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc/runsc directly, no daemon; needs root) or kubernetes (one Pod per run)")
 	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker engine address (default DOCKER_HOST or unix:///var/run/docker.sock)")
 	pf.StringVar(&g.initPath, "init-path", "", "path of the aster-init binary (default: next to aster, or ./bin/aster-init)")

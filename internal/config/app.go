@@ -44,6 +44,11 @@ const (
 	// DefaultAppWebhookBodyTimeout is how long a webhook body may take to arrive after its
 	// headers; GitHub itself gives up on a delivery after 10 seconds.
 	DefaultAppWebhookBodyTimeout = 10 * time.Second
+	// DefaultAppSetupAddr is where `aster app setup` serves its page (loopback only).
+	DefaultAppSetupAddr = "127.0.0.1:8092"
+	// DefaultAppSetupTimeout is how long `aster app setup` waits for GitHub's answer (GitHub's
+	// manifest codes expire after an hour).
+	DefaultAppSetupTimeout = 30 * time.Minute
 )
 
 // AppConfig is the `app:` section of aster.yaml, for `aster app serve` and `aster app

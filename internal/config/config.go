@@ -39,6 +39,8 @@ type Config struct {
 	Labels map[string]string `yaml:"labels"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
+	// LogFormat is text (key=value lines) or json (one object per line).
+	LogFormat string `yaml:"log_format"`
 
 	// Extra holds the sections other commands read (serve, app, llm, ...),
 	// decoded by their owners.
@@ -69,9 +71,10 @@ type ReaperConfig struct {
 // Default returns the configuration with every default filled in.
 func Default() Config {
 	return Config{
-		Runtime:  "docker",
-		Images:   []string{DefaultImage},
-		LogLevel: "info",
+		Runtime:   "docker",
+		Images:    []string{DefaultImage},
+		LogLevel:  "info",
+		LogFormat: "text",
 		Limits: LimitsConfig{
 			Timeout:       "30s",
 			Memory:        "512m",
@@ -129,6 +132,12 @@ func Load(path string, getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("%s:%d: log_level: %w", path, logLine, err)
 		}
 		return c, fmt.Errorf("log_level: %w", err)
+	}
+	if _, err := ParseLogFormat(c.LogFormat); err != nil {
+		if v := getenv("ASTER_LOG_FORMAT"); strings.TrimSpace(v) != "" {
+			return c, fmt.Errorf("ASTER_LOG_FORMAT: %w", err)
+		}
+		return c, fmt.Errorf("log_format: %w", err)
 	}
 	return c, nil
 }
@@ -195,6 +204,7 @@ func merge(dst *Config, src Config) {
 	mergeKubernetes(&dst.Kubernetes, src.Kubernetes)
 	set(&dst.InitPath, src.InitPath)
 	set(&dst.LogLevel, src.LogLevel)
+	set(&dst.LogFormat, src.LogFormat)
 	if len(src.Images) > 0 {
 		dst.Images = src.Images
 	}
@@ -242,6 +252,7 @@ var EnvVars = map[string]string{
 	"ASTER_WORKDIR_SIZE":     "default size of /work",
 	"ASTER_TMP_SIZE":         "default size of /tmp",
 	"ASTER_LOG_LEVEL":        "debug, info, warn or error",
+	"ASTER_LOG_FORMAT":       "text or json",
 	"ASTER_LABELS":           "extra sandbox labels, k=v,k2=v2",
 	"ASTER_REAPER_GRACE":     "how long past its deadline a sandbox is left alone",
 	"ASTER_REAPER_PERIOD":    "how often long-running commands reap",
@@ -257,6 +268,7 @@ func applyEnv(c *Config, getenv func(string) string) {
 	applyKubernetesEnv(&c.Kubernetes, getenv)
 	set(&c.InitPath, "ASTER_INIT_PATH")
 	set(&c.LogLevel, "ASTER_LOG_LEVEL")
+	set(&c.LogFormat, "ASTER_LOG_FORMAT")
 	if v := getenv("ASTER_IMAGES"); v != "" {
 		c.Images = SplitList(v)
 	}

@@ -245,6 +245,22 @@ func ParseLogLevel(s string) (slog.Level, error) {
 	return slog.LevelInfo, errors.New(msg)
 }
 
+// LogFormats are the values of log_format, --log-format and ASTER_LOG_FORMAT.
+var LogFormats = []string{"text", "json"}
+
+// ParseLogFormat reads a log format (letter case ignored): "text" or "json".
+func ParseLogFormat(s string) (string, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	if slices.Contains(LogFormats, v) {
+		return v, nil
+	}
+	msg := fmt.Sprintf("log format %q: want text or json", s)
+	if n := Nearest(strings.TrimSpace(s), LogFormats); n != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", n)
+	}
+	return "", errors.New(msg)
+}
+
 // NonConfigEnvVars are the ASTER_* names that are not configuration but are
 // set where aster runs, so they are accepted: the repository's scripts and
 // test harnesses export them (aster itself reads none of them), and the

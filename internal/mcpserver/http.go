@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandboxapi"
 )
@@ -84,10 +85,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	h = http.NewCrossOriginProtection().Handler(h)
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	mux.Handle("GET "+health.Route, health.Handler())
 	return mux
 }
 

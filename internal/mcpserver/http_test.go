@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
@@ -110,12 +112,16 @@ func TestHTTPAuth(t *testing.T) {
 		}
 	}
 
-	// Health needs no token.
+	// Health needs no token, and answers as every Aster server does.
 	resp, err := http.Get(hs.URL + "/healthz")
 	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("healthz: %v %v", resp, err)
 	}
+	hb, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if string(hb) != health.Body || resp.Header.Get("Content-Type") != health.ContentType {
+		t.Errorf("healthz %q (%s), want %q", hb, resp.Header.Get("Content-Type"), health.Body)
+	}
 }
 
 func TestHTTPDNSRebinding(t *testing.T) {

@@ -195,7 +195,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	if rep.Model.Summary != "" {
 		p("\n%s\n", rep.Model.Summary)
 	}
-	for _, c := range rep.Model.Comments {
+	// Errors first here too, then warnings, then notes; the model's order within each.
+	comments := slices.Clone(rep.Model.Comments)
+	slices.SortStableFunc(comments, func(a, b Comment) int { return b.Severity.Rank() - a.Severity.Rank() })
+	for _, c := range comments {
 		p("- **%s** `%s:%d` %s\n", c.Severity, inline(c.Path), c.Line, inline(clipText(c.Body, 600)))
 	}
 	if u := rep.Model.Usage; u.Calls > 0 {

@@ -102,12 +102,15 @@ func TestMarkdownOrdersBySeverity(t *testing.T) {
 		mk(finding.Note, "b.py", 1, "N2"), mk(finding.Error, "b.py", 3, "E2"),
 	}}
 	rep.Summary = gate.Summarize(rep.Findings)
+	// The model's comments are listed errors first as well.
+	rep.Model.Comments = []Comment{{Path: "m.py", Line: 1, Body: "model-note", Severity: finding.Note},
+		{Path: "m.py", Line: 2, Body: "model-warning", Severity: finding.Warning}, {Path: "m.py", Line: 3, Body: "model-error", Severity: finding.Error}}
 	var md bytes.Buffer
 	if err := WriteMarkdown(&md, rep); err != nil {
 		t.Fatal(err)
 	}
 	s := md.String()
-	order := []string{"x/E1", "x/E2", "x/W1", "x/N1", "x/N2"}
+	order := []string{"x/E1", "x/E2", "x/W1", "x/N1", "x/N2", "model-error", "model-warning", "model-note"}
 	last := -1
 	for _, r := range order {
 		i := strings.Index(s, r)

@@ -19,6 +19,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -26,8 +27,8 @@ func TestHealthReadyMetrics(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{maxConcurrent: 3, queue: 5})
 	resp, body := h.do(context.Background(), http.MethodGet, api.RouteHealth, "", nil)
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `"ok"`) {
-		t.Fatalf("healthz %d %s", resp.StatusCode, body)
+	if resp.StatusCode != 200 || string(body) != health.Body || resp.Header.Get("Content-Type") != health.ContentType {
+		t.Fatalf("healthz %d %s, want the shape of every server's: %s", resp.StatusCode, body, health.Body)
 	}
 	resp, body = h.do(context.Background(), http.MethodGet, api.RouteReady, "", nil)
 	var ready map[string]any

@@ -23,6 +23,7 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
 )
@@ -195,8 +196,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if route == api.RouteHealth || route == api.RouteReady || route == api.RouteMetrics {
 			level = slog.LevelDebug
 		}
-		s.log.Log(r.Context(), level, "request", "method", r.Method, "route", route, "status", sw.status(),
-			"ms", d.Milliseconds(), "run", sw.Header().Get(api.HeaderRunID), "remote", r.RemoteAddr)
+		attrs := []any{"method", r.Method, "route", route, "status", sw.status(),
+			"ms", d.Milliseconds(), "run", sw.Header().Get(api.HeaderRunID), "remote", r.RemoteAddr}
+		if code := sw.errorCode(); code != "" {
+			// A refused request says why in the log too, as the client was told.
+			attrs = append(attrs, "code", code)
+		}
+		s.log.Log(r.Context(), level, "request", attrs...)
 	}()
 
 	switch route {
@@ -205,7 +211,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			s.writeError(sw, r, fmt.Errorf("%w: use GET", api.ErrMethodNotAllowed))
 			return
 		}
-		s.writeJSON(sw, http.StatusOK, map[string]string{"status": "ok"})
+		s.deadline(sw)
+		health.Write(sw) // the one shape of every server's /healthz
 	case api.RouteReady:
 		if !allowMethod(r, http.MethodGet, http.MethodHead) {
 			s.writeError(sw, r, fmt.Errorf("%w: use GET", api.ErrMethodNotAllowed))
@@ -316,6 +323,9 @@ const maxSnapshotList = 200_000
 // as the runs: its snapshot is bounded by the workspace ceiling and holds
 // that much of the spool space while the analyzers run.
 func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
+	// One id for the whole validation (its analyzers run as sandboxes of their own), in the
+	// answer's header and the request's log line, as for /v1/execute and /v1/test.
+	w.Header().Set(api.HeaderRunID, sandbox.NewRunID())
 	adm, err := s.admitBody(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -605,12 +615,29 @@ func clipPath(p string) string {
 	return fmt.Sprintf("%q", p)
 }
 
-// statusWriter records the status for metrics and logs. Unwrap lets
-// http.ResponseController reach the connection for deadlines and flushes.
+// statusWriter records the status for metrics and logs, and the start of an
+// error answer for its code. Unwrap lets http.ResponseController reach the
+// connection for deadlines and flushes.
 type statusWriter struct {
 	http.ResponseWriter
 	code        int
 	wroteHeader bool
+	errHead     []byte // the first bytes of a 4xx or 5xx body
+}
+
+// maxErrHead bounds what statusWriter keeps of an error body.
+const maxErrHead = 512
+
+// errorCode is the code of the error answer written ("" for none).
+func (w *statusWriter) errorCode() string {
+	if w.status() < 400 || len(w.errHead) == 0 {
+		return ""
+	}
+	var body api.ErrorBody
+	if json.Unmarshal(w.errHead, &body) != nil {
+		return ""
+	}
+	return body.Error.Code
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -623,6 +650,9 @@ func (w *statusWriter) WriteHeader(code int) {
 func (w *statusWriter) Write(p []byte) (int, error) {
 	if !w.wroteHeader {
 		w.code, w.wroteHeader = http.StatusOK, true
+	}
+	if w.code >= 400 && len(w.errHead) < maxErrHead {
+		w.errHead = append(w.errHead, p[:min(len(p), maxErrHead-len(w.errHead))]...)
 	}
 	return w.ResponseWriter.Write(p)
 }

@@ -247,6 +247,11 @@ func openSQLite(ctx context.Context, path string, readOnly bool, q QueueOptions,
 		closeFn: func() { db.Close() },
 	}
 	if readOnly {
+		// A client that never starts: it lists the queue's jobs for history.
+		if e.rc, err = river.NewClient(driver, &river.Config{Logger: quiet(log)}); err != nil {
+			db.Close()
+			return nil, fmt.Errorf("river client: %w", err)
+		}
 		return e, nil
 	}
 	if e.migrator, err = rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet(log)}); err != nil {

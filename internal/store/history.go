@@ -186,6 +186,80 @@ func (s *Store) Jobs(ctx context.Context) ([]QueuedJob, error) {
 	return out, nil
 }
 
+// PendingJob is a review job not finished yet: waiting, running, or waiting to be retried.
+type PendingJob struct {
+	ID          int64     `json:"job_id"`
+	Repository  string    `json:"repository"`
+	Number      int       `json:"number"`
+	State       string    `json:"state"` // available, scheduled, retryable, running, pending
+	Attempt     int       `json:"attempt"`
+	MaxAttempts int       `json:"max_attempts"`
+	LastError   string    `json:"last_error,omitempty"`
+	CreatedAt   time.Time `json:"created_at"`
+	// ScheduledAt is when the job may (next) run: for a retryable job, its retry.
+	ScheduledAt time.Time `json:"scheduled_at"`
+}
+
+// pendingStates are the River states of a job that is not finished.
+var pendingStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.JobStatePending,
+	rivertype.JobStateRetryable, rivertype.JobStateRunning, rivertype.JobStateScheduled}
+
+// Pending lists the review jobs not finished yet, oldest first, each with its last error.
+// It works on a store opened ReadOnly.
+func (s *Store) Pending(ctx context.Context, repository string, number, limit int) ([]PendingJob, error) {
+	c := s.e.client()
+	if c == nil {
+		return nil, ErrNotStarted
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	params := river.NewJobListParams().Kinds(reviewArgs{}.Kind()).First(10000).
+		OrderBy(river.JobListOrderByID, river.SortOrderAsc).States(pendingStates...)
+	res, err := c.JobList(ctx, params)
+	if err != nil {
+		if strings.Contains(err.Error(), "river_job") {
+			return nil, nil // no queue in this database yet
+		}
+		return nil, fmt.Errorf("list pending jobs: %w", err)
+	}
+	var out []PendingJob
+	for _, j := range res.Jobs {
+		var a reviewArgs
+		_ = json.Unmarshal(j.EncodedArgs, &a)
+		full := a.Owner + "/" + a.Repo
+		if (repository != "" && !strings.EqualFold(full, repository)) || (number > 0 && a.Number != number) {
+			continue
+		}
+		p := PendingJob{ID: j.ID, Repository: full, Number: a.Number, State: string(j.State), Attempt: j.Attempt,
+			MaxAttempts: j.MaxAttempts, CreatedAt: j.CreatedAt.UTC(), ScheduledAt: j.ScheduledAt.UTC()}
+		if n := len(j.Errors); n > 0 {
+			p.LastError = j.Errors[n-1].Error
+		}
+		out = append(out, p)
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// JobStats counts the unfinished review jobs by state and attempt, for the metrics.
+func (s *Store) JobStats(ctx context.Context) (map[string]map[int]int, error) {
+	jobs, err := s.Pending(ctx, "", 0, 10000)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[int]int{}
+	for _, j := range jobs {
+		if out[j.State] == nil {
+			out[j.State] = map[int]int{}
+		}
+		out[j.State][j.Attempt]++
+	}
+	return out, nil
+}
+
 // Counts are the sizes of the store's tables, for operators and tests.
 type Counts struct {
 	Deliveries    int64 `json:"deliveries"`

@@ -238,10 +238,13 @@ func (s *Store) work(ctx context.Context, rj *river.Job[reviewArgs]) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	j := &Job{
-		ID: rj.ID, Attempt: rj.Attempt, MaxAttempts: rj.MaxAttempts,
+		ID: rj.ID, Attempt: rj.Attempt, MaxAttempts: rj.MaxAttempts, Waited: -1,
 		Pull:           PullKey{Owner: rj.Args.Owner, Repo: rj.Args.Repo, Number: rj.Args.Number},
 		InstallationID: rj.Args.InstallationID,
 		s:              s, rj: rj, cancel: cancel,
+	}
+	if rj.AttemptedAt != nil {
+		j.Waited = max(rj.AttemptedAt.Sub(rj.ScheduledAt), 0)
 	}
 	err := q.handler(ctx, j)
 	j.stopHeartbeat()
@@ -273,6 +276,9 @@ type Job struct {
 	MaxAttempts    int
 	Pull           PullKey
 	InstallationID int64
+	// Waited is how long the job waited between becoming runnable (queued, or its retry or
+	// snooze due) and this attempt starting; -1 when unknown.
+	Waited time.Duration
 
 	s        *Store
 	rj       *river.Job[reviewArgs]

@@ -38,6 +38,9 @@ type Options struct {
 	// (not an operation of the description, a body that fails its schema, a missing or wrong
 	// credential, an operation the fake does not implement). Default: t.Errorf.
 	OnReject func(format string, args ...any)
+	// NoWebhookSecret makes the manifest conversion return no webhook secret (the client must
+	// set one through PATCH /app/hook/config).
+	NoWebhookSecret bool
 }
 
 // Server is the fake GitHub. All methods are safe for concurrent use.
@@ -47,14 +50,16 @@ type Server struct {
 	spec *Spec
 	opts Options
 
-	mu        sync.Mutex
-	repos     map[string]*repoState // by "owner/name"
-	tokens    map[string]TokenGrant
-	codeload  map[string]archiveGrant
-	faults    []*Fault
-	requests  []Request
-	nextID    int64
-	installed []string // repositories of the installation, "owner/name"
+	mu         sync.Mutex
+	repos      map[string]*repoState // by "owner/name"
+	tokens     map[string]TokenGrant
+	codeload   map[string]archiveGrant
+	faults     []*Fault
+	requests   []Request
+	nextID     int64
+	installed  []string // repositories of the installation, "owner/name"
+	created    []*CreatedApp
+	hookSecret string
 }
 
 // Request is one request the fake received.
@@ -109,6 +114,8 @@ func New(t testing.TB, opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc(APIPrefix+"/", s.serveAPI)
 	mux.HandleFunc(codeloadPrefix, s.serveCodeload)
+	mux.HandleFunc("POST /settings/apps/new", s.serveNewApp)
+	mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.serveNewApp)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.record(Request{Method: r.Method, Path: r.URL.Path, Status: http.StatusNotFound})
 		s.reject(w, http.StatusNotFound, "%s %s is outside %s/: the client ignored its base URL", r.Method, r.URL.Path, APIPrefix)
@@ -233,12 +240,14 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := &apiRequest{r: r, op: op, params: params, body: body}
-	if h.auth == authJWT {
+	switch h.auth {
+	case authNone:
+	case authJWT:
 		rec.Auth = "jwt"
 		if !s.checkJWT(sw, r) {
 			return
 		}
-	} else {
+	default:
 		rec.Auth = "token"
 		if !s.checkToken(sw, req, h.perm, h.level) {
 			return

@@ -20,6 +20,7 @@ type authKind int
 const (
 	authToken authKind = iota
 	authJWT
+	authNone // the request's own content is the credential (a manifest code)
 )
 
 type handler struct {
@@ -33,6 +34,8 @@ type handler struct {
 // description is refused with 501 and a test failure, so a gap in the fake is never silent.
 var handlers = map[string]handler{
 	"apps/get-authenticated":                  {auth: authJWT, fn: (*Server).getApp},
+	"apps/create-from-manifest":               {auth: authNone, fn: (*Server).convertManifest},
+	"apps/update-webhook-config-for-app":      {auth: authJWT, fn: (*Server).updateHookConfig},
 	"apps/create-installation-access-token":   {auth: authJWT, fn: (*Server).createToken},
 	"pulls/get":                               {perm: "pull_requests", level: "read", fn: (*Server).getPull},
 	"repos/compare-commits-with-basehead":     {perm: "contents", level: "read", fn: (*Server).compare},

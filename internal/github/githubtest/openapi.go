@@ -57,7 +57,7 @@ type Spec struct {
 
 	mu       sync.Mutex
 	compiler *jsonschema.Compiler
-	schemas  map[string]*jsonschema.Schema // by operation id
+	schemas  map[string]*jsonschema.Schema // by name: request/ID, response/ID/STATUS
 }
 
 // Operation is one method+path of the description.
@@ -69,6 +69,8 @@ type Operation struct {
 	literals int
 	body     any  // the application/json request schema, nil when none
 	bodyReq  bool // the request body is required
+	// responses are the application/json response schemas, by status code.
+	responses map[string]any
 }
 
 var loadSpec = sync.OnceValues(func() (*Spec, error) {
@@ -127,6 +129,18 @@ func newSpec(doc any) (*Spec, error) {
 				if content, ok := rb["content"].(map[string]any); ok {
 					if js, ok := content["application/json"].(map[string]any); ok {
 						o.body = js["schema"]
+					}
+				}
+			}
+			if rs, ok := op["responses"].(map[string]any); ok {
+				for code, raw := range rs {
+					r, _ := raw.(map[string]any)
+					content, _ := r["content"].(map[string]any)
+					if js, ok := content["application/json"].(map[string]any); ok && js["schema"] != nil {
+						if o.responses == nil {
+							o.responses = map[string]any{}
+						}
+						o.responses[code] = js["schema"]
 					}
 				}
 			}
@@ -278,22 +292,48 @@ func (s *Spec) ValidateBody(op *Operation, body []byte) error {
 	return nil
 }
 
+// ValidateResponse checks a JSON response body the fake is about to send against the
+// operation's response schema for status, so the fake answers as GitHub documents.
+func (s *Spec) ValidateResponse(op *Operation, status int, body []byte) error {
+	raw, ok := op.responses[fmt.Sprint(status)]
+	if !ok {
+		return fmt.Errorf("%s has no JSON response for status %d", op.ID, status)
+	}
+	sch, err := s.compile("response/"+url.PathEscape(op.ID)+"/"+fmt.Sprint(status), raw)
+	if err != nil {
+		return err
+	}
+	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(body)))
+	if err != nil {
+		return fmt.Errorf("response is not JSON: %w", err)
+	}
+	if err := sch.Validate(v); err != nil {
+		return fmt.Errorf("response does not match the %s %d schema: %w", op.ID, status, err)
+	}
+	return nil
+}
+
 // schema compiles an operation's request schema once and caches it.
 func (s *Spec) schema(op *Operation) (*jsonschema.Schema, error) {
+	return s.compile("request/"+url.PathEscape(op.ID), op.body)
+}
+
+// compile compiles a schema of the description once, by name, and caches it.
+func (s *Spec) compile(name string, raw any) (*jsonschema.Schema, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if sch, ok := s.schemas[op.ID]; ok {
+	if sch, ok := s.schemas[name]; ok {
 		return sch, nil
 	}
-	loc := "https://openapi.aster.test/request/" + url.PathEscape(op.ID) + ".json"
-	if err := s.compiler.AddResource(loc, op.body); err != nil {
-		return nil, fmt.Errorf("schema of %s: %w", op.ID, err)
+	loc := "https://openapi.aster.test/" + name + ".json"
+	if err := s.compiler.AddResource(loc, raw); err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
 	sch, err := s.compiler.Compile(loc)
 	if err != nil {
-		return nil, fmt.Errorf("compile schema of %s: %w", op.ID, err)
+		return nil, fmt.Errorf("compile schema %s: %w", name, err)
 	}
-	s.schemas[op.ID] = sch
+	s.schemas[name] = sch
 	return sch, nil
 }
 
