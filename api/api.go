@@ -13,6 +13,8 @@ const (
 	RouteHealth   = "/healthz"
 	RouteReady    = "/readyz"
 	RouteMetrics  = "/metrics"
+	// RouteOpenAPI serves the API's OpenAPI description (package api/openapi).
+	RouteOpenAPI = "/openapi.json"
 )
 
 // Media types and headers of the API.

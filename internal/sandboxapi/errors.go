@@ -32,7 +32,10 @@ func WriteError(w http.ResponseWriter, err error, retryAfter int) {
 			h.Set("Retry-After", strconv.Itoa(retryAfter))
 		}
 	case http.StatusMethodNotAllowed:
-		h.Set("Allow", "POST")
+		// The server sets the route's own methods; /v1/* handlers take POST.
+		if h.Get("Allow") == "" {
+			h.Set("Allow", "POST")
+		}
 	}
 	msg := err.Error()
 	if status == http.StatusInternalServerError {

@@ -16,17 +16,62 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/api/openapi"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
 )
+
+// Route is one path the server answers: the methods it takes and whether it
+// needs the bearer token (when the server has tokens).
+type Route struct {
+	Path    string
+	Methods []string
+	Auth    bool
+}
+
+// Routes lists every path the server answers. The OpenAPI description
+// describes exactly these paths and methods (a test holds them together);
+// any other path is 404, any other method 405 with Allow.
+func Routes() []Route {
+	post := []string{http.MethodPost}
+	get := []string{http.MethodGet, http.MethodHead}
+	return []Route{
+		{api.RouteExecute, post, true},
+		{api.RouteTest, post, true},
+		{api.RouteValidate, post, true},
+		{api.RouteHealth, get, false},
+		{api.RouteReady, get, false},
+		{api.RouteMetrics, []string{http.MethodGet}, true},
+		{api.RouteOpenAPI, []string{http.MethodGet}, false},
+	}
+}
+
+func lookupRoute(path string) (Route, bool) {
+	for _, rt := range Routes() {
+		if rt.Path == path {
+			return rt, true
+		}
+	}
+	return Route{}, false
+}
+
+func routePaths() string {
+	var paths []string
+	for _, rt := range Routes() {
+		paths = append(paths, rt.Path)
+	}
+	return strings.Join(paths, ", ")
+}
 
 // Options configure a Server. Zero durations and sizes take the defaults
 // noted; Manager is required.
@@ -193,7 +238,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		d := time.Since(start)
 		s.metrics.observeRequest(route, sw.status(), d)
 		level := slog.LevelInfo
-		if route == api.RouteHealth || route == api.RouteReady || route == api.RouteMetrics {
+		if route == api.RouteHealth || route == api.RouteReady || route == api.RouteMetrics || route == api.RouteOpenAPI {
 			level = slog.LevelDebug
 		}
 		attrs := []any{"method", r.Method, "route", route, "status", sw.status(),
@@ -205,50 +250,42 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Log(r.Context(), level, "request", attrs...)
 	}()
 
-	switch route {
-	case api.RouteHealth:
-		if !allowMethod(r, http.MethodGet, http.MethodHead) {
-			s.writeError(sw, r, fmt.Errorf("%w: use GET", api.ErrMethodNotAllowed))
+	rt, ok := lookupRoute(route)
+	if !ok {
+		s.writeError(sw, r, fmt.Errorf("%w: no route %s (have %s)", api.ErrNotFound, clipPath(r.URL.Path), routePaths()))
+		return
+	}
+	if rt.Auth {
+		if err := s.opts.Tokens.authorize(r); err != nil {
+			s.writeError(sw, r, err)
 			return
 		}
+	}
+	if !slices.Contains(rt.Methods, r.Method) {
+		sw.Header().Set("Allow", strings.Join(rt.Methods, ", "))
+		s.writeError(sw, r, fmt.Errorf("%w: %s takes %s", api.ErrMethodNotAllowed, route, strings.Join(rt.Methods, " or ")))
+		return
+	}
+	switch route {
+	case api.RouteHealth:
 		s.deadline(sw)
 		health.Write(sw) // the one shape of every server's /healthz
 	case api.RouteReady:
-		if !allowMethod(r, http.MethodGet, http.MethodHead) {
-			s.writeError(sw, r, fmt.Errorf("%w: use GET", api.ErrMethodNotAllowed))
-			return
-		}
 		s.ready(sw, r)
 	case api.RouteMetrics:
-		if err := s.opts.Tokens.authorize(r); err != nil {
-			s.writeError(sw, r, err)
-			return
-		}
 		s.metrics.Handler().ServeHTTP(sw, r)
-	case api.RouteExecute, api.RouteTest, api.RouteValidate:
-		if err := s.opts.Tokens.authorize(r); err != nil {
-			s.writeError(sw, r, err)
+	case api.RouteOpenAPI:
+		s.writeRaw(sw, api.ContentTypeJSON, openapi.JSON())
+	case api.RouteExecute:
+		s.execute(sw, r)
+	case api.RouteTest:
+		s.test(sw, r)
+	case api.RouteValidate:
+		if s.opts.Validator == nil {
+			s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", api.ErrNotFound))
 			return
 		}
-		if r.Method != http.MethodPost {
-			s.writeError(sw, r, fmt.Errorf("%w: %s takes POST", api.ErrMethodNotAllowed, route))
-			return
-		}
-		switch route {
-		case api.RouteExecute:
-			s.execute(sw, r)
-		case api.RouteTest:
-			s.test(sw, r)
-		case api.RouteValidate:
-			if s.opts.Validator == nil {
-				s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", api.ErrNotFound))
-				return
-			}
-			s.validate(sw, r)
-		}
-	default:
-		s.writeError(sw, r, fmt.Errorf("%w: no route %s (have %s, %s, %s, %s, %s, %s)", api.ErrNotFound, clipPath(r.URL.Path),
-			api.RouteExecute, api.RouteTest, api.RouteValidate, api.RouteHealth, api.RouteReady, api.RouteMetrics))
+		s.validate(sw, r)
 	}
 }
 
@@ -504,6 +541,18 @@ func (s *Server) writeJSON(w http.ResponseWriter, status int, v any) {
 	flush(w)
 }
 
+// writeRaw answers 200 with a body already encoded.
+func (s *Server) writeRaw(w http.ResponseWriter, contentType string, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", contentType)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	s.deadline(w)
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body)
+	flush(w)
+}
+
 func (s *Server) deadline(w http.ResponseWriter) {
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.opts.WriteTimeout))
 }
@@ -591,21 +640,12 @@ func (s *Server) watchEngine(ctx context.Context) {
 	}
 }
 
+// routeOf is the route label of a path for metrics and logs.
 func routeOf(p string) string {
-	switch p {
-	case api.RouteExecute, api.RouteTest, api.RouteValidate, api.RouteHealth, api.RouteReady, api.RouteMetrics:
+	if _, ok := lookupRoute(p); ok {
 		return p
 	}
 	return "other"
-}
-
-func allowMethod(r *http.Request, methods ...string) bool {
-	for _, m := range methods {
-		if r.Method == m {
-			return true
-		}
-	}
-	return false
 }
 
 func clipPath(p string) string {
