@@ -290,7 +290,7 @@ func TestTooLargeAnsweredBeforeBody(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer without the body: %v", err)
 	}
-	b, _ := io.ReadAll(resp.Body)
+	b := checkRaw(t, http.MethodPost, RouteExecute, resp)
 	d := errorOf(t, resp, b, 413, "too_large")
 	if !strings.Contains(d.Message, "10GiB") {
 		t.Errorf("message %q", d.Message)
@@ -308,7 +308,7 @@ func TestAuth(t *testing.T) {
 		o.Tokens = toks
 		o.Validator = validatorFunc(func(context.Context, gate.ValidateInput) (gate.ValidateResponse, error) {
 			validated++
-			return gate.ValidateResponse{Findings: []gate.Marked{}}, nil
+			return gate.ValidateResponse{Findings: []gate.Marked{}, Summary: gate.Summarize(nil), Analyzers: []gate.AnalyzerResult{}}, nil
 		})
 	}})
 	for _, hdr := range [][]string{nil, {"Authorization", "Bearer wrong-token-000000000000"}, {"Authorization", "token-for-the-tests-0001"}} {
@@ -655,6 +655,7 @@ func TestSlowLoris(t *testing.T) {
 				answered <- 0
 				return
 			}
+			checkRaw(t, http.MethodPost, RouteExecute, resp)
 			answered <- resp.StatusCode
 		}()
 		for i := 0; ; i++ {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/openapitest"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -99,7 +100,8 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{
 		t: t, mgr: mgr, srv: srv, metrics: metrics, base: "http://" + ln.Addr().String(),
-		label: label, stop: cancel, served: make(chan error, 1), http: &http.Client{},
+		label: label, stop: cancel, served: make(chan error, 1),
+		http: &http.Client{Transport: apiSpec(t).Transport(t, nil)},
 	}
 	go func() { h.served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
@@ -119,6 +121,40 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 		}
 	})
 	return h
+}
+
+// apiSpec is the OpenAPI description (api/openapi) that every exchange of
+// these tests is checked against: the harness's client checks each request
+// and response, and the tests that write requests by hand check the answers
+// they read with checkRaw.
+func apiSpec(t testing.TB) *openapitest.Spec {
+	t.Helper()
+	s, err := openapitest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// checkRaw reads and closes the body of an answer read off a raw connection
+// and checks it against the description as an answer to method path. It
+// may run off the test's goroutine: it only reports.
+func checkRaw(t testing.TB, method, path string, resp *http.Response) []byte {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Errorf("read the answer's body: %v", err)
+		return b
+	}
+	s, err := openapitest.Load()
+	if err == nil {
+		err = s.CheckAnswer(method, path, resp, b)
+	}
+	if err != nil {
+		t.Errorf("openapi: %v", err)
+	}
+	return b
 }
 
 // testRuntime is a Docker runtime whose sandboxes carry a label unique to
