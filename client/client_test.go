@@ -14,6 +14,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/openapitest"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
@@ -52,7 +53,12 @@ func server(t *testing.T, maxConcurrent, queue int, tokens *sandboxapi.Tokens) (
 
 func newClient(t *testing.T, url, token string) *Client {
 	t.Helper()
-	c, err := New(Options{BaseURL: url, Token: token})
+	// Every call is checked against the API's OpenAPI description.
+	spec, err := openapitest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := New(Options{BaseURL: url, Token: token, HTTPClient: spec.Client(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,3 +66,11 @@ chmod +x "$root/third_party/sarif/node_modules/@microsoft/sarif-multitool-linux/
 npm_install_pinned "$root/third_party/astgrep" \
 	"@ast-grep/cli@0.51.1"
 [[ -f "$root/third_party/astgrep/.gitignore" ]] || printf '*\n' >"$root/third_party/astgrep/.gitignore"
+
+# --- OpenAPI (scripts/validate-openapi.sh, api/openapi) ------------------------------------------
+# Redocly's CLI (`redocly lint` with its recommended-strict rules) and a validator against the
+# official OpenAPI 3.1 JSON schema check the sandbox API's description from outside Go.
+npm_install_pinned "$root/third_party/openapi" \
+	"@redocly/cli@2.77.0" \
+	"@seriousme/openapi-schema-validator@2.11.0"
+[[ -f "$root/third_party/openapi/.gitignore" ]] || printf '*\n' >"$root/third_party/openapi/.gitignore"

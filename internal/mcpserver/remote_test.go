@@ -13,6 +13,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/client"
+	"github.com/asterhq/aster/internal/openapitest"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -39,7 +40,12 @@ func TestRemoteExecutor(t *testing.T) {
 	}
 	hs := httptest.NewServer(orch)
 	t.Cleanup(hs.Close)
-	cl, err := client.New(client.Options{BaseURL: hs.URL, Token: token})
+	// Every call the executor makes is checked against the API's OpenAPI description.
+	spec, err := openapitest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(client.Options{BaseURL: hs.URL, Token: token, HTTPClient: spec.Client(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

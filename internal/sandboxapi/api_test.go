@@ -655,7 +655,11 @@ func TestSlowLoris(t *testing.T) {
 				answered <- 0
 				return
 			}
-			checkRaw(t, http.MethodPost, RouteExecute, resp)
+			if what == "body" {
+				// The API answers a slow body; a request whose headers never
+				// end is net/http's to refuse (plain text), not the API's.
+				checkRaw(t, http.MethodPost, RouteExecute, resp)
+			}
 			answered <- resp.StatusCode
 		}()
 		for i := 0; ; i++ {
