@@ -221,7 +221,7 @@ func TestServeEngineRestart(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, p.url+api.RouteExecute, bytes.NewReader(b))
 	req.Header.Set("Content-Type", api.ContentTypeJSON)
 	req.Header.Set("Accept", api.ContentTypeNDJSON)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.http.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestServeEngineRestart(t *testing.T) {
 		t.Errorf("while the engine is down: %d Retry-After %q %s %v", st, retry, body, err)
 	}
 	for path, want := range map[string]int{api.RouteReady: 503, api.RouteHealth: 200} {
-		r, err := http.Get(p.url + path)
+		r, err := p.http.Get(p.url + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +287,7 @@ func TestServeEngineRestart(t *testing.T) {
 	eventually(t, 30*time.Second, "no sandbox left on the engine", func() bool {
 		return labelled(t, eapi, "aster.managed=true", "") == 0
 	})
-	if r, err := http.Get(p.url + api.RouteReady); err != nil || r.StatusCode != 200 {
+	if r, err := p.http.Get(p.url + api.RouteReady); err != nil || r.StatusCode != 200 {
 		t.Errorf("readyz after recovery: %v %v", r, err)
 	} else {
 		r.Body.Close()

@@ -22,6 +22,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/openapitest"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
@@ -33,6 +34,8 @@ type serveProc struct {
 	logs *syncBuffer
 	proc *os.Process
 	done chan error
+	// http checks every call against the API's OpenAPI description.
+	http *http.Client
 }
 
 // uniqueLabel is aster.test=<test>-<pid>-<n>: other test processes (a
@@ -75,7 +78,11 @@ func startServe(t *testing.T, env []string, args ...string) *serveProc {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &serveProc{t: t, url: "http://" + addr, logs: logs, proc: cmd.Process, done: make(chan error, 1)}
+	spec, err := openapitest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &serveProc{t: t, url: "http://" + addr, logs: logs, proc: cmd.Process, done: make(chan error, 1), http: spec.Client(t)}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
 		select {
@@ -110,7 +117,7 @@ func (p *serveProc) post(ctx context.Context, path string, v any) (int, string, 
 	b, _ := json.Marshal(v)
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, p.url+path, bytes.NewReader(b))
 	req.Header.Set("Content-Type", api.ContentTypeJSON)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.http.Do(req)
 	if err != nil {
 		return 0, "", nil, err
 	}
