@@ -43,9 +43,10 @@ func (s *Spec) CheckRequest(method, path string, h http.Header, body []byte) Req
 }
 
 func (op *Operation) checkRequest(h http.Header, body []byte) error {
-	if auth := h.Get("Authorization"); auth != "" {
+	// An operation without security ignores an Authorization header.
+	if auth := h.Get("Authorization"); auth != "" && op.Auth {
 		scheme, tok, _ := strings.Cut(auth, " ")
-		if !op.Auth || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
+		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
 			return fmt.Errorf("Authorization %q is not a bearer token this operation takes", clip(auth))
 		}
 	}

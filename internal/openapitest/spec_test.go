@@ -70,6 +70,7 @@ func TestRequests(t *testing.T) {
 		{"not a tar", "POST", "/v1/validate", http.Header{"Content-Type": {"application/x-tar"}}, []byte(strings.Repeat("x", 1024)), "tar"},
 		{"validate json", "POST", "/v1/validate", jsonHeader(), []byte(`{}`), "not one the operation takes"},
 		{"healthz", "GET", "/healthz", http.Header{}, nil, ""},
+		{"healthz with a token", "GET", "/healthz", http.Header{"Authorization": {"Bearer abc"}}, nil, ""},
 		{"unknown path", "GET", "/v2/execute", http.Header{}, nil, "no GET /v2/execute"},
 	}
 	ct, body := multi(`spec={"argv":["ls"]}`, "workspace")
