@@ -47,7 +47,7 @@ func (op *Operation) checkRequest(h http.Header, body []byte) error {
 	if auth := h.Get("Authorization"); auth != "" && op.Auth {
 		scheme, tok, _ := strings.Cut(auth, " ")
 		if !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-			return fmt.Errorf("Authorization %q is not a bearer token this operation takes", clip(auth))
+			return fmt.Errorf("the Authorization header %q is not a bearer token", clip(auth))
 		}
 	}
 	ct := h.Get("Content-Type")
