@@ -290,7 +290,7 @@ func TestTooLargeAnsweredBeforeBody(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no answer without the body: %v", err)
 	}
-	b := checkRaw(t, http.MethodPost, RouteExecute, resp)
+	b := checkRaw(t, http.MethodPost, api.RouteExecute, resp)
 	d := errorOf(t, resp, b, 413, "too_large")
 	if !strings.Contains(d.Message, "10GiB") {
 		t.Errorf("message %q", d.Message)
@@ -658,7 +658,7 @@ func TestSlowLoris(t *testing.T) {
 			if what == "body" {
 				// The API answers a slow body; a request whose headers never
 				// end is net/http's to refuse (plain text), not the API's.
-				checkRaw(t, http.MethodPost, RouteExecute, resp)
+				checkRaw(t, http.MethodPost, api.RouteExecute, resp)
 			}
 			answered <- resp.StatusCode
 		}()

@@ -135,9 +135,9 @@ func rawPost(t *testing.T, addr, spec string, body []byte) (*http.Response, []by
 	if err != nil {
 		t.Fatalf("read the answer's body: %v", err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, RouteExecute, nil)
-	req.Header.Set("Content-Type", ContentTypeTar)
-	req.Header.Set(HeaderSpec, spec)
+	req, _ := http.NewRequest(http.MethodPost, api.RouteExecute, nil)
+	req.Header.Set("Content-Type", api.ContentTypeTar)
+	req.Header.Set(api.HeaderSpec, spec)
 	if err := apiSpec(t).CheckExchange(req, body, resp, b); err != nil {
 		t.Errorf("openapi: %v", err)
 	}
@@ -178,7 +178,7 @@ func startUpload(t *testing.T, addr, local, spec string, body []byte, first int)
 			u.status <- nil
 			return
 		}
-		checkRaw(t, http.MethodPost, RouteExecute, resp)
+		checkRaw(t, http.MethodPost, api.RouteExecute, resp)
 		u.status <- resp
 	}()
 	return u
@@ -279,7 +279,7 @@ func TestBodyBytesInFlight(t *testing.T) {
 				u.status <- nil
 				return
 			}
-			checkRaw(t, http.MethodPost, RouteExecute, resp)
+			checkRaw(t, http.MethodPost, api.RouteExecute, resp)
 			u.status <- resp
 		}()
 		return u
@@ -350,7 +350,7 @@ func TestSlowClientsCannotHoldUploads(t *testing.T) {
 				s.code <- 0
 				return
 			}
-			checkRaw(t, http.MethodPost, RouteExecute, resp)
+			checkRaw(t, http.MethodPost, api.RouteExecute, resp)
 			s.code <- resp.StatusCode
 		}()
 		slows = append(slows, s)

@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/api/openapi"
 	"github.com/asterhq/aster/internal/config"
-	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/testrun"
 )
 
 // The description describes exactly the routes the server answers, with
@@ -48,14 +47,14 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t, harnessOpts{server: func(o *Options) { o.Tokens = toks }})
-	resp, body := h.do(context.Background(), http.MethodGet, RouteOpenAPI, "", nil)
-	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != ContentTypeJSON {
+	resp, body := h.do(context.Background(), http.MethodGet, api.RouteOpenAPI, "", nil)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.ContentTypeJSON {
 		t.Fatalf("%d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
 	if !bytes.Equal(body, openapi.JSON()) {
 		t.Errorf("the served description (%d bytes) is not api/openapi/openapi.json (%d bytes)", len(body), len(openapi.JSON()))
 	}
-	resp, body = h.do(context.Background(), http.MethodPost, RouteOpenAPI, ContentTypeJSON, strings.NewReader("{}"))
+	resp, body = h.do(context.Background(), http.MethodPost, api.RouteOpenAPI, api.ContentTypeJSON, strings.NewReader("{}"))
 	errorOf(t, resp, body, 405, "method_not_allowed")
 	if resp.Header.Get("Allow") != "GET" {
 		t.Errorf("Allow %q", resp.Header.Get("Allow"))
@@ -96,8 +95,8 @@ func TestOpenAPILimitBounds(t *testing.T) {
 			t.Errorf("limits.%s: the description's bounds %v, config.LimitBounds %v", name, got, want)
 		}
 	}
-	if len(props) != reflect.TypeFor[Limits]().NumField() {
-		t.Errorf("the description has %d limits, the Limits type %d", len(props), reflect.TypeFor[Limits]().NumField())
+	if len(props) != reflect.TypeFor[api.Limits]().NumField() {
+		t.Errorf("the description has %d limits, the Limits type %d", len(props), reflect.TypeFor[api.Limits]().NumField())
 	}
 }
 
@@ -110,17 +109,19 @@ func TestOpenAPIWireTypes(t *testing.T) {
 		typ    reflect.Type
 		sent   bool // the server sends it: what it always sends is required
 	}{
-		{"ExecuteRequest", reflect.TypeFor[ExecuteRequest](), false},
-		{"TestRequest", reflect.TypeFor[TestRequest](), false},
-		{"ReportRequest", reflect.TypeFor[ReportRequest](), false},
-		{"Limits", reflect.TypeFor[Limits](), false},
-		{"RunResult", reflect.TypeFor[sandbox.WireResult](), true},
-		{"TestSummary", reflect.TypeFor[testrun.Summary](), true},
-		{"TestFailure", reflect.TypeFor[testrun.Failure](), true},
-		{"ErrorDetail", reflect.TypeFor[ErrorDetail](), true},
-		{"Error", reflect.TypeFor[ErrorBody](), true},
-		{"OutputEvent", reflect.TypeFor[OutputEvent](), true},
-		{"ErrorEvent", reflect.TypeFor[ErrorEvent](), true},
+		{"ExecuteRequest", reflect.TypeFor[api.ExecuteRequest](), false},
+		{"TestRequest", reflect.TypeFor[api.TestRequest](), false},
+		{"ReportRequest", reflect.TypeFor[api.ReportRequest](), false},
+		{"Limits", reflect.TypeFor[api.Limits](), false},
+		{"RunResult", reflect.TypeFor[api.Result](), true},
+		{"TestSummary", reflect.TypeFor[api.TestSummary](), true},
+		{"TestFailure", reflect.TypeFor[api.TestFailure](), true},
+		{"ErrorDetail", reflect.TypeFor[api.ErrorDetail](), true},
+		{"Error", reflect.TypeFor[api.ErrorBody](), true},
+		{"OutputEvent", reflect.TypeFor[api.OutputEvent](), true},
+		{"ErrorEvent", reflect.TypeFor[api.ErrorEvent](), true},
+		{"Ready", reflect.TypeFor[api.Ready](), true},
+		{"ValidateRequest", reflect.TypeFor[api.ValidateRequest](), false},
 	} {
 		s := schemaAt(t, c.schema)
 		props, _ := s["properties"].(map[string]any)
@@ -147,14 +148,14 @@ func TestOpenAPIWireTypes(t *testing.T) {
 	// The multipart field names and the spec header are the description's.
 	for _, name := range []string{"ExecuteMultipart", "TestMultipart", "ValidateMultipart"} {
 		props := schemaAt(t, name)["properties"].(map[string]any)
-		if props[PartSpec] == nil || props[PartWorkspace] == nil || len(props) != 2 {
-			t.Errorf("%s parts %v, want %s and %s", name, props, PartSpec, PartWorkspace)
+		if props[api.PartSpec] == nil || props[api.PartWorkspace] == nil || len(props) != 2 {
+			t.Errorf("%s parts %v, want %s and %s", name, props, api.PartSpec, api.PartWorkspace)
 		}
 	}
 	params := apiSpec(t).Doc["components"].(map[string]any)["parameters"].(map[string]any)
 	for name, p := range params {
-		if got := p.(map[string]any)["name"]; got != HeaderSpec {
-			t.Errorf("parameter %s names %v, want %s", name, got, HeaderSpec)
+		if got := p.(map[string]any)["name"]; got != api.HeaderSpec {
+			t.Errorf("parameter %s names %v, want %s", name, got, api.HeaderSpec)
 		}
 	}
 }
