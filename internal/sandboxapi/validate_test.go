@@ -90,7 +90,7 @@ func TestValidateAdmission(t *testing.T) {
 	h := newHarness(t, harnessOpts{maxConcurrent: 1, queue: 1, server: func(o *Options) {
 		o.Validator = validatorFunc(func(context.Context, gate.ValidateInput) (gate.ValidateResponse, error) {
 			calls.Add(1)
-			return gate.ValidateResponse{Findings: []gate.Marked{}}, nil
+			return gate.ValidateResponse{Findings: []gate.Marked{}, Summary: gate.Summarize(nil), Analyzers: []gate.AnalyzerResult{}}, nil
 		})
 	}})
 	archive := manyFiles(t, 1, 64)
