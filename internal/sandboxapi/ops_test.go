@@ -96,7 +96,7 @@ func TestValidateRunsCarryARunID(t *testing.T) {
 	h := newHarness(t, harnessOpts{server: func(o *Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, nil))
 		o.Validator = validatorFunc(func(context.Context, gate.ValidateInput) (gate.ValidateResponse, error) {
-			return gate.ValidateResponse{Findings: []gate.Marked{}}, nil
+			return gate.ValidateResponse{Findings: []gate.Marked{}, Summary: gate.Summarize(nil), Analyzers: []gate.AnalyzerResult{}}, nil
 		})
 	}})
 	archive := manyFiles(t, 1, 16)
