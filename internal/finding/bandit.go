@@ -2,6 +2,7 @@ package finding
 
 import (
 	"io"
+	"strconv"
 	"strings"
 )
 
@@ -27,6 +28,10 @@ type banditResult struct {
 	TestID          string `json:"test_id"`
 	TestName        string `json:"test_name"`
 	MoreInfo        string `json:"more_info"`
+	// IssueCWE is {"id": 89, "link": "..."} (bandit >= 1.7.5); id 0 means none.
+	IssueCWE *struct {
+		ID any `json:"id"`
+	} `json:"issue_cwe"`
 }
 
 // ReadBandit reads `bandit -f json` output, one or more documents. Severity
@@ -56,6 +61,14 @@ func ReadBandit(r io.Reader, opts ReadOptions) (ReadResult, error) {
 				EndLine:   res.LineNumber,
 				Message:   res.IssueText,
 				HelpURI:   res.MoreInfo,
+			}
+			if res.IssueCWE != nil {
+				switch id := res.IssueCWE.ID.(type) {
+				case float64:
+					f.CWE = NormalizeCWE(strconv.FormatFloat(id, 'f', -1, 64))
+				case string:
+					f.CWE = NormalizeCWE(id)
+				}
 			}
 			// line_range is not used: Bandit pads it with following lines.
 			if res.ColOffset != nil && *res.ColOffset >= 0 {

@@ -73,7 +73,10 @@ type Finding struct {
 	EndColumn   int    `json:"end_column,omitempty"`
 	Message     string `json:"message"`
 	HelpURI     string `json:"help_uri,omitempty"`
-	Fix         *Fix   `json:"fix,omitempty"`
+	// CWE is the weakness the rule detects, as "CWE-89", when the analyzer
+	// says (Bandit's issue_cwe, gosec's CWE taxa, Aster's ESLint rule map).
+	CWE string `json:"cwe,omitempty"`
+	Fix *Fix   `json:"fix,omitempty"`
 	// Fingerprint identifies the finding across runs and pushes (see
 	// AssignFingerprints): it tells two occurrences apart and does not depend
 	// on the line number.

@@ -21,10 +21,11 @@ const (
 	FormatSemgrep    Format = "semgrep-json"    // semgrep --json
 	FormatShellcheck Format = "shellcheck-json" // shellcheck -f json1 (or json)
 	FormatBandit     Format = "bandit-json"     // bandit -f json
+	FormatESLint     Format = "eslint-json"     // eslint --format json
 )
 
 // Formats lists the readable formats.
-var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit}
+var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatESLint}
 
 // ParseFormat validates a format name.
 func ParseFormat(s string) (Format, error) {
@@ -33,7 +34,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json", s)
+	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, eslint-json", s)
 }
 
 // ErrInvalid marks analyzer output that cannot be read.
@@ -100,6 +101,8 @@ func Read(format Format, r io.Reader, opts ReadOptions) (ReadResult, error) {
 		return ReadShellcheck(r, opts)
 	case FormatBandit:
 		return ReadBandit(r, opts)
+	case FormatESLint:
+		return ReadESLint(r, opts)
 	}
 	return ReadResult{}, fmt.Errorf("%w: unknown format %q", ErrInvalid, format)
 }
@@ -193,6 +196,7 @@ func (c *collector) add(f Finding) {
 	if f.EndColumn < 0 || (f.EndLine == f.StartLine && f.EndColumn < f.StartColumn) {
 		f.EndColumn = 0
 	}
+	f.CWE = NormalizeCWE(f.CWE)
 	if !safeURL(f.HelpURI) {
 		f.HelpURI = ""
 	}

@@ -1,5 +1,7 @@
 package finding
 
+import "encoding/json"
+
 // The subset of the SARIF 2.1.0 object model that Aster reads and writes.
 // Field names follow the specification (OASIS SARIF 2.1.0, errata 01).
 
@@ -19,7 +21,14 @@ type sarifRun struct {
 	Artifacts          []sarifArtifact                  `json:"artifacts,omitempty"`
 	Results            []sarifResult                    `json:"results"`
 	ColumnKind         string                           `json:"columnKind,omitempty"`
+	Taxonomies         []sarifTaxonomy                  `json:"taxonomies,omitempty"`
 	Properties         map[string]any                   `json:"properties,omitempty"`
+}
+
+// sarifTaxonomy is a run's taxonomy (gosec ships CWE as one), read only for
+// its name: a toolComponent reference may name it by index.
+type sarifTaxonomy struct {
+	Name string `json:"name"`
 }
 
 type sarifTool struct {
@@ -44,6 +53,51 @@ type sarifRule struct {
 	HelpURI              string                       `json:"helpUri,omitempty"`
 	Help                 *sarifMessage                `json:"help,omitempty"`
 	DefaultConfiguration *sarifReportingConfiguration `json:"defaultConfiguration,omitempty"`
+	Relationships        []sarifRelationship          `json:"relationships,omitempty"`
+	Properties           *sarifRuleProperties         `json:"properties,omitempty"`
+}
+
+// sarifRuleProperties is the part of a rule's property bag Aster uses: its
+// tags, where GitHub's convention puts the CWE ("external/cwe/cwe-89").
+type sarifRuleProperties struct {
+	Tags []string `json:"tags,omitempty"`
+}
+
+// UnmarshalJSON reads the tags leniently: a property bag is free-form, and a
+// tool's odd one must not make its whole log unreadable.
+func (p *sarifRuleProperties) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		Tags []any `json:"tags"`
+	}
+	if json.Unmarshal(b, &raw) != nil {
+		return nil
+	}
+	for _, t := range raw.Tags {
+		if s, ok := t.(string); ok && len(p.Tags) < maxRuleTags {
+			p.Tags = append(p.Tags, s)
+		}
+	}
+	return nil
+}
+
+// maxRuleTags bounds the tags kept per rule.
+const maxRuleTags = 64
+
+// sarifRelationship links a rule to a taxon, e.g. gosec's G201 to CWE 89.
+type sarifRelationship struct {
+	Target sarifTaxonRef `json:"target"`
+	Kinds  []string      `json:"kinds,omitempty"`
+}
+
+// sarifTaxonRef references a taxon of a taxonomy (a reportingDescriptorReference).
+type sarifTaxonRef struct {
+	ID            string                 `json:"id,omitempty"`
+	ToolComponent *sarifToolComponentRef `json:"toolComponent,omitempty"`
+}
+
+type sarifToolComponentRef struct {
+	Name  string `json:"name,omitempty"`
+	Index *int   `json:"index,omitempty"`
 }
 
 type sarifReportingConfiguration struct {
@@ -75,6 +129,7 @@ type sarifResult struct {
 	Locations           []sarifLocation    `json:"locations,omitempty"`
 	PartialFingerprints map[string]string  `json:"partialFingerprints,omitempty"`
 	Fixes               []sarifFix         `json:"fixes,omitempty"`
+	Taxa                []sarifTaxonRef    `json:"taxa,omitempty"`
 	Suppressions        []sarifSuppression `json:"suppressions,omitempty"`
 	Properties          map[string]any     `json:"properties,omitempty"`
 }

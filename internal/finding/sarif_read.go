@@ -78,6 +78,7 @@ func readRun(c *collector, run *sarifRun) {
 		if f.Severity == "" {
 			f.Severity = Warning
 		}
+		f.CWE = resultCWE(res, rule, run)
 		f.Message = messageText(res.Message, rule)
 		// A result without a file location is about the repository as a
 		// whole; it keeps an empty Path.
@@ -246,4 +247,50 @@ func sarifFixes(fixes []sarifFix, run *sarifRun) *Fix {
 		}
 	}
 	return nil
+}
+
+// resultCWE finds the CWE of a result: a CWE taxon of the result itself, else
+// of its rule (a relationship, as gosec writes), else a rule tag
+// ("external/cwe/cwe-89", GitHub's convention; Semgrep writes "CWE-89: ...").
+func resultCWE(res *sarifResult, rule *sarifRule, run *sarifRun) string {
+	for _, t := range res.Taxa {
+		if cwe := taxonCWE(t, run); cwe != "" {
+			return cwe
+		}
+	}
+	if rule == nil {
+		return ""
+	}
+	for _, rel := range rule.Relationships {
+		if cwe := taxonCWE(rel.Target, run); cwe != "" {
+			return cwe
+		}
+	}
+	if rule.Properties != nil {
+		for _, tag := range rule.Properties.Tags {
+			low := strings.ToLower(tag)
+			if strings.HasPrefix(low, "external/cwe/") || strings.HasPrefix(low, "cwe-") {
+				if cwe := NormalizeCWE(tag); cwe != "" {
+					return cwe
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// taxonCWE is the CWE a taxon reference names, when its taxonomy is CWE.
+func taxonCWE(t sarifTaxonRef, run *sarifRun) string {
+	tc := t.ToolComponent
+	if tc == nil {
+		return ""
+	}
+	name := tc.Name
+	if name == "" && tc.Index != nil && *tc.Index >= 0 && *tc.Index < len(run.Taxonomies) {
+		name = run.Taxonomies[*tc.Index].Name
+	}
+	if !strings.EqualFold(name, "CWE") {
+		return ""
+	}
+	return NormalizeCWE(t.ID)
 }

@@ -30,7 +30,7 @@ type Analyzer struct {
 	// commands that take their list from xargs -0 (no argv limit).
 	Input string `yaml:"input,omitempty" json:"input,omitempty"`
 	// Format of the tool's stdout: sarif, semgrep-json, shellcheck-json,
-	// bandit-json.
+	// bandit-json, eslint-json.
 	Format finding.Format `yaml:"format" json:"format"`
 	// Files are the globs of files the tool applies to; empty means every
 	// file. An analyzer with no matching file is skipped.
@@ -56,6 +56,10 @@ type Analyzer struct {
 	// InformationURI is the tool's home page, for SARIF output.
 	InformationURI string `yaml:"information_uri,omitempty" json:"information_uri,omitempty"`
 }
+
+// ESLintDir is where the sandbox image keeps ESLint, eslint-plugin-security
+// and Aster's configuration for them (images/sandbox/eslint.config.mjs).
+const ESLintDir = "/opt/aster/eslint"
 
 // Placeholders and inputs.
 const (
@@ -200,6 +204,36 @@ func Builtins() []Analyzer {
 			Files:          []string{"*.py"},
 			OKExitCodes:    []int{0, 1, 123},
 			InformationURI: "https://bandit.readthedocs.io",
+		},
+		{
+			// gosec type-checks whole packages, so it is given the tree, not
+			// the files; it runs when a Go file is among them. No network:
+			// the image's Go toolchain, no proxy, no toolchain download.
+			// G104 (an unchecked error) is a code-quality rule, and the
+			// loudest: left out.
+			Name:           "gosec",
+			Command:        []string{"gosec", "-fmt", "sarif", "-quiet", "-exclude-generated", "-exclude=G104", "./..."},
+			Format:         finding.FormatSARIF,
+			Files:          []string{"*.go"},
+			OKExitCodes:    []int{0, 1},
+			Timeout:        "5m",
+			Memory:         "2g",
+			Env:            map[string]string{"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOFLAGS": "-buildvcs=false", "GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "CGO_ENABLED": "0"},
+			InformationURI: "https://github.com/securego/gosec",
+		},
+		{
+			// Aster's own ESLint configuration (security rules only) is the
+			// only one loaded: --config skips the repository's eslint.config.*
+			// (which could import any code), --no-inline-config its comments.
+			Name: "eslint",
+			Command: []string{"xargs", "-0", "-r", "node", ESLintDir + "/node_modules/eslint/bin/eslint.js",
+				"--config", ESLintDir + "/eslint.config.mjs", "--no-inline-config", "--no-warn-ignored", "--format", "json", "--"},
+			Input:          InputFiles0,
+			Format:         finding.FormatESLint,
+			Files:          []string{"*.js", "*.cjs", "*.mjs", "*.jsx"},
+			OKExitCodes:    []int{0, 1, 123},
+			Timeout:        "5m",
+			InformationURI: "https://github.com/eslint-community/eslint-plugin-security",
 		},
 		{
 			Name: "semgrep",
