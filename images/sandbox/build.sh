@@ -104,6 +104,9 @@ chmod -R a+rX,go-w "$root/opt/aster"
 # Every analyzer's version as the tool itself reports it, for the review report.
 log "recording analyzer versions"
 mkdir -p "$root/etc/aster"
+# Go finds its GOROOT through /proc/self/exe.
+mount -t proc proc "$root/proc"
+trap 'umount "$root/proc" 2>/dev/null || true; rm -rf "$work"' EXIT
 ver() { chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp "$@" 2>&1 | grep -Eom1 '[0-9]+\.[0-9]+(\.[0-9]+)?' || true; }
 {
 	printf '{\n'
@@ -119,8 +122,9 @@ ver() { chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp "$@" 2
 	printf '  "node": "%s"\n' "$(ver node --version)"
 	printf '}\n'
 } >"$root/etc/aster/analyzers.json"
+umount "$root/proc"
 cat "$root/etc/aster/analyzers.json" >&2
-if grep -q '""' "$root/etc/aster/analyzers.json"; then
+if grep -Eq '"(gitleaks|shellcheck|bandit|gosec|eslint|eslint-plugin-security|ast-grep)": ""' "$root/etc/aster/analyzers.json"; then
 	log "a tool did not print its version (see above)"
 	exit 1
 fi

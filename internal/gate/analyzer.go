@@ -51,6 +51,9 @@ type Analyzer struct {
 	// ("2m", "1g").
 	Timeout string `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	Memory  string `yaml:"memory,omitempty" json:"memory,omitempty"`
+	// TmpSize, when set, replaces the size of the sandbox's /tmp ("1g"):
+	// gosec's Go build cache needs more than the default.
+	TmpSize string `yaml:"tmp_size,omitempty" json:"tmp_size,omitempty"`
 	// Env is the tool's whole environment besides HOME; never host values.
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// InformationURI is the tool's home page, for SARIF output.
@@ -143,6 +146,15 @@ func (a Analyzer) Validate() error {
 			return errf("memory: %v", err)
 		}
 	}
+	if a.TmpSize != "" {
+		n, err := config.ParseBytes(a.TmpSize)
+		if err != nil {
+			return errf("tmp_size: %v", err)
+		}
+		if n < config.MinTmpfsBytes || n > config.MaxTmpfsBytes {
+			return errf("tmp_size %s is outside %s to %s", a.TmpSize, config.FormatBytes(config.MinTmpfsBytes), config.FormatBytes(config.MaxTmpfsBytes))
+		}
+	}
 	if len(a.Env) > MaxEnv {
 		return errf("more than %d environment variables", MaxEnv)
 	}
@@ -218,6 +230,7 @@ func Builtins() []Analyzer {
 			OKExitCodes:    []int{0, 1},
 			Timeout:        "5m",
 			Memory:         "2g",
+			TmpSize:        "1g",
 			Env:            map[string]string{"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOFLAGS": "-buildvcs=false", "GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "CGO_ENABLED": "0"},
 			InformationURI: "https://github.com/securego/gosec",
 		},

@@ -364,6 +364,9 @@ func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 		mem = a.Memory
 	}
 	limits.MemoryBytes, _ = config.ParseBytes(mem)
+	if a.TmpSize != "" {
+		limits.TmpBytes, _ = config.ParseBytes(a.TmpSize)
+	}
 	limits.OutputBytes = analyzerOutputBytes
 	limits.OutputCeilingBytes = analyzerCeilingBytes
 	image := r.image(a)
