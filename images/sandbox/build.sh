@@ -122,6 +122,13 @@ ver() { chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp "$@" 2
 	printf '  "node": "%s"\n' "$(ver node --version)"
 	printf '}\n'
 } >"$root/etc/aster/analyzers.json"
+# gosec type-checks against the standard library's export data, which Go would
+# otherwise compile on every run (minutes on one CPU). The gate copies this cache
+# into the sandbox's /tmp (Go needs a writable one); built with the gate's settings.
+log "warming Go's build cache for the standard library"
+chroot "$root" env -i PATH=/usr/bin:/bin HOME=/tmp GOCACHE=/opt/aster/go-cache GOTOOLCHAIN=local \
+	GOPROXY=off GOPATH=/tmp/go CGO_ENABLED=0 go list -export -deps std >/dev/null
+chmod -R a+rX,go-w "$root/opt/aster/go-cache"
 umount "$root/proc"
 cat "$root/etc/aster/analyzers.json" >&2
 if grep -Eq '"(gitleaks|shellcheck|bandit|gosec|eslint|eslint-plugin-security|ast-grep)": ""' "$root/etc/aster/analyzers.json"; then

@@ -92,9 +92,10 @@ run --dir "$src" -- bandit -f json -q -r . >"$here/tools/bandit.json" || true
 	run --dir "$src" -- shellcheck -f json1 "dir with space/loop.sh" || true
 } >"$here/tools/shellcheck-two-docs.json1"
 # gosec and ESLint as the gate runs them (internal/gate/analyzer.go).
-run --dir "$src" --env GOTOOLCHAIN=local --env GOPROXY=off --env GOFLAGS=-buildvcs=false \
+run --dir "$src" --memory 2g --tmp-size 1g --timeout 5m --env GOTOOLCHAIN=local --env GOPROXY=off --env GOFLAGS=-buildvcs=false \
 	--env GOCACHE=/tmp/go-cache --env GOPATH=/tmp/go --env CGO_ENABLED=0 --env HOME=/tmp -- \
-	gosec -fmt sarif -quiet -exclude-generated -exclude=G104 ./... >"$here/tools/gosec.sarif" || true
+	sh -c 'cp -R /opt/aster/go-cache /tmp/go-cache; exec gosec "$@"' gosec \
+	-fmt sarif -quiet -exclude-generated -exclude=G104 ./... >"$here/tools/gosec.sarif" || true
 run --dir "$src" --env HOME=/tmp -- node /opt/aster/eslint/node_modules/eslint/bin/eslint.js \
 	--config /opt/aster/eslint/eslint.config.mjs --no-inline-config --no-warn-ignored --format json \
 	-- web/server.js web/broken.js >"$here/tools/eslint.json" || true
