@@ -85,7 +85,8 @@ printf '#!/bin/bash\nfor f in $(ls); do echo $f; done\n' >"$src/dir with space/l
 run --dir "$src" -- gitleaks dir --report-format sarif --report-path /dev/stdout \
 	--no-banner --no-color --log-level error --redact --exit-code 0 . >"$here/tools/gitleaks.sarif"
 run --dir "$src" -- shellcheck -f json1 deploy.sh "dir with space/loop.sh" >"$here/tools/shellcheck.json1" || true
-run --dir "$src" -- bandit -f json -q -r . >"$here/tools/bandit.json" || true
+# settings.py is left out: Bandit 1.7 flags its token (B105) and would quote it.
+run --dir "$src" -- bandit -f json -q -r -x ./settings.py . >"$here/tools/bandit.json" || true
 # Two documents, as xargs produces when it splits a long file list.
 {
 	run --dir "$src" -- shellcheck -f json1 deploy.sh || true
