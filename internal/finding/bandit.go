@@ -59,7 +59,7 @@ func ReadBandit(r io.Reader, opts ReadOptions) (ReadResult, error) {
 				Path:      res.Filename,
 				StartLine: res.LineNumber,
 				EndLine:   res.LineNumber,
-				Message:   res.IssueText,
+				Message:   banditMessage(res.TestID, res.IssueText),
 				HelpURI:   res.MoreInfo,
 			}
 			if res.IssueCWE != nil {
@@ -100,4 +100,18 @@ func banditSeverity(sev, confidence string) Severity {
 		}
 	}
 	return s
+}
+
+// banditMessage keeps secrets out of messages: Bandit 1.7's hard-coded
+// password rules (B105-B107) quote the value they found, and a message goes
+// into reports and pull-request comments.
+func banditMessage(id, text string) string {
+	switch id {
+	case "B105", "B106", "B107":
+		if i := strings.Index(text, ": "); i >= 0 {
+			return text[:i] + " (value redacted)"
+		}
+		return "Possible hardcoded password (value redacted)"
+	}
+	return text
 }

@@ -34,6 +34,10 @@ func TestReadSecurityTools(t *testing.T) {
 		if d := cmp.Diff(want, cwePlaces(res.Findings)); d != "" {
 			t.Errorf("(-want +got):\n%s", d)
 		}
+		// The recorded B106 quotes the password; the finding does not.
+		if m := res.Findings[3].Message; strings.Contains(m, "hunter2") || m != "Possible hardcoded password (value redacted)" {
+			t.Errorf("B106 message %q", m)
+		}
 	})
 	t.Run("gosec", func(t *testing.T) {
 		res := readFixture(t, "tools/gosec.sarif", FormatSARIF)
