@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh makes this machine ready to run Aster, installing and starting only
 # what is missing, so running it twice does nothing the second time:
-#   1. Debian packages: the Docker engine (docker.io), debootstrap, crun, git...
+#   1. Debian packages: the Docker engine (docker.io), debootstrap, crun, git, npm...
 #   2. a Go toolchain (>= the go.mod version) if none is on PATH, fetched from
 #      the Go module proxy;
 #   3. a running Docker engine (systemd when present, else dockerd directly);
@@ -38,6 +38,9 @@ missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# npm fetches the image's ESLint and ast-grep; any npm on PATH will do (a Node.js
+# distribution may bundle its own), Debian's otherwise.
+command -v npm >/dev/null || missing+=(npm)
 if ((${#missing[@]})); then
 	say "installing Debian packages: ${missing[*]}"
 	# apt-get update only when the lists are missing or older than a day.

@@ -173,7 +173,7 @@ func fromReport(rep *review.Report) ReviewOutput {
 		})
 	}
 	for _, a := range rep.Analyzers {
-		out.Analyzers = append(out.Analyzers, AnalyzerInfo{Name: a.Name, Status: string(a.Status), Findings: a.Findings,
+		out.Analyzers = append(out.Analyzers, AnalyzerInfo{Name: a.Name, Version: a.Version, Status: string(a.Status), Findings: a.Findings,
 			DurationMS: a.DurationMS, Reason: a.Reason})
 	}
 	if t := rep.Tests; t != nil {

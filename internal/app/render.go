@@ -385,9 +385,9 @@ func renderSummary(in summaryInput) string {
 		p("\n")
 	}
 	if len(out.Analyzers) > 0 {
-		p("### Analyzers\n\n| analyzer | status | findings | time | note |\n|---|---|---:|---:|---|\n")
+		p("### Analyzers\n\n| analyzer | version | status | findings | time | note |\n|---|---|---|---:|---:|---|\n")
 		for _, a := range out.Analyzers {
-			p("| %s | %s | %d | %.1fs | %s |\n", escapeText(a.Name, 60), escapeText(a.Status, 30), a.Findings,
+			p("| %s | %s | %s | %d | %.1fs | %s |\n", escapeText(a.Name, 60), escapeText(cmp.Or(a.Version, "–"), 64), escapeText(a.Status, 30), a.Findings,
 				float64(a.DurationMS)/1000, escapeText(a.Reason, 200))
 		}
 		p("\n")
@@ -457,9 +457,9 @@ func checkOutput(out ReviewOutput, head, since string) (title, summary, text str
 	summary = b.String()
 	var t strings.Builder
 	if len(out.Analyzers) > 0 {
-		t.WriteString("| analyzer | status | findings | time |\n|---|---|---:|---:|\n")
+		t.WriteString("| analyzer | version | status | findings | time |\n|---|---|---|---:|---:|\n")
 		for _, a := range out.Analyzers {
-			fmt.Fprintf(&t, "| %s | %s | %d | %.1fs |\n", escapeText(a.Name, 60), escapeText(a.Status, 30), a.Findings, float64(a.DurationMS)/1000)
+			fmt.Fprintf(&t, "| %s | %s | %s | %d | %.1fs |\n", escapeText(a.Name, 60), escapeText(cmp.Or(a.Version, "–"), 64), escapeText(a.Status, 30), a.Findings, float64(a.DurationMS)/1000)
 		}
 	}
 	if tr := out.Tests; tr != nil {

@@ -130,7 +130,9 @@ type ModelInfo struct {
 
 // AnalyzerInfo is one analyzer's run.
 type AnalyzerInfo struct {
-	Name       string `json:"name"`
+	Name string `json:"name"`
+	// Version is the tool's version in its image, when the image says.
+	Version    string `json:"version,omitempty"`
 	Status     string `json:"status"`
 	Findings   int    `json:"findings"`
 	DurationMS int64  `json:"duration_ms"`

@@ -27,6 +27,10 @@ type banditResult struct {
 	TestID          string `json:"test_id"`
 	TestName        string `json:"test_name"`
 	MoreInfo        string `json:"more_info"`
+	// IssueCWE is {"id": 89, "link": "..."} (bandit >= 1.7.5); id 0 means none.
+	IssueCWE *struct {
+		ID any `json:"id"`
+	} `json:"issue_cwe"`
 }
 
 // ReadBandit reads `bandit -f json` output, one or more documents. Severity
@@ -54,8 +58,16 @@ func ReadBandit(r io.Reader, opts ReadOptions) (ReadResult, error) {
 				Path:      res.Filename,
 				StartLine: res.LineNumber,
 				EndLine:   res.LineNumber,
-				Message:   res.IssueText,
+				Message:   banditMessage(res.TestID, res.IssueText),
 				HelpURI:   res.MoreInfo,
+			}
+			if res.IssueCWE != nil {
+				switch id := res.IssueCWE.ID.(type) {
+				case float64:
+					f.CWE = cweList(id)
+				case string:
+					f.CWE = cweList(id)
+				}
 			}
 			// line_range is not used: Bandit pads it with following lines.
 			if res.ColOffset != nil && *res.ColOffset >= 0 {
@@ -87,4 +99,18 @@ func banditSeverity(sev, confidence string) Severity {
 		}
 	}
 	return s
+}
+
+// banditMessage keeps secrets out of messages: Bandit 1.7's hard-coded
+// password rules (B105-B107) quote the value they found, and a message goes
+// into reports and pull-request comments.
+func banditMessage(id, text string) string {
+	switch id {
+	case "B105", "B106", "B107":
+		if i := strings.Index(text, ": "); i >= 0 {
+			return text[:i] + " (value redacted)"
+		}
+		return "Possible hardcoded password (value redacted)"
+	}
+	return text
 }

@@ -82,12 +82,16 @@ func cweTags(cs []string) []string {
 	return tags
 }
 
-// cweFromTags reads "external/cwe/cwe-89" tags.
+// cweFromTags reads "external/cwe/cwe-89" tags (GitHub's convention) and
+// "CWE-89: ..." ones (Semgrep's).
 func cweFromTags(tags []string) []string {
 	var out []string
 	for _, t := range tags {
-		if rest, ok := strings.CutPrefix(strings.ToLower(t), "external/cwe/"); ok {
+		low := strings.ToLower(strings.TrimSpace(t))
+		if rest, ok := strings.CutPrefix(low, "external/cwe/"); ok {
 			out = append(out, rest)
+		} else if strings.HasPrefix(low, "cwe-") {
+			out = append(out, low)
 		}
 	}
 	return normalizeCWEs(out)
@@ -119,3 +123,20 @@ func (p *sarifRuleProperties) UnmarshalJSON(b []byte) error {
 	}
 	return nil
 }
+
+// NormalizeCWE reads one CWE reference as analyzers spell it ("CWE-89",
+// "cwe-89", "89", "external/cwe/cwe-89", "CWE-89: Improper ...") and returns
+// it as "CWE-89", or "" when s names no CWE.
+func NormalizeCWE(s string) string {
+	if len(s) > 256 {
+		return ""
+	}
+	s = strings.TrimSpace(s)
+	if rest, ok := strings.CutPrefix(strings.ToLower(s), "external/cwe/"); ok {
+		s = rest
+	}
+	return parseCWE(s)
+}
+
+// cweNumber returns the number of a normalised CWE ("CWE-89" → "89").
+func cweNumber(cwe string) string { return strings.TrimPrefix(cwe, "CWE-") }

@@ -65,7 +65,7 @@ func FuzzReadShellcheck(f *testing.F) {
 
 func FuzzReadBandit(f *testing.F) {
 	addSeeds(f, "tools/bandit.json")
-	f.Add([]byte(`{"results":[{"filename":"./a.py","line_number":2,"col_offset":4,"end_col_offset":1,"issue_severity":"HIGH","issue_confidence":"LOW","test_id":"B1"}],"errors":[{"filename":"b.py","reason":"syntax error"}]}`))
+	f.Add([]byte(`{"results":[{"filename":"./a.py","line_number":2,"col_offset":4,"end_col_offset":1,"issue_severity":"HIGH","issue_confidence":"LOW","test_id":"B1","issue_cwe":{"id":89,"link":"x"}},{"filename":"c.py","issue_cwe":{"id":"CWE-78"}}],"errors":[{"filename":"b.py","reason":"syntax error"}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatBandit, data) })
 }
 

@@ -23,10 +23,11 @@ const (
 	FormatBandit     Format = "bandit-json"     // bandit -f json
 	FormatAstGrep    Format = "ast-grep-json"   // ast-grep scan --json=stream
 	FormatGitleaks   Format = "gitleaks-json"   // gitleaks --report-format json
+	FormatESLint     Format = "eslint-json"     // eslint --format json
 )
 
 // Formats lists the readable formats.
-var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks}
+var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks, FormatESLint}
 
 // ParseFormat validates a format name.
 func ParseFormat(s string) (Format, error) {
@@ -35,7 +36,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json", s)
+	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json, eslint-json", s)
 }
 
 // ErrInvalid marks analyzer output that cannot be read.
@@ -106,6 +107,8 @@ func Read(format Format, r io.Reader, opts ReadOptions) (ReadResult, error) {
 		return ReadAstGrep(r, opts)
 	case FormatGitleaks:
 		return ReadGitleaks(r, opts)
+	case FormatESLint:
+		return ReadESLint(r, opts)
 	}
 	return ReadResult{}, fmt.Errorf("%w: unknown format %q", ErrInvalid, format)
 }

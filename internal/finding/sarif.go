@@ -19,7 +19,14 @@ type sarifRun struct {
 	Artifacts          []sarifArtifact                  `json:"artifacts,omitempty"`
 	Results            []sarifResult                    `json:"results"`
 	ColumnKind         string                           `json:"columnKind,omitempty"`
+	Taxonomies         []sarifTaxonomy                  `json:"taxonomies,omitempty"`
 	Properties         map[string]any                   `json:"properties,omitempty"`
+}
+
+// sarifTaxonomy is a run's taxonomy (gosec ships CWE as one), read only for
+// its name: a toolComponent reference may name it by index.
+type sarifTaxonomy struct {
+	Name string `json:"name"`
 }
 
 type sarifTool struct {
@@ -44,6 +51,7 @@ type sarifRule struct {
 	HelpURI              string                       `json:"helpUri,omitempty"`
 	Help                 *sarifMessage                `json:"help,omitempty"`
 	DefaultConfiguration *sarifReportingConfiguration `json:"defaultConfiguration,omitempty"`
+	Relationships        []sarifRelationship          `json:"relationships,omitempty"`
 	Properties           *sarifRuleProperties         `json:"properties,omitempty"`
 }
 
@@ -51,6 +59,23 @@ type sarifRule struct {
 // where GitHub code scanning looks for "security" and "external/cwe/cwe-N".
 type sarifRuleProperties struct {
 	Tags []string `json:"tags,omitempty"`
+}
+
+// sarifRelationship links a rule to a taxon, e.g. gosec's G201 to CWE 89.
+type sarifRelationship struct {
+	Target sarifTaxonRef `json:"target"`
+	Kinds  []string      `json:"kinds,omitempty"`
+}
+
+// sarifTaxonRef references a taxon of a taxonomy (a reportingDescriptorReference).
+type sarifTaxonRef struct {
+	ID            string                 `json:"id,omitempty"`
+	ToolComponent *sarifToolComponentRef `json:"toolComponent,omitempty"`
+}
+
+type sarifToolComponentRef struct {
+	Name  string `json:"name,omitempty"`
+	Index *int   `json:"index,omitempty"`
 }
 
 type sarifReportingConfiguration struct {
@@ -82,6 +107,7 @@ type sarifResult struct {
 	Locations           []sarifLocation    `json:"locations,omitempty"`
 	PartialFingerprints map[string]string  `json:"partialFingerprints,omitempty"`
 	Fixes               []sarifFix         `json:"fixes,omitempty"`
+	Taxa                []sarifTaxonRef    `json:"taxa,omitempty"`
 	Suppressions        []sarifSuppression `json:"suppressions,omitempty"`
 	Properties          map[string]any     `json:"properties,omitempty"`
 }

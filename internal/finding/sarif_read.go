@@ -69,9 +69,6 @@ func readRun(c *collector, run *sarifRun) {
 			}
 			f.RuleName = rule.Name
 			f.HelpURI = rule.HelpURI
-			if rule.Properties != nil {
-				f.CWE = cweFromTags(rule.Properties.Tags)
-			}
 		}
 		if lvl, ok := sarifLevel(res.Level); ok {
 			f.Severity = lvl
@@ -81,6 +78,7 @@ func readRun(c *collector, run *sarifRun) {
 		if f.Severity == "" {
 			f.Severity = Warning
 		}
+		f.CWE = resultCWE(res, rule, run)
 		f.Message = messageText(res.Message, rule)
 		// A result without a file location is about the repository as a
 		// whole; it keeps an empty Path.
@@ -249,4 +247,43 @@ func sarifFixes(fixes []sarifFix, run *sarifRun) *Fix {
 		}
 	}
 	return nil
+}
+
+// resultCWE finds the CWEs of a result: its own CWE taxa, then its rule's
+// CWE relationships (gosec), then its rule's tags ("external/cwe/cwe-89",
+// GitHub's convention; Semgrep writes "CWE-89: ...").
+func resultCWE(res *sarifResult, rule *sarifRule, run *sarifRun) []string {
+	var out []string
+	for _, t := range res.Taxa {
+		if cwe := taxonCWE(t, run); cwe != "" {
+			out = append(out, cwe)
+		}
+	}
+	if rule != nil {
+		for _, rel := range rule.Relationships {
+			if cwe := taxonCWE(rel.Target, run); cwe != "" {
+				out = append(out, cwe)
+			}
+		}
+		if rule.Properties != nil {
+			out = append(out, cweFromTags(rule.Properties.Tags)...)
+		}
+	}
+	return normalizeCWEs(out)
+}
+
+// taxonCWE is the CWE a taxon reference names, when its taxonomy is CWE.
+func taxonCWE(t sarifTaxonRef, run *sarifRun) string {
+	tc := t.ToolComponent
+	if tc == nil {
+		return ""
+	}
+	name := tc.Name
+	if name == "" && tc.Index != nil && *tc.Index >= 0 && *tc.Index < len(run.Taxonomies) {
+		name = run.Taxonomies[*tc.Index].Name
+	}
+	if !strings.EqualFold(name, "CWE") {
+		return ""
+	}
+	return NormalizeCWE(t.ID)
 }

@@ -14,6 +14,8 @@ type RunInfo struct {
 	Analyzer string
 	// InformationURI is the tool's home page, when known.
 	InformationURI string
+	// Version is the tool's own version, when known.
+	Version string
 	// Succeeded is false when the analyzer failed, timed out or was skipped;
 	// Message then says why.
 	Succeeded bool
@@ -74,6 +76,7 @@ func WriteSARIF(w io.Writer, findings []Finding, opts WriteOptions) error {
 		log.Runs[i] = sarifRun{
 			Tool: sarifTool{Driver: sarifComponent{
 				Name:           name,
+				Version:        clip(oneLine(r.Version), 64),
 				InformationURI: absoluteURL(r.InformationURI),
 				Rules:          []sarifRule{},
 			}},

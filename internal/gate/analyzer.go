@@ -32,7 +32,7 @@ type Analyzer struct {
 	// the command to unpack outside /work (see AstGrepRulesDir).
 	Input string `yaml:"input,omitempty" json:"input,omitempty"`
 	// Format of the tool's stdout: sarif, semgrep-json, shellcheck-json,
-	// bandit-json, ast-grep-json.
+	// bandit-json, ast-grep-json, gitleaks-json, eslint-json.
 	Format finding.Format `yaml:"format" json:"format"`
 	// Files are the globs of files the tool applies to; empty means every
 	// file. An analyzer with no matching file is skipped.
@@ -57,11 +57,22 @@ type Analyzer struct {
 	// ("2m", "1g").
 	Timeout string `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	Memory  string `yaml:"memory,omitempty" json:"memory,omitempty"`
+	// TmpSize, when set, replaces the size of the sandbox's /tmp ("1g"):
+	// gosec's Go build cache needs more than the default.
+	TmpSize string `yaml:"tmp_size,omitempty" json:"tmp_size,omitempty"`
 	// Env is the tool's whole environment besides HOME; never host values.
 	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// InformationURI is the tool's home page, for SARIF output.
 	InformationURI string `yaml:"information_uri,omitempty" json:"information_uri,omitempty"`
 }
+
+// ESLintDir is where the sandbox image keeps ESLint, eslint-plugin-security
+// and Aster's configuration for them (images/sandbox/eslint.config.mjs).
+const ESLintDir = "/opt/aster/eslint"
+
+// GoCacheDir is the sandbox image's Go build cache of the standard library,
+// which gosec would otherwise compile on every run.
+const GoCacheDir = "/opt/aster/go-cache"
 
 // Placeholders and inputs.
 const (
@@ -154,6 +165,15 @@ func (a Analyzer) Validate() error {
 			return errf("memory: %v", err)
 		}
 	}
+	if a.TmpSize != "" {
+		n, err := config.ParseBytes(a.TmpSize)
+		if err != nil {
+			return errf("tmp_size: %v", err)
+		}
+		if n < config.MinTmpfsBytes || n > config.MaxTmpfsBytes {
+			return errf("tmp_size %s is outside %s to %s", a.TmpSize, config.FormatBytes(config.MinTmpfsBytes), config.FormatBytes(config.MaxTmpfsBytes))
+		}
+	}
 	if len(a.Env) > MaxEnv {
 		return errf("more than %d environment variables", MaxEnv)
 	}
@@ -222,6 +242,40 @@ func Builtins() []Analyzer {
 			InformationURI: "https://bandit.readthedocs.io",
 		},
 		astGrepAnalyzer(),
+		{
+			// gosec type-checks whole packages, so it is given the tree, not
+			// the files; it runs when a Go file is among them. No network:
+			// the image's Go toolchain, no proxy, no toolchain download.
+			// G104 (an unchecked error) is a code-quality rule, and the
+			// loudest: left out.
+			Name: "gosec",
+			// The image's warm build cache of the standard library (see
+			// images/sandbox/build.sh) is copied to the writable /tmp first.
+			Command: []string{"sh", "-c", `if [ -d "$1" ]; then cp -R "$1" "$GOCACHE"; fi; shift; exec gosec "$@"`,
+				"gosec", GoCacheDir, "-fmt", "sarif", "-quiet", "-exclude-generated", "-exclude=G104", "./..."},
+			Format:         finding.FormatSARIF,
+			Files:          []string{"*.go"},
+			OKExitCodes:    []int{0, 1},
+			Timeout:        "5m",
+			Memory:         "2g",
+			TmpSize:        "1g",
+			Env:            map[string]string{"GOTOOLCHAIN": "local", "GOPROXY": "off", "GOFLAGS": "-buildvcs=false", "GOCACHE": "/tmp/go-cache", "GOPATH": "/tmp/go", "CGO_ENABLED": "0"},
+			InformationURI: "https://github.com/securego/gosec",
+		},
+		{
+			// Aster's own ESLint configuration (security rules only) is the
+			// only one loaded: --config skips the repository's eslint.config.*
+			// (which could import any code), --no-inline-config its comments.
+			Name: "eslint",
+			Command: []string{"xargs", "-0", "-r", "node", ESLintDir + "/node_modules/eslint/bin/eslint.js",
+				"--config", ESLintDir + "/eslint.config.mjs", "--no-inline-config", "--no-warn-ignored", "--format", "json", "--"},
+			Input:          InputFiles0,
+			Format:         finding.FormatESLint,
+			Files:          []string{"*.js", "*.cjs", "*.mjs", "*.jsx"},
+			OKExitCodes:    []int{0, 1, 123},
+			Timeout:        "5m",
+			InformationURI: "https://github.com/eslint-community/eslint-plugin-security",
+		},
 		{
 			Name: "semgrep",
 			Command: []string{"semgrep", "scan", "--config", ".semgrep", "--json", "--metrics", "off",

@@ -40,6 +40,9 @@ const (
 type AnalyzerResult struct {
 	Name   string `json:"name"`
 	Status Status `json:"status"`
+	// Version is the tool's version in the image it ran in, from the
+	// image's VersionsFile; empty when the image does not say.
+	Version string `json:"version,omitempty"`
 	// Reason explains every status but ok, in one line.
 	Reason     string `json:"reason,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
@@ -172,6 +175,27 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 			changed[p] = true
 		}
 	}
+	// Each image's analyzer versions are read once, beside the analyzers.
+	var images []string
+	for _, a := range req.Analyzers {
+		if im := r.image(a); !slices.Contains(images, im) {
+			images = append(images, im)
+		}
+	}
+	imageVersions := make([]map[string]string, len(images))
+	for i, image := range images {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			defer func() { <-sem }()
+			imageVersions[i] = r.readVersions(ctx, image)
+		}()
+	}
 	for i, a := range req.Analyzers {
 		wg.Add(1)
 		go func() {
@@ -189,6 +213,9 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 		}()
 	}
 	wg.Wait()
+	for i, a := range req.Analyzers {
+		results[i].Version = imageVersions[slices.Index(images, r.image(a))][a.Name]
+	}
 	out := Result{Findings: []finding.Finding{}, Analyzers: results}
 	for _, fs := range found {
 		out.Findings = append(out.Findings, fs...)
@@ -370,12 +397,12 @@ func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 		mem = a.Memory
 	}
 	limits.MemoryBytes, _ = config.ParseBytes(mem)
+	if a.TmpSize != "" {
+		limits.TmpBytes, _ = config.ParseBytes(a.TmpSize)
+	}
 	limits.OutputBytes = analyzerOutputBytes
 	limits.OutputCeilingBytes = analyzerCeilingBytes
-	image := a.Image
-	if image == "" {
-		image = r.opts.Image
-	}
+	image := r.image(a)
 	argv := make([]string, 0, len(a.Command)+len(files))
 	for _, arg := range a.Command {
 		if arg == FilesPlaceholder {
@@ -410,6 +437,14 @@ func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 		spec.Stdin = &b
 	}
 	return spec, nil
+}
+
+// image is the image an analyzer runs in.
+func (r *Runner) image(a Analyzer) string {
+	if a.Image != "" {
+		return a.Image
+	}
+	return r.opts.Image
 }
 
 // safeArg keeps a file name from being read as an option ("-rf" → "./-rf").

@@ -105,6 +105,11 @@ func TestRunnerStatuses(t *testing.T) {
 			return r, nil
 		case "broken-engine":
 			return sandbox.Result{Status: sandbox.StatusError, ExitCode: -1, Error: "engine down"}, sandbox.ErrUnavailable
+		case "cat": // the image's VersionsFile
+			if spec.Argv[1] != VersionsFile {
+				t.Errorf("versions read from %q", spec.Argv)
+			}
+			return ok(`{"good": "1.2.3", "crash": "not a version!", "slow": 7}`, 0), nil
 		}
 		t.Errorf("unexpected command %q", spec.Argv)
 		return sandbox.Result{}, nil
@@ -152,6 +157,15 @@ func TestRunnerStatuses(t *testing.T) {
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("statuses (-want +got):\n%s", d)
+	}
+	versions := map[string]string{}
+	for _, a := range res.Analyzers {
+		if a.Version != "" {
+			versions[a.Name] = a.Version
+		}
+	}
+	if d := cmp.Diff(map[string]string{"good": "1.2.3"}, versions); d != "" {
+		t.Errorf("versions (-want +got):\n%s", d)
 	}
 	if len(res.Findings) != 1 || res.Findings[0].Path != "a.sh" || res.Findings[0].Severity != finding.Error || res.Findings[0].Analyzer != "good" {
 		t.Errorf("findings %+v", res.Findings)

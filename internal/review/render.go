@@ -40,7 +40,7 @@ type SARIFOptions struct {
 func WriteSARIF(w io.Writer, rep *Report, opts SARIFOptions) error {
 	runs := make([]finding.RunInfo, 0, len(rep.Analyzers))
 	for _, a := range rep.Analyzers {
-		ri := finding.RunInfo{Analyzer: a.Name, Succeeded: a.Status == gate.StatusOK || a.Status == gate.StatusSkipped}
+		ri := finding.RunInfo{Analyzer: a.Name, Version: a.Version, Succeeded: a.Status == gate.StatusOK || a.Status == gate.StatusSkipped}
 		if a.Status != gate.StatusOK {
 			ri.Message = string(a.Status) + ": " + a.Reason
 		}
@@ -107,16 +107,20 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		rep.Conclusion, s.Reported, plural(s.Reported), s.BySeverity[finding.Error], s.BySeverity[finding.Warning], s.BySeverity[finding.Note],
 		suppressed, s.OutsideDiff, rep.FilterMode, rep.FailOn)
 
-	p("## Analyzers\n\n| analyzer | status | findings | time | note |\n|---|---|---:|---:|---|\n")
+	p("## Analyzers\n\n| analyzer | version | status | findings | time | note |\n|---|---|---|---:|---:|---|\n")
 	for _, a := range rep.Analyzers {
 		note := a.Reason
 		if len(a.ToolErrors) > 0 {
 			note = strings.TrimSpace(note + " tool errors: " + strings.Join(a.ToolErrors, "; "))
 		}
-		p("| %s | %s | %d | %.1fs | %s |\n", inline(a.Name), a.Status, a.Findings, float64(a.DurationMS)/1000, cell(note))
+		version := a.Version
+		if version == "" {
+			version = "–"
+		}
+		p("| %s | %s | %s | %d | %.1fs | %s |\n", inline(a.Name), cell(version), a.Status, a.Findings, float64(a.DurationMS)/1000, cell(note))
 	}
 	if len(rep.Analyzers) == 0 {
-		p("| – | no analyzer ran | | | |\n")
+		p("| – | | no analyzer ran | | | |\n")
 	}
 	b.WriteString("\n")
 
@@ -134,11 +138,15 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			break
 		}
 		shown++
+		cwe := ""
+		if len(m.CWE) > 0 {
+			cwe = " (" + inline(strings.Join(m.CWE, ", ")) + ")"
+		}
 		also := ""
 		if len(m.Also) > 0 {
 			also = " (also " + inline(strings.Join(m.Also, ", ")) + ")"
 		}
-		p("- **%s** `%s` %s/%s%s — %s\n", m.Severity, inline(m.Location()), inline(m.Analyzer), inline(m.RuleID), also, inline(clipText(m.Message, 400)))
+		p("- **%s** `%s` %s/%s%s%s — %s\n", m.Severity, inline(m.Location()), inline(m.Analyzer), inline(m.RuleID), cwe, also, inline(clipText(m.Message, 400)))
 		if m.HelpURI != "" {
 			p("  (%s)\n", inline(m.HelpURI))
 		}

@@ -150,7 +150,7 @@ func TestReviewDemo(t *testing.T) {
 	if err := WriteMarkdown(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"**Conclusion: failure**", "`app/jobs.py:13` bandit/B602", NoProviderNote, "edits .aster.yml"} {
+	for _, want := range []string{"**Conclusion: failure**", "`app/jobs.py:13:12` bandit/B602 (CWE-78)", NoProviderNote, "edits .aster.yml"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}

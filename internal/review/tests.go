@@ -33,6 +33,10 @@ type TestRequest struct {
 	Config repoconfig.Config
 }
 
+// testsTmpBytes is the least /tmp a test run gets; tmpfs takes memory only
+// as it fills.
+const testsTmpBytes = 1 << 30
+
 // SandboxTests runs tests the way POST /v1/test does: the command from
 // .aster.yml (tests.command) or detected from the tree (internal/testrun), in
 // one sandbox over the whole head snapshot, network none, its report parsed
@@ -87,6 +91,9 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 	}
 	limits := s.Limits
 	limits.TimeoutMS = req.Config.TestTimeout(timeout).Milliseconds()
+	// Go 1.20 and later build the standard library into the build cache
+	// (GOCACHE is under /tmp): more than the default /tmp holds.
+	limits.TmpBytes = max(limits.TmpBytes, testsTmpBytes)
 	env := plan.MergeEnv(nil)
 	if _, ok := env["HOME"]; !ok {
 		env["HOME"] = "/tmp"
