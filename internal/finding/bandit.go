@@ -34,8 +34,9 @@ type banditResult struct {
 }
 
 // ReadBandit reads `bandit -f json` output, one or more documents. Severity
-// HIGH is error, MEDIUM warning, LOW note; a LOW-confidence result is lowered
-// one step, since Bandit itself says it is likely noise.
+// HIGH is error, MEDIUM warning, LOW note (weak-hash tests: warning at most);
+// a LOW-confidence result is lowered one step, since Bandit itself says it is
+// likely noise.
 func ReadBandit(r io.Reader, opts ReadOptions) (ReadResult, error) {
 	c := newCollector(opts)
 	data, err := readCapped(r, c.opts.MaxBytes)
@@ -54,7 +55,7 @@ func ReadBandit(r io.Reader, opts ReadOptions) (ReadResult, error) {
 			f := Finding{
 				RuleID:    res.TestID,
 				RuleName:  res.TestName,
-				Severity:  banditSeverity(res.IssueSeverity, res.IssueConfidence),
+				Severity:  banditSeverity(res.TestID, res.IssueSeverity, res.IssueConfidence),
 				Path:      res.Filename,
 				StartLine: res.LineNumber,
 				EndLine:   res.LineNumber,
@@ -82,13 +83,22 @@ func ReadBandit(r io.Reader, opts ReadOptions) (ReadResult, error) {
 	return c.result(), nil
 }
 
-func banditSeverity(sev, confidence string) Severity {
+// weakHashTests are Bandit's tests of MD5/SHA-1 use (B303, B324). Bandit
+// rates B324 HIGH, but whether a digest protects anything depends on its use
+// (a cache key, an HMAC, a protocol that requires it, such as HTTP digest
+// auth): Aster reports them as warnings at most, as its own weak-hash rules.
+var weakHashTests = map[string]bool{"B303": true, "B324": true}
+
+func banditSeverity(test, sev, confidence string) Severity {
 	s := Warning
 	switch strings.ToUpper(sev) {
 	case "HIGH":
 		s = Error
 	case "LOW":
 		s = Note
+	}
+	if s == Error && weakHashTests[test] {
+		s = Warning
 	}
 	if strings.EqualFold(confidence, "LOW") {
 		switch s {

@@ -115,7 +115,7 @@ func TestReviewQuietDefaults(t *testing.T) {
 	wantSup := []sup{
 		{at{"gitleaks", "private-key", "tests/fixtures/server.key", 1}, gate.ClassFixtures, "all"},
 		{at{"gitleaks", "generic-api-key", "docs/config.md", 4}, gate.ClassDocs, "secret"},
-		{at{"bandit", "B101", "tests/test_app.py", 5}, gate.ClassTests, "assert"},
+		{at{"bandit", "B101", "tests/test_app.py", 5}, gate.ClassTests, "all"},
 	}
 	for _, w := range wantSup {
 		if !slices.Contains(suppressed, w) {

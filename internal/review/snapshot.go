@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -21,6 +22,7 @@ const (
 	ReasonIgnored   = "ignored by .aster.yml"
 	ReasonLockfile  = "lockfile"
 	ReasonGenerated = "generated"
+	ReasonLibrary   = "a library's distributed build (/*! banner)"
 	ReasonBinary    = "binary"
 	ReasonTooLarge  = "too large"
 	ReasonSymlink   = "symlink (not followed)"
@@ -88,6 +90,34 @@ func minified(name string, data []byte) bool {
 	}
 	return len(data)/(bytes.Count(data, []byte("\n"))+1) > 500
 }
+
+// libraryBuild recognises a third-party library's distributed JavaScript or
+// CSS wherever it was copied: the file opens with a preserved "/*!" banner
+// (the comment bundlers and minifiers keep for a library's licence) that
+// names a version and a licence or copyright, as in
+// "/*! Foo v1.2.3 | MIT License */".
+func libraryBuild(name string, data []byte) bool {
+	switch path.Ext(name) {
+	case ".js", ".mjs", ".cjs", ".css":
+	default:
+		return false
+	}
+	head := bytes.TrimLeft(bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")), " \t\r\n")
+	if !bytes.HasPrefix(head, []byte("/*!")) {
+		return false
+	}
+	end := bytes.Index(head, []byte("*/"))
+	if end < 0 || end > 1024 {
+		return false
+	}
+	banner := string(head[:end])
+	low := strings.ToLower(banner)
+	return bannerVersion.MatchString(banner) &&
+		(strings.Contains(low, "license") || strings.Contains(low, "licence") || strings.Contains(low, "copyright") || strings.Contains(low, "(c)"))
+}
+
+// bannerVersion is a version number in a library banner ("v1.2", "3.2.1").
+var bannerVersion = regexp.MustCompile(`\bv?[0-9]+\.[0-9]+(\.[0-9]+)?\b`)
 
 // looksBinary applies git's rule: a NUL byte in the first 8000 bytes.
 func looksBinary(b []byte) bool {
@@ -199,6 +229,10 @@ func PrepareSnapshot(r io.Reader, dir string, rules SnapshotRules) (*gate.Snapsh
 		}
 		if generatedMarker(data) || minified(name, data) {
 			skip(name, ReasonGenerated)
+			continue
+		}
+		if libraryBuild(name, data) {
+			skip(name, ReasonLibrary)
 			continue
 		}
 		if err := writeParents(tw, name, dirs, &st); err != nil {
