@@ -80,6 +80,7 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 		return nil, zero, toolError(err)
 	}
 	defer tarFile.Close()
+	limits.TmpBytes = plan.TmpBytes(limits.TmpBytes, s.opts.Ceilings.TmpBytes)
 	col := testrun.NewCollector(plan)
 	spec := sandbox.Spec{
 		Image:     in.Image,

@@ -92,8 +92,9 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 	limits := s.Limits
 	limits.TimeoutMS = req.Config.TestTimeout(timeout).Milliseconds()
 	// Go 1.20 and later build the standard library into the build cache
-	// (GOCACHE is under /tmp): more than the default /tmp holds.
-	limits.TmpBytes = max(limits.TmpBytes, testsTmpBytes)
+	// (GOCACHE is under /tmp): more than the default /tmp holds. A command
+	// from .aster.yml may be anything, so it gets that much too.
+	limits.TmpBytes = max(limits.TmpBytes, testsTmpBytes, plan.TmpBytes(limits.TmpBytes, 0))
 	env := plan.MergeEnv(nil)
 	if _, ok := env["HOME"]; !ok {
 		env["HOME"] = "/tmp"

@@ -340,6 +340,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	}
 	spec.Argv = plan.Argv
 	spec.Env = plan.MergeEnv(req.Env)
+	spec.Limits.TmpBytes = plan.TmpBytes(spec.Limits.TmpBytes, s.opts.Ceilings.TmpBytes)
 	col := testrun.NewCollector(plan)
 	s.run(w, r, spec, col, func(res sandbox.Result) any {
 		return api.TestResponse{Result: res.Wire(), Command: plan.Argv, Tests: col.Summary()}

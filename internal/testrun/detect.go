@@ -25,6 +25,24 @@ type Plan struct {
 	// ReportPath is where a JUnit runner writes its report in the sandbox; the
 	// wrapper in Argv copies it to stdout after the run.
 	ReportPath string
+	// MinTmpBytes is the least /tmp the runner needs (0: no need): Go 1.20
+	// and later build the standard library into GOCACHE, under /tmp.
+	MinTmpBytes int64
+}
+
+// goMinTmpBytes is /tmp enough for Go's build cache of the standard library
+// and a project's packages; tmpfs takes memory only as it fills, and the
+// memory limit still bounds it.
+const goMinTmpBytes = 1 << 30
+
+// TmpBytes is the /tmp size a run of p gets: the requested size, raised to
+// the runner's need but never past ceiling (0: no ceiling).
+func (p Plan) TmpBytes(requested, ceiling int64) int64 {
+	need := p.MinTmpBytes
+	if ceiling > 0 {
+		need = min(need, ceiling)
+	}
+	return max(requested, need)
 }
 
 // Command is the project's own test command, as a person would type it: Argv without the
@@ -117,7 +135,7 @@ func DetectIn(names []string, workdir string) (Plan, error) {
 
 // GoPlan runs every package's tests with `go test -json ./...`.
 func GoPlan() Plan {
-	return Plan{Framework: "go", Argv: []string{"go", "test", "-json", "./..."}, Env: cloneEnv(goEnv), Format: FormatGoJSON}
+	return Plan{Framework: "go", Argv: []string{"go", "test", "-json", "./..."}, Env: cloneEnv(goEnv), Format: FormatGoJSON, MinTmpBytes: goMinTmpBytes}
 }
 
 // PytestPlan runs pytest with a JUnit report (and without its cache, which
