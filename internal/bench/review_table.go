@@ -92,11 +92,9 @@ func reviewRow(r RepoReview) []string {
 		}
 		return row
 	}
-	change := r.Change.Kind
+	change := "tree " + short(r.Change.Head)
 	if r.Change.Kind == ChangeCommit {
 		change = short(r.Change.Base) + ".." + short(r.Change.Head)
-	} else {
-		change = "tree " + short(r.Change.Head)
 	}
 	var notOK []string
 	for _, a := range r.Analyzers {

@@ -137,6 +137,3 @@ func NormalizeCWE(s string) string {
 	}
 	return parseCWE(s)
 }
-
-// cweNumber returns the number of a normalised CWE ("CWE-89" → "89").
-func cweNumber(cwe string) string { return strings.TrimPrefix(cwe, "CWE-") }
