@@ -3,7 +3,6 @@ package gate
 import (
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/asterhq/aster/internal/finding"
@@ -35,7 +34,7 @@ func TestValidateTypesDescribed(t *testing.T) {
 		for _, r := range req {
 			required = append(required, r.(string))
 		}
-		fields, always := jsonFields(typ)
+		fields, always := openapitest.JSONFields(typ)
 		slices.Sort(described)
 		if !slices.Equal(described, fields) {
 			t.Errorf("%s: the schema has %v, the Go type %v", name, described, fields)
@@ -46,27 +45,4 @@ func TestValidateTypesDescribed(t *testing.T) {
 			}
 		}
 	}
-}
-
-// jsonFields lists a struct's JSON field names, embedded structs flattened,
-// sorted; always are those without omitempty or omitzero.
-func jsonFields(t reflect.Type) (all, always []string) {
-	for f := range t.Fields() {
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && tag == "" {
-			a, b := jsonFields(f.Type)
-			all, always = append(all, a...), append(always, b...)
-			continue
-		}
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		all = append(all, name)
-		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
-			always = append(always, name)
-		}
-	}
-	slices.Sort(all)
-	return all, always
 }

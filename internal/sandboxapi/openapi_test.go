@@ -13,6 +13,7 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/api/openapi"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/openapitest"
 )
 
 // The description describes exactly the routes the server answers, with
@@ -130,7 +131,7 @@ func TestOpenAPIWireTypes(t *testing.T) {
 		for _, r := range req {
 			required = append(required, r.(string))
 		}
-		fields, always := jsonFields(c.typ)
+		fields, always := openapitest.JSONFields(c.typ)
 		var described []string
 		for p := range props {
 			described = append(described, p)
@@ -158,32 +159,6 @@ func TestOpenAPIWireTypes(t *testing.T) {
 			t.Errorf("parameter %s names %v, want %s", name, got, api.HeaderSpec)
 		}
 	}
-}
-
-// jsonFields lists a struct's JSON field names, embedded structs flattened,
-// sorted; always are those without omitempty or omitzero.
-func jsonFields(t reflect.Type) (all, always []string) {
-	for f := range t.Fields() {
-		tag := f.Tag.Get("json")
-		name, opts, _ := strings.Cut(tag, ",")
-		if f.Anonymous && tag == "" {
-			a, b := jsonFields(f.Type)
-			all, always = append(all, a...), append(always, b...)
-			continue
-		}
-		if name == "-" || !f.IsExported() {
-			continue
-		}
-		if name == "" {
-			name = f.Name
-		}
-		all = append(all, name)
-		if !strings.Contains(opts, "omitempty") && !strings.Contains(opts, "omitzero") {
-			always = append(always, name)
-		}
-	}
-	slices.Sort(all)
-	return all, always
 }
 
 func schemaAt(t *testing.T, name string) map[string]any {
