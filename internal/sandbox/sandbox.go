@@ -7,6 +7,7 @@ package sandbox
 import (
 	"context"
 	"io"
+	"net"
 	"time"
 
 	"github.com/asterhq/aster/api"
@@ -84,6 +85,27 @@ type Spec struct {
 	// OnOutput, when set, receives the job's output as it arrives, before capping.
 	// It is called from one goroutine at a time; it must not block for long.
 	OnOutput func(stream Stream, data []byte)
+	// Egress, when set, is the run's only way out: aster-init serves an HTTP
+	// CONNECT proxy on 127.0.0.1:EgressProxyPort inside the sandbox and relays
+	// each tunnel over the init protocol to Egress on the host, which decides.
+	// The sandbox still has no network device. nil: no way out at all.
+	Egress Dialer
+	// Export, when set, receives /work as an uncompressed tar stream after the
+	// command exits (what an install phase produced, for the next phase). It is
+	// written by init, so the host caps it and treats it as untrusted.
+	Export io.Writer
+}
+
+// EgressProxyPort is the loopback port inside a sandbox where aster-init
+// accepts CONNECT requests when a run has an Egress.
+const EgressProxyPort = 3128
+
+// Dialer opens the host side of a tunnel a job asked for.
+type Dialer interface {
+	// DialEgress is called once per CONNECT host:port made inside the sandbox.
+	// host is the name as the job wrote it (untrusted). The error's text is
+	// shown to the job as the refusal reason, so it must carry no secret.
+	DialEgress(ctx context.Context, host string, port int) (net.Conn, error)
 }
 
 // Stream names an output stream (the public api.Stream).
@@ -174,11 +196,13 @@ type Job struct {
 	Stdin     io.Reader
 	Limits    Limits
 	OnOutput  func(stream Stream, data []byte)
+	Egress    Dialer
+	Export    io.Writer
 }
 
 // JobFromSpec returns the per-run part of a spec.
 func JobFromSpec(s Spec) Job {
-	return Job{Argv: s.Argv, Env: s.Env, Workdir: s.Workdir, Workspace: s.Workspace, Stdin: s.Stdin, Limits: s.Limits, OnOutput: s.OnOutput}
+	return Job{Argv: s.Argv, Env: s.Env, Workdir: s.Workdir, Workspace: s.Workspace, Stdin: s.Stdin, Limits: s.Limits, OnOutput: s.OnOutput, Egress: s.Egress, Export: s.Export}
 }
 
 // ImageInfo describes a resolved image.
