@@ -31,6 +31,8 @@ type agent struct {
 	id identity
 
 	hostGone atomic.Bool
+	// proxy is the CONNECT proxy of a run with egress, while the job runs.
+	proxy *egressProxy
 	// inputDone is closed when stdin ends, once the job has started.
 	inputDone chan struct{}
 }
@@ -72,7 +74,11 @@ func (a *agent) run() int {
 			return a.finish(initproto.ResultFrame{ExitCode: -1, SetupError: "workspace: " + err.Error()})
 		}
 	}
-	return a.finish(a.execute(job))
+	res := a.execute(job)
+	if job.Export {
+		a.exportWork(job, res)
+	}
+	return a.finish(res)
 }
 
 // answerHello answers a host's hello request with a hello carrying its seq.
@@ -227,6 +233,25 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	if a.id.separate {
 		signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
 		defer signal.Stop(term)
+	}
+
+	if job.EgressPort != 0 {
+		// Listen before the job exists, so that it cannot take the port.
+		p, err := startEgressProxy(job.EgressPort, a.out)
+		if err != nil {
+			res.SetupError = err.Error()
+			stdoutR.Close()
+			stderrR.Close()
+			stdoutW.Close()
+			stderrW.Close()
+			stdinR.Close()
+			if stdinW != nil {
+				stdinW.Close()
+			}
+			return res
+		}
+		a.proxy = p
+		defer p.close()
 	}
 
 	syscall.Umask(0o022)
@@ -384,6 +409,10 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	a.signalAll(pid, syscall.SIGKILL)
 	a.reapAll(sigchld, &reaped)
 	leftovers := reaped - before
+	if a.proxy != nil {
+		// Nobody is left to use a tunnel.
+		a.proxy.close()
+	}
 
 	// Every writer of the pipes is dead, so the relays reach EOF; bound the wait
 	// anyway in case something we could not signal still holds a pipe.
@@ -472,6 +501,14 @@ func (a *agent) pumpStdin(w *os.File, hostGone chan<- struct{}) {
 			}
 		case initproto.TypeStdinEnd:
 			endStdin()
+		case initproto.TypeTunnelAnswer:
+			if a.proxy != nil {
+				a.proxy.answer(f.Payload)
+			}
+		case initproto.TypeTunnelData, initproto.TypeTunnelGrant, initproto.TypeTunnelClose:
+			if a.proxy != nil {
+				_ = a.proxy.mux.Handle(f) // a malformed frame from the host: dropped
+			}
 		default:
 			// Nothing else is expected after the job starts; ignore it.
 		}

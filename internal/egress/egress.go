@@ -2,18 +2,24 @@
 // allow list of hosts and the relay that opens, counts and logs each tunnel an
 // install phase asks for through aster-init's CONNECT proxy.
 //
-// This file fixes the API that the sandbox runtimes and the two-phase test
-// runner use; the relay itself (name checks, resolution, address refusals,
-// caps, logging, metrics) lands with issue 14. Until then every tunnel is
-// refused, so nothing gets out by accident.
+// A tunnel is opened only to a host name on the list (exact match, port 443
+// unless the rule says otherwise), never to an IP literal; the relay resolves
+// the name itself, refuses every address that is not public unicast, and dials
+// the address it checked, so a DNS answer cannot change between the check and
+// the connection. Each run has caps on tunnels and bytes.
 package egress
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,22 +29,56 @@ type Rule struct {
 	Port int
 }
 
+func (r Rule) String() string { return net.JoinHostPort(r.Host, strconv.Itoa(r.Port)) }
+
+// Resolver looks names up; *net.Resolver implements it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
 // Policy is the operator's egress configuration. The zero Policy allows nothing.
+// Build it with config.EgressPolicy (which fills the caps from the defaults)
+// or by hand in tests.
 type Policy struct {
 	// Allow lists the destinations tunnels may reach; empty means none.
 	Allow []Rule
-	// MaxBytes caps the bytes (both directions) of one run's tunnels; 0 = default.
+	// MaxBytes caps the bytes (both directions) of one run's tunnels; 0 = DefaultMaxBytes.
 	MaxBytes int64
-	// MaxConns caps the tunnels one run may open; 0 = default.
+	// MaxConns caps the tunnels one run may open; 0 = DefaultMaxConns.
 	MaxConns int
+	// ConnectTimeout bounds resolving and connecting; 0 = DefaultConnectTimeout.
+	ConnectTimeout time.Duration
 	// AllowAddr, when set, admits resolved addresses the relay refuses by
 	// default (loopback, private). It is for tests that serve a registry on
 	// loopback; no configuration file or flag can set it.
 	AllowAddr func(netip.Addr) bool
+	// Resolver resolves names; nil is net.DefaultResolver.
+	Resolver Resolver
+	// Logger gets one line per tunnel; nil is slog.Default().
+	Logger *slog.Logger
+	// Counters, when set, counts every run's tunnels (the server's metrics).
+	Counters *Counters
 }
+
+// The defaults of the caps; internal/config documents them as the defaults of
+// egress.max_bytes and egress.max_connections.
+const (
+	DefaultMaxBytes       = 2 << 30
+	DefaultMaxConns       = 256
+	DefaultConnectTimeout = 10 * time.Second
+)
 
 // Enabled says the policy allows at least one destination.
 func (p *Policy) Enabled() bool { return p != nil && len(p.Allow) > 0 }
+
+// Counters are totals over every run of a policy, for metrics.
+type Counters struct {
+	Opened   atomic.Int64 // tunnels opened
+	Refused  atomic.Int64 // tunnels refused (policy, address, cap) or unreachable
+	Cut      atomic.Int64 // tunnels cut at the byte cap
+	BytesIn  atomic.Int64 // bytes from destinations to sandboxes
+	BytesOut atomic.Int64 // bytes from sandboxes to destinations
+}
 
 // Conn is one tunnel as reported after a run.
 type Conn struct {
@@ -49,6 +89,9 @@ type Conn struct {
 	Duration time.Duration `json:"duration_ns"`
 	// Refused is why the tunnel was not opened; empty when it was.
 	Refused string `json:"refused,omitempty"`
+	// Cut is why an open tunnel was ended by the relay (a cap); empty when
+	// it ended by itself.
+	Cut string `json:"cut,omitempty"`
 }
 
 // Stats is what one run's tunnels did.
@@ -56,36 +99,419 @@ type Stats struct {
 	Conns   []Conn `json:"conns"`
 	Bytes   int64  `json:"bytes"`
 	Refused int    `json:"refused"`
+	// Dropped counts tunnel attempts past the connection cap that are
+	// counted in Refused but not listed in Conns.
+	Dropped int `json:"dropped,omitempty"`
 }
 
 // Run is one run's relay; it implements sandbox.Dialer.
 type Run struct {
 	policy *Policy
 	id     string
-	mu     sync.Mutex
-	stats  Stats
+	log    *slog.Logger
+	bytes  atomic.Int64
+
+	mu       sync.Mutex
+	attempts int
+	stats    Stats
 }
 
 // NewRun returns the relay for one run.
-func (p *Policy) NewRun(runID string) *Run { return &Run{policy: p, id: runID} }
-
-// ErrNotImplemented is the refusal of every tunnel until the relay lands.
-var ErrNotImplemented = errors.New("egress relay not implemented yet")
-
-// DialEgress opens the host side of a tunnel to host:port.
-func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.stats.Refused++
-	r.stats.Conns = append(r.stats.Conns, Conn{Host: host, Port: port, Refused: ErrNotImplemented.Error()})
-	return nil, ErrNotImplemented
+func (p *Policy) NewRun(runID string) *Run {
+	l := p.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return &Run{policy: p, id: runID, log: l.With("run", runID)}
 }
 
-// Stats returns a copy of what the run's tunnels did so far.
+// Refusal is a tunnel the policy does not allow (as opposed to one that could
+// not be reached); its text is shown to the job.
+type Refusal struct{ Reason string }
+
+func (r *Refusal) Error() string { return r.Reason }
+
+// EgressRefused marks the error as a refusal for the sandbox's proxy (403).
+func (r *Refusal) EgressRefused() bool { return true }
+
+func refusedf(format string, args ...any) error {
+	return &Refusal{Reason: fmt.Sprintf(format, args...)}
+}
+
+// DialEgress opens the host side of a tunnel to host:port, or says why not.
+func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, error) {
+	start := time.Now()
+	r.mu.Lock()
+	r.attempts++
+	over := r.attempts > r.maxConns()
+	r.mu.Unlock()
+	if over {
+		err := refusedf("connection cap reached: a run may open at most %d tunnels", r.maxConns())
+		r.refused(host, port, err, time.Since(start), true)
+		return nil, err
+	}
+	name, err := r.check(host, port)
+	if err != nil {
+		r.refused(host, port, err, time.Since(start), false)
+		return nil, err
+	}
+	conn, err := r.dial(ctx, name, port)
+	if err != nil {
+		r.refused(name, port, err, time.Since(start), false)
+		return nil, err
+	}
+	if c := r.policy.Counters; c != nil {
+		c.Opened.Add(1)
+	}
+	return &tunnelConn{TCPConn: conn, run: r, host: name, port: port, start: start}, nil
+}
+
+func (r *Run) maxConns() int {
+	if r.policy.MaxConns > 0 {
+		return r.policy.MaxConns
+	}
+	return DefaultMaxConns
+}
+
+func (r *Run) maxBytes() int64 {
+	if r.policy.MaxBytes > 0 {
+		return r.policy.MaxBytes
+	}
+	return DefaultMaxBytes
+}
+
+// check normalises host and matches it against the allow list.
+func (r *Run) check(host string, port int) (string, error) {
+	name, err := NormalizeHost(host)
+	if err != nil {
+		return "", &Refusal{Reason: err.Error()}
+	}
+	for _, rule := range r.policy.Allow {
+		if rule.Host == name && rule.Port == port {
+			return name, nil
+		}
+	}
+	return "", refusedf("%s is not on the operator's egress allow list", net.JoinHostPort(name, strconv.Itoa(port)))
+}
+
+// dial resolves name and connects to the first address that passes the
+// address check; it dials that address, not the name again.
+func (r *Run) dial(ctx context.Context, name string, port int) (*net.TCPConn, error) {
+	timeout := r.policy.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var res Resolver = net.DefaultResolver
+	if r.policy.Resolver != nil {
+		res = r.policy.Resolver
+	}
+	addrs, err := res.LookupNetIP(ctx, "ip", name)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: the name did not resolve", name)
+	}
+	var ok []netip.Addr
+	var why string
+	for _, a := range addrs {
+		a = a.Unmap()
+		if reason := refusedAddr(a); reason != "" && (r.policy.AllowAddr == nil || !r.policy.AllowAddr(a)) {
+			why = reason
+			continue
+		}
+		ok = append(ok, a)
+	}
+	if len(ok) == 0 {
+		if why == "" {
+			why = "no address"
+		}
+		return nil, refusedf("%s resolves to a refused address (%s)", name, why)
+	}
+	var d net.Dialer
+	var last error
+	for _, a := range ok {
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if err == nil {
+			return c.(*net.TCPConn), nil
+		}
+		last = err
+	}
+	if ctx.Err() != nil {
+		return nil, fmt.Errorf("connect %s: timed out", net.JoinHostPort(name, strconv.Itoa(port)))
+	}
+	var oe *net.OpError
+	if errors.As(last, &oe) && oe.Err != nil {
+		last = oe.Err
+	}
+	return nil, fmt.Errorf("connect %s: %v", net.JoinHostPort(name, strconv.Itoa(port)), last)
+}
+
+// refused records and logs a tunnel that was not opened. Past the cap only
+// the count grows, so a job that loops on connect costs no memory and no log.
+func (r *Run) refused(host string, port int, err error, d time.Duration, overCap bool) {
+	if c := r.policy.Counters; c != nil {
+		c.Refused.Add(1)
+	}
+	r.mu.Lock()
+	r.stats.Refused++
+	first := true
+	if overCap {
+		first = r.stats.Dropped == 0
+		r.stats.Dropped++
+	} else {
+		r.stats.Conns = append(r.stats.Conns, Conn{Host: host, Port: port, Duration: d, Refused: err.Error()})
+	}
+	r.mu.Unlock()
+	if first {
+		r.log.Warn("egress tunnel refused", "host", host, "port", port, "reason", err.Error(), "duration", d)
+	}
+}
+
+// finished records and logs a tunnel that was open.
+func (r *Run) finished(c Conn) {
+	if k := r.policy.Counters; k != nil {
+		k.BytesIn.Add(c.BytesIn)
+		k.BytesOut.Add(c.BytesOut)
+		if c.Cut != "" {
+			k.Cut.Add(1)
+		}
+	}
+	r.mu.Lock()
+	r.stats.Conns = append(r.stats.Conns, c)
+	r.mu.Unlock()
+	args := []any{"host", c.Host, "port", c.Port, "bytes_in", c.BytesIn, "bytes_out", c.BytesOut, "duration", c.Duration}
+	if c.Cut != "" {
+		r.log.Warn("egress tunnel cut", append(args, "reason", c.Cut)...)
+		return
+	}
+	r.log.Info("egress tunnel", args...)
+}
+
+// Stats returns a copy of what the run's tunnels did so far. Tunnels still
+// open are not in it; the sandbox's Session closes every tunnel before a run
+// returns.
 func (r *Run) Stats() Stats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s := r.stats
 	s.Conns = append([]Conn(nil), s.Conns...)
+	s.Bytes = r.bytes.Load()
 	return s
+}
+
+// tunnelConn counts a tunnel's bytes against the run's cap and records the
+// tunnel when it is closed.
+type tunnelConn struct {
+	*net.TCPConn
+	run   *Run
+	host  string
+	port  int
+	start time.Time
+
+	in, out atomic.Int64
+	cut     atomic.Pointer[string]
+	once    sync.Once
+}
+
+// ErrByteCap ends a tunnel whose run passed its byte cap.
+var ErrByteCap = errors.New("egress byte cap reached")
+
+func (c *tunnelConn) count(n int, dir *atomic.Int64) error {
+	if n <= 0 {
+		return nil
+	}
+	dir.Add(int64(n))
+	if total := c.run.bytes.Add(int64(n)); total > c.run.maxBytes() {
+		return c.cutNow()
+	}
+	return nil
+}
+
+// cutNow ends the tunnel at the byte cap and records why.
+func (c *tunnelConn) cutNow() error {
+	reason := fmt.Sprintf("the run passed its egress cap of %d bytes", c.run.maxBytes())
+	c.cut.CompareAndSwap(nil, &reason)
+	_ = c.TCPConn.Close()
+	return ErrByteCap
+}
+
+func (c *tunnelConn) Read(b []byte) (int, error) {
+	if c.run.bytes.Load() >= c.run.maxBytes() {
+		return 0, c.cutNow()
+	}
+	n, err := c.TCPConn.Read(b)
+	if cerr := c.count(n, &c.in); cerr != nil {
+		return 0, cerr
+	}
+	return n, err
+}
+
+func (c *tunnelConn) Write(b []byte) (int, error) {
+	if err := c.count(len(b), &c.out); err != nil {
+		return 0, err
+	}
+	return c.TCPConn.Write(b)
+}
+
+func (c *tunnelConn) Close() error {
+	err := c.TCPConn.Close()
+	c.once.Do(func() {
+		conn := Conn{Host: c.host, Port: c.port, BytesIn: c.in.Load(), BytesOut: c.out.Load(), Duration: time.Since(c.start)}
+		if p := c.cut.Load(); p != nil {
+			conn.Cut = *p
+		}
+		c.run.finished(conn)
+	})
+	return err
+}
+
+// NormalizeHost checks a host name a job asked for and returns it in the form
+// rules are compared in: lower case, without a trailing dot. IP literals in
+// every spelling a resolver might accept (dotted, bracketed IPv6, a single
+// decimal or hex number, octal parts) are refused: only names reach the list.
+func NormalizeHost(host string) (string, error) {
+	h := strings.ToLower(strings.TrimSuffix(host, "."))
+	if strings.HasPrefix(h, "[") || strings.Contains(h, ":") {
+		return "", errors.New("IP literals are not allowed: ask for a host name")
+	}
+	if h == "" || len(h) > 253 {
+		return "", errors.New("the host name is empty or too long")
+	}
+	if _, err := netip.ParseAddr(h); err == nil {
+		return "", errors.New("IP literals are not allowed: ask for a host name")
+	}
+	labels := strings.Split(h, ".")
+	for _, l := range labels {
+		if l == "" || len(l) > 63 {
+			return "", fmt.Errorf("%q is not a valid host name", h)
+		}
+		for i := 0; i < len(l); i++ {
+			c := l[i]
+			if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+				return "", fmt.Errorf("%q is not a valid host name", h)
+			}
+		}
+		if l[0] == '-' || l[len(l)-1] == '-' {
+			return "", fmt.Errorf("%q is not a valid host name", h)
+		}
+	}
+	// A name whose last label is a number (2130706433, 127.1, 0x7f.1,
+	// 0177.0.0.1) is an address to inet_aton, and no top-level domain is
+	// numeric.
+	if numeric(labels[len(labels)-1]) {
+		return "", errors.New("IP literals are not allowed (numeric host name): ask for a host name")
+	}
+	return h, nil
+}
+
+func numeric(l string) bool {
+	if strings.HasPrefix(l, "0x") {
+		l = l[2:]
+		for i := 0; i < len(l); i++ {
+			if !strings.ContainsRune("0123456789abcdef", rune(l[i])) {
+				return false
+			}
+		}
+		return true
+	}
+	for i := 0; i < len(l); i++ {
+		if l[i] < '0' || l[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// refusedRanges are the address ranges a tunnel may never reach, beyond
+// what netip's predicates cover: shared (CGNAT) space, "this network",
+// protocol assignments, benchmarking, reserved and broadcast space, and the
+// IPv6 prefixes that embed an IPv4 address or tunnel to one.
+var refusedRanges = []struct {
+	p    netip.Prefix
+	name string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "this network"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (CGNAT)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments"},
+	{netip.MustParsePrefix("192.0.2.0/24"), "documentation"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+	{netip.MustParsePrefix("198.51.100.0/24"), "documentation"},
+	{netip.MustParsePrefix("203.0.113.0/24"), "documentation"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible IPv6"},
+	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
+	{netip.MustParsePrefix("2001::/32"), "Teredo"},
+	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
+	{netip.MustParsePrefix("2002::/16"), "6to4"},
+	{netip.MustParsePrefix("100::/64"), "discard"},
+}
+
+// refusedAddr says why a resolved address may not be dialled ("" = it may).
+// It is a pure function of the address, applied after IPv4-mapped IPv6
+// addresses are unmapped.
+func refusedAddr(a netip.Addr) string {
+	a = a.Unmap()
+	switch {
+	case !a.IsValid():
+		return "invalid address"
+	case a.IsUnspecified():
+		return "unspecified address"
+	case a.IsLoopback():
+		return "loopback"
+	case a == netip.AddrFrom4([4]byte{169, 254, 169, 254}):
+		return "cloud metadata address"
+	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
+		return "link-local"
+	case a.IsMulticast(), a.IsInterfaceLocalMulticast():
+		return "multicast"
+	case a.IsPrivate():
+		return "private address"
+	case a.Is4() && a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
+		return "broadcast"
+	}
+	for _, r := range refusedRanges {
+		if r.p.Contains(a) {
+			return r.name
+		}
+	}
+	return ""
+}
+
+// ParseRule reads one "host[:port]" allow entry of the operator's
+// configuration. The port defaults to 443; the host must be a name (not an
+// address) and is normalised like the names jobs ask for.
+func ParseRule(s string) (Rule, error) {
+	s = strings.TrimSpace(s)
+	host, port := s, 443
+	if i := strings.LastIndexByte(s, ':'); i >= 0 && !strings.HasSuffix(s, "]") {
+		h, ps := s[:i], s[i+1:]
+		n, err := strconv.Atoi(ps)
+		if err != nil || n < 1 || n > 65535 || ps[0] == '+' {
+			return Rule{}, fmt.Errorf("egress allow entry %q: bad port %q", s, ps)
+		}
+		host, port = h, n
+	}
+	name, err := NormalizeHost(host)
+	if err != nil {
+		return Rule{}, fmt.Errorf("egress allow entry %q: %v", s, err)
+	}
+	return Rule{Host: name, Port: port}, nil
+}
+
+// ParseAllow reads a list of "host[:port]" entries; duplicates are dropped.
+func ParseAllow(entries []string) ([]Rule, error) {
+	var out []Rule
+	seen := map[Rule]bool{}
+	for _, e := range entries {
+		r, err := ParseRule(e)
+		if err != nil {
+			return nil, err
+		}
+		if !seen[r] {
+			seen[r] = true
+			out = append(out, r)
+		}
+	}
+	return out, nil
 }

@@ -18,7 +18,7 @@ import (
 )
 
 // Version is the protocol version carried in the job header and the hello.
-const Version = 2
+const Version = 3
 
 // MaxPayload is the largest payload a frame may carry.
 const MaxPayload = 1 << 20
@@ -91,6 +91,20 @@ func (t Type) String() string {
 		return "result"
 	case TypeStdinWant:
 		return "stdin-want"
+	case TypeTunnelOpen:
+		return "tunnel-open"
+	case TypeTunnelAnswer:
+		return "tunnel-answer"
+	case TypeTunnelData:
+		return "tunnel-data"
+	case TypeTunnelGrant:
+		return "tunnel-grant"
+	case TypeTunnelClose:
+		return "tunnel-close"
+	case TypeExport:
+		return "export"
+	case TypeExportEnd:
+		return "export-end"
 	}
 	return fmt.Sprintf("unknown(%#x)", byte(t))
 }
@@ -204,4 +218,42 @@ func (c ChunkWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// ChunkBuffer gathers small writes (tar headers are 512 bytes) into frames of
+// type Type of up to its capacity; Flush sends what is left.
+type ChunkBuffer struct {
+	fw  *Writer
+	t   Type
+	buf []byte
+}
+
+// NewChunkBuffer returns a ChunkBuffer writing frames of t of up to size bytes.
+func NewChunkBuffer(fw *Writer, t Type, size int) *ChunkBuffer {
+	return &ChunkBuffer{fw: fw, t: t, buf: make([]byte, 0, size)}
+}
+
+func (c *ChunkBuffer) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := min(cap(c.buf)-len(c.buf), len(p))
+		c.buf = append(c.buf, p[:k]...)
+		p = p[k:]
+		if len(c.buf) == cap(c.buf) {
+			if err := c.Flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+// Flush sends the buffered bytes as one frame.
+func (c *ChunkBuffer) Flush() error {
+	if len(c.buf) == 0 {
+		return nil
+	}
+	err := c.fw.WriteFrame(c.t, c.buf)
+	c.buf = c.buf[:0]
+	return err
 }

@@ -49,6 +49,34 @@ type JobHeader struct {
 	WorkspaceMaxFiles int64 `json:"workspace_max_files"`
 	// Stdin says stdin frames follow the workspace; otherwise stdin is empty.
 	Stdin bool `json:"stdin"`
+	// EgressPort, when not 0, is the loopback port where init serves the
+	// CONNECT proxy whose tunnels the host relays (tunnel frames).
+	EgressPort int `json:"egress_port,omitempty"`
+	// Export asks init to send /work as a tar stream (export frames) after the
+	// command exited on its own, before the result.
+	Export bool `json:"export,omitempty"`
+}
+
+// ExportEnd ends the export stream. Error says why /work was not (fully)
+// exported; Skipped counts entries left out (sockets, devices, FIFOs).
+type ExportEnd struct {
+	Error   string `json:"error,omitempty"`
+	Files   int64  `json:"files"`
+	Bytes   int64  `json:"bytes"`
+	Skipped int    `json:"skipped"`
+}
+
+// DecodeExportEnd parses and range-checks an export end payload.
+func DecodeExportEnd(p []byte) (ExportEnd, error) {
+	var e ExportEnd
+	if err := json.Unmarshal(p, &e); err != nil {
+		return ExportEnd{}, fmt.Errorf("export end frame: %w", err)
+	}
+	if e.Files < 0 || e.Bytes < 0 || e.Skipped < 0 {
+		return ExportEnd{}, fmt.Errorf("export end frame: negative counter")
+	}
+	e.Error = truncate(e.Error, MaxErrorText)
+	return e, nil
 }
 
 // Validate checks a header before init acts on it.
@@ -83,6 +111,9 @@ func (h *JobHeader) Validate() error {
 	}
 	if h.Dir == "" || strings.HasPrefix(h.Dir, "/") || h.Dir == ".." || strings.HasPrefix(h.Dir, "../") || strings.Contains(h.Dir, "/../") || strings.HasSuffix(h.Dir, "/..") {
 		return fmt.Errorf("working directory %q is not relative to the workspace", h.Dir)
+	}
+	if h.EgressPort < 0 || h.EgressPort > 65535 {
+		return fmt.Errorf("egress port %d out of range", h.EgressPort)
 	}
 	if h.TimeoutMS <= 0 || h.OutputCeilingBytes <= 0 {
 		return fmt.Errorf("timeout and output ceiling must be positive")

@@ -183,11 +183,6 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	if spec.Workspace.Tar != nil && len(spec.Workspace.Files) > 0 {
 		return spec, Invalidf("give files or a tar archive, not both")
 	}
-	if spec.Egress != nil || spec.Export != nil {
-		// Placeholder until the relay and the export land (issue 14): a run must
-		// never silently get less isolation or fewer results than it asked for.
-		return spec, Invalidf("egress and workspace export are not supported yet")
-	}
 	if len(spec.Workspace.Files) > 0 {
 		// Packing validates names and sizes; do it now so that a bad name is
 		// refused before anything starts.

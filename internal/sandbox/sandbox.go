@@ -104,7 +104,11 @@ const EgressProxyPort = 3128
 type Dialer interface {
 	// DialEgress is called once per CONNECT host:port made inside the sandbox.
 	// host is the name as the job wrote it (untrusted). The error's text is
-	// shown to the job as the refusal reason, so it must carry no secret.
+	// shown to the job as the refusal reason, so it must carry no secret; an
+	// error with a method EgressRefused() bool that returns true is a refusal
+	// by policy (the job's proxy answers 403), any other a failure to reach
+	// an allowed destination (502). A returned conn with CloseWrite (a
+	// *net.TCPConn) gets half-closes relayed.
 	DialEgress(ctx context.Context, host string, port int) (net.Conn, error)
 }
 
@@ -146,6 +150,10 @@ type Result struct {
 	Error string
 	// Timings records where the wall time went (create, start, job, teardown).
 	Timings map[string]time.Duration
+	// Export reports what Spec.Export received; nil when no export was asked.
+	// /work is exported only when the command exited on its own (any exit
+	// code); a failed export of such a run makes it StatusError.
+	Export *ExportReport
 }
 
 // Runtime runs sandboxes. Implementations apply every hardening setting

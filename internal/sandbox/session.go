@@ -95,6 +95,17 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 	// Send the job from its own goroutine: stdin may be larger than what the
 	// command reads, and output must be drained meanwhile.
 	fw := initproto.NewWriter(s.W)
+	var tunnels *hostTunnels
+	if job.Egress != nil {
+		tunnels = newHostTunnels(ctx, job.Egress, fw)
+		// Before the report: every tunnel closed, so the Dialer's statistics
+		// are complete when Run returns.
+		defer tunnels.close()
+	}
+	var export *exportSink
+	if job.Export != nil {
+		export = newExportSink(job.Export, job.Limits)
+	}
 	sendErr := make(chan error, 1)
 	var workspaceErr error
 	flow := newStdinFlow()
@@ -117,6 +128,7 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 	var rf *initproto.ResultFrame
 	var readErr error
 	helloSeen := s.HelloSeen
+	exporting := false
 	for rf == nil && readErr == nil {
 		f, err := s.R.Next()
 		if err != nil {
@@ -150,6 +162,34 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 				break
 			}
 			flow.grant(int64(n))
+		case initproto.TypeTunnelOpen, initproto.TypeTunnelData, initproto.TypeTunnelGrant, initproto.TypeTunnelClose:
+			if tunnels == nil {
+				readErr = fmt.Errorf("%w: %s frame from init in a run without egress", ErrProtocol, f.Type)
+				break
+			}
+			if f.Type == initproto.TypeTunnelOpen {
+				err = tunnels.open(f.Payload)
+			} else {
+				err = tunnels.frame(f)
+			}
+			if err != nil {
+				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+			}
+		case initproto.TypeExport, initproto.TypeExportEnd:
+			if export == nil {
+				readErr = fmt.Errorf("%w: %s frame from init in a run without export", ErrProtocol, f.Type)
+				break
+			}
+			if !exporting {
+				// The command has exited; the export has its own deadline.
+				exporting = true
+				hostDeadline.Reset(ExportTimeout)
+			}
+			if f.Type == initproto.TypeExport {
+				export.data(f.Payload)
+			} else if err := export.ended(f.Payload); err != nil {
+				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+			}
 		case initproto.TypeResult:
 			r, err := initproto.DecodeResult(f.Payload)
 			if err != nil {
@@ -162,6 +202,14 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 		}
 	}
 	hostDeadline.Stop()
+	if tunnels != nil {
+		tunnels.close()
+	}
+	var exportRep *ExportReport
+	if export != nil {
+		r := export.finish()
+		exportRep = &r
+	}
 	if rf != nil && s.HostOOM != nil {
 		if n, ok := s.HostOOM(false); ok {
 			rf.OOMKills = n
@@ -171,6 +219,7 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 	res.Stdout = stdout.Output()
 	res.Stderr = stderr.Output()
 	res.Duration = time.Since(start)
+	res.Export = exportRep
 	mu.Lock()
 	hostReason, hostMsg, wsErr := reason, reasonError, workspaceErr
 	mu.Unlock()
@@ -220,6 +269,17 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 	if res.Status == StatusError {
 		// A workspace or header problem that init found: the caller's fault.
 		return res, fmt.Errorf("%w: %s", ErrInvalidSpec, res.Error)
+	}
+	if exportRep != nil && exportRep.Error != "" && (res.Status == StatusOK || res.Status == StatusExitNonzero) {
+		// The command ran to its end, but the caller does not get the /work
+		// it asked for: that is not a result to build on.
+		class := ErrProtocol
+		if strings.Contains(exportRep.Error, workspace.ErrTooLarge.Error()) {
+			class = ErrTooLarge
+		}
+		res.Status = StatusError
+		res.Error = "export /work: " + exportRep.Error
+		return res, fmt.Errorf("%w: %s", class, res.Error)
 	}
 	return res, nil
 }
@@ -318,6 +378,10 @@ func jobHeader(job Job) (initproto.JobHeader, error) {
 		WorkspaceMaxBytes:  job.Limits.WorkdirBytes,
 		WorkspaceMaxFiles:  workspace.DefaultMaxFiles,
 		Stdin:              job.Stdin != nil,
+		Export:             job.Export != nil,
+	}
+	if job.Egress != nil {
+		hdr.EgressPort = EgressProxyPort
 	}
 	if err := checkJobSize(hdr); err != nil {
 		return hdr, err
@@ -380,7 +444,7 @@ func sendJob(fw *initproto.Writer, hdr initproto.JobHeader, job Job, flow *stdin
 		return fmt.Errorf("send job header: %w", err)
 	}
 	if hdr.Workspace {
-		w := bufferedChunks(fw, initproto.TypeTar)
+		w := initproto.NewChunkBuffer(fw, initproto.TypeTar, 256<<10)
 		caps := workspace.Caps{MaxBytes: job.Limits.WorkdirBytes}
 		if job.Workspace.Tar != nil {
 			_, err = workspace.Filter(job.Workspace.Tar, w, caps)
@@ -431,42 +495,6 @@ type workspaceError struct{ err error }
 
 func (e *workspaceError) Error() string { return "send workspace: " + e.err.Error() }
 func (e *workspaceError) Unwrap() error { return e.err }
-
-// chunkBuffer gathers small writes (tar headers are 512 bytes) into frames of
-// up to 256 KiB.
-type chunkBuffer struct {
-	fw  *initproto.Writer
-	t   initproto.Type
-	buf []byte
-}
-
-func bufferedChunks(fw *initproto.Writer, t initproto.Type) *chunkBuffer {
-	return &chunkBuffer{fw: fw, t: t, buf: make([]byte, 0, 256<<10)}
-}
-
-func (c *chunkBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		k := min(cap(c.buf)-len(c.buf), len(p))
-		c.buf = append(c.buf, p[:k]...)
-		p = p[k:]
-		if len(c.buf) == cap(c.buf) {
-			if err := c.Flush(); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return n, nil
-}
-
-func (c *chunkBuffer) Flush() error {
-	if len(c.buf) == 0 {
-		return nil
-	}
-	err := c.fw.WriteFrame(c.t, c.buf)
-	c.buf = c.buf[:0]
-	return err
-}
 
 // SignalName names a signal number the way people write it ("SIGKILL").
 func SignalName(n int) string {

@@ -163,6 +163,9 @@ func Run(t *testing.T, tgt Target) {
 		{"F1_hostile_archives", s.f1Archives},
 		{"F2_symlink_to_host_file", s.f2Symlink},
 		{"F4_hostile_file_names", s.f4Names},
+		{"F5_export_workspace", s.f5Export},
+		{"F6_export_over_cap", s.f6ExportOverCap},
+		{"F7_export_hostile_tree", s.f7ExportHostile},
 		{"K1_oom_many_processes", s.k1ManyProcesses},
 		{"K1_oom_tmpfs", s.k1Tmpfs},
 		{"K1_oom_shm", s.k1Shm},
@@ -173,6 +176,11 @@ func Run(t *testing.T, tgt Target) {
 		{"K4_protocol_lookalikes", s.k4Lookalikes},
 		{"K5_caller_gone_stdin_unread", s.k5CallerGone},
 		{"M2_no_shared_kernel_user", s.m2Quotas},
+		{"N1_relay_allowed_https", s.n1RelayAllowed},
+		{"N2_relay_refusals", s.n2RelayRefusals},
+		{"N3_relay_connection_cap", s.n3RelayConnectionCap},
+		{"N4_relay_byte_cap", s.n4RelayByteCap},
+		{"N5_no_proxy_without_egress", s.n5NoProxyWithoutEgress},
 		{"G2_runtime_refuses_zero_limits", s.g2ZeroLimits},
 	}
 	cases = append(cases, s.kernelCases()...)
