@@ -51,6 +51,10 @@ func (m *Metrics) watchBudget(b *github.BodyBudget) {
 		}, func() float64 { return float64(b.Max()) }))
 }
 
+// Registry returns the registry, for callers that add their own metrics
+// (the egress relay's counters).
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
 // NewMetrics returns the metrics with the Go runtime and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{

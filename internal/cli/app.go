@@ -23,6 +23,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/store"
 )
@@ -43,6 +44,7 @@ type appFlags struct {
 	maxAttempts, shutdownGrace, webhookInflight                         string
 	drafts, tests                                                       bool
 	parallel                                                            int
+	egressAllow                                                         []string
 }
 
 func newAppServeCmd(g *globals) *cobra.Command {
@@ -103,6 +105,7 @@ id configured, the App 'aster app setup' stored in the data directory is used
 	fl.StringVar(&f.webhookInflight, "webhook-inflight-bytes", config.FormatBytes(config.DefaultAppWebhookInflightBytes),
 		"webhook body bytes read at once across all deliveries (at least 25MiB); past it a delivery gets 429 before its body is read")
 	fl.StringVar(&f.shutdownGrace, "shutdown-grace", config.DefaultAppShutdownWait.String(), "on SIGTERM, how long running reviews may finish; the rest run again at the next start")
+	egressAllowVar(fl, &f.egressAllow)
 	return cmd
 }
 
@@ -180,6 +183,10 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if _, err := newReviewer(c, log, g.stdio.Getenv, modelFlags{}, reviewSandbox{}); err != nil {
 		return usageErr("%v", err)
 	}
+	egressPol, err := egressPolicy(c, f.egressAllow, log)
+	if err != nil {
+		return err
+	}
 	if fi, err := os.Stat(set.PrivateKeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
 		log.Warn("the private key file is readable by other users; chmod 600 it", "file", set.PrivateKeyFile)
 	}
@@ -218,11 +225,14 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 		image = c.Images[0]
 	}
 	metrics := app.NewMetrics()
+	if err := sandboxapi.RegisterEgressMetrics(metrics.Registry(), egressPol); err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
 	runner := gate.NewRunner(sb, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Logger: log,
 		Progress: metrics.ObserveAnalyzer})
 	reviewer := app.NewPipelineReviewer(app.PipelineOptions{
 		Gate:  runner,
-		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits},
+		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits, Egress: egressPol},
 		// One model client per review: its call, token and cost caps are per review.
 		Model: func() (review.Reviewer, error) {
 			return newReviewer(c, log, g.stdio.Getenv, modelFlags{}, reviewSandbox{})

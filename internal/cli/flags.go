@@ -2,10 +2,14 @@ package cli
 
 import (
 	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
 
 	"github.com/spf13/pflag"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/egress"
 )
 
 // numStringValue is a flag holding a number as text, so that "not given"
@@ -55,4 +59,27 @@ func (v *numStringValue) Type() string {
 		return "float"
 	}
 	return "int"
+}
+
+// egressAllowVar defines the repeatable --egress-allow HOST[:PORT] flag of
+// the commands that run install phases; its entries add to aster.yaml's
+// egress.allow (config.EgressPolicy checks them).
+func egressAllowVar(fl *pflag.FlagSet, p *[]string) {
+	fl.StringArrayVar(p, "egress-allow", nil, "a host the install phase of a test run may reach through the egress relay, as HOST[:PORT] (port 443 by default; repeatable; adds to aster.yaml egress.allow). Default: none")
+}
+
+// egressPolicy resolves the relay policy of a command and logs what it allows.
+func egressPolicy(c config.Config, extra []string, log *slog.Logger) (*egress.Policy, error) {
+	p, err := c.EgressPolicy(extra, log)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if p.Enabled() {
+		hosts := make([]string, len(p.Allow))
+		for i, r := range p.Allow {
+			hosts[i] = r.String()
+		}
+		log.Info("egress relay allows", "hosts", strings.Join(hosts, ","), "max_bytes", p.MaxBytes, "max_connections", p.MaxConns)
+	}
+	return p, nil
 }

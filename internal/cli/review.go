@@ -28,6 +28,8 @@ type reviewFlags struct {
 	tests      bool
 	parallel   int
 	model      modelFlags
+	// egressAllow adds to aster.yaml's egress.allow (--egress-allow).
+	egressAllow []string
 }
 
 func newReviewCmd(g *globals) *cobra.Command {
@@ -81,6 +83,7 @@ it run the tests or a command in a sandbox to check its claims.`,
 	fl.StringVar(&f.failOn, "fail-on", "", "least severity that fails: error, warning, note, never (default from .aster.yml, else error)")
 	fl.BoolVar(&f.tests, "tests", false, "also run the repository's tests in a sandbox (tests.command in .aster.yml, or detected)")
 	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once")
+	egressAllowVar(fl, &f.egressAllow)
 	addModelFlags(fl, &f.model)
 	return cmd
 }
@@ -112,6 +115,10 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 	log := g.logger(c)
 	ctx := cmd.Context()
 	stderr := g.stdio.Stderr
+	egressPol, err := egressPolicy(c, f.egressAllow, log)
+	if err != nil {
+		return err
+	}
 
 	ch, err := review.FromGit(ctx, review.GitOptions{Dir: dir, Base: f.base, Head: f.head, Diff: diff.Options{}})
 	if err != nil {
@@ -148,7 +155,7 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		Stage:      progress.stage,
 	}
 	if f.tests {
-		opts.Tests = &review.SandboxTests{Sandbox: mgr, Image: image, Limits: limits}
+		opts.Tests = &review.SandboxTests{Sandbox: mgr, Image: image, Limits: limits, Egress: egressPol}
 	}
 	if opts.Reviewer, err = newReviewer(c, log, g.stdio.Getenv, f.model, reviewSandbox{sandbox: mgr, image: image, limits: limits, change: ch}); err != nil {
 		var ee *exitError

@@ -26,6 +26,7 @@ type serveFlags struct {
 	maxSpool, maxBodyInFlight, maxUploadsPerClient                       string
 	firstByteTimeout, bodyIdleTimeout, minBodyRate                       string
 	warm                                                                 int
+	egressAllow                                                          []string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -104,6 +105,7 @@ client has the proxy's address: raise it there).`,
 	fl.StringVar(&f.maxCeiling, "max-output-ceiling", def.OutputCeiling, "largest output_ceiling a request may ask for")
 	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "largest /work a request may ask for (also caps snapshots)")
 	fl.StringVar(&f.maxTmp, "max-tmp-size", def.TmpSize, "largest /tmp a request may ask for")
+	egressAllowVar(fl, &f.egressAllow)
 	fl.IntVar(&f.warm, "warm", config.DefaultWarm, "sandboxes kept started and waiting per image, for requests with the default limits (0: no pool); they count against --max-concurrent (ASTER_WARM, pool.warm)")
 	return cmd
 }
@@ -198,6 +200,10 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	log := g.logger(c)
 	ctx := cmd.Context()
+	egressPol, err := egressPolicy(c, f.egressAllow, log)
+	if err != nil {
+		return err
+	}
 
 	// Bind before starting anything, so a taken or refused address fails fast.
 	ln, err := net.Listen("tcp", set.Addr)
@@ -267,6 +273,9 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err := sandboxapi.RegisterPoolMetrics(metrics.Registry(), mgr); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
+	if err := sandboxapi.RegisterEgressMetrics(metrics.Registry(), egressPol); err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
 	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
 		return usageErr("%v", err)
 	}
@@ -274,6 +283,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	validate := gate.NewValidator(gate.NewRunner(mgr, gate.RunnerOptions{Image: c.Images[0], Limits: defaults, Logger: log}), nil)
 	srv, err := sandboxapi.New(sandboxapi.Options{
 		Validator:         validate,
+		Egress:            egressPol,
 		Manager:           mgr,
 		Tokens:            tokens,
 		Metrics:           metrics,

@@ -23,11 +23,12 @@ import (
 // Load (kept in Config.Extra); their keys are checked at load time all the
 // same, so a typo fails every command, not only the one that reads it.
 var fileSections = map[string]reflect.Type{
-	"serve": reflect.TypeFor[ServeConfig](),
-	"app":   reflect.TypeFor[AppConfig](),
-	"llm":   reflect.TypeFor[LLMConfig](),
-	"pool":  reflect.TypeFor[PoolConfig](),
-	"mcp":   reflect.TypeFor[MCPConfig](),
+	"serve":  reflect.TypeFor[ServeConfig](),
+	"app":    reflect.TypeFor[AppConfig](),
+	"llm":    reflect.TypeFor[LLMConfig](),
+	"pool":   reflect.TypeFor[PoolConfig](),
+	"mcp":    reflect.TypeFor[MCPConfig](),
+	"egress": reflect.TypeFor[EgressConfig](),
 }
 
 // MCPConfig is the `mcp:` section of aster.yaml, for `aster mcp`. Admission,

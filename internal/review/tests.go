@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -49,6 +50,9 @@ type SandboxTests struct {
 	Timeout time.Duration
 	TempDir string
 	Caps    workspace.Caps
+	// Egress is the operator's egress relay policy for an install phase
+	// (aster.yaml egress.allow, --egress-allow); nil or empty: no way out.
+	Egress *egress.Policy
 }
 
 const testOutputTail = 4 << 10

@@ -25,6 +25,7 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/api/openapi"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -117,6 +118,10 @@ type Options struct {
 	// Validator answers /v1/validate (a *gate.Validator) behind the same
 	// auth, admission, body limits and metrics as the runs; nil answers 404.
 	Validator Validator
+	// Egress is the operator's egress relay policy (aster.yaml egress.allow,
+	// --egress-allow) for the install phase of /v1/test; nil or an empty list:
+	// no sandbox of this server reaches anything. Requests cannot change it.
+	Egress *egress.Policy
 	// EngineCheckPeriod is how often the engine is probed for the
 	// aster_engine_up metric (default 5s).
 	EngineCheckPeriod time.Duration
