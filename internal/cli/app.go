@@ -23,8 +23,8 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox"
-	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/sandbox/remote"
+	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/store"
 )
 
