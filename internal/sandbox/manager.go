@@ -265,7 +265,7 @@ func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry) (Result, 
 			RunID:    spec.ID,
 			Image:    spec.Image,
 			Limits:   spec.Limits,
-			Deadline: t0.Add(spec.Limits.Timeout() + KillGrace + HostGrace + m.opts.PrepareAllowance),
+			Deadline: t0.Add(spec.Limits.Timeout() + KillGrace + HostGrace + m.opts.PrepareAllowance + exportAllowance(spec.Export != nil)),
 		})
 		if err != nil {
 			m.adm.release()
@@ -388,3 +388,12 @@ func (nopObserver) RunFinished(Status, time.Duration) {}
 func (nopObserver) Rejected(string)                   {}
 func (nopObserver) QueueDepth(int)                    {}
 func (nopObserver) Running(int)                       {}
+
+// exportAllowance is the time past the command's end a sandbox may still be
+// needed for: the export of /work, when one is asked for.
+func exportAllowance(export bool) time.Duration {
+	if export {
+		return ExportTimeout
+	}
+	return 0
+}

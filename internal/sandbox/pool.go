@@ -360,7 +360,8 @@ func (p *pool) prepare(wp *warmPool) {
 		RunID:    newPoolID(),
 		Image:    wp.image,
 		Limits:   l,
-		Deadline: created.Add(p.opts.MaxIdle + l.Timeout() + KillGrace + HostGrace + p.m.opts.PrepareAllowance),
+		// A warm sandbox may serve a run with an export: leave room for it.
+		Deadline: created.Add(p.opts.MaxIdle + l.Timeout() + KillGrace + HostGrace + p.m.opts.PrepareAllowance + exportAllowance(true)),
 	})
 	p.mu.Lock()
 	wp.preparing--
