@@ -36,6 +36,13 @@ func (r Sandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, er
 // admission, so opts.Admitted is called when the first output arrives. Like
 // the Manager's, the Result always has a Status and err is classified.
 func (r Sandbox) RunWithOptions(ctx context.Context, spec sandbox.Spec, opts sandbox.RunOptions) (sandbox.Result, error) {
+	if spec.Egress != nil || spec.Export != nil {
+		// Neither travels over the API: a remote server applies its own
+		// operator's egress policy (in /v1/test), and /v1/execute returns no
+		// workspace. Refuse rather than run with less than was asked.
+		err := fmt.Errorf("%w: egress and workspace export run on the server (POST /v1/test), not through a remote /v1/execute", sandbox.ErrInvalidSpec)
+		return failed(spec, err), err
+	}
 	job := client.Job{
 		Image:    spec.Image,
 		Files:    spec.Workspace.Files,
