@@ -357,9 +357,9 @@ func (p *pool) prepare(wp *warmPool) {
 	created := p.m.clock()
 	l := wp.limits
 	inst, err := p.m.opts.Runtime.Prepare(p.ctx, PrepareOptions{
-		RunID:    newPoolID(),
-		Image:    wp.image,
-		Limits:   l,
+		RunID:  newPoolID(),
+		Image:  wp.image,
+		Limits: l,
 		// A warm sandbox may serve a run with an export: leave room for it.
 		Deadline: created.Add(p.opts.MaxIdle + l.Timeout() + KillGrace + HostGrace + p.m.opts.PrepareAllowance + exportAllowance(true)),
 	})

@@ -12,7 +12,9 @@ import (
 
 type dialer struct{}
 
-func (dialer) DialEgress(context.Context, string, int) (net.Conn, error) { return nil, errors.New("no") }
+func (dialer) DialEgress(context.Context, string, int) (net.Conn, error) {
+	return nil, errors.New("no")
+}
 
 // A spec asking for egress or an export is refused before any request: the
 // API carries neither, and a run must not silently get less than it asked.
