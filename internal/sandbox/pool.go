@@ -356,11 +356,11 @@ func (p *pool) prepare(wp *warmPool) {
 	defer p.loopWG.Done()
 	created := p.m.clock()
 	l := wp.limits
+	// A warm sandbox may serve a run with an export: its deadline leaves room.
 	inst, err := p.m.opts.Runtime.Prepare(p.ctx, PrepareOptions{
-		RunID:  newPoolID(),
-		Image:  wp.image,
-		Limits: l,
-		// A warm sandbox may serve a run with an export: leave room for it.
+		RunID:    newPoolID(),
+		Image:    wp.image,
+		Limits:   l,
 		Deadline: created.Add(p.opts.MaxIdle + l.Timeout() + KillGrace + HostGrace + p.m.opts.PrepareAllowance + exportAllowance(true)),
 	})
 	p.mu.Lock()
