@@ -38,7 +38,7 @@ const (
 	MaxTunnels = 32
 	// TunnelWindow is the credit each side starts a tunnel with, and the most
 	// it may ever have outstanding.
-	TunnelWindow = 128 << 10
+	TunnelWindow = 256 << 10
 	// MaxTunnelChunk is the largest data payload of one tunnel frame.
 	MaxTunnelChunk = 32 << 10
 	// MaxHostName is the longest host name a tunnel may ask for (DNS's limit).

@@ -5,6 +5,7 @@ import (
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/sandbox/securitytest"
 )
 
 // BenchmarkManagerRunTrue is one cold sandbox run of `true` through the
@@ -18,4 +19,11 @@ func BenchmarkManagerRunTrue(b *testing.B) {
 			b.Fatalf("%v %+v", err, res.Wire())
 		}
 	}
+}
+
+// BenchmarkRelay is a 64 MiB HTTPS download through the egress relay, and
+// a 64 MiB export of /work, on Docker.
+func BenchmarkRelay(b *testing.B) {
+	rt := sandboxtest.Docker(b)
+	securitytest.BenchmarkRelay(b, sandboxtest.Manager(b, rt, 1), sandboxtest.Image())
 }

@@ -39,7 +39,7 @@ type registry struct {
 	conns    atomic.Int64
 }
 
-func newRegistry(t *testing.T) *registry {
+func newRegistry(t testing.TB) *registry {
 	t.Helper()
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -440,3 +440,50 @@ func (s *suite) f7ExportHostile(t *testing.T) {
 		t.Fatalf("timeout: err %v, result %s, export %v %+v", err, short(res), got, res.Export)
 	}
 }
+
+// BenchmarkRelay measures one 64 MiB HTTPS download through the egress relay
+// (python3 urllib in the sandbox, TLS end to end) and, as "export", the
+// export of a 64 MiB /work; each runtime's bench_test.go calls it.
+func BenchmarkRelay(b *testing.B, mgr *sandbox.Manager, image string) {
+	const size = 64 << 20
+	b.Run("download", func(b *testing.B) {
+		reg := newRegistry(b)
+		pol := &egress.Policy{Allow: []egress.Rule{{Host: "localhost", Port: reg.port}}, AllowAddr: loopbackOnly}
+		b.SetBytes(size)
+		for b.Loop() {
+			run := pol.NewRun("bench")
+			spec := reg.spec(fmt.Sprintf(`
+import os, ssl, urllib.request
+ctx = ssl.create_default_context(cafile="ca.pem")
+r = urllib.request.urlopen("https://localhost:%%s/big?n=%d" %% os.environ["REG_PORT"], context=ctx, timeout=60)
+n = 0
+while True:
+    b = r.read(1 << 20)
+    if not b:
+        break
+    n += len(b)
+print("got=%%d" %% n)
+`, size), run)
+			spec.Image = image
+			res, err := mgr.Run(b.Context(), spec)
+			if err != nil || res.Status != sandbox.StatusOK || !strings.Contains(string(res.Stdout.Data), fmt.Sprintf("got=%d", size)) {
+				b.Fatalf("%v %s", err, short(res))
+			}
+		}
+	})
+	b.Run("export", func(b *testing.B) {
+		b.SetBytes(size)
+		for b.Loop() {
+			var n countWriter
+			res, err := mgr.Run(b.Context(), sandbox.Spec{Image: image, Argv: []string{"sh", "-c", "mkdir d && for i in $(seq 64); do head -c 1048576 /dev/urandom > d/f$i; done"},
+				Limits: sandbox.Limits{WorkdirBytes: 256 << 20, TimeoutMS: 60000}, Export: &n})
+			if err != nil || res.Status != sandbox.StatusOK || res.Export == nil || res.Export.Bytes != size {
+				b.Fatalf("%v %s %+v", err, short(res), res.Export)
+			}
+		}
+	})
+}
+
+type countWriter int64
+
+func (c *countWriter) Write(p []byte) (int, error) { *c += countWriter(len(p)); return len(p), nil }
