@@ -3,7 +3,9 @@ package sandbox_test
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
+	"net"
 	"os"
 	"strings"
 	"testing"
@@ -103,5 +105,36 @@ func TestSessionExportCleanAndFailed(t *testing.T) {
 	res, _, err = hostileExport(t, l, nil, `{"error":"workspace too large: more than 1048576 bytes of files in /work"}`)
 	if !errors.Is(err, sandbox.ErrTooLarge) || !strings.Contains(res.Error, "export /work: workspace too large") {
 		t.Fatalf("init's error: %v, %s", err, res.Error)
+	}
+}
+
+type refuseAll struct{ calls *int }
+
+func (r refuseAll) DialEgress(context.Context, string, int) (net.Conn, error) {
+	*r.calls++
+	return nil, errors.New("refused")
+}
+
+// Tunnel ids must increase: an init that reuses one is a protocol error.
+func TestSessionTunnelIDsIncrease(t *testing.T) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		w := initproto.NewWriter(pw)
+		for _, id := range []uint32{2, 2} {
+			w.WriteFrame(initproto.TypeTunnelOpen, initproto.EncodeTunnelOpen(initproto.TunnelOpen{ID: id, Port: 443, Host: "a.example"}))
+		}
+		w.WriteFrame(initproto.TypeResult, []byte(`{"exit_code":0}`))
+		pw.Close()
+	}()
+	calls := 0
+	s := &sandbox.Session{W: discard{}, R: initproto.NewReader(pr), Destroy: func() {}, HelloSeen: true}
+	j := job("true")
+	j.Egress = refuseAll{&calls}
+	res, err := s.Run(t.Context(), j)
+	if !errors.Is(err, sandbox.ErrProtocol) || res.Status != sandbox.StatusError || !strings.Contains(err.Error(), "tunnel id") || calls > 1 {
+		t.Fatalf("status %s err %v calls %d", res.Status, err, calls)
 	}
 }

@@ -156,6 +156,11 @@ func TestSessionProtocolViolations(t *testing.T) {
 		"garbage result": func(w *initproto.Writer) { w.WriteFrame(initproto.TypeResult, []byte(`{"exit_code":999}`)) },
 		"host frame":     func(w *initproto.Writer) { w.WriteFrame(initproto.TypeJob, []byte(`{}`)) },
 		"eof":            func(w *initproto.Writer) {},
+		// A run without egress or export has no business with their frames.
+		"tunnel without egress": func(w *initproto.Writer) {
+			w.WriteFrame(initproto.TypeTunnelOpen, initproto.EncodeTunnelOpen(initproto.TunnelOpen{ID: 1, Port: 443, Host: "a.example"}))
+		},
+		"export not asked": func(w *initproto.Writer) { w.WriteFrame(initproto.TypeExport, []byte("x")) },
 	}
 	for name, write := range cases {
 		t.Run(name, func(t *testing.T) {
