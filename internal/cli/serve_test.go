@@ -494,6 +494,7 @@ func TestExecServerParity(t *testing.T) {
 }
 
 func TestServeRefusals(t *testing.T) {
+	// Every case is refused at start, before a listener or an engine.
 	dir := t.TempDir()
 	short := filepath.Join(dir, "short")
 	os.WriteFile(short, []byte("short\n"), 0o600)
@@ -511,6 +512,8 @@ func TestServeRefusals(t *testing.T) {
 		{[]string{"--queue-timeout", "soon"}, "queue-timeout"},
 		{[]string{"--max-body", "1"}, "max-body"},
 		{[]string{"--reaper-period", "10ms"}, "reaper period"},
+		{[]string{"--egress-allow", "10.0.0.1"}, "IP literals are not allowed"},
+		{[]string{"--egress-allow", "registry.example", "--egress-allow", "registry.example:99999"}, "bad port"},
 	} {
 		code, _, stderr := runCLI(t, env, append([]string{"sandbox", "serve"}, c.args...)...)
 		if code != ExitUsage || !strings.Contains(stderr, c.want) {
