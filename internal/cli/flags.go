@@ -65,7 +65,7 @@ func (v *numStringValue) Type() string {
 // the commands that run install phases; its entries add to aster.yaml's
 // egress.allow (config.EgressPolicy checks them).
 func egressAllowVar(fl *pflag.FlagSet, p *[]string) {
-	fl.StringArrayVar(p, "egress-allow", nil, "a host the install phase of a test run may reach through the egress relay, as `HOST[:PORT]` (port 443 by default; repeatable; adds to aster.yaml egress.allow). Default: none")
+	fl.StringArrayVar(p, "egress-allow", nil, "a host the install phase of a test run may reach through the egress relay, as HOST[:PORT] (port 443 by default; repeatable; adds to aster.yaml egress.allow). Default: none")
 }
 
 // egressPolicy resolves the relay policy of a command and logs what it allows.
