@@ -19,8 +19,11 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -322,7 +325,7 @@ type scripted struct {
 	err    error
 }
 
-func (s *scripted) Review(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
+func (s *scripted) Review(ctx context.Context, in ReviewInput) (*review.Report, error) {
 	s.mu.Lock()
 	block, err := s.block, s.err
 	s.mu.Unlock()
@@ -330,15 +333,15 @@ func (s *scripted) Review(ctx context.Context, in ReviewInput) (ReviewOutput, er
 		select {
 		case <-block:
 		case <-ctx.Done():
-			return ReviewOutput{}, ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 	if err != nil {
-		return ReviewOutput{}, err
+		return nil, err
 	}
 	names, err := snapshotNames(in.OpenSnapshot)
 	if err != nil {
-		return ReviewOutput{}, err
+		return nil, err
 	}
 	s.mu.Lock()
 	cp := in
@@ -348,12 +351,18 @@ func (s *scripted) Review(ctx context.Context, in ReviewInput) (ReviewOutput, er
 	s.mu.Unlock()
 	files, err := diff.Parse(bytes.NewReader(in.Diff), diff.Options{})
 	if err != nil {
-		return ReviewOutput{}, err
+		return nil, err
 	}
-	out := ReviewOutput{Conclusion: ConclusionSuccess, FailOn: "error", FilterMode: "added", FilesChanged: len(files),
-		FilesReviewed: len(files), Model: ModelInfo{Status: "ok", Provider: "script", Model: "lines"},
-		Usage:       Usage{Calls: 1, InputTokens: 1000, OutputTokens: 100, CostUSD: 0.01},
-		DurationsMS: map[string]int64{"gate": 1}, ModelSummary: "Looks mostly fine."}
+	rep := review.NotReviewed("")
+	rep.Conclusion, rep.FailOn, rep.FilterMode = review.Success, "error", gate.ModeAdded
+	rep.Files.Changed, rep.Files.Reviewed = len(files), len(files)
+	rep.Model = review.ModelReport{Status: review.ModelOK, Provider: "script", Model: "lines", Summary: "Looks mostly fine.",
+		Usage: review.Usage{Calls: 1, InputTokens: 1000, OutputTokens: 100, CostUSD: 0.01}}
+	rep.DurationsMS = map[string]int64{"gate": 1}
+	mark := func(path string, line int, sev finding.Severity, rule, msg string) gate.Marked {
+		return gate.Marked{Finding: finding.Finding{Path: path, StartLine: line, EndLine: line, Severity: sev, Analyzer: "lines",
+			RuleID: rule, Message: msg}, Reported: true}
+	}
 	for _, f := range files {
 		for _, hk := range f.Hunks {
 			for _, l := range hk.Lines {
@@ -362,21 +371,19 @@ func (s *scripted) Review(ctx context.Context, in ReviewInput) (ReviewOutput, er
 				}
 				switch {
 				case strings.Contains(l.Content, "FIXME"):
-					out.Findings = append(out.Findings, Finding{Path: f.Path(), StartLine: l.NewLine, EndLine: l.NewLine,
-						Severity: "error", Analyzer: "lines", Rule: "fixme", Message: "FIXME left in: " + strings.TrimSpace(l.Content), Reported: true})
-					out.Conclusion = ConclusionFailure
+					rep.Findings = append(rep.Findings, mark(f.Path(), l.NewLine, finding.Error, "fixme", "FIXME left in: "+strings.TrimSpace(l.Content)))
+					rep.Conclusion = review.Failure
 				case strings.Contains(l.Content, "TODO"):
-					out.Findings = append(out.Findings, Finding{Path: f.Path(), StartLine: l.NewLine, EndLine: l.NewLine,
-						Severity: "warning", Analyzer: "lines", Rule: "todo", Message: "TODO left in: " + strings.TrimSpace(l.Content), Reported: true})
+					rep.Findings = append(rep.Findings, mark(f.Path(), l.NewLine, finding.Warning, "todo", "TODO left in: "+strings.TrimSpace(l.Content)))
 				}
 				if strings.Contains(l.Content, "BUG") {
-					out.Comments = append(out.Comments, Comment{Path: f.Path(), Line: l.NewLine, Severity: "warning",
+					rep.Model.Comments = append(rep.Model.Comments, review.Comment{Path: f.Path(), Line: l.NewLine, Severity: finding.Warning,
 						Body: "This line looks wrong: " + strings.TrimSpace(l.Content)})
 				}
 			}
 		}
 	}
-	return out, nil
+	return rep, nil
 }
 
 func (s *scripted) calls() []ReviewInput {

@@ -15,6 +15,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/store"
 )
@@ -31,14 +32,14 @@ type legacyReviewer struct {
 	old   atomic.Bool
 }
 
-func (l *legacyReviewer) Review(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
-	out, err := l.inner.Review(ctx, in)
-	if l.old.Load() {
-		for i, f := range out.Findings {
-			out.Findings[i].Fingerprint = finding.LegacyFingerprint(finding.Finding{Analyzer: f.Analyzer, RuleID: f.Rule, Path: f.Path, Message: f.Message})
+func (l *legacyReviewer) Review(ctx context.Context, in ReviewInput) (*review.Report, error) {
+	rep, err := l.inner.Review(ctx, in)
+	if err == nil && l.old.Load() {
+		for i, f := range rep.Findings {
+			rep.Findings[i].Fingerprint = finding.LegacyFingerprint(finding.Finding{Analyzer: f.Analyzer, RuleID: f.RuleID, Path: f.Path, Message: f.Message})
 		}
 	}
-	return out, err
+	return rep, err
 }
 
 // cdLines is n lines that each draw ShellCheck's SC2164 warning, all with one message.

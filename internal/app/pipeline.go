@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/gate"
@@ -42,25 +41,20 @@ func NewPipelineReviewer(opts PipelineOptions) *PipelineReviewer {
 }
 
 // Review implements Reviewer.
-func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (ReviewOutput, error) {
+func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.Report, error) {
 	if in.ConfigError != "" {
 		return configProblem(in.ConfigError), nil
 	}
-	cfg, source := repoconfig.Default(), "defaults"
-	if in.Config != nil {
-		c, err := repoconfig.Parse(in.Config)
-		if err != nil {
-			return configProblem(fmt.Sprintf("%s on the base revision %s: %v", repoconfig.FileName, short(in.Base.SHA), err)), nil
-		}
-		cfg, source = c, "base:"+in.Base.SHA+":"+repoconfig.FileName
-	}
-	files, truncated, err := parseDiff(in.Diff)
+	cfg, source, err := review.BaseConfig(in.Config, in.Base.SHA)
 	if err != nil {
-		return ReviewOutput{}, err
+		return configProblem(err.Error()), nil
+	}
+	files, truncated, err := review.ParseDiff(bytes.NewReader(in.Diff), diff.Options{})
+	if err != nil {
+		return nil, err
 	}
 	ch := &review.Change{
-		Repository: in.Repository, Title: in.Title, Body: in.Body,
-		Base: review.Revision{Ref: in.Base.Ref, SHA: in.Base.SHA}, Head: review.Revision{Ref: in.Head.Ref, SHA: in.Head.SHA},
+		Repository: in.Repository, Title: in.Title, Body: in.Body, Base: in.Base, Head: in.Head,
 		Diff: files, DiffTruncated: truncated || in.DiffTruncated,
 		Config: cfg, ConfigSource: source, OpenSnapshot: in.OpenSnapshot,
 	}
@@ -76,13 +70,13 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (ReviewOu
 	if p.opts.Model != nil {
 		model, err := p.opts.Model()
 		if err != nil {
-			return ReviewOutput{}, fmt.Errorf("model step: %w", err)
+			return nil, fmt.Errorf("model step: %w", err)
 		}
 		opts.Reviewer = model
 		if model != nil && in.SinceSHA != "" {
-			incr, _, err := parseDiff(in.IncrementalDiff)
+			incr, _, err := review.ParseDiff(bytes.NewReader(in.IncrementalDiff), diff.Options{})
 			if err != nil {
-				return ReviewOutput{}, err
+				return nil, err
 			}
 			opts.Reviewer = incrementalModel{inner: model, files: incr, since: in.SinceSHA}
 		}
@@ -92,35 +86,16 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (ReviewOu
 		return configProblem(err.Error()), nil
 	}
 	if err != nil {
-		return ReviewOutput{}, err
+		return nil, err
 	}
-	return fromReport(rep), nil
-}
-
-func parseDiff(text []byte) ([]*diff.File, bool, error) {
-	files, err := diff.Parse(bytes.NewReader(text), diff.Options{})
-	if errors.Is(err, diff.ErrTooLarge) {
-		return files, true, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("parse diff: %w", err)
-	}
-	for _, f := range files {
-		if f.Truncated {
-			return files, true, nil
-		}
-	}
-	return files, false, nil
+	return rep, nil
 }
 
 // configProblem is the review of a change whose base configuration is unusable: nothing
 // ran, the check is neutral (not green, not red), and the summary says why.
-func configProblem(why string) ReviewOutput {
-	return ReviewOutput{
-		Conclusion: ConclusionNeutral,
-		Model:      ModelInfo{Status: "skipped", Note: "not reviewed: the configuration is unusable"},
-		Notes:      []string{"not reviewed: " + why + " (fix it on the base branch; a pull request cannot change its own review)"},
-	}
+func configProblem(why string) *review.Report {
+	return review.NotReviewed("not reviewed: the configuration is unusable",
+		"not reviewed: "+why+" (fix it on the base branch; a pull request cannot change its own review)")
 }
 
 // incrementalModel shows the model only what changed since the last reviewed head (within
@@ -148,60 +123,4 @@ func (m incrementalModel) Review(ctx context.Context, in review.ModelInput) (rev
 	}
 	in.Diff, in.Index = files, diff.NewIndex(files)
 	return m.inner.Review(ctx, in)
-}
-
-// fromReport maps the pipeline's report to the app's output.
-func fromReport(rep *review.Report) ReviewOutput {
-	out := ReviewOutput{
-		FailOn: rep.FailOn, FilterMode: string(rep.FilterMode),
-		FilesChanged: rep.Files.Changed, FilesReviewed: rep.Files.Reviewed,
-		Notes: slices.Clone(rep.Notes), DurationsMS: rep.DurationsMS,
-	}
-	switch rep.Conclusion {
-	case review.Success:
-		out.Conclusion = ConclusionSuccess
-	case review.Failure:
-		out.Conclusion = ConclusionFailure
-	default:
-		out.Conclusion = ConclusionNeutral
-	}
-	for _, m := range rep.Findings {
-		out.Findings = append(out.Findings, Finding{
-			Path: m.Path, StartLine: m.StartLine, EndLine: m.EndLine, Severity: string(m.Severity),
-			Analyzer: m.Analyzer, Rule: m.RuleID, Message: m.Message, HelpURI: m.HelpURI,
-			Reported: m.Reported, Suppressed: string(m.Suppressed), Fingerprint: m.Fingerprint,
-		})
-	}
-	for _, a := range rep.Analyzers {
-		out.Analyzers = append(out.Analyzers, AnalyzerInfo{Name: a.Name, Version: a.Version, Status: string(a.Status), Findings: a.Findings,
-			DurationMS: a.DurationMS, Reason: a.Reason})
-	}
-	if t := rep.Tests; t != nil {
-		ti := &TestsInfo{Status: t.Status, Command: t.Command, Passed: t.Summary.Passed, Failed: t.Summary.Failed,
-			Skipped: t.Summary.Skipped, Reason: t.Reason}
-		for _, f := range t.Summary.Failures {
-			name := f.Name
-			if f.Suite != "" {
-				name = f.Suite + ": " + f.Name
-			}
-			ti.Failures = append(ti.Failures, name)
-		}
-		out.Tests = ti
-	}
-	m := rep.Model
-	out.Model = ModelInfo{Status: m.Status, Note: m.Note, Provider: m.Provider, Model: m.Model, Dropped: len(m.DroppedComments)}
-	out.ModelSummary = m.Summary
-	for _, c := range m.Comments {
-		body := c.Body
-		out.Comments = append(out.Comments, Comment{Path: c.Path, Line: c.Line, EndLine: c.EndLine, Severity: string(c.Severity),
-			Body: body, Suggestion: c.Suggestion, Fingerprint: c.Fingerprint})
-	}
-	out.Usage = Usage{Calls: m.Usage.Calls, InputTokens: m.Usage.InputTokens, OutputTokens: m.Usage.OutputTokens, CostUSD: m.Usage.CostUSD}
-	for _, o := range rep.Files.Omitted {
-		out.Skipped = append(out.Skipped, Skip{Path: o.Path, Reason: o.Reason})
-	}
-	for _, o := range m.OmittedFiles {
-		out.Skipped = append(out.Skipped, Skip{Path: o.Path, Reason: "left out of the model's budget: " + o.Reason})
-	}
-	return out
 }

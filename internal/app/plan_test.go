@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/review"
 )
 
 // TestLegacyMarkerAfterAnUpgradeIncremental: a pull request reviewed before the upgrade
@@ -19,15 +21,15 @@ func TestLegacyMarkerAfterAnUpgradeIncremental(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func(line int, text string) Finding {
+	mk := func(line int, text string) gate.Marked {
 		f := finding.Finding{Analyzer: "bandit", RuleID: "B602", Path: "app.py", StartLine: line, EndLine: line, Message: "shell=True"}
 		fs := []finding.Finding{f}
 		finding.AssignFingerprints(fs, func(string, int) (string, bool) { return text, true })
-		return Finding{Path: "app.py", StartLine: line, EndLine: line, Severity: "error", Analyzer: "bandit", Rule: "B602",
-			Message: "shell=True", Reported: true, Fingerprint: fs[0].Fingerprint}
+		fs[0].Severity = finding.Error
+		return gate.Marked{Finding: fs[0], Reported: true}
 	}
-	out := ReviewOutput{Findings: []Finding{mk(2, "subprocess.call(a, shell=True)"), mk(6, "subprocess.call(b, shell=True)")}}
-	pl := buildPlan(out, sc)
+	out := &review.Report{Findings: []gate.Marked{mk(2, "subprocess.call(a, shell=True)"), mk(6, "subprocess.call(b, shell=True)")}}
+	pl := buildPlan(out, sc, nil)
 	legacy := github.Fingerprint("finding", finding.LegacyFingerprint(finding.Finding{Analyzer: "bandit", RuleID: "B602", Path: "app.py", Message: "shell=True"}))
 	rp := github.PlanReview(github.PlanOptions{Comments: pl.comments, Posted: map[string]bool{legacy: true}})
 	if len(rp.Inline) != 1 || rp.Inline[0].Line != 6 || len(rp.Folded) != 0 || len(rp.Skipped) != 1 || rp.Skipped[0].Line != 2 {

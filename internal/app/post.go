@@ -1,53 +1,32 @@
 package app
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 	"time"
 
-	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/review"
 )
-
-// newScope indexes the pull request's diff (where comments may go) and, for an incremental
-// review, the diff since the previous head (which lines are new).
-func newScope(full, incr []byte, incremental bool) (scope, error) {
-	files, err := diff.Parse(bytes.NewReader(full), diff.Options{})
-	if err != nil && !errors.Is(err, diff.ErrTooLarge) {
-		return scope{}, fmt.Errorf("parse pull request diff: %w", err)
-	}
-	sc := scope{anchor: hunkLines(files), added: addedLines(files)}
-	if incremental {
-		inc, err := diff.Parse(bytes.NewReader(incr), diff.Options{})
-		if err != nil && !errors.Is(err, diff.ErrTooLarge) {
-			return scope{}, fmt.Errorf("parse incremental diff: %w", err)
-		}
-		sc.incrAdded, sc.incrHunks = addedLines(inc), hunkLines(inc)
-	}
-	return sc, nil
-}
 
 // post publishes a finished review, each step once: the review with its inline comments,
 // the summary comment, the check run's annotations and conclusion. Progress is saved after
 // each step, so a retry picks up where the failed attempt stopped; the hidden fingerprints
 // and the summary marker cover the window between a post and its save.
 func (r *run) post(ctx context.Context, in *gathered) error {
-	out := r.stored.Output
+	rep := r.stored.Report
 	head, since := in.Head.SHA, r.state.SinceSHA
 	bot, err := r.w.opts.GitHub.BotLogin(ctx)
 	if err != nil {
 		return fmt.Errorf("app login: %w", err)
 	}
-	pl := buildPlan(out, in.scope)
-	red := r.w.redactor()
-	for i := range pl.comments {
-		pl.comments[i].Body = red.text(pl.comments[i].Body)
-	}
+	pl := buildPlan(rep, in.scope, r.w.red)
+	shown := review.RedactReport(rep, r.w.red)
 	if r.stored.Posted == nil {
-		opts := github.PostReviewOptions{Number: in.Number, CommitSHA: head, Body: red.text(reviewBody(head, since)),
+		opts := github.PostReviewOptions{Number: in.Number, CommitSHA: head, Body: review.ReviewBody(head, since),
 			Comments: pl.comments, MaxInline: r.w.opts.MaxInline, BotLogin: bot}
 		res, err := github.PostReview(ctx, r.api, opts)
 		if errors.Is(err, github.ErrInvalid) {
@@ -58,15 +37,15 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 		if err != nil {
 			return err
 		}
-		r.stored.Posted = &postedInfo{Inline: len(res.Plan.Inline), Folded: len(res.Plan.Folded), Skipped: len(res.Plan.Skipped),
-			Unanchored: pl.unanchored, Created: res.Posted}
+		r.stored.Posted = &postedInfo{Posted: review.Posted{Inline: len(res.Plan.Inline), Folded: len(res.Plan.Folded),
+			Skipped: len(res.Plan.Skipped), Unanchored: pl.unanchored}, Created: res.Posted}
 		r.state.ReviewPosted, r.state.ReviewID = true, res.ReviewID
 		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
 	sum, err := github.UpsertSummary(ctx, r.api, github.SummaryOptions{Number: in.Number, BotLogin: bot,
-		Body: red.text(renderSummary(summaryInput{Head: head, Since: since, Out: out, Posted: *r.stored.Posted}))})
+		Body: review.Summary(shown, review.SummaryOptions{Head: head, Since: since, Posted: r.stored.Posted.Posted})})
 	if err != nil {
 		return err
 	}
@@ -77,7 +56,7 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 		}
 	}
 	if !r.state.CheckDone {
-		if err := r.completeCheck(ctx, out, pl.annotations, head, since); err != nil {
+		if err := r.completeCheck(ctx, shown, pl.annotations, head, since); err != nil {
 			return err
 		}
 	}
@@ -105,7 +84,7 @@ func (r *run) postFolded(ctx context.Context, opts github.PostReviewOptions) (gi
 			res.Plan.Skipped = append(res.Plan.Skipped, c)
 			continue
 		}
-		entry := fmt.Sprintf("\n- %s: %s", code(fmt.Sprintf("%s:%d", c.Path, c.Line), 200),
+		entry := fmt.Sprintf("\n- %s: %s", safetext.Code(fmt.Sprintf("%s:%d", c.Path, c.Line), 200),
 			github.WithFingerprint(strings.ReplaceAll(strings.TrimSpace(c.Body), "\n", "\n  "), fp))
 		if b.Len()+len(entry) > github.MaxBodyChars-200 {
 			fmt.Fprintf(&b, "\n\n…and %d more that do not fit in one review.", len(opts.Comments)-i)
@@ -139,13 +118,8 @@ func claimAlias(c github.Comment, posted, used map[string]bool) bool {
 
 // completeCheck sends the annotations to the check run in batches of 50 and completes it
 // with the last one, so the run never looks finished before all its annotations are there.
-func (r *run) completeCheck(ctx context.Context, out ReviewOutput, anns []github.Annotation, head, since string) error {
-	red := r.w.redactor()
-	title, summary, text := checkOutput(out, head, since)
-	title, summary, text = red.text(title), red.text(summary), red.text(text)
-	for i := range anns {
-		anns[i].Message, anns[i].Title = red.text(anns[i].Message), red.text(anns[i].Title)
-	}
+func (r *run) completeCheck(ctx context.Context, shown *review.Report, anns []github.Annotation, head, since string) error {
+	title, summary, text := review.CheckOutput(shown, head, since)
 	batches := github.AnnotationBatches(anns)
 	if len(batches) == 0 {
 		batches = [][]github.Annotation{nil}
@@ -153,7 +127,7 @@ func (r *run) completeCheck(ctx context.Context, out ReviewOutput, anns []github
 	for i := r.stored.CheckBatches; i < len(batches); i++ {
 		opts := github.CheckRunOptions{Name: CheckRunName, Title: title, Summary: summary, Text: text, Annotations: batches[i]}
 		if i == len(batches)-1 {
-			opts.Status, opts.Conclusion, opts.CompletedAt = "completed", out.Conclusion, time.Now()
+			opts.Status, opts.Conclusion, opts.CompletedAt = "completed", shown.Conclusion.CheckConclusion(), time.Now()
 		}
 		if _, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, opts); err != nil {
 			return fmt.Errorf("check run (batch %d of %d): %w", i+1, len(batches), err)

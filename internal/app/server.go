@@ -1,9 +1,12 @@
-// Package app is Aster's GitHub App: the webhook endpoint that verifies deliveries and
-// stores them as durable review requests, and the worker that reviews a pull request's
-// head (incrementally after a push), then posts one COMMENT review, the summary comment and
-// the check run, each exactly once even across retries and crashes. The review itself is
-// behind the Reviewer interface (PipelineReviewer runs internal/review); GitHub is behind
-// GitHub/RepoAPI (internal/github); the queue and history are internal/store.
+// Package app is Aster's GitHub App, and orchestration only: the webhook endpoint that
+// verifies deliveries and stores them as durable review requests, and the worker that takes
+// a job through fetch (the pull request, its diffs, the base .aster.yml, the head archive),
+// review (internal/review, behind the Reviewer interface: its Report is the one review
+// model), plan (which comment goes inline, fingerprints, annotations) and post (one COMMENT
+// review, the summary comment, the check run), each exactly once even across retries and
+// crashes. What the posts say is rendered by internal/review and made safe by
+// internal/review/safetext; GitHub is behind GitHub/RepoAPI (internal/github); the queue and
+// history are internal/store.
 package app
 
 import (

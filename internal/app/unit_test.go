@@ -6,123 +6,16 @@ import (
 	"compress/gzip"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/review"
 )
-
-var liveMention = regexp.MustCompile(`(^|[^\p{L}\p{N}_` + "`" + `])@[A-Za-z0-9]`)
-
-func TestEscapeText(t *testing.T) {
-	cases := []struct{ in, mustNot, must string }{
-		{"ping @octocat now", "@octocat", "@" + zwsp + "octocat"},
-		{"/aster review", "", zwsp + "/aster review"},
-		{"<img src=x onerror=alert(1)>", "", `\<img`},
-		{"see https://evil.example/x", "https://", "https" + zwsp + ":"},
-		{"visit www.evil.example", "www.evil", "www" + zwsp + "."},
-		{"![x](https://evil.example/p.png)", "![", `\!\[x\]`},
-		{"secret <!-- aster:fp=0123456789abcdef -->", "aster:fp", ""},
-		{"a\u202eb\u200bc\x00d", "\u202e", "abcd"},
-		{"- list\n# heading", "\n", `\- list \# heading`},
-		{"1. item", "", `1\. item`},
-	}
-	for _, c := range cases {
-		got := escapeText(c.in, 0)
-		if c.mustNot != "" && strings.Contains(got, c.mustNot) {
-			t.Errorf("escapeText(%q) = %q: contains %q", c.in, got, c.mustNot)
-		}
-		if c.must != "" && !strings.Contains(got, c.must) {
-			t.Errorf("escapeText(%q) = %q: lacks %q", c.in, got, c.must)
-		}
-	}
-	if got := escapeText(strings.Repeat("é", 100), 11); !strings.HasSuffix(got, "…") || len(got) > 11+len("…") {
-		t.Errorf("cut: %q", got)
-	}
-}
-
-func TestSanitizeMarkdown(t *testing.T) {
-	in := strings.Join([]string{
-		"Use `@Override` here and `<T>` there.",
-		"Ping @security-team and see [the docs](https://docs.python.org/3/) or [this](https://evil.example/phish).",
-		"![pixel](https://evil.example/p.png) <img src=https://evil.example/y.png> <b>bold</b>",
-		"/approve",
-		"> /merge",
-		"Bare https://evil.example/x and https://github.com/acme/widgets",
-		"<!-- aster:summary --> hidden",
-		"[ref]: https://evil.example/ref",
-		"```go",
-		"// @mention and <html> stay in code",
-		"```",
-	}, "\n")
-	out := sanitizeMarkdown(in, 0)
-	for _, bad := range []string{"@security-team", "](https://evil", "<img", "<b>", "\n/approve", "\n> /merge",
-		"https://evil.example/x", "aster:summary", "evil.example/p.png", "]: https://evil"} {
-		if strings.Contains(out, bad) {
-			t.Errorf("sanitised text still has %q:\n%s", bad, out)
-		}
-	}
-	for _, good := range []string{"`@Override`", "`<T>`", "[the docs](https://docs.python.org/3/)", "https://github.com/acme/widgets",
-		"// @mention and <html> stay in code", "```go"} {
-		if !strings.Contains(out, good) {
-			t.Errorf("sanitised text lost %q:\n%s", good, out)
-		}
-	}
-	// An unclosed fence is closed, so what follows cannot hide inside it.
-	if out := sanitizeMarkdown("```\ncode", 0); !strings.HasSuffix(out, "```") {
-		t.Errorf("unclosed fence: %q", out)
-	}
-}
-
-func FuzzEscapeText(f *testing.F) {
-	for _, s := range []string{"@octocat", "/aster review", "<script>", "[x](javascript:alert(1))", "<!-- aster:fp=00000000000000000 -->",
-		"https://evil.example", "\u202e@x", "`code`", "&#64;user", "@@x", "a@b.c"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := escapeText(s, 500)
-		if strings.ContainsAny(out, "\n\r") {
-			t.Fatalf("not one line: %q", out)
-		}
-		if strings.Contains(out, "<!--") || len(github.Fingerprints(out)) > 0 || github.IsSummary(out) {
-			t.Fatalf("marker survived: %q", out)
-		}
-		if liveMention.MatchString(out) {
-			t.Fatalf("live mention: %q", out)
-		}
-		for i := 0; i < len(out); i++ {
-			if out[i] == '<' && (i == 0 || out[i-1] != '\\') {
-				t.Fatalf("raw <: %q", out)
-			}
-		}
-	})
-}
-
-func FuzzSanitizeMarkdown(f *testing.F) {
-	for _, s := range []string{"![x](https://evil/p.png)", "[a](https://evil)", "<img src=x>", "@team", "/merge", "```\n@x\n```",
-		"`a` @b `c`", "<!-- aster:summary -->", "x <!-- aster:fp=0123456789abcdef --> y", "~~~\nq", "[r]: https://e"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		out := sanitizeMarkdown(s, 4000)
-		if len(github.Fingerprints(out)) > 0 || strings.Contains(out, "aster:summary") {
-			t.Fatalf("marker survived: %q", out)
-		}
-		if strings.Contains(out, "![") && regexp.MustCompile(`!\[[^\]]*\]\([^)]*\)`).MatchString(stripCode(out)) {
-			t.Fatalf("image survived: %q", out)
-		}
-	})
-}
-
-// stripCode drops fenced blocks and code spans (what GitHub renders literally).
-func stripCode(s string) string {
-	s = regexp.MustCompile("(?s)```.*?```").ReplaceAllString(s, "")
-	return regexp.MustCompile("`[^`]*`").ReplaceAllString(s, "")
-}
 
 func TestPlanScope(t *testing.T) {
 	full := "diff --git a/a.go b/a.go\n--- a/a.go\n+++ b/a.go\n@@ -1,3 +1,6 @@\n x\n+one\n+two\n y\n+three\n z\n@@ -20,2 +23,3 @@\n p\n+four\n q\n"
@@ -131,21 +24,24 @@ func TestPlanScope(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := ReviewOutput{
-		Findings: []Finding{
-			{Path: "a.go", StartLine: 2, Severity: "error", Analyzer: "x", Rule: "r1", Message: "old line", Reported: true},
-			{Path: "a.go", StartLine: 24, Severity: "warning", Analyzer: "x", Rule: "r2", Message: "new line", Reported: true},
-			{Path: "a.go", StartLine: 24, Severity: "note", Analyzer: "x", Rule: "r3", Message: "a note", Reported: true},
-			{Path: "a.go", StartLine: 50, Severity: "error", Analyzer: "x", Rule: "r4", Message: "outside", Reported: false},
+	mark := func(line int, sev finding.Severity, rule, msg string, reported bool) gate.Marked {
+		return gate.Marked{Finding: finding.Finding{Path: "a.go", StartLine: line, Severity: sev, Analyzer: "x", RuleID: rule, Message: msg}, Reported: reported}
+	}
+	out := &review.Report{
+		Findings: []gate.Marked{
+			mark(2, finding.Error, "r1", "old line", true),
+			mark(24, finding.Warning, "r2", "new line", true),
+			mark(24, finding.Note, "r3", "a note", true),
+			mark(50, finding.Error, "r4", "outside", false),
 		},
-		Comments: []Comment{
+		Model: review.ModelReport{Comments: []review.Comment{
 			{Path: "a.go", Line: 24, Body: "new"},
 			{Path: "a.go", Line: 3, Body: "old"},
 			{Path: "b.go", Line: 1, Body: "not in the diff"},
 			{Path: "a.go", Line: 23, EndLine: 25, Body: "span"},
-		},
+		}},
 	}
-	p := buildPlan(out, sc)
+	p := buildPlan(out, sc, nil)
 	if len(p.annotations) != 3 {
 		t.Errorf("annotations: %d, want the 3 reported findings", len(p.annotations))
 	}
@@ -174,7 +70,7 @@ func TestPlanScope(t *testing.T) {
 	}
 	// A full review anchors everything inside the hunks.
 	sc, _ = newScope([]byte(full), nil, false)
-	if p := buildPlan(out, sc); len(p.comments) != 5 || p.unanchored != 1 {
+	if p := buildPlan(out, sc, nil); len(p.comments) != 5 || p.unanchored != 1 {
 		t.Fatalf("full review: %d comments, %d unanchored", len(p.comments), p.unanchored)
 	}
 }
@@ -247,28 +143,5 @@ func TestOpenArchiveStripsTheTopDirectory(t *testing.T) {
 	rc, _ = openArchive(path)
 	if _, err := io.ReadAll(rc); err == nil {
 		t.Fatal("an archive with two top directories was accepted")
-	}
-}
-
-func TestRedaction(t *testing.T) {
-	key := "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAx0123456789abcdefghijklmnopqrstuv\n-----END RSA PRIVATE KEY-----\n"
-	r := newRedactor([][]byte{[]byte(key), []byte("hunter2-webhook-secret")})
-	for _, in := range []string{
-		"token ghs_abcdefghijklmnopqrstuvwxyz0123456789 leaked",
-		"key line MIIEowIBAAKCAQEAx0123456789abcdefghijklmnopqrstuv quoted",
-		"the secret is hunter2-webhook-secret",
-		"https://codeload.example/x.tar.gz?token=AAAABBBBCCCC",
-		"model key sk-ant-api03-abcdefghijklmnop0123",
-	} {
-		if out := r.text(in); !strings.Contains(out, "[redacted]") || out == in {
-			t.Errorf("not redacted: %q → %q", in, out)
-		}
-	}
-	var buf bytes.Buffer
-	log := slog.New(RedactingHandler(slog.NewTextHandler(&buf, nil), [][]byte{[]byte("hunter2-webhook-secret")}))
-	log.With("cfg", "secret=hunter2-webhook-secret").Info("msg ghp_abcdefghijklmnopqrstuvwxyz012345",
-		"err", errors.New("failed with hunter2-webhook-secret"), slog.Group("g", "v", "hunter2-webhook-secret"))
-	if s := buf.String(); strings.Contains(s, "hunter2") || strings.Contains(s, "ghp_") {
-		t.Fatalf("log leaked: %s", s)
 	}
 }

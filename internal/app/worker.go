@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -52,7 +54,7 @@ type WorkerOptions struct {
 type Worker struct {
 	opts WorkerOptions
 	log  *slog.Logger
-	red  redactor
+	red  *safetext.Redactor
 }
 
 // NewWorker checks opts.
@@ -64,7 +66,11 @@ func NewWorker(opts WorkerOptions) (*Worker, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{opts: opts, log: log, red: newRedactor(opts.Secrets)}, nil
+	secrets := make([]string, len(opts.Secrets))
+	for i, s := range opts.Secrets {
+		secrets[i] = string(s)
+	}
+	return &Worker{opts: opts, log: log, red: safetext.NewRedactor(secrets)}, nil
 }
 
 // Handle is a store.Handler: claim the pull request, review its head, post, finish.
@@ -133,7 +139,7 @@ type run struct {
 
 // storedResult is what a run keeps between attempts in store.Run.Result.
 type storedResult struct {
-	Output ReviewOutput `json:"output"`
+	Report *review.Report `json:"report"`
 	// Posted is set once the review post was handled.
 	Posted *postedInfo `json:"posted,omitempty"`
 	// CheckBatches counts annotation batches already sent to the check run.
@@ -141,11 +147,8 @@ type storedResult struct {
 }
 
 type postedInfo struct {
-	Inline     int  `json:"inline"`
-	Folded     int  `json:"folded"`
-	Skipped    int  `json:"skipped"`
-	Unanchored int  `json:"unanchored"`
-	Created    bool `json:"created"`
+	review.Posted
+	Created bool `json:"created"`
 }
 
 func (r *run) save(ctx context.Context) error {
@@ -153,7 +156,7 @@ func (r *run) save(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.stored.Output.Conclusion != "" {
+	if r.stored.Report != nil {
 		r.state.Result = b
 	}
 	return r.w.opts.Jobs.SaveRun(ctx, r.state)
@@ -255,7 +258,7 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	if r.state.CheckRunID == 0 {
 		cr, err := api.CreateCheckRun(ctx, github.CheckRunOptions{
 			Name: CheckRunName, HeadSHA: head, Status: "in_progress", StartedAt: r.started, ExternalID: fmt.Sprint(job.ID),
-			Title: "Reviewing", Summary: fmt.Sprintf("Aster is reviewing %s.", code(short(head), 0)),
+			Title: "Reviewing", Summary: fmt.Sprintf("Aster is reviewing %s.", safetext.Code(short(head), 0)),
 		})
 		if err != nil {
 			return store.Finish{}, fmt.Errorf("create check run: %w", err)
@@ -274,14 +277,19 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		return store.Finish{}, err
 	}
 	if r.state.Result == nil {
-		out := diffRefusedOutput()
+		rep := diffRefusedReport()
 		if !in.tooLarge {
-			if out, err = w.opts.Reviewer.Review(ctx, in.ReviewInput); err != nil {
+			if rep, err = w.opts.Reviewer.Review(ctx, in.ReviewInput); err != nil {
 				return store.Finish{}, fmt.Errorf("review: %w", err)
 			}
+			if rep == nil {
+				return store.Finish{}, errors.New("review: the reviewer returned no report")
+			}
+			if rep.DurationsMS == nil {
+				rep.DurationsMS = map[string]int64{}
+			}
 		}
-		normalize(&out)
-		r.stored = storedResult{Output: out}
+		r.stored = storedResult{Report: rep}
 		if err := r.save(ctx); err != nil {
 			return store.Finish{}, err
 		}
@@ -295,12 +303,13 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 // completed fills the history record from the stored review and says the head
 // is reviewed.
 func (r *run) completed(head string, force bool) store.Finish {
-	out := r.stored.Output
-	n, _, _ := countReported(out.Findings)
-	r.rec.Conclusion, r.rec.Findings, r.rec.Reported = out.Conclusion, len(out.Findings), n
-	r.rec.Comments = len(out.Comments)
-	r.rec.InputTokens, r.rec.OutputTokens, r.rec.CostUSD = out.Usage.InputTokens, out.Usage.OutputTokens, out.Usage.CostUSD
-	r.rec.DurationsMS = out.DurationsMS
+	if rep := r.stored.Report; rep != nil {
+		r.rec.Conclusion, r.rec.Findings, r.rec.Reported = rep.Conclusion.CheckConclusion(), len(rep.Findings), gate.Summarize(rep.Findings).Reported
+		r.rec.Comments = len(rep.Model.Comments)
+		u := rep.Model.Usage
+		r.rec.InputTokens, r.rec.OutputTokens, r.rec.CostUSD = u.InputTokens, u.OutputTokens, u.CostUSD
+		r.rec.DurationsMS = rep.DurationsMS
+	}
 	r.rec.Outcome = store.OutcomeNothingNew
 	if p := r.stored.Posted; p != nil {
 		r.rec.InlineComments = p.Inline
@@ -326,15 +335,15 @@ func (r *run) gather(ctx context.Context, pr github.PullRequest, since string) (
 	if errors.Is(err, github.ErrTooLarge) {
 		// GitHub will not render the diff (thousands of files): say so, never pass it green.
 		r.log.Warn("GitHub refused to render the pull request's diff", "err", err)
-		return &gathered{tooLarge: true, ReviewInput: ReviewInput{Number: pr.Number, Head: Revision{Ref: pr.Head.Ref, SHA: pr.Head.SHA}}}, nil, nil
+		return &gathered{tooLarge: true, ReviewInput: ReviewInput{Number: pr.Number, Head: review.Revision{Ref: pr.Head.Ref, SHA: pr.Head.SHA}}}, nil, nil
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("get diff: %w", err)
 	}
 	in := &gathered{ReviewInput: ReviewInput{
 		Repository: r.job.Pull.Owner + "/" + r.job.Pull.Repo, Number: pr.Number, Title: pr.Title, Body: pr.Body,
-		Author: pr.Author, Fork: pr.Fork, Base: Revision{Ref: pr.Base.Ref, SHA: pr.Base.SHA},
-		Head: Revision{Ref: pr.Head.Ref, SHA: pr.Head.SHA}, Diff: full.Text, DiffTruncated: full.Truncated,
+		Author: pr.Author, Fork: pr.Fork, Base: review.Revision{Ref: pr.Base.Ref, SHA: pr.Base.SHA},
+		Head: review.Revision{Ref: pr.Head.Ref, SHA: pr.Head.SHA}, Diff: full.Text, DiffTruncated: full.Truncated,
 		Tests: r.w.opts.Tests,
 	}}
 	if since != "" {
@@ -395,7 +404,7 @@ func (r *run) supersede(ctx context.Context, head string) {
 	for _, old := range open {
 		_, err := r.api.UpdateCheckRun(ctx, old.CheckRunID, github.CheckRunOptions{
 			Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
-			Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", code(short(head), 0)),
+			Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", safetext.Code(short(head), 0)),
 		})
 		if err != nil {
 			r.log.Warn("close superseded check run", "head", short(old.HeadSHA), "err", err)
@@ -415,7 +424,7 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	}
 	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
 		Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
-		Title: "Aster could not finish the review", Summary: r.w.red.text(escapeText(oneLine(cause.Error()), 500)),
+		Title: "Aster could not finish the review", Summary: safetext.Escape(r.w.red.RedactString(oneLine(cause.Error())), 500),
 	})
 	if err != nil {
 		r.log.Warn("close check run of a failed review", "err", err)
@@ -425,31 +434,11 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	_ = r.w.opts.Jobs.SaveRun(ctx, r.state)
 }
 
-// diffRefusedOutput is the review of a pull request whose diff GitHub will not render.
-func diffRefusedOutput() ReviewOutput {
-	return ReviewOutput{
-		Conclusion: ConclusionNeutral,
-		Model:      ModelInfo{Status: "skipped", Note: "no diff to review"},
-		Notes: []string{"GitHub refused to render this pull request's diff (it is too large), so Aster could not review it; " +
-			"split the pull request, or run `aster review` on it locally"},
-	}
+// diffRefusedReport is the review of a pull request whose diff GitHub will not render.
+func diffRefusedReport() *review.Report {
+	return review.NotReviewed("no diff to review",
+		"GitHub refused to render this pull request's diff (it is too large), so Aster could not review it; "+
+			"split the pull request, or run `aster review` on it locally")
 }
 
-func normalize(out *ReviewOutput) {
-	switch out.Conclusion {
-	case ConclusionSuccess, ConclusionFailure, ConclusionNeutral:
-	default:
-		out.Conclusion = ConclusionNeutral
-	}
-	if out.DurationsMS == nil {
-		out.DurationsMS = map[string]int64{}
-	}
-}
-
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 500 {
-		s = cutUTF8(s, 500) + "…"
-	}
-	return s
-}
+func oneLine(s string) string { return safetext.OneLine(s, 500) }

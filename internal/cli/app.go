@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"io"
 	"log/slog"
 	"net"
@@ -179,7 +180,11 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 			}
 		}
 	}
-	log := slog.New(app.RedactingHandler(g.logger(c).Handler(), secrets))
+	values := make([]string, len(secrets))
+	for i, s := range secrets {
+		values[i] = string(s)
+	}
+	log := slog.New(safetext.RedactingHandler(g.logger(c).Handler(), safetext.NewRedactor(values)))
 	if _, err := newReviewer(c, log, g.stdio.Getenv, modelFlags{}, reviewSandbox{}); err != nil {
 		return usageErr("%v", err)
 	}

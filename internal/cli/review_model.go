@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"github.com/asterhq/aster/internal/review/safetext"
 	"log/slog"
 
 	"github.com/spf13/pflag"
@@ -80,7 +81,7 @@ func newReviewer(c config.Config, log *slog.Logger, getenv func(string) string, 
 	opts := review.ModelOptions{
 		Client: client, MaxInputTokens: s.MaxInputTokens, MaxOutputTokens: s.MaxOutputTokens, MaxChunks: s.MaxChunks,
 		MaxComments: s.MaxComments, MaxSummaryBytes: s.MaxSummaryBytes,
-		Sanitize: review.SanitizeOptions{AllowedHosts: s.LinkAllowlist, MaxBytes: s.MaxCommentBytes},
+		Sanitize: safetext.SanitizeOptions{AllowedHosts: s.LinkAllowlist, MaxBytes: s.MaxCommentBytes},
 		Secrets:  s.SecretValues(getenv), Logger: log,
 	}
 	if f.agentic {

@@ -103,6 +103,21 @@ func (f *File) HunkLines() []int {
 	return out
 }
 
+// SameHunk reports whether new-side lines a..b all lie in one hunk (a comment on a range
+// of lines may not span two).
+func (f *File) SameHunk(a, b int) bool {
+	for _, h := range f.Hunks {
+		if h.NewLines == 0 {
+			continue
+		}
+		lo, hi := h.NewStart, h.NewStart+h.NewLines-1
+		if a >= lo && b <= hi {
+			return true
+		}
+	}
+	return false
+}
+
 // Stats counts added and deleted lines.
 func (f *File) Stats() (added, deleted int) {
 	for _, h := range f.Hunks {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"io"
 	"net/http"
 	"strings"
@@ -70,7 +71,7 @@ func (c *Client) DownloadTarball(ctx context.Context, w io.Writer, opts TarballO
 		}
 		n, err := io.Copy(cw, io.LimitReader(resp.Body, maxBytes+1))
 		if err != nil {
-			return nil, fmt.Errorf("read archive: %s", redactText(err.Error()))
+			return nil, fmt.Errorf("read archive: %s", safetext.RedactShapes(err.Error()))
 		}
 		if n > maxBytes {
 			tooLarge = true

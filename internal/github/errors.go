@@ -3,6 +3,7 @@ package github
 import (
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"net/http"
 	"time"
 )
@@ -65,7 +66,7 @@ func (e *APIError) Error() string {
 		msg += fmt.Sprintf(" (%d)", e.Status)
 	}
 	if e.Message != "" {
-		msg += ": " + redactText(e.Message)
+		msg += ": " + safetext.RedactShapes(e.Message)
 	}
 	return msg
 }

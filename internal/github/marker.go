@@ -3,6 +3,7 @@ package github
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"regexp"
 	"strings"
 )
@@ -17,10 +18,6 @@ const (
 )
 
 var fingerprintMarker = regexp.MustCompile(`<!-- aster:fp=([0-9a-f]{16,64}) -->`)
-
-// anyAsterMarker matches every marker Aster reads, so text from elsewhere (a model's output, a
-// quoted comment) cannot smuggle one in.
-var anyAsterMarker = regexp.MustCompile(`<!--\s*aster:[^>]*-->`)
 
 // Fingerprint is a stable id for a comment: the hex of SHA-256 over the parts (separated so
 // ("ab","c") and ("a","bc") differ), cut to 16 bytes. Build it from what identifies the finding
@@ -37,7 +34,7 @@ func Fingerprint(parts ...string) string {
 // WithFingerprint returns body, stripped of any Aster marker it carried, with the fingerprint
 // marker for fp appended on its own line.
 func WithFingerprint(body, fp string) string {
-	return strings.TrimRight(StripMarkers(body), "\n") + "\n\n" + fpOpen + fp + fpClose
+	return strings.TrimRight(safetext.StripMarkers(body), "\n") + "\n\n" + fpOpen + fp + fpClose
 }
 
 // Fingerprints returns the fingerprints hidden in body, in order.
@@ -49,14 +46,9 @@ func Fingerprints(body string) []string {
 	return out
 }
 
-// StripMarkers removes every Aster marker from body.
-func StripMarkers(body string) string {
-	return anyAsterMarker.ReplaceAllString(body, "")
-}
-
 // WithSummaryMarker returns body, stripped of Aster markers, starting with SummaryMarker.
 func WithSummaryMarker(body string) string {
-	return SummaryMarker + "\n" + StripMarkers(body)
+	return SummaryMarker + "\n" + safetext.StripMarkers(body)
 }
 
 // IsSummary reports whether body is an Aster summary comment.

@@ -2,6 +2,7 @@ package github
 
 import (
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 )
 
@@ -81,7 +82,7 @@ func PlanReview(opts PlanOptions) ReviewPlan {
 		plan.Folded = append(plan.Folded, c)
 	}
 
-	body := strings.TrimRight(StripMarkers(opts.Body), "\n")
+	body := strings.TrimRight(safetext.StripMarkers(opts.Body), "\n")
 	if len(plan.Folded) > 0 {
 		var b strings.Builder
 		b.WriteString(body)
@@ -127,7 +128,7 @@ func foldedEntry(c Comment) string {
 	if c.StartLine > 0 && c.StartLine < c.Line {
 		loc = fmt.Sprintf("%s:%d-%d", c.Path, c.StartLine, c.Line)
 	}
-	text := strings.TrimSpace(StripMarkers(c.Body))
+	text := strings.TrimSpace(safetext.StripMarkers(c.Body))
 	text = strings.ReplaceAll(text, "\n", "\n  ")
 	return fmt.Sprintf("- `%s`: %s %s%s%s\n", strings.ReplaceAll(loc, "`", "'"), text, fpOpen, c.Fingerprint, fpClose)
 }
@@ -138,14 +139,8 @@ func truncate(s string, n int) string {
 		return s
 	}
 	const note = "\n\n…(truncated)"
-	cut := n - len(note)
-	for cut > 0 && !utf8RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + note
+	return safetext.Cut(s, n-len(note)) + note
 }
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 // AnnotationBatches splits annotations into requests of at most MaxAnnotationsPerRequest.
 func AnnotationBatches(anns []Annotation) [][]Annotation {

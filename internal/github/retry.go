@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -173,11 +174,11 @@ func classify(op string, resp *gh.Response, err error) (*APIError, bool) {
 		e.class, e.Message, e.Status = ErrUnavailable, "accepted, still processing", http.StatusAccepted
 		return e, true
 	case errors.As(err, &urlErr):
-		e.class, e.Message = ErrUnavailable, urlErr.Op+" "+redactURL(urlErr.URL)+": "+redactText(urlErr.Err.Error())
+		e.class, e.Message = ErrUnavailable, urlErr.Op+" "+redactURL(urlErr.URL)+": "+safetext.RedactShapes(urlErr.Err.Error())
 		e.cause = nil // its URL may carry a query token
 		return e, true
 	default:
-		e.class, e.Message = ErrUnavailable, redactText(err.Error())
+		e.class, e.Message = ErrUnavailable, safetext.RedactShapes(err.Error())
 		e.cause = nil
 		return e, false
 	}

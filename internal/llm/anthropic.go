@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 	"time"
 
@@ -31,7 +32,7 @@ type AnthropicOptions struct {
 type Anthropic struct {
 	o      AnthropicOptions
 	client anthropic.Client
-	scrub  scrubber
+	scrub  *safetext.Redactor
 }
 
 var _ Provider = (*Anthropic)(nil)
@@ -66,7 +67,7 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 		option.WithRequestTimeout(o.RequestTimeout),
 		option.WithHTTPClient(o.HTTP.httpClient()),
 	)
-	return &Anthropic{o: o, client: client, scrub: scrubber{o.APIKey}}, nil
+	return &Anthropic{o: o, client: client, scrub: safetext.NewRedactor([]string{o.APIKey})}, nil
 }
 
 // Name implements Provider.
@@ -254,7 +255,7 @@ func (p *Anthropic) classify(ctx context.Context, err error) *Error {
 		if ae.Response != nil {
 			e.RetryAfter, e.hasRetryAfter = parseRetryAfter(ae.Response.Header, time.Now())
 		}
-		e.msg = excerpt(p.scrub.clean(ae.Message), 300)
+		e.msg = excerpt(p.scrub.RedactString(ae.Message), 300)
 		return e
 	}
 	return transportError(p.Name(), p.scrub, ctx, err)

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
-	"unicode/utf8"
 )
 
 // ToolRunner executes one tool call for the model. The returned text goes
@@ -143,30 +143,9 @@ func TruncateMiddle(s string, n int) (string, bool) {
 	marker := fmt.Sprintf("\n[… %d bytes cut …]\n", len(s)-n)
 	keep := n - len(marker)
 	if keep < 2 {
-		return safePrefix(s, n), true
+		return safetext.Cut(s, n), true
 	}
-	head := safePrefix(s, keep/2)
-	tail := safeSuffix(s, keep-len(head))
+	head := safetext.Cut(s, keep/2)
+	tail := strings.Clone(safetext.Tail(s, keep-len(head)))
 	return head + marker + tail, true
-}
-
-func safePrefix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
-func safeSuffix(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return strings.Clone(s[i:])
 }

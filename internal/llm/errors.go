@@ -3,6 +3,7 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 	"time"
 )
@@ -128,19 +129,8 @@ func kindForStatus(status int) Kind {
 	return KindBadResponse
 }
 
-// scrubber removes secrets from text that may reach an error message.
-type scrubber []string
-
-func (s scrubber) clean(text string) string {
-	for _, v := range s {
-		if len(v) >= 4 {
-			text = strings.ReplaceAll(text, v, "[redacted]")
-		}
-	}
-	return text
-}
-
-// excerpt keeps error text short: provider messages can echo request content.
+// excerpt keeps error text short and on one line: provider messages can echo request
+// content.
 func excerpt(s string, n int) string {
 	s = strings.TrimSpace(s)
 	s = strings.Map(func(r rune) rune {
@@ -149,12 +139,5 @@ func excerpt(s string, n int) string {
 		}
 		return r
 	}, s)
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…"
+	return safetext.Clip(s, n)
 }

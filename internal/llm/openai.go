@@ -3,6 +3,7 @@ package llm
 import (
 	"context"
 	"errors"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"net"
 	"net/url"
 	"strings"
@@ -39,7 +40,7 @@ type OpenAIOptions struct {
 type OpenAI struct {
 	o      OpenAIOptions
 	client openai.Client
-	scrub  scrubber
+	scrub  *safetext.Redactor
 }
 
 var _ Provider = (*OpenAI)(nil)
@@ -68,7 +69,7 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 		option.WithMaxRetries(0),
 		option.WithHTTPClient(o.HTTP.httpClient()),
 	)
-	return &OpenAI{o: o, client: client, scrub: scrubber{o.APIKey}}, nil
+	return &OpenAI{o: o, client: client, scrub: safetext.NewRedactor([]string{o.APIKey})}, nil
 }
 
 // Name implements Provider.
@@ -209,14 +210,14 @@ func (p *OpenAI) classify(ctx context.Context, err error) *Error {
 		if ae.Response != nil {
 			e.RetryAfter, e.hasRetryAfter = parseRetryAfter(ae.Response.Header, time.Now())
 		}
-		e.msg = excerpt(p.scrub.clean(ae.Message), 300)
+		e.msg = excerpt(p.scrub.RedactString(ae.Message), 300)
 		return e
 	}
 	return transportError(p.Name(), p.scrub, ctx, err)
 }
 
 // transportError classifies an error that carried no HTTP status.
-func transportError(provider string, scrub scrubber, ctx context.Context, err error) *Error {
+func transportError(provider string, scrub *safetext.Redactor, ctx context.Context, err error) *Error {
 	switch {
 	case ctx.Err() != nil:
 		return &Error{Kind: KindTimeout, Provider: provider, msg: "per-call timeout passed", cause: ctx.Err()}
@@ -226,9 +227,9 @@ func transportError(provider string, scrub scrubber, ctx context.Context, err er
 	var ne net.Error
 	var re *bodyReadError
 	if errors.As(err, &ne) || errors.As(err, &re) {
-		return &Error{Kind: KindUnavailable, Provider: provider, msg: excerpt(scrub.clean(err.Error()), 300)}
+		return &Error{Kind: KindUnavailable, Provider: provider, msg: excerpt(scrub.RedactString(err.Error()), 300)}
 	}
-	return &Error{Kind: KindBadResponse, Provider: provider, msg: excerpt(scrub.clean(err.Error()), 300)}
+	return &Error{Kind: KindBadResponse, Provider: provider, msg: excerpt(scrub.RedactString(err.Error()), 300)}
 }
 
 // checkBaseURL accepts http and https URLs with a host.

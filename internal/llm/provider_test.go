@@ -300,7 +300,7 @@ func TestProviderAuthNotRetriedAndKeyScrubbed(t *testing.T) {
 					t.Fatalf("key leaked: %s", s)
 				}
 			}
-			if !strings.Contains(err.Error(), "[redacted]") {
+			if !strings.Contains(err.Error(), "[REDACTED:") {
 				t.Fatalf("error lost the server's message: %v", err)
 			}
 		})

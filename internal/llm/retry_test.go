@@ -1,6 +1,7 @@
 package llm
 
 import (
+	"github.com/asterhq/aster/internal/review/safetext"
 	"net/http"
 	"strings"
 	"testing"
@@ -97,7 +98,7 @@ func TestEstimateTokens(t *testing.T) {
 }
 
 func TestExcerptAndScrub(t *testing.T) {
-	s := scrubber{"secret-value"}.clean("key secret-value leaked\nagain secret-value")
+	s := safetext.NewRedactor([]string{"secret-value"}).RedactString("key secret-value leaked\nagain secret-value")
 	if strings.Contains(s, "secret-value") {
 		t.Fatal(s)
 	}

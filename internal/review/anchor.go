@@ -55,7 +55,7 @@ func anchorComment(ix *diff.Index, c modelComment) anchored {
 	}
 	if c.EndLine > 0 && c.EndLine != c.Line {
 		end := c.EndLine + (a.line - c.Line)
-		if end > a.line && sameHunk(f, a.line, end) {
+		if end > a.line && f.SameHunk(a.line, end) {
 			a.endLine = end
 		} else {
 			a.endDropped = true
@@ -159,18 +159,4 @@ func findQuote(f *diff.File, quote string, near int) (int, string) {
 		}
 	}
 	return best, bestContent
-}
-
-// sameHunk reports whether new-side lines a..b all lie in one hunk.
-func sameHunk(f *diff.File, a, b int) bool {
-	for _, h := range f.Hunks {
-		if h.NewLines == 0 {
-			continue
-		}
-		lo, hi := h.NewStart, h.NewStart+h.NewLines-1
-		if a >= lo && b <= hi {
-			return true
-		}
-	}
-	return false
 }

@@ -1,6 +1,8 @@
 package review
 
 import (
+	"errors"
+	"fmt"
 	"io"
 
 	"github.com/asterhq/aster/internal/diff"
@@ -37,6 +39,41 @@ type Change struct {
 	// commits, so the report names them: they were not reviewed.
 	Uncommitted     []string
 	UncommittedMore int
+}
+
+// ParseDiff reads a unified diff of base...head, whatever its source (git here, GitHub's
+// rendering in the App). truncated says the diff or one of its files was cut at the
+// parser's caps: what was read stands, and the review says the rest was not reviewed.
+func ParseDiff(r io.Reader, opts diff.Options) (files []*diff.File, truncated bool, err error) {
+	files, err = diff.Parse(r, opts)
+	if errors.Is(err, diff.ErrTooLarge) {
+		truncated, err = true, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("parse diff: %w", err)
+	}
+	for _, f := range files {
+		truncated = truncated || f.Truncated
+	}
+	return files, truncated, nil
+}
+
+// BaseConfig reads .aster.yml as the base revision baseSHA has it (data; nil when the base
+// has none): the configuration and where it came from ("base:<sha>:.aster.yml", or
+// "defaults"). A pull request or a branch never configures its own review.
+func BaseConfig(data []byte, baseSHA string) (repoconfig.Config, string, error) {
+	if data == nil {
+		return repoconfig.Default(), "defaults", nil
+	}
+	if len(data) > repoconfig.MaxFileBytes {
+		return repoconfig.Config{}, "", fmt.Errorf("%s at base %s: %w: %d bytes, more than %d", repoconfig.FileName, short(baseSHA),
+			repoconfig.ErrInvalid, len(data), repoconfig.MaxFileBytes)
+	}
+	cfg, err := repoconfig.Parse(data)
+	if err != nil {
+		return repoconfig.Config{}, "", fmt.Errorf("%s at base %s: %w", repoconfig.FileName, short(baseSHA), err)
+	}
+	return cfg, "base:" + baseSHA + ":" + repoconfig.FileName, nil
 }
 
 // MaxUncommitted bounds the uncommitted paths a Change names.

@@ -214,13 +214,8 @@ func loadConfig(ctx context.Context, root string, ch *Change) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := repoconfig.Parse([]byte(data))
-	if err != nil {
-		return fmt.Errorf("%s at base %s: %w", repoconfig.FileName, short(ch.Base.SHA), err)
-	}
-	ch.Config = cfg
-	ch.ConfigSource = "base:" + ch.Base.SHA + ":" + repoconfig.FileName
-	return nil
+	ch.Config, ch.ConfigSource, err = BaseConfig([]byte(data), ch.Base.SHA)
+	return err
 }
 
 // gitDiff streams `git diff base head` into the parser.
@@ -236,20 +231,13 @@ func gitDiff(ctx context.Context, root, base, head string, opts diff.Options) ([
 	if err := cmd.Start(); err != nil {
 		return nil, false, fmt.Errorf("%w: %v", ErrGit, err)
 	}
-	files, perr := diff.Parse(bufio.NewReaderSize(out, 1<<16), opts)
+	files, truncated, perr := ParseDiff(bufio.NewReaderSize(out, 1<<16), opts)
 	_, _ = io.Copy(io.Discard, out) // let git finish when the parser stopped at a cap
 	if werr := cmd.Wait(); werr != nil {
 		return nil, false, fmt.Errorf("%w: git diff: %s", ErrGit, strings.TrimSpace(stderr.String()))
 	}
-	truncated := false
 	if perr != nil {
-		if !errors.Is(perr, diff.ErrTooLarge) {
-			return nil, false, fmt.Errorf("parse git diff: %w", perr)
-		}
-		truncated = true
-	}
-	for _, f := range files {
-		truncated = truncated || f.Truncated
+		return nil, false, fmt.Errorf("git diff: %w", perr)
 	}
 	return files, truncated, nil
 }

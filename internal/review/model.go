@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"log/slog"
 	"slices"
 	"sort"
@@ -32,7 +33,7 @@ type ModelOptions struct {
 	MaxComments int
 	// Sanitize shapes comment bodies (link allowlist, length cap);
 	// MaxSummaryBytes caps the summary.
-	Sanitize        SanitizeOptions
+	Sanitize        safetext.SanitizeOptions
 	MaxSummaryBytes int
 	// Secrets are values that never reach the model or a comment (the API
 	// key, tokens); well-known secret formats are redacted regardless.
@@ -95,14 +96,14 @@ func NewModelReviewer(o ModelOptions) (*ModelReviewer, error) {
 type modelRun struct {
 	r        *ModelReviewer
 	in       ModelInput
-	rd       *Redactor
+	rd       *safetext.Redactor
 	system   string
 	schema   *llm.Schema
 	tools    []llm.Tool
 	toolLeft int
 
 	rep       ModelReport
-	redacted  Redaction
+	redacted  safetext.Redaction
 	summaries []string
 	comments  []modelComment
 	ignored   []string
@@ -118,7 +119,7 @@ type modelRun struct {
 // a cancelled context is returned as an error.
 func (r *ModelReviewer) Review(ctx context.Context, in ModelInput) (ModelReport, error) {
 	st := r.o.Client.Stats()
-	run := &modelRun{r: r, in: in, rd: NewRedactor(r.o.Secrets), redacted: Redaction{},
+	run := &modelRun{r: r, in: in, rd: safetext.NewRedactor(r.o.Secrets), redacted: safetext.Redaction{},
 		rep: ModelReport{Status: ModelOK, Provider: st.Provider, Model: st.Model,
 			Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}}}
 	if r.o.Agent != nil {
@@ -304,7 +305,7 @@ func (m *modelRun) call(ctx context.Context, parts []filePart, part, of, notShow
 		}
 		fix.Messages = slices.Clone(history)
 		if resp.Text != "" {
-			fix.Messages = append(fix.Messages, llm.Message{Role: llm.RoleAssistant, Text: capString(resp.Text, 4<<10)})
+			fix.Messages = append(fix.Messages, llm.Message{Role: llm.RoleAssistant, Text: safetext.Cut(resp.Text, 4<<10)})
 		}
 		fix.Messages = append(fix.Messages, llm.Message{Role: llm.RoleUser,
 			Text: "That answer is not valid JSON for the schema (" + perr.Error() + "). Answer again with only the JSON object, without calling tools."})
@@ -408,7 +409,7 @@ func (m *modelRun) anchorAll(ix *diff.Index) {
 	var keep []kept
 	seen := map[string]bool{}
 	drop := func(path string, line int, reason string) {
-		m.rep.DroppedComments = append(m.rep.DroppedComments, DroppedComment{Path: capString(cleanData(path), 300), Line: line, Reason: reason})
+		m.rep.DroppedComments = append(m.rep.DroppedComments, DroppedComment{Path: safetext.Cut(cleanData(path), 300), Line: line, Reason: reason})
 	}
 	for _, c := range m.comments {
 		a := anchorComment(ix, c)
@@ -422,7 +423,7 @@ func (m *modelRun) anchorAll(ix *diff.Index) {
 			drop(a.path, a.line, "it repeats Aster's instructions")
 			continue
 		}
-		body, _ := Sanitize(raw, o.Sanitize)
+		body, _ := safetext.Sanitize(raw, o.Sanitize)
 		if strings.TrimSpace(body) == "" {
 			drop(a.path, a.line, "empty after sanitising")
 			continue
@@ -478,7 +479,7 @@ func (m *modelRun) cleanSuggestion(s string) string {
 			return ""
 		}
 	}
-	if strings.ContainsFunc(s, func(r rune) bool { return r != '\n' && r != '\t' && isHiddenRune(r) }) {
+	if strings.ContainsFunc(s, func(r rune) bool { return r != '\n' && r != '\t' && safetext.Hidden(r) }) {
 		return ""
 	}
 	return s
@@ -507,7 +508,7 @@ func (m *modelRun) finish() {
 		if newEchoDetector(m.system).echoes(sum) {
 			sum = "(The model's summary was withheld: it repeated Aster's instructions.)"
 		}
-		m.rep.Summary, _ = Sanitize(sum, SanitizeOptions{AllowedHosts: o.Sanitize.AllowedHosts, MaxBytes: o.MaxSummaryBytes})
+		m.rep.Summary, _ = safetext.Sanitize(sum, safetext.SanitizeOptions{AllowedHosts: o.Sanitize.AllowedHosts, MaxBytes: o.MaxSummaryBytes})
 	}
 	if m.rep.Status == ModelOK {
 		budgetLeftOut := false
@@ -569,21 +570,15 @@ func countOmitted(fs []OmittedFile) int {
 }
 
 // oneLineNote is one line of at most 1000 bytes.
-func oneLineNote(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 1000 {
-		s = safeCut(s, 1000) + "…"
-	}
-	return s
-}
+func oneLineNote(s string) string { return safetext.OneLine(s, 1000) }
 
 // guardedRunner wraps the agent: results are redacted, cleaned and framed
 // as untrusted data before the model reads them.
 type guardedRunner struct {
 	agent *Agent
-	rd    *Redactor
+	rd    *safetext.Redactor
 	nonce string
-	red   Redaction
+	red   safetext.Redaction
 }
 
 func (g *guardedRunner) RunTool(ctx context.Context, call llm.ToolCall) (string, error) {

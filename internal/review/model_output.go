@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 
 	"github.com/asterhq/aster/internal/finding"
@@ -133,7 +134,7 @@ func parseModelOutput(text string) (modelOutput, error) {
 				return finish(out, sawSummary, sawComments)
 			}
 			if len(out.Ignored) < maxModelIgnoredNames {
-				out.Ignored = append(out.Ignored, capString(key, 40))
+				out.Ignored = append(out.Ignored, safetext.Cut(key, 40))
 			}
 		}
 	}
@@ -176,7 +177,7 @@ func readComments(dec *json.Decoder, out *modelOutput) error {
 		}
 		c, reason := validateComment(raw)
 		if reason != "" {
-			out.Invalid = append(out.Invalid, DroppedComment{Path: capString(c.Path, 300), Line: c.Line, Reason: reason})
+			out.Invalid = append(out.Invalid, DroppedComment{Path: safetext.Cut(c.Path, 300), Line: c.Line, Reason: reason})
 			continue
 		}
 		out.Comments = append(out.Comments, c)
@@ -224,7 +225,7 @@ func validateComment(raw json.RawMessage) (modelComment, string) {
 		}
 		i, err := n.Int64()
 		if err != nil || i < 1 || i > maxModelLine {
-			return 0, fmt.Sprintf("invalid: %s %s is not a line number", k, capString(n.String(), 20))
+			return 0, fmt.Sprintf("invalid: %s %s is not a line number", k, safetext.Cut(n.String(), 20))
 		}
 		return int(i), ""
 	}
@@ -249,7 +250,7 @@ func validateComment(raw json.RawMessage) (modelComment, string) {
 		return c, why
 	}
 	if c.Severity, _ = finding.ParseSeverity(sev); c.Severity == "" {
-		return c, "invalid: severity " + capString(sev, 20)
+		return c, "invalid: severity " + safetext.Cut(sev, 20)
 	}
 	if c.Body, why = str("body", true); why != "" {
 		return c, why
@@ -299,11 +300,4 @@ func jsonKind(v any) string {
 	return "something else"
 }
 
-func capField(s string) string { return capString(s, maxModelFieldBytes) }
-
-func capString(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return safeCut(s, n)
-}
+func capField(s string) string { return safetext.Cut(s, maxModelFieldBytes) }

@@ -13,6 +13,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -348,12 +349,6 @@ func reasonsText(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 300 {
-		s = s[:300] + "…"
-	}
-	return s
-}
+func oneLine(s string) string { return safetext.OneLine(s, 300) }
 
 var _ io.Reader = (*cmdReader)(nil)

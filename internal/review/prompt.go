@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -67,12 +68,12 @@ func newNonce() string {
 type promptWriter struct {
 	b     strings.Builder
 	nonce string
-	rd    *Redactor
-	red   Redaction
+	rd    *safetext.Redactor
+	red   safetext.Redaction
 }
 
-func newPromptWriter(nonce string, rd *Redactor) *promptWriter {
-	return &promptWriter{nonce: nonce, rd: rd, red: Redaction{}}
+func newPromptWriter(nonce string, rd *safetext.Redactor) *promptWriter {
+	return &promptWriter{nonce: nonce, rd: rd, red: safetext.Redaction{}}
 }
 
 func (w *promptWriter) text(format string, args ...any) {
@@ -126,7 +127,7 @@ func needsEscape(r rune) bool {
 	if r == '\n' || r == '\t' {
 		return false
 	}
-	return isHiddenRune(r) || unicode.IsControl(r)
+	return safetext.Hidden(r) || unicode.IsControl(r)
 }
 
 var htmlCommentPrompt = regexp.MustCompile(`<!--[\s\S]*?(?:-->|\z)`)
@@ -144,7 +145,7 @@ func cutText(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	return safeCut(s, n) + fmt.Sprintf("\n[… %d more bytes not shown]", len(s)-n)
+	return safetext.Cut(s, n) + fmt.Sprintf("\n[… %d more bytes not shown]", len(s)-n)
 }
 
 // promptInput is what one model call shows.
@@ -170,7 +171,7 @@ func buildPrompt(p promptInput, w *promptWriter) {
 		w.data("repository_name", cutText(repoName(in.Repository), 256))
 	}
 	if in.Title != "" {
-		w.data("pull_request_title", cutText(oneLineText(in.Title), promptMaxTitleBytes))
+		w.data("pull_request_title", cutText(safetext.OneLine(in.Title, 0), promptMaxTitleBytes))
 	}
 	if strings.TrimSpace(in.Body) != "" {
 		body, _ := stripHiddenMarkup(in.Body)
@@ -208,8 +209,6 @@ func buildPrompt(p promptInput, w *promptWriter) {
 	}
 }
 
-func oneLineText(s string) string { return strings.Join(strings.Fields(s), " ") }
-
 // pathText shows a file name on one line: a name may hold a newline, which
 // must not start a line of its own in the diff block.
 func pathText(p string) string {
@@ -233,8 +232,8 @@ func findingsText(fs []gate.Marked) string {
 			fmt.Fprintf(&b, "… and %d more findings\n", len(fs)-i)
 			break
 		}
-		fmt.Fprintf(&b, "- %s %s:%d %s/%s: %s\n", f.Severity, pathText(f.Path), f.StartLine, oneLineText(f.Analyzer), oneLineText(f.RuleID),
-			cutText(oneLineText(f.Message), promptMaxFindingBytes))
+		fmt.Fprintf(&b, "- %s %s:%d %s/%s: %s\n", f.Severity, pathText(f.Path), f.StartLine, safetext.OneLine(f.Analyzer, 0), safetext.OneLine(f.RuleID, 0),
+			cutText(safetext.OneLine(f.Message, 0), promptMaxFindingBytes))
 	}
 	return b.String()
 }
@@ -244,14 +243,14 @@ func testsText(t *TestsReport) string {
 	fmt.Fprintf(&b, "status: %s\ncommand: %s\npassed %d, failed %d, skipped %d\n", t.Status, strings.Join(t.Command, " "),
 		t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped)
 	if t.Reason != "" {
-		fmt.Fprintf(&b, "reason: %s\n", oneLineText(t.Reason))
+		fmt.Fprintf(&b, "reason: %s\n", safetext.OneLine(t.Reason, 0))
 	}
 	for i, f := range t.Summary.Failures {
 		if i == promptMaxTestFailures {
 			fmt.Fprintf(&b, "… and %d more failures\n", len(t.Summary.Failures)-i)
 			break
 		}
-		fmt.Fprintf(&b, "FAIL %s: %s\n", f.Name, cutText(oneLineText(f.Message), promptMaxFindingBytes))
+		fmt.Fprintf(&b, "FAIL %s: %s\n", f.Name, cutText(safetext.OneLine(f.Message, 0), promptMaxFindingBytes))
 	}
 	if t.Output != "" {
 		fmt.Fprintf(&b, "output (tail):\n%s\n", cutText(t.Output, promptMaxTestBytes))
@@ -261,7 +260,7 @@ func testsText(t *TestsReport) string {
 
 // writeFileDiff renders one file's hunks (all, or those fp selects) with
 // new-side numbers, redacting line by line so numbering survives.
-func writeFileDiff(b *strings.Builder, fp filePart, rd *Redactor, red Redaction) {
+func writeFileDiff(b *strings.Builder, fp filePart, rd *safetext.Redactor, red safetext.Redaction) {
 	f := fp.file
 	added, deleted := f.Stats()
 	fmt.Fprintf(b, "FILE %s (%s, +%d -%d)", pathText(f.Path()), f.Status, added, deleted)
@@ -275,11 +274,11 @@ func writeFileDiff(b *strings.Builder, fp filePart, rd *Redactor, red Redaction)
 			continue
 		}
 		h := &f.Hunks[hi]
-		fmt.Fprintf(b, "@@ -%d,%d +%d,%d @@ %s\n", h.OldStart, h.OldLines, h.NewStart, h.NewLines, cleanData(dr.Line(safeCut(h.Section, 200))))
+		fmt.Fprintf(b, "@@ -%d,%d +%d,%d @@ %s\n", h.OldStart, h.OldLines, h.NewStart, h.NewLines, cleanData(dr.Line(safetext.Cut(h.Section, 200))))
 		for _, l := range h.Lines {
 			content := dr.Line(l.Content)
 			if len(content) > promptMaxLineBytes {
-				content = safeCut(content, promptMaxLineBytes) + fmt.Sprintf(" [… %d bytes of this line not shown]", len(content)-promptMaxLineBytes)
+				content = safetext.Cut(content, promptMaxLineBytes) + fmt.Sprintf(" [… %d bytes of this line not shown]", len(content)-promptMaxLineBytes)
 			}
 			content = cleanData(content)
 			switch l.Kind {

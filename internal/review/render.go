@@ -3,10 +3,10 @@ package review
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"io"
 	"slices"
 	"strings"
-	"unicode"
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
@@ -146,7 +146,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		if len(m.Also) > 0 {
 			also = " (also " + inline(strings.Join(m.Also, ", ")) + ")"
 		}
-		p("- **%s** `%s` %s/%s%s%s — %s\n", m.Severity, inline(m.Location()), inline(m.Analyzer), inline(m.RuleID), cwe, also, inline(clipText(m.Message, 400)))
+		p("- **%s** `%s` %s/%s%s%s — %s\n", m.Severity, inline(m.Location()), inline(m.Analyzer), inline(m.RuleID), cwe, also, inline(safetext.Clip(m.Message, 400)))
 		if m.HelpURI != "" {
 			p("  (%s)\n", inline(m.HelpURI))
 		}
@@ -188,7 +188,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			if lines := failureLines(f.Message); len(lines) > 0 {
 				b.WriteString("\n  ```text\n")
 				for _, l := range lines {
-					p("  %s\n", inline(clipText(l, 300)))
+					p("  %s\n", inline(safetext.Clip(l, 300)))
 				}
 				b.WriteString("  ```\n\n")
 			}
@@ -207,7 +207,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	comments := slices.Clone(rep.Model.Comments)
 	slices.SortStableFunc(comments, func(a, b Comment) int { return b.Severity.Rank() - a.Severity.Rank() })
 	for _, c := range comments {
-		p("- **%s** `%s:%d` %s\n", c.Severity, inline(c.Path), c.Line, inline(clipText(c.Body, 600)))
+		p("- **%s** `%s:%d` %s\n", c.Severity, inline(c.Path), c.Line, inline(safetext.Clip(c.Body, 600)))
 	}
 	if u := rep.Model.Usage; u.Calls > 0 {
 		p("\n%d call%s, %d input and %d output tokens, $%.4f\n", u.Calls, plural(u.Calls), u.InputTokens, u.OutputTokens, u.CostUSD)
@@ -319,7 +319,7 @@ func inline(s string) string {
 			b.WriteByte('\'')
 		case r == '\n' || r == '\r' || r == '\t':
 			b.WriteByte(' ')
-		case unicode.IsControl(r) || isInvisible(r):
+		case safetext.Hidden(r):
 			fmt.Fprintf(&b, `\u%04x`, r)
 		default:
 			b.WriteRune(r)
@@ -328,23 +328,7 @@ func inline(s string) string {
 	return b.String()
 }
 
-func isInvisible(r rune) bool {
-	return r >= 0x200b && r <= 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2060 && r <= 0x206f || r == 0xfeff
-}
-
 func cell(s string) string { return strings.ReplaceAll(inline(s), "|", `\|`) }
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }
 
 func plural(n int) string {
 	if n == 1 {

@@ -1,4 +1,4 @@
-package review
+package safetext
 
 import (
 	"strings"
@@ -57,7 +57,7 @@ func TestSanitizeHostile(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, _ := Sanitize(c.in, sanitizeOpts)
-			if p := proseProblem(out, sanitizeOpts); p != "" {
+			if p := Problem(out, sanitizeOpts); p != "" {
 				t.Errorf("unsafe output (%s): %q", p, out)
 			}
 			for _, a := range c.absent {
@@ -84,13 +84,13 @@ func TestSanitizeCap(t *testing.T) {
 	if strings.Count(out, "```") != 2 {
 		t.Fatalf("cut fence not closed: %q", out)
 	}
-	if p := proseProblem(out, o); p != "" {
+	if p := Problem(out, o); p != "" {
 		t.Fatal(p)
 	}
 	// A cut inside a code span must not leave its content as prose.
 	in = strings.Repeat("a", 90) + "`<img src=x onerror=alert(1)>`"
 	out, _ = Sanitize(in, SanitizeOptions{MaxBytes: 110})
-	if p := proseProblem(out, SanitizeOptions{MaxBytes: 110}); p != "" || strings.Contains(out, "<img") {
+	if p := Problem(out, SanitizeOptions{MaxBytes: 110}); p != "" || strings.Contains(out, "<img") {
 		t.Fatalf("%s: %q", p, out)
 	}
 }
@@ -118,7 +118,7 @@ func FuzzSanitize(f *testing.F) {
 			o.MaxBytes = -o.MaxBytes
 		}
 		out, _ := Sanitize(s, o)
-		if p := proseProblem(out, o); p != "" {
+		if p := Problem(out, o); p != "" {
 			t.Fatalf("unsafe output (%s) for %q: %q", p, s, out)
 		}
 	})

@@ -1,10 +1,9 @@
-package review
+package safetext
 
 import (
 	"net/url"
 	"regexp"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -55,7 +54,7 @@ func sanitize(s string, o SanitizeOptions, codeSpans bool) (string, SanitizeStat
 	// Escaping grows text at most a few times; anything far past the cap
 	// is cut first so the work stays linear in what can be kept.
 	if o.MaxBytes > 0 && len(s) > 8*o.MaxBytes+1024 {
-		s = safeCut(s, 8*o.MaxBytes+1024)
+		s = Cut(s, 8*o.MaxBytes+1024)
 		st.Truncated = true
 	}
 	s = cleanText(s, &st)
@@ -90,10 +89,10 @@ func sanitize(s string, o SanitizeOptions, codeSpans bool) (string, SanitizeStat
 			fence := fenceFor(blk.text)
 			room -= len(fence) + 1 + len(blk.info) + 1 + len(fence) + 2
 			if room > 0 {
-				out.WriteString("\n" + fence + blk.info + "\n" + safeCut(blk.text, room) + "\n" + fence)
+				out.WriteString("\n" + fence + blk.info + "\n" + Cut(blk.text, room) + "\n" + fence)
 			}
 		} else if room > 0 {
-			out.WriteString(safeCut(piece, room))
+			out.WriteString(Cut(piece, room))
 		}
 		if budget-out.Len() >= len(marker) {
 			out.WriteString(marker)
@@ -113,26 +112,12 @@ func cleanText(s string, st *SanitizeStats) string {
 		switch {
 		case r == '\n' || r == '\t':
 			return r
-		case isHiddenRune(r):
+		case Hidden(r):
 			st.Invisible++
 			return -1
 		}
 		return r
 	}, s)
-}
-
-// isHiddenRune reports control characters and characters that change or
-// hide text without showing: zero-width, bidi controls, tag characters.
-func isHiddenRune(r rune) bool {
-	switch {
-	case unicode.IsControl(r):
-		return true
-	case r >= 0x200b && r <= 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2060 && r <= 0x206f,
-		r == 0xfeff, r == 0x00ad, r == 0x061c, r == 0x180e, r == 0x034f, r >= 0xfe00 && r <= 0xfe0f,
-		r >= 0xe0000 && r <= 0xe007f, r >= 0xfff9 && r <= 0xfffb:
-		return true
-	}
-	return unicode.Is(unicode.Cf, r)
 }
 
 // block is a run of prose or one fenced code block.
@@ -357,7 +342,7 @@ func sanitizeText(s string, o SanitizeOptions, st *SanitizeStats) string {
 		s = inlineLink.ReplaceAllStringFunc(s, func(m string) string {
 			dest := strings.TrimSpace(inlineLink.FindStringSubmatch(m)[1])
 			dest = strings.TrimSuffix(strings.TrimPrefix(dest, "<"), ">")
-			if allowedURL(dest, o.AllowedHosts) {
+			if AllowedURL(dest, o.AllowedHosts) {
 				return m
 			}
 			st.Links++
@@ -367,7 +352,7 @@ func sanitizeText(s string, o SanitizeOptions, st *SanitizeStats) string {
 	}
 	s = bareURL.ReplaceAllStringFunc(s, func(m string) string {
 		trimmed := strings.TrimRight(m, ".,;:!?*_~'\")]")
-		if allowedURL(trimmed, o.AllowedHosts) {
+		if AllowedURL(trimmed, o.AllowedHosts) {
 			return m
 		}
 		st.Links++
@@ -390,7 +375,7 @@ func sanitizeText(s string, o SanitizeOptions, st *SanitizeStats) string {
 func removeRefDefinitions(s string, o SanitizeOptions, st *SanitizeStats) string {
 	return refDef.ReplaceAllStringFunc(s, func(line string) string {
 		dest := strings.Trim(refDef.FindStringSubmatch(line)[1], "<>")
-		if allowedURL(dest, o.AllowedHosts) {
+		if AllowedURL(dest, o.AllowedHosts) {
 			return line
 		}
 		st.Links++
@@ -409,9 +394,10 @@ func neutralizeCommands(s string, st *SanitizeStats) string {
 	})
 }
 
-// allowedURL reports whether raw is an absolute http(s) URL to an allowed
-// host (or a subdomain of one), without credentials.
-func allowedURL(raw string, hosts []string) bool {
+// AllowedURL reports whether raw is an absolute http(s) URL to an allowed
+// host (or a subdomain of one), without credentials: the one link rule of
+// everything Aster posts.
+func AllowedURL(raw string, hosts []string) bool {
 	if len(hosts) == 0 {
 		return false
 	}
@@ -432,25 +418,11 @@ func allowedURL(raw string, hosts []string) bool {
 	return false
 }
 
-// safeCut returns at most n bytes of s, cut at a rune boundary.
-func safeCut(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
-
 // proseSafe reports whether every part of s that GitHub would render as
 // prose (outside fences and single-line code spans) is free of images, HTML,
 // foreign links, mentions, references and /commands.
 func proseSafe(s string, o SanitizeOptions) bool {
-	return proseProblem(s, o) == ""
+	return Problem(s, o) == ""
 }
 
 var (
@@ -459,13 +431,14 @@ var (
 	commandLike = regexp.MustCompile(`(?m)^[ \t>*+-]*(?:[0-9]+[.)][ \t]*)?/[A-Za-z]`)
 )
 
-// proseProblem names the first unsafe construct in s's prose, or "".
-func proseProblem(s string, o SanitizeOptions) string {
+// Problem names the first unsafe construct in s's prose, or "": what Sanitize
+// guarantees is absent from its output (tests check posted text with it).
+func Problem(s string, o SanitizeOptions) string {
 	if !utf8.ValidString(s) {
 		return "invalid UTF-8"
 	}
 	for _, r := range s {
-		if r != '\n' && r != '\t' && isHiddenRune(r) {
+		if r != '\n' && r != '\t' && Hidden(r) {
 			return "hidden character"
 		}
 	}
@@ -492,12 +465,12 @@ func proseProblem(s string, o SanitizeOptions) string {
 			}
 			for _, m := range inlineLink.FindAllStringSubmatch(t, -1) {
 				dest := strings.Trim(strings.TrimSpace(m[1]), "<>")
-				if !allowedURL(dest, o.AllowedHosts) {
+				if !AllowedURL(dest, o.AllowedHosts) {
 					return "link to " + dest
 				}
 			}
 			for _, m := range bareURL.FindAllString(t, -1) {
-				if !allowedURL(strings.TrimRight(m, ".,;:!?*_~'\")]"), o.AllowedHosts) {
+				if !AllowedURL(strings.TrimRight(m, ".,;:!?*_~'\")]"), o.AllowedHosts) {
 					return "link " + m
 				}
 			}
@@ -510,7 +483,7 @@ func proseProblem(s string, o SanitizeOptions) string {
 			return "command"
 		}
 		for _, m := range refDef.FindAllStringSubmatch(prose.String(), -1) {
-			if !allowedURL(strings.Trim(m[1], "<>"), o.AllowedHosts) {
+			if !AllowedURL(strings.Trim(m[1], "<>"), o.AllowedHosts) {
 				return "reference definition"
 			}
 		}

@@ -1,4 +1,4 @@
-package review
+package safetext
 
 import (
 	"math"
@@ -8,23 +8,33 @@ import (
 	"strings"
 )
 
-// Redactor replaces secrets with [REDACTED:<rule>] before text reaches a
-// model, and again on what comes back: well-known token formats (the kinds
-// gitleaks looks for), private-key blocks, credentials in URLs, high-entropy
-// values assigned to secret-sounding names, and every configured secret
-// value (the model API key, tokens named by llm.redact_env).
+// Redactor replaces secrets with [REDACTED:<rule>]: well-known token formats (the kinds
+// gitleaks looks for), private-key blocks, credentials and tokens in URLs, high-entropy
+// values assigned to secret-sounding names, and every configured secret value (the App's
+// private key, the webhook secret, the model API key, tokens named by llm.redact_env). It
+// is the one redactor: of prompts and model answers, of everything posted to GitHub, of
+// GitHub errors and of log lines. A nil *Redactor redacts the shapes only.
 type Redactor struct {
 	values []string
 }
 
-// NewRedactor returns a Redactor that also removes each of values (values
-// shorter than 6 bytes are ignored: they would redact ordinary words).
+// NewRedactor returns a Redactor that also removes each of values: the whole value (values
+// shorter than 6 bytes are ignored: they would redact ordinary words) and, for a value of
+// several lines such as a PEM key, each line of 8 bytes or more, so a quoted part goes too.
 func NewRedactor(values []string) *Redactor {
 	var vs []string
-	for _, v := range values {
+	add := func(v string, minLen int) {
 		v = strings.TrimSpace(v)
-		if len(v) >= 6 && !slices.Contains(vs, v) {
+		if len(v) >= minLen && !slices.Contains(vs, v) {
 			vs = append(vs, v)
+		}
+	}
+	for _, v := range values {
+		add(v, 6)
+		if strings.Contains(v, "\n") {
+			for _, line := range strings.Split(v, "\n") {
+				add(line, 8)
+			}
 		}
 	}
 	// Longest first, so a value containing another is removed whole.
@@ -61,6 +71,7 @@ var secretRules = []secretRule{
 	{name: "sendgrid-key", re: regexp.MustCompile(`\bSG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}\b`)},
 	{name: "twilio-key", re: regexp.MustCompile(`\bSK[0-9a-fA-F]{32}\b`)},
 	{name: "jwt", re: regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}`)},
+	{name: "url-token", re: regexp.MustCompile(`(?i)[?&](?:access_token|token|jwt|sig|signature|x-amz-signature)=([^&\s"'#]+)`), group: 1},
 	{name: "url-credentials", re: regexp.MustCompile(`(?i)\b[a-z][a-z0-9+.-]{1,20}://[^\s/:@'"]{1,128}:([^\s/@'"]{3,256})@`), group: 1},
 	{name: "bearer-token", re: regexp.MustCompile(`(?i)\b(?:bearer|token)\s+([A-Za-z0-9._~+/-]{20,}=*)`), group: 1, minEntropy: 3.0},
 	{name: "aws-secret-key", re: regexp.MustCompile(`(?i)aws.{0,20}?(?:secret|private).{0,20}?[=:]\s*["']?([A-Za-z0-9/+=]{40})\b`), group: 1},
@@ -89,7 +100,11 @@ func (r Redaction) Total() int {
 // Redact returns s with every secret replaced, and what was removed.
 func (rd *Redactor) Redact(s string) (string, Redaction) {
 	found := Redaction{}
-	for _, v := range rd.values {
+	var values []string
+	if rd != nil {
+		values = rd.values
+	}
+	for _, v := range values {
 		if n := strings.Count(s, v); n > 0 {
 			s = strings.ReplaceAll(s, v, "[REDACTED:configured-secret]")
 			found["configured-secret"] += n
@@ -220,3 +235,7 @@ func (d *DiffRedactor) Line(s string) string {
 	d.Counts.Add(found)
 	return out
 }
+
+// RedactShapes is Redact of the shapes alone, for text from a place that holds no
+// configured secret (an HTTP error, a client library's message).
+func RedactShapes(s string) string { return (*Redactor)(nil).RedactString(s) }

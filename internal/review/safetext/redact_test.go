@@ -1,40 +1,30 @@
-package review
+package safetext
 
 import (
+	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
 	"strings"
 	"testing"
 )
-
-// Fake secrets, built at run time so the source holds no token-shaped literal.
-func fakeSecret(prefix string, n int) string {
-	const alphabet = "aB3dE5fG7hJ9kLmN2pQ4rS6tU8vWxYz"
-	var b strings.Builder
-	b.WriteString(prefix)
-	for i := 0; i < n; i++ {
-		b.WriteByte(alphabet[(i*7+3)%len(alphabet)])
-	}
-	return b.String()
-}
 
 func TestRedactPatterns(t *testing.T) {
 	cases := []struct {
 		rule, text, secret string
 	}{
-		{"github-token", "token = '" + fakeSecret("ghp_", 36) + "'", fakeSecret("ghp_", 36)},
-		{"github-fine-grained-pat", fakeSecret("github_pat_", 60), fakeSecret("github_pat_", 60)},
-		{"aws-access-key-id", "AWS_ACCESS_KEY_ID=AKIA" + strings.ToUpper(fakeSecret("", 16)), "AKIA" + strings.ToUpper(fakeSecret("", 16))},
-		{"aws-secret-key", `aws_secret_access_key = "` + fakeSecret("", 40) + `"`, fakeSecret("", 40)},
-		{"slack-token", "xoxb-" + fakeSecret("1234-", 24), "xoxb-" + fakeSecret("1234-", 24)},
-		{"stripe-key", "sk_live_" + fakeSecret("", 24), "sk_live_" + fakeSecret("", 24)},
-		{"openai-key", "OPENAI_API_KEY=" + fakeSecret("sk-proj-", 40), fakeSecret("sk-proj-", 40)},
-		{"anthropic-key", fakeSecret("sk-ant-api03-", 40), fakeSecret("sk-ant-api03-", 40)},
-		{"google-api-key", "AIza" + fakeSecret("", 35), "AIza" + fakeSecret("", 35)},
-		{"jwt", "Authorization: eyJ" + fakeSecret("", 20) + ".eyJ" + fakeSecret("", 30) + "." + fakeSecret("", 25), "eyJ" + fakeSecret("", 20)},
-		{"url-credentials", "postgres://app:" + fakeSecret("pw", 14) + "@db.internal:5432/app", fakeSecret("pw", 14)},
-		{"generic-secret", `DB_PASSWORD = "` + fakeSecret("x9", 18) + `"`, fakeSecret("x9", 18)},
+		{"github-token", "token = '" + safetexttest.FakeSecret("ghp_", 36) + "'", safetexttest.FakeSecret("ghp_", 36)},
+		{"github-fine-grained-pat", safetexttest.FakeSecret("github_pat_", 60), safetexttest.FakeSecret("github_pat_", 60)},
+		{"aws-access-key-id", "AWS_ACCESS_KEY_ID=AKIA" + strings.ToUpper(safetexttest.FakeSecret("", 16)), "AKIA" + strings.ToUpper(safetexttest.FakeSecret("", 16))},
+		{"aws-secret-key", `aws_secret_access_key = "` + safetexttest.FakeSecret("", 40) + `"`, safetexttest.FakeSecret("", 40)},
+		{"slack-token", "xoxb-" + safetexttest.FakeSecret("1234-", 24), "xoxb-" + safetexttest.FakeSecret("1234-", 24)},
+		{"stripe-key", "sk_live_" + safetexttest.FakeSecret("", 24), "sk_live_" + safetexttest.FakeSecret("", 24)},
+		{"openai-key", "OPENAI_API_KEY=" + safetexttest.FakeSecret("sk-proj-", 40), safetexttest.FakeSecret("sk-proj-", 40)},
+		{"anthropic-key", safetexttest.FakeSecret("sk-ant-api03-", 40), safetexttest.FakeSecret("sk-ant-api03-", 40)},
+		{"google-api-key", "AIza" + safetexttest.FakeSecret("", 35), "AIza" + safetexttest.FakeSecret("", 35)},
+		{"jwt", "Authorization: eyJ" + safetexttest.FakeSecret("", 20) + ".eyJ" + safetexttest.FakeSecret("", 30) + "." + safetexttest.FakeSecret("", 25), "eyJ" + safetexttest.FakeSecret("", 20)},
+		{"url-credentials", "postgres://app:" + safetexttest.FakeSecret("pw", 14) + "@db.internal:5432/app", safetexttest.FakeSecret("pw", 14)},
+		{"generic-secret", `DB_PASSWORD = "` + safetexttest.FakeSecret("x9", 18) + `"`, safetexttest.FakeSecret("x9", 18)},
 		// A name that only starts with the keyword (SECRET_KEY, api_token_value).
 		{"generic-secret", `SECRET_KEY = '192b9bdd22ab9ed4d12e236c78afcb9a393ec15f71bbf5dc987d54727823bcbf'`, "192b9bdd22ab9ed4d12e236c78afcb9a"},
-		{"bearer-token", "curl -H 'Authorization: Bearer " + fakeSecret("t0k", 30) + "'", fakeSecret("t0k", 30)},
+		{"bearer-token", "curl -H 'Authorization: Bearer " + safetexttest.FakeSecret("t0k", 30) + "'", safetexttest.FakeSecret("t0k", 30)},
 	}
 	rd := NewRedactor(nil)
 	for _, c := range cases {
@@ -81,8 +71,8 @@ func TestDiffRedactorPrivateKeyBlock(t *testing.T) {
 	lines := []string{
 		"const key = `",
 		"-----BEGIN RSA PRIVATE KEY-----",
-		"MIIEowIBAAKCAQEA" + fakeSecret("", 48),
-		fakeSecret("", 64),
+		"MIIEowIBAAKCAQEA" + safetexttest.FakeSecret("", 48),
+		safetexttest.FakeSecret("", 64),
 		"-----END RSA PRIVATE KEY-----",
 		"`",
 	}

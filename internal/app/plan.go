@@ -1,0 +1,237 @@
+package app
+
+import (
+	"bytes"
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/review/safetext"
+)
+
+// CheckRunName is the name of Aster's check run.
+const CheckRunName = "aster"
+
+// maxAnnotationChars caps an annotation's message.
+const maxAnnotationChars = 4000
+
+func short(sha string) string { return review.ShortSHA(sha) }
+
+// findingFingerprints identifies each finding across pushes, aligned with fs. A finding
+// from the pipeline carries the gate's fingerprint (the flagged line's text and the
+// occurrence index, see finding.AssignFingerprints). One without (a Reviewer that does not
+// compute them) is identified by what and where (file) it is, plus its occurrence index
+// among the same; the first occurrence keeps the value that scheme always had.
+func findingFingerprints(fs []gate.Marked) []string {
+	out := make([]string, len(fs))
+	type keyed struct {
+		key string
+		i   int
+	}
+	var bare []keyed
+	for i, f := range fs {
+		if f.Fingerprint != "" {
+			out[i] = github.Fingerprint("finding", f.Fingerprint)
+			continue
+		}
+		bare = append(bare, keyed{key: f.Analyzer + "\x00" + f.RuleID + "\x00" + f.Path + "\x00" + strings.Join(strings.Fields(f.Message), " "), i: i})
+	}
+	slices.SortStableFunc(bare, func(a, b keyed) int {
+		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(fs[a.i].StartLine, fs[b.i].StartLine))
+	})
+	n := 0
+	for j, k := range bare {
+		if j > 0 && bare[j-1].key == k.key {
+			n++
+		} else {
+			n = 0
+		}
+		f := fs[k.i]
+		parts := []string{"finding", f.Analyzer, f.RuleID, f.Path, strings.Join(strings.Fields(f.Message), " ")}
+		if n > 0 {
+			parts = append(parts, "#"+strconv.Itoa(n))
+		}
+		out[k.i] = github.Fingerprint(parts...)
+	}
+	return out
+}
+
+// legacyFingerprint is the marker an Aster from before occurrence-aware fingerprints
+// posted for f: it hashed analyzer, rule, path and message only, so one marker stood for
+// every repeat of a message in a file (and only the first was ever posted). Markers of that
+// kind stay on pull requests after an upgrade; github.Comment.Aliases lets one of them
+// cover one finding, so an upgrade neither reposts what was posted nor hides what was new.
+// "" when f's fingerprint is not of the current scheme (then it already is the old value).
+func legacyFingerprint(f gate.Marked) string {
+	if !strings.HasPrefix(f.Fingerprint, "v2:") {
+		return ""
+	}
+	return github.Fingerprint("finding", finding.LegacyFingerprint(finding.Finding{
+		Analyzer: f.Analyzer, RuleID: f.RuleID, Path: f.Path, Message: f.Message}))
+}
+
+func commentFingerprint(c review.Comment) string {
+	if c.Fingerprint != "" {
+		return github.Fingerprint("model", c.Fingerprint)
+	}
+	return github.Fingerprint("model", c.Path, strings.Join(strings.Fields(c.Body), " "))
+}
+
+// scope says where inline comments may go: lines inside the pull request's hunks (GitHub
+// refuses anything else with a 422 that would lose the whole review) and, for an
+// incremental review, lines the new commits touched.
+type scope struct {
+	anchor *diff.Index // the whole pull request's diff
+	// incr is the incremental diff's; nil for a full review.
+	incr *diff.Index
+}
+
+// newScope indexes the pull request's diff (where comments may go) and, for an incremental
+// review, the diff since the previous head (which lines are new).
+func newScope(full, incr []byte, incremental bool) (scope, error) {
+	files, err := diff.Parse(bytes.NewReader(full), diff.Options{})
+	if err != nil && !errors.Is(err, diff.ErrTooLarge) {
+		return scope{}, fmt.Errorf("parse pull request diff: %w", err)
+	}
+	sc := scope{anchor: diff.NewIndex(files)}
+	if incremental {
+		inc, err := diff.Parse(bytes.NewReader(incr), diff.Options{})
+		if err != nil && !errors.Is(err, diff.ErrTooLarge) {
+			return scope{}, fmt.Errorf("parse incremental diff: %w", err)
+		}
+		sc.incr = diff.NewIndex(inc)
+	}
+	return sc, nil
+}
+
+// inHunk reports whether line n of path is inside a hunk of ix.
+func inHunk(ix *diff.Index, path string, n int) bool { return ix.Line(path, n) != nil }
+
+// added reports whether line n of path was added by ix's diff.
+func added(ix *diff.Index, path string, n int) bool {
+	l := ix.Line(path, n)
+	return l != nil && l.Kind == diff.Added
+}
+
+// findingLine returns the line to anchor a finding to, or 0: the first line of its range
+// that is in the pull request's hunks (and added by the new commits when incremental).
+func (sc scope) findingLine(f gate.Marked) int {
+	return sc.firstLine(f, true)
+}
+
+// firstLine is the first line of f's range in the pull request's hunks (and, when
+// newOnly and incremental, added by the new commits), or 0.
+func (sc scope) firstLine(f gate.Marked, newOnly bool) int {
+	end := max(f.EndLine, f.StartLine)
+	if end-f.StartLine > 500 {
+		end = f.StartLine + 500
+	}
+	for n := f.StartLine; n <= end; n++ {
+		if !inHunk(sc.anchor, f.Path, n) {
+			continue
+		}
+		if newOnly && sc.incr != nil && !added(sc.incr, f.Path, n) {
+			continue
+		}
+		return n
+	}
+	return 0
+}
+
+// mayHavePosted reports whether an Aster of the legacy fingerprint scheme could have
+// commented on f in an earlier review: f is on a line of the pull request's hunks and, in
+// an incremental review, not on a line the new commits added (such a line did not exist
+// then).
+func (sc scope) mayHavePosted(f gate.Marked) bool {
+	if sc.firstLine(f, false) == 0 {
+		return false
+	}
+	return sc.incr == nil || sc.findingLine(f) == 0
+}
+
+// plan is what one run posts.
+type plan struct {
+	comments    []github.Comment // inline candidates, most important first
+	annotations []github.Annotation
+	// unanchored counts model comments that could not be placed on the diff.
+	unanchored int
+}
+
+// buildPlan decides what one run posts. Fingerprints come from the review as found; the
+// text shown comes from it redacted by rd (once, before any escaping, which would hide a
+// secret's shape from the redactor).
+func buildPlan(rep *review.Report, sc scope, rd *safetext.Redactor) plan {
+	var p plan
+	fps := findingFingerprints(rep.Findings)
+	order := make([]int, len(rep.Findings))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return rep.Findings[b].Severity.Rank() - rep.Findings[a].Severity.Rank()
+	})
+	for _, i := range order {
+		f := rep.Findings[i]
+		if !f.Reported {
+			continue
+		}
+		shown := review.RedactFinding(f, rd)
+		p.annotations = append(p.annotations, annotation(shown))
+		if f.Severity != finding.Error && f.Severity != finding.Warning {
+			continue // notes are annotated, not commented: less noise
+		}
+		// Every error and warning is a comment: inline on its line when the diff has it,
+		// otherwise listed in the review body, so nothing new goes unsaid; the fingerprints
+		// keep what an earlier review said from being said again.
+		gc := github.Comment{Path: f.Path, Line: sc.findingLine(f), Body: review.FindingComment(shown), Fingerprint: fps[i]}
+		if gc.Line == 0 {
+			gc.Line, gc.BodyOnly = max(f.StartLine, 0), true
+		}
+		if old := legacyFingerprint(f); old != "" && sc.mayHavePosted(f) {
+			gc.Aliases = []string{old}
+		}
+		p.comments = append(p.comments, gc)
+	}
+	comments := slices.Clone(rep.Model.Comments)
+	slices.SortStableFunc(comments, func(a, b review.Comment) int { return b.Severity.Rank() - a.Severity.Rank() })
+	for _, c := range comments {
+		if !inHunk(sc.anchor, c.Path, c.Line) || (sc.incr != nil && !inHunk(sc.incr, c.Path, c.Line)) {
+			p.unanchored++
+			continue
+		}
+		gc := github.Comment{Path: c.Path, Line: c.Line, Body: review.ModelComment(review.RedactComment(c, rd)), Fingerprint: commentFingerprint(c)}
+		if f := sc.anchor.File(c.Path); c.EndLine > c.Line && f != nil && f.SameHunk(c.Line, c.EndLine) {
+			gc.StartLine, gc.Line = c.Line, c.EndLine
+		}
+		p.comments = append(p.comments, gc)
+	}
+	return p
+}
+
+// annotation is a finding on the check run: plain text, which GitHub shows as it is.
+func annotation(f gate.Marked) github.Annotation {
+	level := "notice"
+	switch f.Severity {
+	case finding.Error:
+		level = "failure"
+	case finding.Warning:
+		level = "warning"
+	}
+	msg := strings.TrimSpace(safetext.StripMarkers(safetext.Clean(f.Message)))
+	if msg == "" {
+		msg = f.RuleID
+	}
+	return github.Annotation{
+		Path: f.Path, StartLine: max(f.StartLine, 1), EndLine: max(f.EndLine, f.StartLine, 1), Level: level,
+		Title:   safetext.Cut(safetext.Clean(f.Analyzer+": "+f.RuleID), 200),
+		Message: safetext.Cut(msg, maxAnnotationChars),
+	}
+}

@@ -1,0 +1,367 @@
+package review
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/testrun"
+)
+
+// What a Report looks like on a pull request: the summary comment, the check run's output,
+// the review's body and each inline comment. Every text from the repository, an analyzer or
+// the model is escaped (safetext.Escape, safetext.Code) or was sanitised by the model step
+// (safetext.Sanitize, once: sanitising model text again would rewrite the code blocks the
+// first pass kept verbatim). Secrets are redacted before rendering (RedactReport), since
+// escaping hides a secret's shape from the redactor.
+
+// Check-run conclusions of a review.
+const (
+	CheckSuccess = "success"
+	CheckFailure = "failure"
+	CheckNeutral = "neutral" // the review could not finish (an analyzer, the tests, the config)
+)
+
+// Caps on what one post says.
+const (
+	maxSummaryFindings = 50
+	maxSummarySkipped  = 30
+	maxMessageChars    = 600
+)
+
+// CheckConclusion is the check run's conclusion for the review: decided by the static
+// checks and the tests against the repository's threshold, never by the model; neutral
+// (grey, never a green that hides a skip) when something could not run.
+func (c Conclusion) CheckConclusion() string {
+	switch c {
+	case Success:
+		return CheckSuccess
+	case Failure:
+		return CheckFailure
+	}
+	return CheckNeutral
+}
+
+// ShortSHA is a commit id as the posts and the App's logs show it.
+func ShortSHA(sha string) string {
+	if len(sha) > 7 {
+		return sha[:7]
+	}
+	return sha
+}
+
+// bySeverity returns the findings most severe first, in their order within each severity.
+func bySeverity(fs []gate.Marked) []gate.Marked {
+	out := slices.Clone(fs)
+	slices.SortStableFunc(out, func(a, b gate.Marked) int { return b.Severity.Rank() - a.Severity.Rank() })
+	return out
+}
+
+// FindingComment is the body of the inline comment on a finding.
+func FindingComment(m gate.Marked) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "**%s** · %s %s\n\n%s", safetext.Escape(string(m.Severity), 20), safetext.Escape(m.Analyzer, 60),
+		safetext.Code(m.RuleID, 120), safetext.Escape(m.Message, maxMessageChars))
+	if m.HelpURI != "" && safetext.AllowedURL(m.HelpURI, config.HelpLinkHosts()) {
+		fmt.Fprintf(&b, "\n\n[More about %s](%s)", safetext.Escape(m.RuleID, 120), m.HelpURI)
+	}
+	return b.String()
+}
+
+// ModelComment is the body of the inline comment of a model comment: its body as the model
+// step sanitised it, and its suggestion when it can be posted as one.
+func ModelComment(c Comment) string {
+	body := strings.TrimSpace(c.Body)
+	if c.Severity != "" {
+		body = "**" + safetext.Escape(string(c.Severity), 20) + "** · " + body
+	}
+	if s := c.Suggestion; s != "" && !strings.Contains(s, "```") {
+		body += "\n\n```suggestion\n" + strings.TrimRight(s, "\n") + "\n```"
+	}
+	return body
+}
+
+// ReviewBody is the body of the review that carries the inline comments.
+func ReviewBody(head, since string) string {
+	if since != "" {
+		return fmt.Sprintf("Aster's comments on the changes since %s (up to %s); the summary comment has the rest.",
+			safetext.Code(ShortSHA(since), 0), safetext.Code(ShortSHA(head), 0))
+	}
+	return fmt.Sprintf("Aster's comments on %s; the summary comment has the rest.", safetext.Code(ShortSHA(head), 0))
+}
+
+// Posted counts what one run posted, for the summary.
+type Posted struct {
+	Inline     int `json:"inline"`
+	Folded     int `json:"folded"`
+	Skipped    int `json:"skipped"`
+	Unanchored int `json:"unanchored"`
+}
+
+// SummaryOptions is what the summary comment says besides the report.
+type SummaryOptions struct {
+	// Head is the commit reviewed; Since the previous head of an incremental review.
+	Head, Since string
+	Posted      Posted
+}
+
+func checkText(c string) string {
+	switch c {
+	case CheckSuccess:
+		return "passed"
+	case CheckFailure:
+		return "failed"
+	default:
+		return "incomplete (neutral)"
+	}
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// failureName is a failing test as the posts name it.
+func failureName(f testrun.Failure) string {
+	if f.Suite != "" {
+		return f.Suite + ": " + f.Name
+	}
+	return f.Name
+}
+
+// notReviewed lists the files left out of the review, and why.
+func notReviewed(rep *Report) []OmittedFile {
+	out := slices.Clone(rep.Files.Omitted)
+	for _, o := range rep.Model.OmittedFiles {
+		out = append(out, OmittedFile{Path: o.Path, Reason: "left out of the model's budget: " + o.Reason})
+	}
+	return out
+}
+
+// Summary is the body of the summary comment, edited in place on every run.
+func Summary(rep *Report, o SummaryOptions) string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	esc, code := safetext.Escape, safetext.Code
+	p("## Aster review\n\n")
+	scope := "the whole pull request"
+	if o.Since != "" {
+		scope = fmt.Sprintf("changes since %s", code(ShortSHA(o.Since), 0))
+	}
+	p("Reviewed up to %s (%s). Check **%s** (fail on %s, filter %s).\n\n", code(ShortSHA(o.Head), 0), scope,
+		checkText(rep.Conclusion.CheckConclusion()), code(orDash(rep.FailOn), 0), code(orDash(string(rep.FilterMode)), 0))
+
+	s := gate.Summarize(rep.Findings)
+	p("| | |\n|---|---|\n")
+	p("| Findings on the change | %d (%d error, %d warning, %d note); %d outside the diff |\n",
+		s.Reported, s.BySeverity[finding.Error], s.BySeverity[finding.Warning], s.BySeverity[finding.Note], s.OutsideDiff)
+	p("| Comments | %d new inline, %d folded, %d already posted", o.Posted.Inline, o.Posted.Folded, o.Posted.Skipped)
+	if o.Posted.Unanchored > 0 {
+		p(", %d not on a changed line (dropped)", o.Posted.Unanchored)
+	}
+	p(" |\n")
+	skipped := notReviewed(rep)
+	p("| Files | %d changed, %d reviewed, %d skipped |\n", rep.Files.Changed, rep.Files.Reviewed, len(skipped))
+	if t := rep.Tests; t != nil {
+		p("| Tests | %s: %d passed, %d failed, %d skipped", esc(t.Status, 20), t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped)
+		if t.Reason != "" {
+			p(" — %s", esc(t.Reason, 200))
+		}
+		p(" |\n")
+	} else {
+		p("| Tests | not run (no tests.command in the base .aster.yml) |\n")
+	}
+	m := rep.Model
+	p("| Model | %s", esc(orDash(m.Status), 20))
+	if m.Provider != "" || m.Model != "" {
+		p(" (%s %s)", esc(m.Provider, 40), esc(m.Model, 80))
+	}
+	if m.Note != "" {
+		p(" — %s", esc(m.Note, 200))
+	}
+	p(" |\n")
+	u := m.Usage
+	p("| Tokens and cost | %d in, %d out, %d call(s), $%.4f |\n\n", u.InputTokens, u.OutputTokens, u.Calls, u.CostUSD)
+
+	if sum := strings.TrimSpace(m.Summary); sum != "" {
+		p("### Summary\n\n%s\n\n", sum) // sanitised by the model step
+	}
+	if s.Reported > 0 {
+		p("### Findings on the change\n\n")
+		shown := 0
+		for _, f := range bySeverity(rep.Findings) {
+			if !f.Reported {
+				continue
+			}
+			if shown == maxSummaryFindings {
+				p("- …and %d more (see the check run's annotations)\n", s.Reported-shown)
+				break
+			}
+			shown++
+			p("- **%s** %s %s/%s — %s\n", esc(string(f.Severity), 20), code(fmt.Sprintf("%s:%d", f.Path, f.StartLine), 200),
+				esc(f.Analyzer, 60), code(f.RuleID, 120), esc(f.Message, 300))
+		}
+		p("\n")
+	}
+	if len(rep.Analyzers) > 0 {
+		p("### Analyzers\n\n| analyzer | version | status | findings | time | note |\n|---|---|---|---:|---:|---|\n")
+		for _, a := range rep.Analyzers {
+			p("| %s | %s | %s | %d | %.1fs | %s |\n", esc(a.Name, 60), esc(cmp.Or(a.Version, "–"), 64), esc(string(a.Status), 30), a.Findings,
+				float64(a.DurationMS)/1000, esc(a.Reason, 200))
+		}
+		p("\n")
+	}
+	if t := rep.Tests; t != nil && len(t.Summary.Failures) > 0 {
+		p("### Failing tests\n\n")
+		for i, f := range t.Summary.Failures {
+			if i == 20 {
+				p("- …and %d more\n", len(t.Summary.Failures)-i)
+				break
+			}
+			p("- %s\n", esc(failureName(f), 300))
+		}
+		p("\n")
+	}
+	if len(skipped) > 0 {
+		p("### Not reviewed\n\n")
+		for i, s := range skipped {
+			if i == maxSummarySkipped {
+				p("- …and %d more\n", len(skipped)-i)
+				break
+			}
+			p("- %s — %s\n", code(s.Path, 200), esc(s.Reason, 200))
+		}
+		p("\n")
+	}
+	if len(rep.Notes) > 0 {
+		p("### Notes\n\n")
+		for _, n := range rep.Notes {
+			p("- %s\n", esc(n, 400))
+		}
+		p("\n")
+	}
+	p("<sub>Aster posts only COMMENT reviews: it never approves or requests changes. Comment `/aster review` to ask for a full re-review.</sub>\n")
+	return b.String()
+}
+
+// CheckOutput is the check run's title, summary and text.
+func CheckOutput(rep *Report, head, since string) (title, summary, text string) {
+	esc, code := safetext.Escape, safetext.Code
+	s := gate.Summarize(rep.Findings)
+	conclusion := rep.Conclusion.CheckConclusion()
+	switch {
+	case conclusion == CheckNeutral && s.Reported == 0:
+		title = "Review incomplete"
+	case s.Reported == 0:
+		title = "No findings on the change"
+	default:
+		title = fmt.Sprintf("%d finding(s) on the change: %d error, %d warning, %d note", s.Reported,
+			s.BySeverity[finding.Error], s.BySeverity[finding.Warning], s.BySeverity[finding.Note])
+	}
+	var b strings.Builder
+	scope := "whole pull request"
+	if since != "" {
+		scope = "changes since " + ShortSHA(since)
+	}
+	fmt.Fprintf(&b, "Static checks on %s (%s): **%s**. The conclusion comes from the static checks", code(ShortSHA(head), 0),
+		scope, checkText(conclusion))
+	if rep.Tests != nil {
+		b.WriteString(" and the tests")
+	}
+	fmt.Fprintf(&b, " against fail on %s, never from the model. %d finding(s) outside the diff are not annotated (filter %s).\n",
+		code(orDash(rep.FailOn), 0), s.OutsideDiff, code(orDash(string(rep.FilterMode)), 0))
+	for _, note := range rep.Notes {
+		fmt.Fprintf(&b, "\n- %s", esc(note, 300))
+	}
+	summary = b.String()
+	var t strings.Builder
+	if len(rep.Analyzers) > 0 {
+		t.WriteString("| analyzer | version | status | findings | time |\n|---|---|---|---:|---:|\n")
+		for _, a := range rep.Analyzers {
+			fmt.Fprintf(&t, "| %s | %s | %s | %d | %.1fs |\n", esc(a.Name, 60), esc(cmp.Or(a.Version, "–"), 64), esc(string(a.Status), 30),
+				a.Findings, float64(a.DurationMS)/1000)
+		}
+	}
+	if tr := rep.Tests; tr != nil {
+		fmt.Fprintf(&t, "\nTests: %s, %d passed, %d failed, %d skipped.\n", esc(tr.Status, 20), tr.Summary.Passed, tr.Summary.Failed, tr.Summary.Skipped)
+	}
+	return title, summary, t.String()
+}
+
+// RedactReport returns a copy of rep with every text from the repository, the analyzers
+// and the model redacted by rd: what the posts render. Fingerprints are left as found, so
+// a finding is recognised across runs whatever its text.
+func RedactReport(rep *Report, rd *safetext.Redactor) *Report {
+	r := rd.RedactString
+	out := *rep
+	out.Findings = slices.Clone(rep.Findings)
+	for i := range out.Findings {
+		out.Findings[i] = RedactFinding(out.Findings[i], rd)
+	}
+	out.Model.Comments = slices.Clone(rep.Model.Comments)
+	for i := range out.Model.Comments {
+		out.Model.Comments[i] = RedactComment(out.Model.Comments[i], rd)
+	}
+	out.Model.Summary, out.Model.Note = r(rep.Model.Summary), r(rep.Model.Note)
+	out.Model.OmittedFiles = redactOmitted(rep.Model.OmittedFiles, rd)
+	out.Analyzers = slices.Clone(rep.Analyzers)
+	for i := range out.Analyzers {
+		a := &out.Analyzers[i]
+		a.Name, a.Version, a.Reason = r(a.Name), r(a.Version), r(a.Reason)
+	}
+	if t := rep.Tests; t != nil {
+		tc := *t
+		tc.Reason = r(tc.Reason)
+		tc.Summary.Failures = slices.Clone(tc.Summary.Failures)
+		for i := range tc.Summary.Failures {
+			f := &tc.Summary.Failures[i]
+			f.Suite, f.Name, f.Message = r(f.Suite), r(f.Name), r(f.Message)
+		}
+		out.Tests = &tc
+	}
+	out.Files.Omitted = redactOmitted(rep.Files.Omitted, rd)
+	out.Notes = slices.Clone(rep.Notes)
+	for i := range out.Notes {
+		out.Notes[i] = r(out.Notes[i])
+	}
+	return &out
+}
+
+func redactOmitted(fs []OmittedFile, rd *safetext.Redactor) []OmittedFile {
+	out := slices.Clone(fs)
+	for i := range out {
+		out[i].Path, out[i].Reason = rd.RedactString(out[i].Path), rd.RedactString(out[i].Reason)
+	}
+	return out
+}
+
+// RedactFinding is m with its texts redacted by rd.
+func RedactFinding(m gate.Marked, rd *safetext.Redactor) gate.Marked {
+	r := rd.RedactString
+	m.Path, m.Analyzer, m.RuleID, m.Message, m.HelpURI = r(m.Path), r(m.Analyzer), r(m.RuleID), r(m.Message), r(m.HelpURI)
+	return m
+}
+
+// RedactComment is c with its texts redacted by rd.
+func RedactComment(c Comment, rd *safetext.Redactor) Comment {
+	c.Path, c.Body, c.Suggestion = rd.RedactString(c.Path), rd.RedactString(c.Body), rd.RedactString(c.Suggestion)
+	return c
+}
+
+// NotReviewed is the report of a change that could not be reviewed at all (its base
+// configuration is unusable, GitHub will not render its diff): nothing ran, the check is
+// neutral, and the notes say why.
+func NotReviewed(modelNote string, notes ...string) *Report {
+	return &Report{
+		Version: ReportVersion, Analyzers: []gate.AnalyzerResult{}, Findings: []gate.Marked{}, Conclusion: Incomplete,
+		Files: FilesInfo{Omitted: []OmittedFile{}}, Notes: notes, DurationsMS: map[string]int64{},
+		Model: ModelReport{Status: ModelSkipped, Note: modelNote, Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}},
+	}
+}

@@ -1,0 +1,63 @@
+package safetext_test
+
+import (
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/review/safetext"
+)
+
+var liveMention = regexp.MustCompile(`(^|[^\p{L}\p{N}_` + "`" + `])@[A-Za-z0-9]`)
+
+func TestEscape(t *testing.T) {
+	cases := []struct{ in, mustNot, must string }{
+		{"ping @octocat now", "@octocat", "@\u200b" + "octocat"},
+		{"/aster review", "", "\u200b/aster review"},
+		{"<img src=x onerror=alert(1)>", "", `\<img`},
+		{"see https://evil.example/x", "https://", "https\u200b:"},
+		{"visit www.evil.example", "www.evil", "www\u200b."},
+		{"![x](https://evil.example/p.png)", "![", `\!\[x\]`},
+		{"secret <!-- aster:fp=0123456789abcdef -->", "aster:fp", ""},
+		{"a\u202eb\u200bc\x00d", "\u202e", "abcd"},
+		{"- list\n# heading", "\n", `\- list \# heading`},
+		{"1. item", "", `1\. item`},
+	}
+	for _, c := range cases {
+		got := safetext.Escape(c.in, 0)
+		if c.mustNot != "" && strings.Contains(got, c.mustNot) {
+			t.Errorf("safetext.Escape(%q) = %q: contains %q", c.in, got, c.mustNot)
+		}
+		if c.must != "" && !strings.Contains(got, c.must) {
+			t.Errorf("safetext.Escape(%q) = %q: lacks %q", c.in, got, c.must)
+		}
+	}
+	if got := safetext.Escape(strings.Repeat("é", 100), 11); !strings.HasSuffix(got, "…") || len(got) > 11+len("…") {
+		t.Errorf("cut: %q", got)
+	}
+}
+
+func FuzzEscape(f *testing.F) {
+	for _, s := range []string{"@octocat", "/aster review", "<script>", "[x](javascript:alert(1))", "<!-- aster:fp=00000000000000000 -->",
+		"https://evil.example", "\u202e@x", "`code`", "&#64;user", "@@x", "a@b.c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := safetext.Escape(s, 500)
+		if strings.ContainsAny(out, "\n\r") {
+			t.Fatalf("not one line: %q", out)
+		}
+		if strings.Contains(out, "<!--") || len(github.Fingerprints(out)) > 0 || github.IsSummary(out) {
+			t.Fatalf("marker survived: %q", out)
+		}
+		if liveMention.MatchString(out) {
+			t.Fatalf("live mention: %q", out)
+		}
+		for i := 0; i < len(out); i++ {
+			if out[i] == '<' && (i == 0 || out[i-1] != '\\') {
+				t.Fatalf("raw <: %q", out)
+			}
+		}
+	})
+}
