@@ -2,6 +2,7 @@ package review
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"github.com/asterhq/aster/internal/testrun"
 )
 
@@ -200,5 +202,23 @@ func TestReviewPytestFirstFailingLines(t *testing.T) {
 	}
 	if s := md.String(); !strings.Contains(s, "ModuleNotFoundError: No module named 'flask_missing'") || !strings.Contains(s, "`python3 -m pytest") || strings.Contains(s, "sh -c") {
 		t.Errorf("markdown:\n%s", s)
+	}
+}
+
+// TestInlineShowsEveryHiddenCharacter: the terminal report shows each character the
+// sanitiser of model text drops (bidi and zero-width controls, the soft hyphen, tag
+// characters, variation selectors) as a \u escape: one test of what is hidden, not two.
+func TestInlineShowsEveryHiddenCharacter(t *testing.T) {
+	for _, r := range []rune{0x202e, 0x200b, 0x2066, 0x00ad, 0xe0041, 0xfe0f, 0x061c, 0xfeff, 0x1b} {
+		got := inline("a" + string(r) + "b")
+		if want := fmt.Sprintf(`a\u%04xb`, r); got != want {
+			t.Errorf("inline(U+%04X) = %q, want %q", r, got, want)
+		}
+		if !safetext.Hidden(r) {
+			t.Errorf("U+%04X is not Hidden", r)
+		}
+	}
+	if got := inline("plain é ü"); got != "plain é ü" {
+		t.Errorf("inline changed plain text: %q", got)
 	}
 }
