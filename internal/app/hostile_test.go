@@ -9,13 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/review/safetext"
-	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -49,12 +46,7 @@ print(json.dumps({"version": "2.1.0", "runs": [{"tool": {"driver": {"name": "hos
 // sanitised once (code blocks kept verbatim, <img> inside them included), analyzer text is
 // escaped, secrets are redacted, markers cannot be forged.
 func TestHostileTextThroughTheWholeApp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a Docker engine")
-	}
-	rt := sandboxtest.Docker(t)
-	mgr := sandboxtest.Manager(t, rt, 2)
-	runner := gate.NewRunner(mgr, gate.RunnerOptions{Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Parallel: 2})
+	runner := dockerGate(t, 2)
 
 	token := "ghp_" + strings.Repeat("x9Qz", 9)
 	llmSrv := llmtest.OpenAI(t, modelKey)
@@ -75,15 +67,8 @@ func TestHostileTextThroughTheWholeApp(t *testing.T) {
 			"comments": comments})
 		return llmtest.Reply{Text: string(b), InputTokens: 900, OutputTokens: 70}
 	})
-	provider, err := llm.NewOpenAI(llm.OpenAIOptions{Model: "gpt-test", BaseURL: llmSrv.URL, APIKey: modelKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	model := func() (review.Reviewer, error) {
-		c := llm.NewClient(provider, llm.ClientOptions{MaxCalls: 2, MaxRetries: 1})
-		return review.NewModelReviewer(review.ModelOptions{Client: c, Secrets: []string{modelKey},
-			Sanitize: safetext.SanitizeOptions{AllowedHosts: []string{"docs.python.org"}, MaxBytes: 4000}})
-	}
+	model := scriptedModel(t, llmSrv.URL, review.ModelOptions{
+		Sanitize: safetext.SanitizeOptions{AllowedHosts: []string{"docs.python.org"}, MaxBytes: 4000}})
 	rv := NewPipelineReviewer(PipelineOptions{Gate: runner, Builtins: []gate.Analyzer{}, Model: model, TempDir: t.TempDir()})
 	h := newHarness(t, harnessOptions{reviewer: rv})
 

@@ -11,12 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
-	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/store"
 )
 
@@ -81,12 +78,7 @@ func said(h *harness, number int, review int) (inline, body map[int]int) {
 //     lost), then a full re-review with the new ones: the posted one is not posted again,
 //     the two lost ones are.
 func TestNoFindingLost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a Docker engine")
-	}
-	rt := sandboxtest.Docker(t)
-	mgr := sandboxtest.Manager(t, rt, 2)
-	runner := gate.NewRunner(mgr, gate.RunnerOptions{Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Parallel: 2})
+	runner := dockerGate(t, 2)
 	rv := &legacyReviewer{inner: NewPipelineReviewer(PipelineOptions{Gate: runner, TempDir: t.TempDir()})}
 	h := newHarness(t, harnessOptions{reviewer: rv})
 
