@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 	"time"
 
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // post publishes a finished review, each step once: the review with its inline comments,

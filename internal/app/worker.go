@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"io"
 	"log/slog"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"github.com/asterhq/aster/internal/store"
 )
 

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"github.com/asterhq/aster/internal/review/safetext"
 	"log/slog"
 
 	"github.com/spf13/pflag"
@@ -10,6 +9,7 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/review/safetext"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 

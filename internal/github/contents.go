@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"io"
 	"net/http"
 	"strings"
 
 	gh "github.com/google/go-github/v81/github"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // DefaultMaxTarballBytes caps a tarball download when TarballOptions.MaxBytes is 0.

@@ -3,9 +3,10 @@ package github
 import (
 	"errors"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"net/http"
 	"time"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // Webhook error classes. WebhookStatus maps them to HTTP statuses.

@@ -3,9 +3,10 @@ package github
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"regexp"
 	"strings"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // Hidden markers. GitHub renders HTML comments as nothing, so they ride along in comment bodies

@@ -2,8 +2,9 @@ package github
 
 import (
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // MaxInlineComments is how many inline comments one review carries; the rest are folded into

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	gh "github.com/google/go-github/v81/github"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // RetryPolicy bounds how a Client retries rate limits, 5xx and transport failures.

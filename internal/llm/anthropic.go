@@ -4,12 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 	"time"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // DefaultAnthropicBaseURL is Anthropic's API (without /v1: the SDK adds it).

@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // ToolRunner executes one tool call for the model. The returned text goes

@@ -3,9 +3,10 @@ package llm
 import (
 	"errors"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // Kind classifies a model error by what the caller should do about it.

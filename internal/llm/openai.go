@@ -3,7 +3,6 @@ package llm
 import (
 	"context"
 	"errors"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"net"
 	"net/url"
 	"strings"
@@ -12,6 +11,8 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // DefaultOpenAIBaseURL is OpenAI's API; any OpenAI-compatible server (Azure

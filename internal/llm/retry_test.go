@@ -1,12 +1,13 @@
 package llm
 
 import (
-	"github.com/asterhq/aster/internal/review/safetext"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 func TestParseRetryAfter(t *testing.T) {

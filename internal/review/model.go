@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"log/slog"
 	"slices"
 	"sort"
@@ -16,6 +15,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // ModelOptions configure the model step.

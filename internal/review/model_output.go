@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"strings"
 
 	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // ReviewSchema is the JSON Schema the model must answer with. It is strict

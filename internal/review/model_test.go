@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
-	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
 	"regexp"
 	"strings"
 	"testing"
@@ -16,6 +14,8 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
+	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
 )
 
 // mtKey is the model API key of these tests: it must never be sent in a

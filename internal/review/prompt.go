@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // Caps on what the prompt carries besides the diff. Untrusted text is cut,

@@ -3,13 +3,13 @@ package review
 import (
 	"encoding/json"
 	"fmt"
-	"github.com/asterhq/aster/internal/review/safetext"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // Formats of a rendered report.

@@ -1,9 +1,10 @@
 package safetext
 
 import (
-	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
 	"strings"
 	"testing"
+
+	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
 )
 
 func TestRedactPatterns(t *testing.T) {
