@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
 )
 
@@ -143,5 +145,33 @@ func TestOpenArchiveStripsTheTopDirectory(t *testing.T) {
 	rc, _ = openArchive(path)
 	if _, err := io.ReadAll(rc); err == nil {
 		t.Fatal("an archive with two top directories was accepted")
+	}
+}
+
+// TestStoredResult: what an attempt stores reads back whole (the report with its effective
+// configuration, what was posted, the check batches), and a result stored by an Aster from
+// before the report was the stored form is refused, so the head is reviewed again instead
+// of being posted from nothing.
+func TestStoredResult(t *testing.T) {
+	old := []byte(`{"output":{"conclusion":"success","findings":[],"comments":[]},"posted":{"inline":1,"created":true},"check_batches":0}`)
+	if _, err := readStored(old); err == nil {
+		t.Fatal("a result without a report was accepted")
+	}
+	rep := review.NotReviewed("model note", "a note")
+	rep.Config = review.ConfigInfo{Source: "defaults", Effective: repoconfig.Default(), Analyzers: []string{"gitleaks"}}
+	rep.Findings = []gate.Marked{{Finding: finding.Finding{Path: "a.go", StartLine: 3, Severity: finding.Error, Analyzer: "x", RuleID: "r",
+		Message: "m", Fingerprint: "v2:abc", CWE: []string{"CWE-78"}}, Reported: true, Classes: []gate.Class{"tests"}}}
+	in := storedResult{Report: rep, Posted: &postedInfo{Posted: review.Posted{Inline: 2, Unanchored: 1}, Created: true}, CheckBatches: 1}
+	b, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := readStored(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := json.Marshal(got)
+	if err != nil || string(again) != string(b) {
+		t.Fatalf("the stored result does not read back whole (%v):\n%s\n%s", err, b, again)
 	}
 }

@@ -151,6 +151,20 @@ type postedInfo struct {
 	Created bool `json:"created"`
 }
 
+// readStored reads what an earlier attempt kept. A result without a report (one stored by
+// an Aster from before the report was the stored form) is unreadable: the head is reviewed
+// again rather than posted from nothing.
+func readStored(b []byte) (storedResult, error) {
+	var st storedResult
+	if err := json.Unmarshal(b, &st); err != nil {
+		return storedResult{}, err
+	}
+	if st.Report == nil {
+		return storedResult{}, errors.New("no report in the stored result")
+	}
+	return st, nil
+}
+
 func (r *run) save(ctx context.Context) error {
 	b, err := json.Marshal(r.stored)
 	if err != nil {
@@ -222,9 +236,11 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		// recorded it: record it now and post nothing again.
 		r.state = state
 		if state.Result != nil {
-			if err := json.Unmarshal(state.Result, &r.stored); err != nil {
+			stored, err := readStored(state.Result)
+			if err != nil {
 				r.log.Warn("stored review unreadable", "err", err)
 			}
+			r.stored = stored
 		}
 		r.log.Info("review already complete: recording it", "head", short(head))
 		return r.completed(head, claim.Force), nil
@@ -235,10 +251,12 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	if found && !state.CheckDone && (!force || state.JobID == job.ID) {
 		since = state.SinceSHA // keep the first attempt's scope
 		if state.Result != nil {
-			if err := json.Unmarshal(state.Result, &r.stored); err != nil {
+			stored, err := readStored(state.Result)
+			if err != nil {
 				r.log.Warn("stored review unreadable; reviewing again", "err", err)
-				state.Result, r.stored = nil, storedResult{}
+				state.Result, stored = nil, storedResult{}
 			}
+			r.stored = stored
 		}
 	} else {
 		fresh := store.Run{Pull: job.Pull, HeadSHA: head, JobID: job.ID, StartedAt: r.started}
