@@ -161,6 +161,8 @@ type globals struct {
 	initPath      string
 	engineRuntime string
 	ociRuntime    string
+	runsc         string
+	gvisorPlat    string
 }
 
 // load reads the configuration and applies the global flags over it.
@@ -193,6 +195,13 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 	override("init-path", &c.InitPath, g.initPath)
 	override("engine-runtime", &c.EngineRuntime, g.engineRuntime)
 	override("oci-runtime", &c.OCI.Runtime, g.ociRuntime)
+	override("runsc", &c.GVisor.Runsc, g.runsc)
+	override("gvisor-platform", &c.GVisor.Platform, g.gvisorPlat)
+	if flags.Changed("gvisor-platform") {
+		if err := c.GVisor.Validate(); err != nil {
+			return c, usageErr("--gvisor-platform: %v", err)
+		}
+	}
 	overrideKubernetesFlags(flags, &c.Kubernetes)
 	return c, nil
 }
@@ -235,11 +244,13 @@ aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
 	pf.StringVar(&g.configPath, "config", "", "configuration file (default ./aster.yaml, then ~/.config/aster/aster.yaml)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (key=value lines) or json (one object per line, for log collectors)")
-	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc/runsc directly, no daemon; needs root) or kubernetes (one Pod per run)")
+	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc directly, no daemon; needs root), gvisor (the oci runtime on gVisor's runsc: its own kernel per sandbox; needs root) or kubernetes (one Pod per run)")
 	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker engine address (default DOCKER_HOST or unix:///var/run/docker.sock)")
 	pf.StringVar(&g.initPath, "init-path", "", "path of the aster-init binary (default: next to aster, or ./bin/aster-init)")
-	pf.StringVar(&g.engineRuntime, "engine-runtime", "", "engine runtime for sandboxes, e.g. runsc (gVisor) or kata-runtime")
-	pf.StringVar(&g.ociRuntime, "oci-runtime", config.DefaultOCIRuntime, "OCI runtime binary for --runtime oci: crun, runc or runsc (gVisor), or a path")
+	pf.StringVar(&g.engineRuntime, "engine-runtime", "", "Docker engine runtime for --runtime docker, e.g. runsc (gVisor; must be registered in the engine's daemon.json, see docs/sandbox.md) or kata-runtime")
+	pf.StringVar(&g.ociRuntime, "oci-runtime", config.DefaultOCIRuntime, "OCI runtime binary for --runtime oci: crun, runc or runsc (gVisor, the same as --runtime gvisor), or a path")
+	pf.StringVar(&g.runsc, "runsc", config.DefaultGVisorRunsc, "runsc binary for --runtime gvisor (a name in PATH or a path)")
+	pf.StringVar(&g.gvisorPlat, "gvisor-platform", "", "gVisor platform: systrap, ptrace or kvm (default: systrap where runsc has it, else ptrace); also for --oci-runtime runsc")
 	addKubernetesFlags(pf)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr("%v (see '%s --help')", err, c.CommandPath())

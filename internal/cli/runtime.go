@@ -12,6 +12,7 @@ import (
 var runtimeFactories = map[string]func(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error){
 	"docker":     newDockerRuntime,
 	"oci":        newOCIRuntime,
+	"gvisor":     newGVisorRuntime,
 	"kubernetes": newKubernetesRuntime,
 }
 

@@ -11,6 +11,17 @@ import (
 // newOCIRuntime builds the direct OCI runtime: images come from the Docker
 // engine (exported once per digest into the cache), sandboxes run without it.
 func newOCIRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error) {
+	return openOCI(c, log, false)
+}
+
+// newGVisorRuntime is the oci runtime on gVisor's runsc: the same bundles and
+// hardening, with every sandbox on gVisor's own kernel (the sentry) instead
+// of the host's. The oci package adds the flags runsc needs.
+func newGVisorRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error) {
+	return openOCI(c, log, true)
+}
+
+func openOCI(c config.Config, log *slog.Logger, gvisor bool) (sandbox.Runtime, func(), error) {
 	initPath, err := c.ResolveInitPath()
 	if err != nil {
 		return nil, nil, err
@@ -19,14 +30,23 @@ func newOCIRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), 
 	if err != nil {
 		return nil, nil, err
 	}
+	bin, platform := c.OCI.Runtime, ""
+	if gvisor {
+		bin = c.GVisor.Runsc
+	}
+	if gvisor || oci.IsRunsc(bin) {
+		platform = c.GVisor.Platform
+	}
 	rt, err := oci.New(oci.Options{
-		Runtime:     c.OCI.Runtime,
-		StateDir:    c.OCI.StateDir,
-		CacheDir:    c.OCI.CacheDir,
-		InitPath:    initPath,
-		Images:      src,
-		Annotations: c.Labels,
-		Logger:      log,
+		Runtime:        bin,
+		GVisor:         gvisor,
+		GVisorPlatform: platform,
+		StateDir:       c.OCI.StateDir,
+		CacheDir:       c.OCI.CacheDir,
+		InitPath:       initPath,
+		Images:         src,
+		Annotations:    c.Labels,
+		Logger:         log,
 	})
 	if err != nil {
 		src.Close()

@@ -17,7 +17,7 @@ import (
 // Config is Aster's whole configuration. Precedence, lowest first: the
 // defaults here, aster.yaml, ASTER_* environment variables, command-line flags.
 type Config struct {
-	// Runtime names the sandbox runtime: "docker", "oci" or "kubernetes".
+	// Runtime names the sandbox runtime: "docker", "oci", "gvisor" or "kubernetes".
 	Runtime string `yaml:"runtime"`
 	// DockerHost is the engine address; empty uses DOCKER_HOST or the default socket.
 	DockerHost string `yaml:"docker_host"`
@@ -25,6 +25,8 @@ type Config struct {
 	EngineRuntime string `yaml:"engine_runtime"`
 	// OCI configures the direct OCI runtime (--runtime oci); see oci.go.
 	OCI OCIConfig `yaml:"oci"`
+	// GVisor configures the gVisor runtime (--runtime gvisor); see gvisor.go.
+	GVisor GVisorConfig `yaml:"gvisor"`
 	// Kubernetes configures the Kubernetes runtime (--runtime kubernetes); see kubernetes.go.
 	Kubernetes KubernetesConfig `yaml:"kubernetes"`
 	// InitPath is the host path of the aster-init binary.
@@ -87,6 +89,7 @@ func Default() Config {
 		},
 		Reaper: ReaperConfig{Grace: "30s", Period: "1m", Allowance: "2m"},
 		OCI:    DefaultOCI(),
+		GVisor: DefaultGVisor(),
 
 		Kubernetes: DefaultKubernetes(),
 	}
@@ -138,6 +141,12 @@ func Load(path string, getenv func(string) string) (Config, error) {
 			return c, fmt.Errorf("ASTER_LOG_FORMAT: %w", err)
 		}
 		return c, fmt.Errorf("log_format: %w", err)
+	}
+	if err := c.GVisor.Validate(); err != nil {
+		if v := getenv("ASTER_GVISOR_PLATFORM"); strings.TrimSpace(v) != "" {
+			return c, fmt.Errorf("ASTER_GVISOR_PLATFORM: %w", err)
+		}
+		return c, err
 	}
 	return c, nil
 }
@@ -201,6 +210,7 @@ func merge(dst *Config, src Config) {
 	set(&dst.DockerHost, src.DockerHost)
 	set(&dst.EngineRuntime, src.EngineRuntime)
 	mergeOCI(&dst.OCI, src.OCI)
+	mergeGVisor(&dst.GVisor, src.GVisor)
 	mergeKubernetes(&dst.Kubernetes, src.Kubernetes)
 	set(&dst.InitPath, src.InitPath)
 	set(&dst.LogLevel, src.LogLevel)
@@ -235,7 +245,7 @@ func merge(dst *Config, src Config) {
 
 // EnvVars lists the variables Load reads, for --help and the docs/ pages.
 var EnvVars = map[string]string{
-	"ASTER_RUNTIME":          "sandbox runtime (docker, oci or kubernetes)",
+	"ASTER_RUNTIME":          "sandbox runtime (docker, oci, gvisor or kubernetes)",
 	"ASTER_OCI_RUNTIME":      "OCI runtime binary for --runtime oci: crun, runc or runsc",
 	"ASTER_OCI_STATE_DIR":    "per-sandbox bundles and run records of the oci runtime",
 	"ASTER_OCI_CACHE_DIR":    "exported image root filesystems of the oci runtime",
@@ -265,6 +275,7 @@ func applyEnv(c *Config, getenv func(string) string) {
 	set(&c.DockerHost, "ASTER_DOCKER_HOST")
 	set(&c.EngineRuntime, "ASTER_ENGINE_RUNTIME")
 	applyOCIEnv(&c.OCI, getenv)
+	applyGVisorEnv(&c.GVisor, getenv)
 	applyKubernetesEnv(&c.Kubernetes, getenv)
 	set(&c.InitPath, "ASTER_INIT_PATH")
 	set(&c.LogLevel, "ASTER_LOG_LEVEL")

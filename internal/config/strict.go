@@ -303,6 +303,7 @@ var NonConfigEnvVars = map[string]string{
 	"ASTER_OCI_HELPER_STATE":   "oci tests: helper process state",
 	"ASTER_OCI_PROBE":          "oci latency probe",
 	"ASTER_OCI_STATE_PARENT":   "oci tests: parent of per-test state directories",
+	"ASTER_RUNSC_CURRENT":      "scripts/setup.sh: also build the current runsc (gVisor) from the Go module proxy",
 	"ASTER_OCTOKIT_DIR":        "GitHub fake: directory of GitHub's OpenAPI description",
 	"ASTER_PG_DIR":             "scripts/postgres-test.sh: data directory",
 	"ASTER_PG_PORT":            "scripts/postgres-test.sh: port",
@@ -325,7 +326,7 @@ var serviceLink = regexp.MustCompile(`^ASTER_[A-Z0-9_]*_(SERVICE_HOST|SERVICE_PO
 // its meaning: the union of this package's variable lists.
 func ConfigEnvVars() map[string]string {
 	out := map[string]string{}
-	for _, m := range []map[string]string{EnvVars, ServeEnvVars, AppEnvVars, KubernetesEnvVars, LLMEnvVars, PoolEnvVars} {
+	for _, m := range []map[string]string{EnvVars, ServeEnvVars, AppEnvVars, KubernetesEnvVars, GVisorEnvVars, LLMEnvVars, PoolEnvVars} {
 		for k, v := range m {
 			out[k] = v
 		}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -46,7 +47,14 @@ type Options struct {
 	// Identities hands out each sandbox's own uids; nil uses a pool over
 	// the default range.
 	Identities *sandbox.IdentityPool
-	Logger     *slog.Logger
+	// GVisor says Runtime is gVisor's runsc whatever its file is called
+	// (`--runtime gvisor`); a binary whose name starts with "runsc" is
+	// taken for runsc anyway.
+	GVisor bool
+	// GVisorPlatform is the gVisor platform (systrap, ptrace, kvm); empty
+	// picks systrap where the build has it, else ptrace.
+	GVisorPlatform string
+	Logger         *slog.Logger
 }
 
 // Runtime is the direct OCI implementation of sandbox.Runtime.
@@ -63,6 +71,9 @@ type Runtime struct {
 	log      *slog.Logger
 	rootless bool
 	ids      *sandbox.IdentityPool
+
+	gvisor     GVisorInfo // when kind is "runsc"
+	globalArgs []string   // before every subcommand: runsc's flags
 
 	bpfMu sync.Mutex
 	bpf   string // the seccomp profile as crun compiled it, base64; "" until seen
@@ -99,11 +110,20 @@ func New(opts Options) (*Runtime, error) {
 	if fi.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("aster-init at %s is not executable", initAbs)
 	}
-	kind := filepath.Base(bin)
-	for _, k := range []string{"crun", "runc", "runsc"} {
-		if strings.HasPrefix(kind, k) {
-			kind = k
+	kind := binaryKind(bin)
+	if opts.GVisor {
+		kind = "runsc"
+	}
+	var gv GVisorInfo
+	if kind == "runsc" {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*gvisorProbeTimeout)
+		gv, err = probeGVisor(ctx, bin, opts.GVisorPlatform)
+		cancel()
+		if err != nil {
+			return nil, err
 		}
+	} else if opts.GVisorPlatform != "" {
+		return nil, sandbox.Invalidf("a gvisor platform is set but the oci runtime %s is not runsc", bin)
 	}
 	r := &Runtime{
 		opts:     opts,
@@ -115,6 +135,11 @@ func New(opts Options) (*Runtime, error) {
 		images:   newImageCache(opts.CacheDir, opts.Images),
 		log:      opts.Logger,
 		rootless: os.Geteuid() != 0,
+		gvisor:   gv,
+	}
+	if kind == "runsc" {
+		r.globalArgs = runscGlobalArgs(gv.Platform)
+		r.log.Debug("gvisor", "runsc", bin, "version", gv.Version, "platform", gv.Platform)
 	}
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
@@ -154,6 +179,22 @@ func New(opts Options) (*Runtime, error) {
 	return r, nil
 }
 
+// binaryKind is "crun", "runc" or "runsc" by the binary's file name, or the
+// name itself.
+func binaryKind(bin string) string {
+	kind := filepath.Base(bin)
+	for _, k := range []string{"crun", "runc", "runsc"} {
+		if strings.HasPrefix(kind, k) {
+			kind = k
+		}
+	}
+	return kind
+}
+
+// IsRunsc says whether an oci runtime binary (a name or a path) is taken for
+// gVisor's runsc by its name.
+func IsRunsc(bin string) bool { return binaryKind(bin) == "runsc" }
+
 // Close stops the launcher. Sandboxes still running keep running until their
 // owner closes them.
 func (r *Runtime) Close() error {
@@ -161,8 +202,14 @@ func (r *Runtime) Close() error {
 	return nil
 }
 
-// Name implements sandbox.Runtime.
-func (r *Runtime) Name() string { return "oci" }
+// Name implements sandbox.Runtime: "oci", or "gvisor" when the binary is
+// runsc (the sandboxes then run on gVisor's kernel, not the host's).
+func (r *Runtime) Name() string {
+	if r.kind == "runsc" {
+		return RuntimeNameGVisor
+	}
+	return "oci"
+}
 
 // Binary returns the path of the OCI runtime binary in use.
 func (r *Runtime) Binary() string { return r.bin }
@@ -240,7 +287,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	}
 	_, _ = r.output(ctx, "kill", id, "KILL")
 	if out, err := r.output(ctx, "delete", "--force", id); err != nil && !notExist(out) {
-		if _, serr := os.Stat(filepath.Join(r.rootDir, id)); serr == nil {
+		if r.hasState(id) {
 			return fmt.Errorf("delete container %s: %v: %s", id, err, bytes.TrimSpace(out))
 		}
 	}
@@ -257,7 +304,7 @@ func notExist(out []byte) bool {
 
 // command builds an invocation of the runtime binary with its global flags.
 func (r *Runtime) command(ctx context.Context, args ...string) *exec.Cmd {
-	full := append([]string{"--root", r.rootDir}, args...)
+	full := append(append(slices.Clip(r.globalArgs), "--root", r.rootDir), args...)
 	cmd := exec.CommandContext(ctx, r.bin, full...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.WaitDelay = 5 * time.Second

@@ -258,7 +258,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	res, err := s.Run(ctx, job)
 	i.setTiming("job", time.Since(t0))
 	res.ID = i.id
-	res.Runtime = "oci"
+	res.Runtime = i.rt.Name()
 	i.timingMu.Lock()
 	res.Timings = maps.Clone(i.timings)
 	i.timingMu.Unlock()
@@ -343,7 +343,7 @@ func (i *instance) Close(ctx context.Context) error {
 		i.pidMu.Unlock()
 		// `run` deletes the container when it exits normally; after a kill of
 		// the runtime process itself, state may remain.
-		if _, err := os.Stat(filepath.Join(i.rt.rootDir, i.id)); err == nil {
+		if i.rt.hasState(i.id) {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killWait)
 			if out, err := i.rt.output(rctx, "delete", "--force", i.id); err != nil && !notExist(out) {
 				i.closeErr = fmt.Errorf("delete container: %v: %s", err, strings.TrimSpace(string(out)))

@@ -1,0 +1,63 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Defaults of the gVisor runtime (`--runtime gvisor`: the oci runtime driving
+// gVisor's runsc).
+const (
+	DefaultGVisorRunsc = "runsc"
+	// DefaultGVisorPlatform empty: systrap where the runsc build has it
+	// (gVisor's default since 2023), ptrace on older builds such as Debian 12's.
+	DefaultGVisorPlatform = ""
+)
+
+// GVisorPlatforms are the platforms gvisor.platform accepts.
+var GVisorPlatforms = []string{"systrap", "ptrace", "kvm"}
+
+// GVisorConfig is the `gvisor:` section of aster.yaml.
+type GVisorConfig struct {
+	// Runsc is the runsc binary: a name looked up in PATH or a path.
+	Runsc string `yaml:"runsc"`
+	// Platform is systrap, ptrace or kvm; empty picks one (above). It also
+	// applies to `--runtime oci --oci-runtime runsc`.
+	Platform string `yaml:"platform"`
+}
+
+// GVisorEnvVars lists the variables the gvisor section reads.
+var GVisorEnvVars = map[string]string{
+	"ASTER_GVISOR_RUNSC":    "runsc binary for --runtime gvisor (default runsc from PATH)",
+	"ASTER_GVISOR_PLATFORM": "gVisor platform: systrap, ptrace or kvm (default: systrap where runsc has it, else ptrace)",
+}
+
+// DefaultGVisor returns the gvisor section with every default filled in.
+func DefaultGVisor() GVisorConfig {
+	return GVisorConfig{Runsc: DefaultGVisorRunsc, Platform: DefaultGVisorPlatform}
+}
+
+func mergeGVisor(dst *GVisorConfig, src GVisorConfig) {
+	if src.Runsc != "" {
+		dst.Runsc = src.Runsc
+	}
+	if src.Platform != "" {
+		dst.Platform = src.Platform
+	}
+}
+
+func applyGVisorEnv(g *GVisorConfig, getenv func(string) string) {
+	set := envSetter(getenv)
+	set(&g.Runsc, "ASTER_GVISOR_RUNSC")
+	set(&g.Platform, "ASTER_GVISOR_PLATFORM")
+}
+
+// Validate checks the platform name (whether the binary offers it is checked
+// when the runtime starts).
+func (g GVisorConfig) Validate() error {
+	if g.Platform != "" && !slices.Contains(GVisorPlatforms, g.Platform) {
+		return fmt.Errorf("gvisor.platform %q is not one of %s", g.Platform, strings.Join(GVisorPlatforms, ", "))
+	}
+	return nil
+}
