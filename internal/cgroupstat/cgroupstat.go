@@ -1,4 +1,5 @@
-// Package cgroupstat reads a memory cgroup's OOM kill count and peak use, for
+// Package cgroupstat reads a memory cgroup's OOM kill count and peak use (and
+// a cgroup's CPU time, for runtimes whose sandbox cannot count it), for
 // the host (its view of a sandbox's cgroup, the verdict) and for aster-init
 // (its own report, where the host cannot read the cgroup).
 package cgroupstat
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // aster-init reports OOM kills too, but a report made beside the job is data
@@ -66,6 +68,26 @@ func keyedInt(file, key string) (int64, bool) {
 		if ok && k == key {
 			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
 			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// CPUUsage reads the CPU time used by every process of the cgroup at path
+// (as a runtime names it, e.g. "/aster/ID"): cpuacct.usage on v1, cpu.stat's
+// usage_usec on v2. ok is false when the cgroup cannot be read.
+func CPUUsage(path string) (d time.Duration, ok bool) {
+	if V2() {
+		v, found := keyedInt(filepath.Join("/sys/fs/cgroup", path, "cpu.stat"), "usage_usec")
+		return time.Duration(v) * time.Microsecond, found
+	}
+	for _, ctl := range []string{"cpuacct", "cpu,cpuacct"} {
+		b, err := os.ReadFile(filepath.Join("/sys/fs/cgroup", ctl, path, "cpuacct.usage"))
+		if err != nil {
+			continue
+		}
+		if v, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64); err == nil {
+			return time.Duration(v), true
 		}
 	}
 	return 0, false

@@ -137,12 +137,12 @@ func New(opts Options) (*Runtime, error) {
 		rootless: os.Geteuid() != 0,
 		gvisor:   gv,
 	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
 	if kind == "runsc" {
 		r.globalArgs = runscGlobalArgs(gv.Platform)
 		r.log.Debug("gvisor", "runsc", bin, "version", gv.Version, "platform", gv.Platform)
-	}
-	if r.log == nil {
-		r.log = slog.New(slog.DiscardHandler)
 	}
 	if r.ids = opts.Identities; r.ids == nil {
 		if r.ids, err = sandbox.NewIdentityPool(sandbox.IdentityPoolOptions{}); err != nil {

@@ -259,6 +259,16 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	i.setTiming("job", time.Since(t0))
 	res.ID = i.id
 	res.Runtime = i.rt.Name()
+	if i.rt.kind == "runsc" {
+		// gVisor's sentry counts a task as running while the host throttles
+		// the sandbox to its CPU quota, so the job's own rusage overstates
+		// its CPU time; the host's count for the sandbox's cgroup (the
+		// sentry's own work included) is the true one. The cgroup is still
+		// there: init lingers until Close.
+		if d, ok := cgroupstat.CPUUsage("/aster/" + i.id); ok {
+			res.CPUTime = d
+		}
+	}
 	i.timingMu.Lock()
 	res.Timings = maps.Clone(i.timings)
 	i.timingMu.Unlock()

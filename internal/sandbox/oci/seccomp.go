@@ -27,6 +27,9 @@ const (
 // the runtime binary is crun and has compiled it once already.
 func (r *Runtime) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identity, id, rootfs string) *specs.Spec {
 	spec := r.base.bundleSpec(opts, ident, id, rootfs, r.initAbs, r.opts.Annotations)
+	if r.kind == "runsc" {
+		adaptForGVisor(spec, opts.Limits, r.gvisor.Platform)
+	}
 	if r.kind != "crun" {
 		return spec
 	}

@@ -68,15 +68,58 @@ func Runtime(t testing.TB) *oci.Runtime {
 	return New(t, Options(t))
 }
 
+// GVisorBinary is the runsc the gVisor tests use: ASTER_GVISOR_RUNSC (the
+// variable `--runtime gvisor` reads), else runsc from PATH.
+func GVisorBinary() string {
+	if v := os.Getenv("ASTER_GVISOR_RUNSC"); v != "" {
+		return v
+	}
+	return config.DefaultGVisorRunsc
+}
+
+// GVisorRequired reports whether a host without a working runsc must fail
+// the gVisor tests rather than skip them (ASTER_REQUIRE_GVISOR=1, which
+// `make test` sets).
+func GVisorRequired() bool { return os.Getenv("ASTER_REQUIRE_GVISOR") == "1" }
+
+// GVisorOptions are Options for the oci runtime on runsc, as `--runtime
+// gvisor` builds it; ASTER_GVISOR_PLATFORM picks the platform.
+func GVisorOptions(t testing.TB) oci.Options {
+	t.Helper()
+	opts := Options(t)
+	opts.Runtime = GVisorBinary()
+	opts.GVisor = true
+	opts.GVisorPlatform = os.Getenv("ASTER_GVISOR_PLATFORM")
+	return opts
+}
+
+// GVisor returns the oci runtime on runsc with the test image exported, or
+// skips (fails when GVisorRequired) where it cannot run.
+func GVisor(t testing.TB) *oci.Runtime {
+	t.Helper()
+	return NewGVisor(t, GVisorOptions(t))
+}
+
+// NewGVisor is GVisor with the caller's options.
+func NewGVisor(t testing.TB, opts oci.Options) *oci.Runtime {
+	t.Helper()
+	return open(t, opts, GVisorRequired(), "ASTER_REQUIRE_GVISOR")
+}
+
 // New is Runtime with the caller's options.
 func New(t testing.TB, opts oci.Options) *oci.Runtime {
 	t.Helper()
+	return open(t, opts, Required(), "ASTER_REQUIRE_OCI")
+}
+
+func open(t testing.TB, opts oci.Options, required bool, requireVar string) *oci.Runtime {
+	t.Helper()
 	skip := func(format string, args ...any) {
 		t.Helper()
-		if Required() {
+		if required {
 			t.Fatalf(format, args...)
 		}
-		t.Skipf(format+" (set ASTER_REQUIRE_OCI=1 to fail instead)", args...)
+		t.Skipf(format+" (set "+requireVar+"=1 to fail instead)", args...)
 	}
 	if os.Geteuid() != 0 {
 		skip("the oci runtime needs root")
