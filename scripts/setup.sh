@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # setup.sh makes this machine ready to run Aster, installing and starting only
 # what is missing, so running it twice does nothing the second time:
-#   1. Debian packages: the Docker engine (docker.io), debootstrap, crun, git, npm...
+#   1. Debian packages: the Docker engine (docker.io), debootstrap, crun, runsc (gVisor), git, npm...
 #   2. a Go toolchain (>= the go.mod version) if none is on PATH, fetched from
 #      the Go module proxy;
 #   3. a running Docker engine (systemd when present, else dockerd directly);
 #   4. bin/aster and bin/aster-init;
-#   5. the sandbox image aster-sandbox:latest (rebuilt only when its inputs change).
+#   5. the sandbox image aster-sandbox:latest (rebuilt only when its inputs change);
+#   6. with --runsc-current (or ASTER_RUNSC_CURRENT=1): a current gVisor runsc, built from the
+#      Go module proxy (~90 s, once) into /usr/local/lib/aster/runsc; use it with
+#      `--runsc /usr/local/lib/aster/runsc` (Debian 12's runsc is from 2022: no systrap platform).
 #
-# Usage: scripts/setup.sh [--no-image | --packages-only]
+# Usage: scripts/setup.sh [--no-image | --packages-only | --runsc-current]
 # Needs root (or sudo) for steps 1 and 3.
 set -euo pipefail
 
@@ -25,15 +28,21 @@ fi
 
 want_image=1
 packages_only=0
+runsc_current="${ASTER_RUNSC_CURRENT:-0}"
 case "${1:-}" in
 --no-image) want_image=0 ;;
 --packages-only) packages_only=1 ;;
+--runsc-current) runsc_current=1 ;;
 "") ;;
-*) die "unknown argument ${1} (want --no-image or --packages-only)" ;;
+*) die "unknown argument ${1} (want --no-image, --packages-only or --runsc-current)" ;;
 esac
+# The gVisor build --runsc-current installs: a pseudo-version of gvisor.dev/gvisor's master
+# (its `go` branch, the one `go install` can build, is refused by the module proxy).
+RUNSC_VERSION="v0.0.0-20260905035102-160fafc42237"
+RUNSC_CURRENT="/usr/local/lib/aster/runsc"
 
 # --- 1. Debian packages --------------------------------------------------------------------------
-packages=(docker.io debootstrap crun git ca-certificates curl unzip iproute2 procps make)
+packages=(docker.io debootstrap crun runsc git ca-certificates curl unzip iproute2 procps make)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -106,4 +115,18 @@ make --no-print-directory build >/dev/null
 if ((want_image)); then
 	$SUDO env PATH="$PATH" images/sandbox/build.sh
 fi
+# --- 6. a current runsc (optional) ---------------------------------------------------------------
+if [[ "$runsc_current" == 1 ]]; then
+	have="$(go version -m "$RUNSC_CURRENT" 2>/dev/null | awk '$1 == "mod" && $2 == "gvisor.dev/gvisor" {print $3}' || true)"
+	if [[ "$have" == "$RUNSC_VERSION" ]]; then
+		say "runsc $RUNSC_VERSION present at $RUNSC_CURRENT"
+	else
+		say "building runsc $RUNSC_VERSION (gVisor) from the Go module proxy into $RUNSC_CURRENT"
+		tmp="$(mktemp -d)"
+		(cd "$tmp" && CGO_ENABLED=0 GOBIN="$tmp" go install "gvisor.dev/gvisor/runsc@$RUNSC_VERSION")
+		$SUDO install -D -m 0755 "$tmp/runsc" "$RUNSC_CURRENT"
+		rm -rf "$tmp"
+	fi
+fi
+
 say "ready: try  bin/aster exec -- python3 -c 'print(\"hello from the sandbox\")'"

@@ -149,7 +149,7 @@ func TestCheckEnv(t *testing.T) {
 	}{
 		{[]string{"ASTER_TIMEOUT=5s", "ASTER_LABELS=a=b", "ASTER_INIT_PATH=/x", "ASTER_REAPER_ALLOWANCE=1s", "HOME=/root"}, ""},
 		{[]string{"ASTER_MAX_CONCURRENT=2", "ASTER_APP_ID=1", "ASTER_K8S_NAMESPACE=x", "ASTER_LLM_MODEL=m", "ASTER_WARM=1"}, ""},
-		{[]string{"ASTER_REQUIRE_DOCKER=1", "ASTER_REQUIRE_OCI=1", "ASTER_TEST_IMAGE=x", "ASTER_TEST_ANYTHING=1"}, ""},
+		{[]string{"ASTER_REQUIRE_DOCKER=1", "ASTER_REQUIRE_OCI=1", "ASTER_REQUIRE_GVISOR=1", "ASTER_TEST_IMAGE=x", "ASTER_TEST_ANYTHING=1"}, ""},
 		{[]string{"ASTER_K8S_STATE=/tmp/x", "ASTER_TOKEN=t", "ASTER_OCTOKIT_DIR=/x"}, ""},
 		{[]string{"NOT_ASTER_TIMOUT=1"}, ""},
 		// Kubernetes service links of a Service named aster-app.

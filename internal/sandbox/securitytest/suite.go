@@ -186,7 +186,8 @@ func Run(t *testing.T, tgt Target) {
 // newSuite builds the Manager every case runs through.
 func newSuite(t *testing.T, tgt Target) *suite {
 	t.Helper()
-	if tgt.Live == nil {		tgt.Live = func(ctx context.Context, runID string) ([]string, error) {
+	if tgt.Live == nil {
+		tgt.Live = func(ctx context.Context, runID string) ([]string, error) {
 			all, err := tgt.Runtime.List(ctx)
 			if err != nil {
 				return nil, err
