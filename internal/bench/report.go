@@ -202,6 +202,11 @@ func machine(ctx context.Context, env Env) Machine {
 	if env.OCI != nil {
 		version(env.OCI.Binary(), "--version")
 	}
+	if env.GVisor != nil {
+		if info, ok := env.GVisor.GVisor(); ok {
+			m.Runtimes = append(m.Runtimes, info.Version+" (platform "+info.Platform+")")
+		}
+	}
 	if env.DockerCLI != "" {
 		version(env.DockerCLI, "version", "--format", "docker engine {{.Server.Version}}")
 	}

@@ -28,7 +28,7 @@ import (
 // sleeping, through the HTTP API of a real `aster sandbox serve` process
 // whose own memory is measured.
 type SleepersConfig struct {
-	// Runtime is "docker" or "oci".
+	// Runtime is "docker", "oci" or "gvisor".
 	Runtime string
 	N       int
 	// Hold is how long all N sandboxes must be alive together. Every sleeper
@@ -371,7 +371,7 @@ func hwmOf(pid int) int64 { return statusKB(pid, "VmHWM") }
 func sandboxSideRSS(runtime string, orchestrator int) int64 {
 	procs := processTable()
 	var total int64
-	if runtime == "oci" {
+	if runtime == "oci" || runtime == "gvisor" {
 		children := map[int][]int{}
 		for pid, p := range procs {
 			children[p.ppid] = append(children[p.ppid], pid)

@@ -34,10 +34,15 @@ const (
 	SysDockerWarm = "aster-docker-warm"
 	SysOCICold    = "aster-oci-cold"
 	SysOCIWarm    = "aster-oci-warm"
+	// The same three on gVisor: runsc alone on Aster's bundle, and Aster
+	// with --runtime gvisor.
+	SysBareRunsc  = "bare-runsc"
+	SysGVisorCold = "aster-gvisor-cold"
+	SysGVisorWarm = "aster-gvisor-warm"
 )
 
 // SystemNames lists every system in table order.
-var SystemNames = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerWarm, SysOCICold, SysOCIWarm}
+var SystemNames = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerWarm, SysOCICold, SysOCIWarm, SysBareRunsc, SysGVisorCold, SysGVisorWarm}
 
 // Env is what the systems are built from.
 type Env struct {
@@ -50,6 +55,8 @@ type Env struct {
 	// OCI is the oci runtime (aster-oci-* and bare-crun, which runs the same
 	// bundles with the runtime binary alone).
 	OCI *oci.Runtime
+	// GVisor is the oci runtime on runsc (aster-gvisor-* and bare-runsc).
+	GVisor *oci.Runtime
 	// Labels mark what the docker-run baseline creates.
 	Labels map[string]string
 	Logger *slog.Logger
@@ -62,7 +69,12 @@ func newSystem(ctx context.Context, name string, env Env, warm int) (system, err
 		if env.OCI == nil {
 			return nil, errors.New("bare-crun needs the oci runtime")
 		}
-		return newBare(ctx, env)
+		return newBare(ctx, name, env.OCI, env)
+	case SysBareRunsc:
+		if env.GVisor == nil {
+			return nil, errors.New("bare-runsc needs the gvisor runtime (runsc)")
+		}
+		return newBare(ctx, name, env.GVisor, env)
 	case SysDockerRun:
 		if env.DockerCLI == "" {
 			return nil, errors.New("docker-run needs the docker CLI")
@@ -78,6 +90,11 @@ func newSystem(ctx context.Context, name string, env Env, warm int) (system, err
 			return nil, errors.New(name + " needs the oci runtime")
 		}
 		return newAPISystem(ctx, name, env.OCI, env, warmIf(name == SysOCIWarm, warm))
+	case SysGVisorCold, SysGVisorWarm:
+		if env.GVisor == nil {
+			return nil, errors.New(name + " needs the gvisor runtime (runsc)")
+		}
+		return newAPISystem(ctx, name, env.GVisor, env, warmIf(name == SysGVisorWarm, warm))
 	}
 	return nil, fmt.Errorf("unknown system %q (have %s)", name, strings.Join(SystemNames, ", "))
 }
@@ -94,30 +111,31 @@ func warmIf(b bool, n int) int {
 // Aster's oci runtime is compared with. The bundle is written before the
 // clock starts.
 type bare struct {
+	name string
 	rt   *oci.Runtime
 	dir  string
 	opts sandbox.PrepareOptions
 }
 
-func newBare(ctx context.Context, env Env) (*bare, error) {
+func newBare(ctx context.Context, name string, rt *oci.Runtime, env Env) (*bare, error) {
 	dir, err := os.MkdirTemp("", "aster-bench-bundles-")
 	if err != nil {
 		return nil, err
 	}
-	b := &bare{rt: env.OCI, dir: dir, opts: sandbox.PrepareOptions{
+	b := &bare{name: name, rt: rt, dir: dir, opts: sandbox.PrepareOptions{
 		RunID: "bench-bare", Image: env.Image, Limits: env.Defaults, Deadline: time.Now().Add(time.Hour),
 	}}
 	// One real sandbox first, so the runtime has learned the compiled seccomp
 	// filter that every bundle, this baseline's too, then carries.
-	inst, err := env.OCI.Prepare(ctx, sandbox.PrepareOptions{RunID: "bench-" + randHex(), Image: env.Image, Limits: env.Defaults, Deadline: time.Now().Add(time.Minute)})
+	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: "bench-" + randHex(), Image: env.Image, Limits: env.Defaults, Deadline: time.Now().Add(time.Minute)})
 	if err != nil {
-		return nil, fmt.Errorf("bare-crun set-up: %w", err)
+		return nil, fmt.Errorf("%s set-up: %w", name, err)
 	}
 	_ = inst.Close(ctx)
 	return b, nil
 }
 
-func (b *bare) Name() string { return SysBareCrun }
+func (b *bare) Name() string { return b.name }
 
 func (b *bare) Run(ctx context.Context, job Job) sample {
 	dir := filepath.Join(b.dir, "b-"+randHex())

@@ -31,7 +31,7 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f := &benchFlags{}
 	cmd := &cobra.Command{
 		Use:   "bench [flags]",
-		Short: "Measure sandbox latency and throughput: bare crun, docker run, Aster docker and oci, cold and warm",
+		Short: "Measure sandbox latency and throughput: bare crun and runsc, docker run, Aster docker, oci and gvisor, cold and warm",
 		Long: `Measure, in one run, the same jobs on every way this machine can run them:
 
   bare-crun          the oci runtime binary alone on the very bundle an Aster
@@ -41,6 +41,9 @@ func newBenchCmd(g *globals) *cobra.Command {
   aster-docker-warm  Aster over Docker with a warm pool
   aster-oci-cold     Aster driving the oci runtime directly, a fresh sandbox per request
   aster-oci-warm     the same with a warm pool
+  bare-runsc         gVisor's runsc alone on the same bundle (--runsc, --gvisor-platform)
+  aster-gvisor-cold  Aster with --runtime gvisor, a fresh sandbox per request
+  aster-gvisor-warm  the same with a warm pool
 
 Aster is measured through its HTTP API (a real server on a loopback port and a
 real HTTP client), with sandboxes destroyed in the background after the result,
@@ -51,14 +54,16 @@ latency a request sees when a warm sandbox is ready. Prints a table, the
 targets of the performance issue (met or not), and writes everything with the
 machine's core count and load to --out as JSON.
 
-Needs root for the oci rows and a Docker engine for the docker rows; a system
+Needs root for the oci and gvisor rows (and runsc for the gvisor ones) and a
+Docker engine for the docker rows; a system
 that cannot be set up is skipped and said so. Numbers on a shared machine are
 noisy: the load average before and after is in the report.
 
 'aster bench sleepers' is the concurrency test.`,
 		Example: `  sudo aster bench
   sudo aster bench --systems bare-crun,aster-oci-cold,aster-oci-warm --duration 10s
-  sudo aster bench --oci-runtime runc --systems bare-crun,aster-oci-cold`,
+  sudo aster bench --oci-runtime runc --systems bare-crun,aster-oci-cold
+  sudo aster bench --systems bare-crun,aster-oci-cold,aster-oci-warm,bare-runsc,aster-gvisor-cold,aster-gvisor-warm --pairs 0`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBench(cmd, g, f) },
 	}
@@ -158,6 +163,22 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 			fmt.Fprintf(g.stdio.Stderr, "aster bench: oci runtime unavailable: %v\n", err)
 		}
 	}
+	if needs(bench.SysBareRunsc, bench.SysGVisorCold, bench.SysGVisorWarm) && initErr == nil {
+		rt, closeRT, err := newGVisorRuntime(c, log)
+		if err == nil {
+			defer closeRT()
+			grt := rt.(*oci.Runtime)
+			if err = grt.Check(ctx); err == nil {
+				err = grt.EnsureImage(ctx, env.Image)
+			}
+			if err == nil {
+				env.GVisor = grt
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(g.stdio.Stderr, "aster bench: gvisor runtime unavailable: %v\n", err)
+		}
+	}
 	if initErr != nil {
 		fmt.Fprintf(g.stdio.Stderr, "aster bench: %v\n", initErr)
 	}
@@ -210,7 +231,7 @@ The server is this binary, with the global flags given here (--runtime,
 				return &exitError{code: ExitFailure, err: err}
 			}
 			var pass []string
-			for _, name := range []string{"config", "init-path", "oci-runtime", "docker-host", "engine-runtime"} {
+			for _, name := range []string{"config", "init-path", "oci-runtime", "runsc", "gvisor-platform", "docker-host", "engine-runtime"} {
 				if fl := cmd.Flags().Lookup(name); fl != nil && fl.Changed {
 					pass = append(pass, "--"+name, fl.Value.String())
 				}
