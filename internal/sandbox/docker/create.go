@@ -3,6 +3,7 @@ package docker
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
@@ -97,7 +98,19 @@ func (r *Runtime) containerConfig(opts sandbox.PrepareOptions, id sandbox.Identi
 		},
 		Runtime: r.opts.EngineRuntime,
 	}
+	if IsGVisorRuntime(r.opts.EngineRuntime) {
+		// The platform is in the engine's runtimeArgs, out of sight: the
+		// bound assumes the costliest (ptrace).
+		nproc, hostPids := sandbox.GVisorTaskLimits(l.Pids, "")
+		host.Resources.PidsLimit = ptr(hostPids)
+		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
+	}
 	return cfg, host
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// IsGVisorRuntime says whether an engine runtime name is gVisor's: the
+// name it is registered under in the engine's daemon.json starts with
+// "runsc" (docs/sandbox.md, "gVisor under Docker").
+func IsGVisorRuntime(name string) bool { return strings.HasPrefix(name, "runsc") }

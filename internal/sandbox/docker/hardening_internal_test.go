@@ -54,3 +54,36 @@ func TestContainerCarriesAsterProfile(t *testing.T) {
 		}
 	}
 }
+
+// TestGVisorEngineRuntimeLimitsTasksInside: with an engine runtime that is
+// gVisor's, the pids limit moves inside gVisor's kernel (RLIMIT_NPROC of the
+// job's uid) and the container's pids cgroup bounds the sandbox as a whole;
+// with any other runtime the cgroup is the job's limit and no nproc is set.
+func TestGVisorEngineRuntimeLimitsTasksInside(t *testing.T) {
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := sandbox.Limits{TimeoutMS: 1000, MemoryBytes: 64 << 20, MilliCPUs: 100, Pids: 64, WorkdirBytes: 1 << 20, TmpBytes: 1 << 20}
+	for _, engine := range []string{"", "runc", "kata-runtime", "runsc", "runsc-aster"} {
+		r, err := New(Options{InitPath: self, EngineRuntime: engine})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, host := r.containerConfig(sandbox.PrepareOptions{RunID: "r-1", Image: "img", Limits: l, Deadline: time.Now().Add(time.Minute)}, sandbox.Identity{Init: 1_900_000_000, Job: 1_900_000_001})
+		r.Close()
+		var nproc *int64
+		for _, u := range host.Ulimits {
+			if u.Name == "nproc" {
+				nproc = &u.Hard
+			}
+		}
+		gvisor := strings.HasPrefix(engine, "runsc")
+		switch {
+		case gvisor && (nproc == nil || *nproc != l.Pids-1 || *host.PidsLimit <= 8*l.Pids):
+			t.Errorf("%s: nproc %v, pids cgroup %d; want nproc %d inside and a larger cgroup bound", engine, nproc, *host.PidsLimit, l.Pids-1)
+		case !gvisor && (nproc != nil || *host.PidsLimit != l.Pids):
+			t.Errorf("%s: nproc %v, pids cgroup %d; want no nproc and the job's limit %d", engine, nproc, *host.PidsLimit, l.Pids)
+		}
+	}
+}

@@ -151,37 +151,14 @@ func probeGVisor(ctx context.Context, bin, want string) (GVisorInfo, error) {
 	return info, nil
 }
 
-// hostTasksPerPid is how many host tasks per task the job may have the host
-// pids cgroup of a gVisor sandbox allows, by platform; gvisorHostTasks is
-// added for the sentry's and the gofer's own threads. The platform's stubs
-// cost host threads: systrap about one per application thread; ptrace a
-// traced stub thread per application process and sentry thread, which a
-// shell fork bomb at the default 128 tasks pushed past 1536 (measured).
-var hostTasksPerPid = map[string]int64{PlatformSystrap: 4, PlatformPtrace: 32, PlatformKVM: 4}
-
-const gvisorHostTasks = 512
-
 // adaptForGVisor changes what runsc needs changed in a bundle built for a
-// runtime on the host kernel.
-//
-// The pids limit: under gVisor the job's processes are tasks of the sentry,
-// and each application thread also costs the sentry a host thread. The host
-// pids cgroup therefore counts the sentry's threads, and reaching it makes
-// the sentry panic ("createSysmsgThread: failed to get clone"): the whole
-// sandbox dies instead of the job's fork failing. So the job's limit is
-// enforced inside gVisor's kernel, as RLIMIT_NPROC of the job's uid (gVisor
-// counts every task of a uid against it, threads included, like Linux), and
-// the host cgroup a bound on the sandbox as a whole, well above what the
-// job's own limit lets the sentry use.
+// runtime on the host kernel: the pids limit is enforced inside gVisor's
+// kernel and the host cgroup only bounds the sandbox as a whole
+// (sandbox.GVisorTaskLimits says why).
 func adaptForGVisor(s *specs.Spec, l sandbox.Limits, platform string) {
-	nproc := uint64(max(l.Pids-1, 1)) // init is the one task of the limit not under the job's uid
-	s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: nproc, Soft: nproc})
+	nproc, host := sandbox.GVisorTaskLimits(l.Pids, platform)
+	s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(nproc), Soft: uint64(nproc)})
 	if r := s.Linux.Resources; r != nil && r.Pids != nil {
-		per, ok := hostTasksPerPid[platform]
-		if !ok {
-			per = hostTasksPerPid[PlatformPtrace]
-		}
-		host := per*l.Pids + gvisorHostTasks
 		r.Pids = &specs.LinuxPids{Limit: &host}
 	}
 }
