@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -58,6 +59,33 @@ func TestOCISection(t *testing.T) {
 	}
 	d := Default().OCI
 	if d.Runtime != DefaultOCIRuntime || d.CacheDir != DefaultOCICacheDir || (d.StateDir != DefaultOCIStateDir && d.StateDir != FallbackOCIStateDir) {
+		t.Fatalf("defaults %+v", d)
+	}
+}
+
+func TestGVisorSection(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "aster.yaml")
+	if err := os.WriteFile(file, []byte("runtime: gvisor\ngvisor:\n  runsc: /opt/gvisor/runsc\n  platform: ptrace\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{}
+	c, err := Load(file, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Runtime != "gvisor" || c.GVisor.Runsc != "/opt/gvisor/runsc" || c.GVisor.Platform != "ptrace" {
+		t.Fatalf("gvisor section %+v", c.GVisor)
+	}
+	env["ASTER_GVISOR_PLATFORM"] = "systrap"
+	if c, err = Load(file, func(k string) string { return env[k] }); err != nil || c.GVisor.Platform != "systrap" {
+		t.Fatalf("the variable does not win over the file: %+v %v", c.GVisor, err)
+	}
+	env["ASTER_GVISOR_PLATFORM"] = "vmware"
+	if _, err := Load(file, func(k string) string { return env[k] }); err == nil || !strings.Contains(err.Error(), "ASTER_GVISOR_PLATFORM") {
+		t.Fatalf("an unknown platform: %v", err)
+	}
+	if d := Default().GVisor; d.Runsc != "runsc" || d.Platform != "" {
 		t.Fatalf("defaults %+v", d)
 	}
 }
