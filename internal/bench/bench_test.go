@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,45 @@ func TestHarnessOCI(t *testing.T) {
 	}
 	if testing.Verbose() {
 		rep.PrintTable(os.Stderr)
+	}
+}
+
+// TestHarnessGVisor runs a short harness over the gVisor systems, one client
+// each: every cell measured something without errors, the warm one from a
+// full pool, and the report names the runsc in use.
+func TestHarnessGVisor(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real sandboxes")
+	}
+	rt := ocitest.GVisor(t)
+	cfg := bench.Config{
+		Systems:     []string{bench.SysBareRunsc, bench.SysGVisorCold, bench.SysGVisorWarm},
+		Jobs:        bench.DefaultJobs()[:1],
+		Concurrency: []int{1},
+		Duration:    500 * time.Millisecond,
+		MinRequests: 3,
+		PacedRounds: 2,
+	}
+	rep, err := bench.Run(t.Context(), cfg, bench.Env{Image: sandboxtest.Image(), Defaults: config.DefaultLimits(), GVisor: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Skipped) > 0 || len(rep.Cells) != 3 {
+		t.Fatalf("skipped %v, %d cells, want 3", rep.Skipped, len(rep.Cells))
+	}
+	for _, c := range rep.Cells {
+		if c.Errors > 0 || c.Requests < 3 || c.P50MS <= 0 {
+			t.Errorf("cell %+v", c)
+		}
+		if c.System == bench.SysGVisorWarm && (c.PacedP50MS == nil || *c.PacedHitRate < 1) {
+			t.Errorf("warm cell without all-hit paced rounds: %+v", c)
+		}
+	}
+	found := false
+	for _, v := range rep.Machine.Runtimes {
+		found = found || strings.HasPrefix(v, "runsc ")
+	}
+	if !found {
+		t.Errorf("the report does not name the runsc: %v", rep.Machine.Runtimes)
 	}
 }
