@@ -301,6 +301,7 @@ var NonConfigEnvVars = map[string]string{
 	"ASTER_BENCH_BIN":          "body-memory benchmark: a prebuilt aster binary",
 	"ASTER_MCP_PORT":           "scripts/mcp-conformance.sh: port",
 	"ASTER_OCI_HELPER_STATE":   "oci tests: helper process state",
+	"ASTER_OCI_HELPER_GVISOR":  "oci tests: the helper process runs gVisor",
 	"ASTER_OCI_PROBE":          "oci latency probe",
 	"ASTER_OCI_STATE_PARENT":   "oci tests: parent of per-test state directories",
 	"ASTER_RUNSC_CURRENT":      "scripts/setup.sh: also build the current runsc (gVisor) from the Go module proxy",

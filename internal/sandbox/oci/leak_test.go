@@ -30,6 +30,9 @@ func TestHelperOrchestrator(t *testing.T) {
 		t.Skip("helper process only")
 	}
 	opts := ocitest.Options(t)
+	if os.Getenv("ASTER_OCI_HELPER_GVISOR") == "1" {
+		opts = ocitest.GVisorOptions(t)
+	}
 	// This process is killed, so its cleanups never run: use only the
 	// parent's directory.
 	os.RemoveAll(opts.StateDir)
@@ -54,7 +57,18 @@ func TestHelperOrchestrator(t *testing.T) {
 // by itself (its init sees its stdin close), leave no process or cgroup, and
 // the reaper of a later process must clear its record once past the deadline.
 func TestKilledOrchestratorLeavesNothing(t *testing.T) {
-	rt := ocitest.Runtime(t) // skips where the runtime cannot run
+	ocitest.Runtime(t) // skips where the runtime cannot run
+	killedOrchestrator(t, false)
+}
+
+// TestGVisorKilledOrchestratorLeavesNothing is the same on gVisor: the
+// sentry, the gofer and runsc's state go with the sandbox's init.
+func TestGVisorKilledOrchestratorLeavesNothing(t *testing.T) {
+	ocitest.GVisor(t)
+	killedOrchestrator(t, true)
+}
+
+func killedOrchestrator(t *testing.T, gvisor bool) {
 	state, err := os.MkdirTemp("/dev/shm", "aster-oci-leak-")
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +76,9 @@ func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(state) })
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperOrchestrator$", "-test.v")
 	cmd.Env = append(os.Environ(), "ASTER_OCI_HELPER_STATE="+state, "ASTER_INIT_PATH="+sandboxtest.InitBinary(t))
+	if gvisor {
+		cmd.Env = append(cmd.Env, "ASTER_OCI_HELPER_GVISOR=1")
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -104,6 +121,9 @@ func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 
 	// The record stays until the reaper of a later process removes it.
 	opts := ocitest.Options(t)
+	if gvisor {
+		opts = ocitest.GVisorOptions(t)
+	}
 	opts.StateDir = state
 	later := ocitest.New(t, opts)
 	list, err := later.List(t.Context())
@@ -122,7 +142,9 @@ func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(state, "runs", id)); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("run directory left: %v", err)
 	}
-	_ = rt
+	if left, _ := filepath.Glob(filepath.Join(state, "runsc", "*"+id+"*")); len(left) != 0 {
+		t.Fatalf("runsc state left: %v", left)
+	}
 }
 
 // TestRemoveKillsALiveSandbox is the reaper's other half: a sandbox still
