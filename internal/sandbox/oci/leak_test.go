@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci"
@@ -29,10 +31,11 @@ func TestHelperOrchestrator(t *testing.T) {
 	if state == "" {
 		t.Skip("helper process only")
 	}
-	opts := ocitest.Options(t)
+	options := ocitest.Options
 	if os.Getenv("ASTER_OCI_HELPER_GVISOR") == "1" {
-		opts = ocitest.GVisorOptions(t)
+		options = ocitest.GVisorOptions
 	}
+	opts := options(t)
 	// This process is killed, so its cleanups never run: use only the
 	// parent's directory.
 	os.RemoveAll(opts.StateDir)
@@ -73,7 +76,10 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(state) })
+	t.Cleanup(func() {
+		_ = unix.Unmount(filepath.Join(state, "runsc", "null-netns"), unix.MNT_DETACH)
+		os.RemoveAll(state)
+	})
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperOrchestrator$", "-test.v")
 	cmd.Env = append(os.Environ(), "ASTER_OCI_HELPER_STATE="+state, "ASTER_INIT_PATH="+sandboxtest.InitBinary(t))
 	if gvisor {
@@ -120,10 +126,11 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 	}
 
 	// The record stays until the reaper of a later process removes it.
-	opts := ocitest.Options(t)
+	options := ocitest.Options
 	if gvisor {
-		opts = ocitest.GVisorOptions(t)
+		options = ocitest.GVisorOptions
 	}
+	opts := options(t)
 	opts.StateDir = state
 	later := ocitest.New(t, opts)
 	list, err := later.List(t.Context())

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -50,7 +52,12 @@ func Options(t testing.TB) oci.Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(state) })
+	t.Cleanup(func() {
+		// runsc --network=none keeps an empty network namespace bound at
+		// <root>/null-netns for its next sandboxes; the mount outlives them.
+		_ = unix.Unmount(filepath.Join(state, "runsc", "null-netns"), unix.MNT_DETACH)
+		os.RemoveAll(state)
+	})
 	return oci.Options{
 		Runtime:     Binary(),
 		StateDir:    state,
