@@ -13,8 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci"
@@ -76,10 +74,7 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		_ = unix.Unmount(filepath.Join(state, "runsc", "null-netns"), unix.MNT_DETACH)
-		os.RemoveAll(state)
-	})
+	t.Cleanup(func() { ocitest.RemoveState(state) })
 	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperOrchestrator$", "-test.v")
 	cmd.Env = append(os.Environ(), "ASTER_OCI_HELPER_STATE="+state, "ASTER_INIT_PATH="+sandboxtest.InitBinary(t))
 	if gvisor {

@@ -52,12 +52,7 @@ func Options(t testing.TB) oci.Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		// runsc --network=none keeps an empty network namespace bound at
-		// <root>/null-netns for its next sandboxes; the mount outlives them.
-		_ = unix.Unmount(filepath.Join(state, "runsc", "null-netns"), unix.MNT_DETACH)
-		os.RemoveAll(state)
-	})
+	t.Cleanup(func() { RemoveState(state) })
 	return oci.Options{
 		Runtime:     Binary(),
 		StateDir:    state,
@@ -145,6 +140,20 @@ func open(t testing.TB, opts oci.Options, required bool, requireVar string) *oci
 		skip("image %s: %v", sandboxtest.Image(), err)
 	}
 	return rt
+}
+
+// RemoveState removes a test's state directory. runsc --network=none keeps an
+// empty network namespace bound at <root>/null-netns for its next sandboxes
+// (several times over when the first sandboxes start together), and the
+// mounts outlive them: they are detached first.
+func RemoveState(dir string) {
+	netns := filepath.Join(dir, "runsc", "null-netns")
+	for range 64 {
+		if unix.Unmount(netns, unix.MNT_DETACH) != nil {
+			break
+		}
+	}
+	os.RemoveAll(dir)
 }
 
 // stateParent is where per-test state directories go: ASTER_OCI_STATE_PARENT,
