@@ -39,7 +39,7 @@ esac
 # The gVisor build --runsc-current installs: a pseudo-version of gvisor.dev/gvisor's master
 # (its `go` branch, the one `go install` can build, is refused by the module proxy).
 RUNSC_VERSION="v0.0.0-20260905035102-160fafc42237"
-RUNSC_CURRENT="/usr/local/lib/aster/runsc"
+RUNSC_CURRENT="${RUNSC_CURRENT:-/usr/local/lib/aster/runsc}"
 
 # --- 1. Debian packages --------------------------------------------------------------------------
 packages=(docker.io debootstrap crun runsc git ca-certificates curl unzip iproute2 procps make)
