@@ -116,7 +116,11 @@ func New(opts Options) (*Runtime, error) {
 	if fi.Mode()&0o111 == 0 {
 		return nil, fmt.Errorf("aster-init at %s is not executable", abs)
 	}
-	profile, err := hardening.SeccompJSON()
+	seccompJSON := hardening.SeccompJSON
+	if IsGVisorRuntime(opts.EngineRuntime) {
+		seccompJSON = hardening.GVisorSeccompJSON // runsc answers every errno rule with EPERM
+	}
+	profile, err := seccompJSON()
 	if err != nil {
 		return nil, err
 	}

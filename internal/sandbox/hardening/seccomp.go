@@ -108,3 +108,42 @@ func build() (*specs.LinuxSeccomp, error) {
 	p.DefaultErrnoRet = &eperm
 	return p, nil
 }
+
+// GVisorSeccompJSON is the profile as gVisor's runsc applies it inside its
+// sentry (runsc --oci-seccomp): the same rules, except that a rule answering
+// an errno other than EPERM allows the call instead. runsc answers every
+// errno rule with EPERM whatever its errnoRet; the one such rule upstream
+// answers clone3 with ENOSYS so that glibc falls back to clone, whose flags
+// the profile can check, and an EPERM there makes every pthread_create fail.
+// Under gVisor clone3 is the sentry's own implementation, never the host
+// kernel's; the namespaces it could ask for are the sentry's too.
+func GVisorSeccompJSON() ([]byte, error) {
+	p, err := build()
+	if err != nil {
+		return nil, err
+	}
+	eperm := uint(syscall.EPERM)
+	for i, r := range p.Syscalls {
+		if r.Action == specs.ActErrno && r.ErrnoRet != nil && *r.ErrnoRet != eperm {
+			p.Syscalls[i].Action, p.Syscalls[i].ErrnoRet = specs.ActAllow, nil
+		}
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	return b, nil
+}
+
+// GVisorSeccompOCI is GVisorSeccompJSON as an OCI bundle section.
+func GVisorSeccompOCI() (*specs.LinuxSeccomp, error) {
+	b, err := GVisorSeccompJSON()
+	if err != nil {
+		return nil, err
+	}
+	var p specs.LinuxSeccomp
+	if err := json.Unmarshal(b, &p); err != nil {
+		return nil, fmt.Errorf("seccomp profile: %w", err)
+	}
+	return &p, nil
+}

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
 // Options configure the runtime. StateDir and CacheDir are required (the
@@ -171,6 +172,13 @@ func New(opts Options) (*Runtime, error) {
 	}
 	if r.base, err = newSpecBase(apparmorProfile()); err != nil {
 		return nil, err
+	}
+	if kind == "runsc" {
+		// runsc answers every errno rule with EPERM (hardening says why
+		// clone3 is allowed instead).
+		if r.base.seccomp, err = hardening.GVisorSeccompOCI(); err != nil {
+			return nil, err
+		}
 	}
 	hide := kind == "crun" && hybridWithV2Controllers()
 	if r.launch, err = newLauncher(hide); err != nil {
