@@ -3,6 +3,11 @@ package oci
 import (
 	"slices"
 	"testing"
+	"time"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // The -platform help of the two runsc builds Aster is tested with, as
@@ -47,4 +52,41 @@ func FuzzParsePlatforms(f *testing.F) {
 			last = i
 		}
 	})
+}
+
+// TestAdaptForGVisor: a runsc bundle moves the pids limit inside gVisor
+// (RLIMIT_NPROC of the job's uid, one less than pids) and bounds the whole
+// sandbox in the host cgroup by platform; nothing else of the bundle changes.
+func TestAdaptForGVisor(t *testing.T) {
+	base, err := newSpecBase("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := sandbox.Limits{TimeoutMS: 1000, MemoryBytes: 256 << 20, MilliCPUs: 1000, Pids: 64, WorkdirBytes: 8 << 20, TmpBytes: 4 << 20}
+	ident := sandbox.Identity{Init: 1_900_000_010, Job: 1_900_000_011}
+	for _, c := range []struct {
+		platform string
+		host     int64
+	}{{PlatformSystrap, 4*64 + 512}, {PlatformPtrace, 32*64 + 512}, {"", 32*64 + 512}} {
+		s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: time.Now()}, ident, "r-1", "/cache/x", "/opt/aster-init", nil)
+		before := len(s.Process.Rlimits)
+		adaptForGVisor(s, l, c.platform)
+		var nproc *specs.POSIXRlimit
+		for i, r := range s.Process.Rlimits {
+			if r.Type == "RLIMIT_NPROC" {
+				nproc = &s.Process.Rlimits[i]
+			}
+		}
+		if nproc == nil || nproc.Hard != 63 || nproc.Soft != 63 || len(s.Process.Rlimits) != before+1 {
+			t.Errorf("%q: rlimits %+v, want RLIMIT_NPROC 63 added", c.platform, s.Process.Rlimits)
+		}
+		if got := *s.Linux.Resources.Pids.Limit; got != c.host {
+			t.Errorf("%q: host pids %d, want %d", c.platform, got, c.host)
+		}
+	}
+	// The crun bundle of the same base is untouched.
+	s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: time.Now()}, ident, "r-1", "/cache/x", "/opt/aster-init", nil)
+	if *s.Linux.Resources.Pids.Limit != 64 {
+		t.Errorf("crun bundle pids %d", *s.Linux.Resources.Pids.Limit)
+	}
 }
