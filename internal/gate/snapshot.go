@@ -1,9 +1,6 @@
 package gate
 
 import (
-	"archive/tar"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"slices"
@@ -18,7 +15,8 @@ type Snapshot struct {
 	open  func() (io.ReadCloser, error)
 	files []string
 	stats workspace.Stats
-	owned bool
+	// spooled is the file of a SpoolSnapshot, released by Remove.
+	spooled *workspace.Spooled
 }
 
 // NewSnapshotFrom wraps any re-openable tar (for example a snapshot the HTTP
@@ -39,52 +37,20 @@ func NewSnapshot(tarPath string, files []string, stats workspace.Stats) *Snapsho
 
 // SpoolSnapshot validates an untrusted tar stream (workspace.Filter: no
 // escaping names, no devices, size and entry caps) into a temporary file in
-// dir and lists its regular files. Remove deletes the file.
+// dir, unlinked at once (workspace.Spool), and lists its regular files. Remove
+// releases the file.
 func SpoolSnapshot(r io.Reader, dir string, caps workspace.Caps) (*Snapshot, error) {
-	f, err := os.CreateTemp(dir, "aster-snapshot-*.tar")
-	if err != nil {
-		return nil, fmt.Errorf("spool snapshot: %w", err)
-	}
-	s := &Snapshot{path: f.Name(), owned: true}
-	st, err := workspace.Filter(r, f, caps)
-	if cerr := f.Close(); err == nil && cerr != nil {
-		err = fmt.Errorf("spool snapshot: %w", cerr)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
-		return nil, err
-	}
-	s.stats = st
-	if s.files, err = listTar(f.Name()); err != nil {
-		_ = os.Remove(f.Name())
-		return nil, err
-	}
-	return s, nil
-}
-
-// listTar returns the names of the regular files of a (validated) tar file.
-func listTar(p string) ([]string, error) {
-	f, err := os.Open(p)
+	sp, err := workspace.Spool(r, workspace.SpoolOptions{Dir: dir, Caps: caps})
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	tr := tar.NewReader(f)
-	var names []string
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("list snapshot: %w", err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			names = append(names, h.Name)
-		}
+	files, err := sp.Files()
+	if err != nil {
+		sp.Close()
+		return nil, err
 	}
-	slices.Sort(names)
-	return names, nil
+	return &Snapshot{open: func() (io.ReadCloser, error) { return io.NopCloser(sp.Reader()), nil },
+		files: files, stats: sp.Stats, spooled: sp}, nil
 }
 
 // Open returns a fresh reader over the tar.
@@ -101,10 +67,7 @@ func (s *Snapshot) Files() []string { return s.files }
 // Stats returns the number of entries and bytes of regular files.
 func (s *Snapshot) Stats() workspace.Stats { return s.stats }
 
-// Remove deletes a spooled snapshot's file; a wrapped one is left alone.
+// Remove releases a spooled snapshot's file; a wrapped one is left alone.
 func (s *Snapshot) Remove() error {
-	if !s.owned {
-		return nil
-	}
-	return os.Remove(s.path)
+	return s.spooled.Close()
 }

@@ -2,8 +2,6 @@ package mcpserver
 
 import (
 	"encoding/base64"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -80,23 +78,10 @@ func (s *Server) spoolSnapshot(in SnapshotInput, maxBytes int64) (*gate.Snapshot
 	}
 	snap, err := gate.SpoolSnapshot(src, "", caps)
 	if err != nil {
-		return nil, classifyWorkspace(fmt.Errorf("snapshot: %w", err))
+		// A tar_base64 that is not base64 is as invalid as an unsafe entry.
+		return nil, sandbox.WorkspaceError("snapshot", err, sandbox.ErrInvalidSpec)
 	}
 	return snap, nil
-}
-
-// classifyWorkspace maps workspace errors onto the sandbox classes.
-func classifyWorkspace(err error) error {
-	var ce base64.CorruptInputError
-	switch {
-	case errors.Is(err, workspace.ErrTooLarge):
-		return fmt.Errorf("%w: %v", sandbox.ErrTooLarge, err)
-	case errors.Is(err, workspace.ErrUnsafe), errors.As(err, &ce):
-		return fmt.Errorf("%w: %v", sandbox.ErrInvalidSpec, err)
-	case errors.Is(err, sandbox.ErrInvalidSpec), errors.Is(err, sandbox.ErrTooLarge):
-		return err
-	}
-	return fmt.Errorf("%w: %v", sandbox.ErrInvalidSpec, err)
 }
 
 // allowedDir resolves a server-side path (relative paths against the first

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/workspace"
 )
 
 // Error classes. Every layer wraps one of these (fmt.Errorf("...: %w", ErrX)) so
@@ -31,6 +32,27 @@ var (
 // Invalidf returns an ErrInvalidSpec with a message for the caller.
 func Invalidf(format string, args ...any) error {
 	return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, args...))
+}
+
+// WorkspaceError classes an error met while doing op with an archive ("workspace",
+// "snapshot"): ErrTooLarge for one over its caps (workspace.ErrTooLarge),
+// ErrInvalidSpec for an unsafe entry (workspace.ErrUnsafe), as "<class>: <op>:
+// <err>". An error already of one of those classes is only prefixed with op; any
+// other is classed as otherwise, or left unclassed when otherwise is nil. It is
+// the one mapping of package workspace's errors (Manager, Session, the HTTP and
+// MCP snapshot readers).
+func WorkspaceError(op string, err, otherwise error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, workspace.ErrTooLarge):
+		return fmt.Errorf("%w: %s: %w", ErrTooLarge, op, err)
+	case errors.Is(err, workspace.ErrUnsafe):
+		return fmt.Errorf("%w: %s: %w", ErrInvalidSpec, op, err)
+	case errors.Is(err, ErrInvalidSpec), errors.Is(err, ErrTooLarge), otherwise == nil:
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	return fmt.Errorf("%w: %s: %w", otherwise, op, err)
 }
 
 // ErrorCode is the stable, machine-readable name of an error class, as used in

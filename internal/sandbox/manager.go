@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"regexp"
 	"slices"
 	"sync"
@@ -187,7 +186,7 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 		// Packing validates names and sizes; do it now so that a bad name is
 		// refused before anything starts.
 		if _, err := workspace.PackFiles(spec.Workspace.Files, io.Discard, workspace.Caps{MaxBytes: spec.Limits.WorkdirBytes}); err != nil {
-			return spec, workspaceClass(err)
+			return spec, WorkspaceError("workspace", err, ErrInvalidSpec)
 		}
 	}
 	if spec.ID == "" {
@@ -221,12 +220,14 @@ func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions
 	if spec.Workspace.Tar != nil && !spec.Workspace.Filtered {
 		// Validate an untrusted archive before admission: a hostile one is
 		// refused with nothing started and no slot taken.
-		spooled, cleanup, err := spoolWorkspace(spec.Workspace.Tar, spec.Limits.WorkdirBytes)
+		// The copy sent to the sandbox is the normalised one.
+		spooled, err := workspace.Spool(spec.Workspace.Tar, workspace.SpoolOptions{Caps: workspace.Caps{MaxBytes: spec.Limits.WorkdirBytes}})
 		if err != nil {
+			err = WorkspaceError("workspace", err, ErrInvalidSpec)
 			return failed(spec, err), err
 		}
-		defer cleanup()
-		spec.Workspace.Tar = spooled
+		defer spooled.Close()
+		spec.Workspace.Tar = spooled.Reader()
 	}
 	warm, err := m.admit(ctx, spec)
 	if err != nil {
@@ -336,37 +337,6 @@ func (m *Manager) imageInfo(ctx context.Context, image string) (ImageInfo, error
 	m.imgCache[image] = imageEntry{info: info, at: m.clock()}
 	m.imgMu.Unlock()
 	return info, nil
-}
-
-// spoolWorkspace validates an untrusted archive into a temporary file before
-// admission, so a hostile archive is refused with nothing started and no slot
-// taken, and the copy sent to the sandbox is the normalised one.
-func spoolWorkspace(r io.Reader, maxBytes int64) (io.Reader, func(), error) {
-	f, err := os.CreateTemp("", "aster-workspace-*.tar")
-	if err != nil {
-		return nil, nil, fmt.Errorf("spool workspace: %w", err)
-	}
-	cleanup := func() { f.Close(); os.Remove(f.Name()) }
-	if _, err := workspace.Filter(r, f, workspace.Caps{MaxBytes: maxBytes}); err != nil {
-		cleanup()
-		return nil, nil, workspaceClass(err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		cleanup()
-		return nil, nil, fmt.Errorf("spool workspace: %w", err)
-	}
-	return f, cleanup, nil
-}
-
-// workspaceClass maps a workspace error onto the sandbox error classes.
-func workspaceClass(err error) error {
-	switch {
-	case errors.Is(err, workspace.ErrTooLarge):
-		return fmt.Errorf("%w: workspace: %w", ErrTooLarge, err)
-	case errors.Is(err, workspace.ErrUnsafe):
-		return fmt.Errorf("%w: workspace: %w", ErrInvalidSpec, err)
-	}
-	return fmt.Errorf("%w: workspace: %w", ErrInvalidSpec, err)
 }
 
 // failed is the Result for a run that never started.

@@ -227,12 +227,7 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 	if rf == nil {
 		switch {
 		case wsErr != nil:
-			err := fmt.Errorf("%w: workspace: %w", ErrProtocol, wsErr)
-			if errors.Is(wsErr, workspace.ErrUnsafe) {
-				err = fmt.Errorf("%w: workspace: %w", ErrInvalidSpec, wsErr)
-			} else if errors.Is(wsErr, workspace.ErrTooLarge) {
-				err = fmt.Errorf("%w: workspace: %w", ErrTooLarge, wsErr)
-			}
+			err := WorkspaceError("workspace", wsErr, ErrProtocol)
 			return errorResult(res, err), err
 		case hostReason != "":
 			res.Status, res.Error = hostReason, hostMsg

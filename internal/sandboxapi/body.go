@@ -1,7 +1,6 @@
 package sandboxapi
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -52,41 +51,20 @@ type BodyOptions struct {
 }
 
 // Snapshot is a validated repository snapshot: a normalised tar in an
-// unlinked temporary file, so nothing is left on disk whatever happens.
+// unlinked temporary file (workspace.Spool), so nothing is left on disk
+// whatever happens, and its share of BodyOptions.Spool.
 type Snapshot struct {
-	file  *os.File
-	size  int64
-	space *Reservation // its share of BodyOptions.Spool
-	Stats workspace.Stats
+	*workspace.Spooled
+	space *Reservation
 }
 
-// Reader returns a fresh reader over the normalised archive.
-func (s *Snapshot) Reader() io.Reader { return io.NewSectionReader(s.file, 0, s.size) }
-
-// Names lists the archive's entry names (at most max).
-func (s *Snapshot) Names(max int) ([]string, error) {
-	tr := tar.NewReader(s.Reader())
-	var names []string
-	for len(names) < max {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return names, err
-		}
-		names = append(names, h.Name)
-	}
-	return names, nil
-}
-
-// Close releases the file.
+// Close releases the file and its share of the spool.
 func (s *Snapshot) Close() error {
-	if s == nil || s.file == nil {
+	if s == nil || s.Spooled == nil {
 		return nil
 	}
 	defer s.space.Release()
-	return s.file.Close()
+	return s.Spooled.Close()
 }
 
 // ReadBody reads a request: JSON (Content-Type application/json) into spec; or a repository snapshot as a binary tar — Content-Type
@@ -232,9 +210,6 @@ type snapshotLimit struct {
 	name  string
 }
 
-// errSpoolFull is a spool file at its limit.
-var errSpoolFull = errors.New("spool full")
-
 // spool validates a tar stream into an unlinked temporary file of at most
 // limit bytes: the normalised archive, headers included, counts against the
 // workspace size, so the file never grows past what the request may use.
@@ -243,57 +218,23 @@ func spool(r *recordingReader, o BodyOptions, limit snapshotLimit) (*Snapshot, e
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of up to %s: %w", config.FormatBytes(limit.bytes), err)
 	}
-	f, err := os.CreateTemp(o.TempDir, "aster-snapshot-*.tar")
+	sp, err := workspace.Spool(r, workspace.SpoolOptions{Dir: o.TempDir, Caps: workspace.Caps{MaxBytes: limit.bytes},
+		MaxArchiveBytes: limit.bytes, Hook: o.spoolHook})
 	if err != nil {
 		space.Release()
-		return nil, fmt.Errorf("spool snapshot: %w", err)
-	}
-	// Unlinked at once: the open file is all there is, and a crash leaves nothing.
-	_ = os.Remove(f.Name())
-	fail := func(err error) (*Snapshot, error) {
-		f.Close()
-		space.Release()
-		return nil, err
-	}
-	cw := &cappedFile{f: f, max: limit.bytes, hook: o.spoolHook}
-	st, err := workspace.Filter(r, cw, workspace.Caps{MaxBytes: limit.bytes})
-	if err != nil {
 		if rerr := r.firstErr(); rerr != nil {
-			return fail(r.classify(rerr))
+			return nil, r.classify(rerr)
 		}
 		switch {
-		case errors.Is(err, errSpoolFull):
-			return fail(fmt.Errorf("%w: snapshot: the archive is over %s, %s", sandbox.ErrTooLarge, config.FormatBytes(limit.bytes), limit.name))
+		case errors.Is(err, workspace.ErrSpoolFull):
+			return nil, fmt.Errorf("%w: snapshot: the archive is over %s, %s", sandbox.ErrTooLarge, config.FormatBytes(limit.bytes), limit.name)
 		case errors.Is(err, workspace.ErrTooLarge):
-			return fail(fmt.Errorf("%w: snapshot (at most %s, %s): %w", sandbox.ErrTooLarge, config.FormatBytes(limit.bytes), limit.name, err))
-		case errors.Is(err, workspace.ErrUnsafe):
-			return fail(fmt.Errorf("%w: snapshot: %w", sandbox.ErrInvalidSpec, err))
+			return nil, sandbox.WorkspaceError(fmt.Sprintf("snapshot (at most %s, %s)", config.FormatBytes(limit.bytes), limit.name), err, nil)
 		}
-		return fail(fmt.Errorf("spool snapshot: %w", err))
+		return nil, sandbox.WorkspaceError("snapshot", err, nil)
 	}
-	space.ShrinkTo(cw.n)
-	return &Snapshot{file: f, size: cw.n, space: space, Stats: st}, nil
-}
-
-// cappedFile writes to the spool file and refuses any write that would take
-// it past max.
-type cappedFile struct {
-	f    *os.File
-	max  int64
-	n    int64
-	hook func(*os.File)
-}
-
-func (c *cappedFile) Write(p []byte) (int, error) {
-	if c.max > 0 && int64(len(p)) > c.max-c.n {
-		return 0, errSpoolFull
-	}
-	n, err := c.f.Write(p)
-	c.n += int64(n)
-	if c.hook != nil {
-		c.hook(c.f)
-	}
-	return n, err
+	space.ShrinkTo(sp.Size())
+	return &Snapshot{Spooled: sp, space: space}, nil
 }
 
 // decodeSpec decodes one JSON object from r, refusing unknown fields and
