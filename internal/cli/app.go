@@ -283,31 +283,22 @@ func appSandbox(ctx context.Context, c config.Config, set config.AppSettings, li
 		}
 		return remote.Sandbox{Client: cl}, ready, func() {}, nil
 	}
-	rt, closeRT, err := openRuntime(c, log)
+	rt, closeRT, err := startRuntime(c, log, ExitSandbox)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return nil, nil, nil, err
-		}
-		return nil, nil, nil, &exitError{code: ExitSandbox, err: err}
+		return nil, nil, nil, err
 	}
 	if err := rt.Check(ctx); err != nil {
 		// Serve anyway: webhooks are stored, and reviews retry until the engine is back.
 		log.Warn("container engine unreachable at start-up; reviews wait for it", "err", err)
 	}
-	allowance, err := c.ReaperAllowance()
-	if err != nil {
-		closeRT()
-		return nil, nil, nil, usageErr("%v", err)
-	}
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: c.Images, Defaults: limits, Bounds: config.LimitBounds(),
+	mgr, err := newManager(c, rt, sandbox.ManagerOptions{
+		Defaults:      limits,
 		MaxConcurrent: set.Workers * parallel, QueueSize: 64 * parallel, QueueTimeout: set.JobTimeout,
-		PrepareAllowance: allowance, Logger: log,
-	})
+		Logger: log,
+	}, ExitFailure)
 	if err != nil {
 		closeRT()
-		return nil, nil, nil, &exitError{code: ExitFailure, err: err}
+		return nil, nil, nil, err
 	}
 	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
 		closeRT()

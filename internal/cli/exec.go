@@ -122,31 +122,20 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 		return err
 	}
 	log := g.logger(c)
-	rt, closeRT, err := openRuntime(c, log)
+	rt, closeRT, err := startRuntime(c, log, ExitSandbox)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return err
-		}
-		return &exitError{code: ExitSandbox, err: err}
+		return err
 	}
 	defer closeRT()
 
-	allowance, err := c.ReaperAllowance()
+	mgr, err := newManager(c, rt, sandbox.ManagerOptions{
+		Images:        []string{spec.Image},
+		Defaults:      spec.Limits,
+		MaxConcurrent: 1,
+		Logger:        log,
+	}, ExitSandbox)
 	if err != nil {
-		return usageErr("%v", err)
-	}
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:          rt,
-		Images:           []string{spec.Image},
-		Defaults:         spec.Limits,
-		Bounds:           config.LimitBounds(),
-		MaxConcurrent:    1,
-		PrepareAllowance: allowance,
-		Logger:           log,
-	})
-	if err != nil {
-		return &exitError{code: ExitSandbox, err: err}
+		return err
 	}
 	spec, err = mgr.Normalize(spec)
 	if err != nil {

@@ -239,13 +239,9 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 // Manager with the serve section's admission, and the reaper in the
 // background until ctx ends.
 func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits, set config.ServeSettings, log *slog.Logger) (mcpserver.Executor, func(), error) {
-	rt, closeRT, err := openRuntime(c, log)
+	rt, closeRT, err := startRuntime(c, log, ExitFailure)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return nil, nil, err
-		}
-		return nil, nil, &exitError{code: ExitFailure, err: err}
+		return nil, nil, err
 	}
 	fail := func(err error) (mcpserver.Executor, func(), error) {
 		closeRT()
@@ -254,23 +250,15 @@ func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits
 	if err := rt.Check(ctx); err != nil {
 		return fail(&exitError{code: ExitFailure, err: err})
 	}
-	allowance, err := c.ReaperAllowance()
+	mgr, err := newManager(c, rt, sandbox.ManagerOptions{
+		Defaults:      defaults,
+		MaxConcurrent: set.MaxConcurrent,
+		QueueSize:     set.QueueSize,
+		QueueTimeout:  set.QueueTimeout,
+		Logger:        log,
+	}, ExitFailure)
 	if err != nil {
-		return fail(usageErr("%v", err))
-	}
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:          rt,
-		Images:           c.Images,
-		Defaults:         defaults,
-		Bounds:           config.LimitBounds(),
-		MaxConcurrent:    set.MaxConcurrent,
-		QueueSize:        set.QueueSize,
-		QueueTimeout:     set.QueueTimeout,
-		PrepareAllowance: allowance,
-		Logger:           log,
-	})
-	if err != nil {
-		return fail(&exitError{code: ExitFailure, err: err})
+		return fail(err)
 	}
 	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
 		return fail(usageErr("%v", err))

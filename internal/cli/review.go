@@ -200,13 +200,9 @@ func openReviewGate(ctx context.Context, c config.Config, log *slog.Logger, para
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	rt, closeRT, err := openRuntime(c, log)
+	rt, closeRT, err := startRuntime(c, log, ExitSandbox)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return nil, err
-		}
-		return nil, &exitError{code: ExitSandbox, err: err}
+		return nil, err
 	}
 	fail := func(code int, err error) (*reviewGate, error) {
 		closeRT()
@@ -222,12 +218,10 @@ func openReviewGate(ctx context.Context, c config.Config, log *slog.Logger, para
 	if _, err := rt.ImageInfo(ctx, image); err != nil {
 		return fail(ExitSandbox, err)
 	}
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: c.Images, Defaults: limits, Bounds: config.LimitBounds(),
-		MaxConcurrent: parallel, QueueSize: 64, Logger: log,
-	})
+	mgr, err := newManager(c, rt, sandbox.ManagerOptions{Defaults: limits, MaxConcurrent: parallel, QueueSize: 64, Logger: log}, ExitFailure)
 	if err != nil {
-		return fail(ExitFailure, err)
+		closeRT()
+		return nil, err
 	}
 	runner := gate.NewRunner(mgr, gate.RunnerOptions{Image: image, Limits: limits, Parallel: parallel, Progress: progress, Logger: log})
 	return &reviewGate{runner: runner, mgr: mgr, image: image, limits: limits, close: closeRT}, nil

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -185,8 +184,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if _, _, err := c.ReaperDurations(); err != nil {
 		return usageErr("%v", err)
 	}
-	allowance, err := c.ReaperAllowance()
-	if err != nil {
+	if _, err := c.ReaperAllowance(); err != nil {
 		return usageErr("%v", err)
 	}
 	var tokens *sandboxapi.Tokens
@@ -215,13 +213,9 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return usageErr("%v", err)
 	}
 
-	rt, closeRT, err := openRuntime(c, log)
+	rt, closeRT, err := startRuntime(c, log, ExitFailure)
 	if err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			return err
-		}
-		return &exitError{code: ExitFailure, err: err}
+		return err
 	}
 	defer closeRT()
 	if err := rt.Check(ctx); err != nil {
@@ -246,21 +240,17 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	// The result goes back as soon as it is known; the sandbox is destroyed
 	// right after, still holding its slot.
 	pool.BackgroundClose = true
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:          rt,
-		Images:           c.Images,
-		Defaults:         defaults,
-		Bounds:           config.LimitBounds(),
-		MaxConcurrent:    set.MaxConcurrent,
-		QueueSize:        set.QueueSize,
-		QueueTimeout:     set.QueueTimeout,
-		PrepareAllowance: allowance,
-		Pool:             pool,
-		Observer:         metrics,
-		Logger:           log,
-	})
+	mgr, err := newManager(c, rt, sandbox.ManagerOptions{
+		Defaults:      defaults,
+		MaxConcurrent: set.MaxConcurrent,
+		QueueSize:     set.QueueSize,
+		QueueTimeout:  set.QueueTimeout,
+		Pool:          pool,
+		Observer:      metrics,
+		Logger:        log,
+	}, ExitFailure)
 	if err != nil {
-		return &exitError{code: ExitFailure, err: err}
+		return err
 	}
 	defer func() {
 		// Destroy the warm pool and wait for sandboxes still being destroyed.
