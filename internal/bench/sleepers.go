@@ -22,6 +22,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // SleepersConfig is the concurrency test: N sandboxes held at once, each
@@ -119,7 +120,7 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	defer stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: cfg.N + 16, IdleConnTimeout: time.Minute}}
 	if err := waitReady(ctx, client, base+api.RouteReady, srvDone); err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, tail(srvLog.String(), 2000))
+		return nil, fmt.Errorf("%w\n%s", err, textclip.Tail(srvLog.String(), 2000, ""))
 	}
 	pid := cmd.Process.Pid
 
@@ -429,12 +430,4 @@ func processTable() map[int]procInfo {
 		out[pid] = procInfo{ppid: ppid, comm: s[open+1 : close], rss: rssPages * int64(os.Getpagesize()), inDocker: bytes.Contains(cg, []byte("/docker/"))}
 	}
 	return out
-}
-
-// tail returns the last n bytes of s.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[len(s)-n:]
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/store"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 func newAppCmd(g *globals) *cobra.Command {
@@ -448,7 +449,7 @@ func runAppHistory(cmd *cobra.Command, g *globals, f *historyFlags) error {
 		fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t$%.4f\t%.1fs\t%s\n",
 			r.FinishedAt.Local().Format("2006-01-02 15:04:05"), r.Repository, r.Number, abbrev(r.HeadSHA), dash(abbrev(r.SinceSHA)),
 			dash(r.Cause), r.Outcome, dash(r.Conclusion), r.Reported, r.Findings, r.InlineComments,
-			r.InputTokens+r.OutputTokens, r.CostUSD, float64(r.DurationMS)/1000, oneLineText(r.Reason, 80))
+			r.InputTokens+r.OutputTokens, r.CostUSD, float64(r.DurationMS)/1000, textclip.OneLine(r.Reason, 80))
 	}
 	return tw.Flush()
 }
@@ -471,7 +472,7 @@ func writePending(out io.Writer, jobs []store.PendingJob) error {
 			next = j.ScheduledAt.Local().Format("2006-01-02 15:04:05")
 		}
 		fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%d/%d\t%s\t%s\n", j.CreatedAt.Local().Format("2006-01-02 15:04:05"),
-			j.Repository, j.Number, state, j.Attempt, j.MaxAttempts, next, dash(oneLineText(j.LastError, 100)))
+			j.Repository, j.Number, state, j.Attempt, j.MaxAttempts, next, dash(textclip.OneLine(j.LastError, 100)))
 	}
 	return tw.Flush()
 }
@@ -497,14 +498,6 @@ func abbrev(sha string) string {
 func dash(s string) string {
 	if s == "" {
 		return "-"
-	}
-	return s
-}
-
-func oneLineText(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > n {
-		s = s[:n] + "…"
 	}
 	return s
 }

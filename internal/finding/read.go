@@ -9,7 +9,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Format names an analyzer output format.
@@ -265,15 +266,9 @@ func cleanPath(p, root string) string {
 	return clip(p, 4096)
 }
 
+// clip keeps at most n bytes of a tool's text, as valid UTF-8.
 func clip(s string, n int) string {
-	if len(s) <= n {
-		return strings.ToValidUTF8(s, "\uFFFD")
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.ToValidUTF8(s[:cut], "\uFFFD") + "…"
+	return strings.ToValidUTF8(textclip.Head(s, n, "…"), "\uFFFD")
 }
 
 func oneLine(s string) string {

@@ -14,6 +14,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate/rules/astgrep"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Sandbox runs one spec in a fresh sandbox. *sandbox.Manager satisfies it, and
@@ -465,16 +466,7 @@ func argBytes(argv []string) int {
 
 // tail returns the last n bytes of b as valid UTF-8 text.
 func tail(b []byte, n int) string {
-	if len(b) > n {
-		b = b[len(b)-n:]
-	}
-	return strings.ToValidUTF8(strings.TrimSpace(string(b)), "\uFFFD")
+	return strings.ToValidUTF8(strings.TrimSpace(textclip.Tail(string(b), n, "")), "\uFFFD")
 }
 
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 500 {
-		s = s[:500] + "…"
-	}
-	return s
-}
+func oneLine(s string) string { return textclip.OneLine(s, 500) }

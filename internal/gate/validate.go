@@ -8,6 +8,7 @@ import (
 
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // ValidateInput is one /v1/validate request, decoded by the HTTP layer
@@ -89,18 +90,11 @@ func (v *Validator) pick(names []string) ([]Analyzer, error) {
 	for _, n := range names {
 		a, ok := Lookup(v.analyzers, n)
 		if !ok {
-			return nil, sandbox.Invalidf("unknown analyzer %q (have %s)", clip(n, 64), strings.Join(Names(v.analyzers), ", "))
+			return nil, sandbox.Invalidf("unknown analyzer %q (have %s)", textclip.Head(n, 64, "…"), strings.Join(Names(v.analyzers), ", "))
 		}
 		if !slices.ContainsFunc(out, func(x Analyzer) bool { return x.Name == n }) {
 			out = append(out, a)
 		}
 	}
 	return out, nil
-}
-
-func clip(s string, n int) string {
-	if len(s) > n {
-		return s[:n] + "…"
-	}
-	return s
 }

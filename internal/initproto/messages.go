@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Limits on what a job header may carry. They keep a hostile or buggy host from
@@ -75,7 +76,7 @@ func DecodeExportEnd(p []byte) (ExportEnd, error) {
 	if e.Files < 0 || e.Bytes < 0 || e.Skipped < 0 {
 		return ExportEnd{}, fmt.Errorf("export end frame: negative counter")
 	}
-	e.Error = truncate(e.Error, MaxErrorText)
+	e.Error = textclip.Head(e.Error, MaxErrorText, "…")
 	return e, nil
 }
 
@@ -106,7 +107,7 @@ func (h *JobHeader) Validate() error {
 	for _, e := range h.Env {
 		k, _, ok := strings.Cut(e, "=")
 		if !ok || k == "" || strings.IndexByte(e, 0) >= 0 {
-			return fmt.Errorf("malformed environment entry %q", truncate(e, 64))
+			return fmt.Errorf("malformed environment entry %q", textclip.Head(e, 64, "…"))
 		}
 	}
 	if h.Dir == "" || strings.HasPrefix(h.Dir, "/") || h.Dir == ".." || strings.HasPrefix(h.Dir, "../") || strings.Contains(h.Dir, "/../") || strings.HasSuffix(h.Dir, "/..") {
@@ -165,9 +166,9 @@ func DecodeResult(p []byte) (ResultFrame, error) {
 	case r.CPUTimeMS < 0 || r.PeakRSSBytes < 0 || r.CgroupPeakBytes < 0 || r.OOMKills < 0 || r.DurationMS < 0 || r.StdoutBytes < 0 || r.StderrBytes < 0 || r.Leftovers < 0:
 		return ResultFrame{}, fmt.Errorf("result frame: negative counter")
 	case r.OutputLimit != "" && r.OutputLimit != "stdout" && r.OutputLimit != "stderr":
-		return ResultFrame{}, fmt.Errorf("result frame: unknown stream %q", truncate(r.OutputLimit, 16))
+		return ResultFrame{}, fmt.Errorf("result frame: unknown stream %q", textclip.Head(r.OutputLimit, 16, "…"))
 	}
-	r.SetupError = truncate(r.SetupError, MaxErrorText)
+	r.SetupError = textclip.Head(r.SetupError, MaxErrorText, "…")
 	return r, nil
 }
 
@@ -181,15 +182,4 @@ func DecodeHello(p []byte) (Hello, error) {
 		return Hello{}, fmt.Errorf("hello frame: init speaks protocol %d, want %d", h.Version, Version)
 	}
 	return h, nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for !utf8.ValidString(s) && len(s) > 0 {
-		s = s[:len(s)-1]
-	}
-	return s + "…"
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // RunTestsInput is the run_tests tool's arguments.
@@ -159,7 +160,7 @@ func renderTests(sum testrun.Summary, plan testrun.Plan, res sandbox.Result, l s
 		if f.Suite != "" {
 			name = f.Suite + " " + name
 		}
-		fmt.Fprintf(&b, "FAIL %s\n%s\n", name, indent(clipText(f.Message, 1500)))
+		fmt.Fprintf(&b, "FAIL %s\n%s\n", name, indent(textclip.Head(f.Message, 1500, " [...]")))
 	}
 	if sum.FailuresOmitted > 0 {
 		fmt.Fprintf(&b, "(%d more failing tests were not listed)\n", sum.FailuresOmitted)
@@ -176,13 +177,6 @@ func renderTests(sum testrun.Summary, plan testrun.Plan, res sandbox.Result, l s
 
 func indent(s string) string {
 	return "    " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n    ")
-}
-
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + " [...]"
 }
 
 // testsSchema is the output schema of run_tests: the API's TestResponse.

@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Request is what CheckRequest saw of a request: the operation it is for
@@ -369,9 +371,5 @@ func (sr *streamReader) fail(err error) {
 
 func (sr *streamReader) Close() error { return sr.r.Close() }
 
-func clip(s string) string {
-	if len(s) > 300 {
-		return s[:300] + "..."
-	}
-	return s
-}
+// clip keeps an error's quote of a body short.
+func clip(s string) string { return textclip.Head(s, 300, "...") }

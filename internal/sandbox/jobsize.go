@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Bounds on what a job header carries, checked on the host before any
@@ -40,10 +41,7 @@ func checkJobSize(hdr initproto.JobHeader) error {
 	}
 	envName := func(_ int, s string) string {
 		k, _, _ := strings.Cut(s, "=")
-		if len(k) > 64 {
-			k = k[:64] + "..."
-		}
-		return fmt.Sprintf("environment variable %s", k)
+		return fmt.Sprintf("environment variable %s", textclip.Head(k, 64, "..."))
 	}
 	if err := sum("environment variables", hdr.Env, MaxEnvBytes, envName); err != nil {
 		return err

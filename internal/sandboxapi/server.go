@@ -30,6 +30,7 @@ import (
 	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Route is one path the server answers: the methods it takes and whether it
@@ -655,10 +656,7 @@ func routeOf(p string) string {
 }
 
 func clipPath(p string) string {
-	if len(p) > 64 {
-		p = p[:64] + "..."
-	}
-	return fmt.Sprintf("%q", p)
+	return fmt.Sprintf("%q", textclip.Head(p, 64, "..."))
 }
 
 // statusWriter records the status for metrics and logs, and the start of an

@@ -8,9 +8,9 @@ package testrun
 import (
 	"errors"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Format names a machine-readable report format (the public api.ReportFormat).
@@ -61,25 +61,10 @@ func addFailure(s *Summary, suite, name, message string) {
 
 // tail keeps the last n bytes of s, on a rune boundary, with a marker when cut.
 func tail(s string, n int) string {
-	s = strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD"))
-	if len(s) <= n {
-		return s
-	}
-	cut := len(s) - n
-	for cut < len(s) && !utf8.RuneStart(s[cut]) {
-		cut++
-	}
-	return "[...] " + s[cut:]
+	return textclip.Tail(strings.TrimSpace(strings.ToValidUTF8(s, "\uFFFD")), n, "[...] ")
 }
 
 // clip keeps the first n bytes of s, on a rune boundary.
 func clip(s string, n int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "[...]"
+	return textclip.Head(strings.ToValidUTF8(s, "\uFFFD"), n, "[...]")
 }

@@ -2,11 +2,11 @@ package kubernetes
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // startState is where a Pod stands on its way to running aster-init.
@@ -146,10 +146,4 @@ func imageID(p *corev1.Pod) string {
 	return ""
 }
 
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) > 512 {
-		s = s[:512] + "…"
-	}
-	return s
-}
+func oneLine(s string) string { return textclip.OneLine(s, 512) }
