@@ -105,7 +105,7 @@ the sandbox.`,
 	fl.StringVar(&f.maxCeiling, "max-output-ceiling", def.OutputCeiling, "ceiling of a call's limits.output_ceiling")
 	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "ceiling of a call's limits.workdir_size")
 	fl.StringVar(&f.maxTmp, "max-tmp-size", def.TmpSize, "ceiling of a call's limits.tmp_size")
-	fl.DurationVar(&f.progressInterval, "progress-interval", mcpserver.DefaultProgressInterval, "period of progress notifications")
+	fl.DurationVar(&f.progressInterval, "progress-interval", config.DefaultMCPProgressInterval, "period of progress notifications")
 	_ = fl.MarkHidden("progress-interval")
 	return cmd
 }

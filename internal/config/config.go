@@ -61,6 +61,14 @@ type LimitsConfig struct {
 	TmpSize       string `yaml:"tmp_size"`
 }
 
+// Defaults of the reaper (`reaper:` in aster.yaml, --reaper-grace and
+// --reaper-period).
+const (
+	DefaultReaperGrace     = 30 * time.Second // how long past its deadline label a sandbox is left alone
+	DefaultReaperPeriod    = time.Minute      // how often a long-running command reaps
+	DefaultReaperAllowance = 2 * time.Minute  // added to a deadline label for creation and teardown
+)
+
 // ReaperConfig tunes the leaked-sandbox reaper.
 type ReaperConfig struct {
 	Grace  string `yaml:"grace"`
@@ -87,7 +95,7 @@ func Default() Config {
 			WorkdirSize:   "256m",
 			TmpSize:       "64m",
 		},
-		Reaper: ReaperConfig{Grace: "30s", Period: "1m", Allowance: "2m"},
+		Reaper: ReaperConfig{Grace: FormatDuration(DefaultReaperGrace), Period: FormatDuration(DefaultReaperPeriod), Allowance: FormatDuration(DefaultReaperAllowance)},
 		OCI:    DefaultOCI(),
 		GVisor: DefaultGVisor(),
 

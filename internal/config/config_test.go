@@ -116,3 +116,21 @@ func TestLoadPrecedence(t *testing.T) {
 		t.Fatalf("bad env value: %v", err)
 	}
 }
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Second: "30s", time.Minute: "1m", 2 * time.Minute: "2m", 90 * time.Second: "1m30s",
+		time.Hour: "1h", 90 * time.Minute: "1h30m", 1500 * time.Millisecond: "1.5s", 0: "0s",
+	} {
+		got := FormatDuration(d)
+		if got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+		if back, err := ParseDuration(got); err != nil || back != d {
+			t.Errorf("ParseDuration(%q) = %v, %v; want %v", got, back, err, d)
+		}
+	}
+	if r := Default().Reaper; r.Grace != "30s" || r.Period != "1m" || r.Allowance != "2m" {
+		t.Errorf("reaper defaults %+v", r)
+	}
+}

@@ -15,6 +15,12 @@ const (
 	DefaultKubernetesInitImage       = "aster-init:latest"
 	DefaultKubernetesImagePullPolicy = "IfNotPresent"
 	DefaultKubernetesScheduleTimeout = 30 * time.Second
+	// DefaultKubernetesStartTimeout bounds a Pod's start once scheduled.
+	DefaultKubernetesStartTimeout = 2 * time.Minute
+	// DefaultKubernetesLinger bounds how long aster-init keeps a finished
+	// sandbox alive waiting for the host to close its stdin after reading the
+	// result.
+	DefaultKubernetesLinger = 10 * time.Second
 	// DefaultKubernetesMaxPods 0: no namespace-wide cap beyond each replica's
 	// max-concurrent (a ResourceQuota can add one).
 	DefaultKubernetesMaxPods = 0

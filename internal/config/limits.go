@@ -26,6 +26,13 @@ const (
 	DefaultTmpBytes           = 64 << 20
 )
 
+// Defaults of one analyzer of the review gate, where its definition (built in
+// or in .aster.yml) names no timeout or memory of its own.
+const (
+	DefaultAnalyzerTimeout = 2 * time.Minute
+	DefaultAnalyzerMemory  = "1g"
+)
+
 // Bounds beyond which a limit is absurd and rejected rather than clamped.
 const (
 	MinTimeoutMS          = 100
@@ -143,6 +150,20 @@ func ParseCPUs(s string) (int64, error) {
 		return 0, fmt.Errorf("cpus %q is too large", s)
 	}
 	return int64(math.Round(f * 1000)), nil
+}
+
+// FormatDuration writes d as ParseDuration reads it, without trailing zero
+// units: "1m", not "1m0s".
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	s, _ = strings.CutSuffix(s, "m0s")
+	if len(s) < len(d.String()) {
+		s += "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 // ParseDuration reads a duration such as "30s", "2m" or "1500ms". A bare number

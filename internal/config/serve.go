@@ -29,6 +29,8 @@ const (
 	// DefaultMCPBodiesInFlight is the same for `aster mcp --http`, lower
 	// because the MCP SDK holds several copies of every body it decodes.
 	DefaultMCPBodiesInFlight    = 2
+	DefaultMCPSessionTimeout    = 30 * time.Minute // an idle `aster mcp --http` session is dropped after it
+	DefaultMCPProgressInterval  = time.Second      // how often a running tool call reports progress
 	DefaultWriteTimeout         = 30 * time.Second
 	DefaultIdleTimeout          = 90 * time.Second
 	DefaultQueuePerSlot         = 4    // queue places per sandbox slot

@@ -89,8 +89,6 @@ const (
 	MaxGlobs           = 64
 	MaxEnv             = 32
 	MaxAnalyzerTimeout = 30 * time.Minute
-	DefaultTimeout     = 2 * time.Minute
-	DefaultMemory      = "1g"
 )
 
 var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)

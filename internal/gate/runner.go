@@ -388,12 +388,12 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 // spec builds the sandbox spec of an analyzer over its target files.
 func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 	limits := r.opts.Limits
-	limits.TimeoutMS = DefaultTimeout.Milliseconds()
+	limits.TimeoutMS = config.DefaultAnalyzerTimeout.Milliseconds()
 	if a.Timeout != "" {
 		d, _ := config.ParseDuration(a.Timeout)
 		limits.TimeoutMS = d.Milliseconds()
 	}
-	mem := DefaultMemory
+	mem := config.DefaultAnalyzerMemory
 	if a.Memory != "" {
 		mem = a.Memory
 	}

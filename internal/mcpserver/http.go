@@ -23,13 +23,8 @@ import (
 // Path is where the streamable HTTP transport is served.
 const Path = "/mcp"
 
-// HTTP defaults.
-const (
-	DefaultMaxBodyBytes   = config.DefaultMaxBodyBytes
-	DefaultSessionTimeout = 30 * time.Minute
-	// EventStoreBytes bounds the events kept for stream resumption.
-	EventStoreBytes = 32 << 20
-)
+// EventStoreBytes bounds the events kept for stream resumption.
+const EventStoreBytes = 32 << 20
 
 // HTTPOptions configure the streamable HTTP transport.
 type HTTPOptions struct {
@@ -56,10 +51,10 @@ type HTTPOptions struct {
 // and cross-origin protection against browsers; /healthz answers without auth.
 func (s *Server) Handler(o HTTPOptions) http.Handler {
 	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
+		o.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
 	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = DefaultSessionTimeout
+		o.SessionTimeout = config.DefaultMCPSessionTimeout
 	}
 	if o.MaxBodyInFlightBytes == 0 {
 		o.MaxBodyInFlightBytes = config.DefaultMCPBodiesInFlight * o.MaxBodyBytes

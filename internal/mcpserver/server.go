@@ -17,9 +17,6 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
-// DefaultProgressInterval is how often a running tool call reports progress.
-const DefaultProgressInterval = time.Second
-
 // Options configure a Server.
 type Options struct {
 	// Executor runs sandboxes (required): a *sandbox.Manager in-process, or
@@ -71,7 +68,7 @@ func New(opts Options) (*Server, error) {
 		opts.Defaults = config.DefaultLimits()
 	}
 	if opts.ProgressInterval <= 0 {
-		opts.ProgressInterval = DefaultProgressInterval
+		opts.ProgressInterval = config.DefaultMCPProgressInterval
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"

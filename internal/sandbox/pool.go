@@ -39,12 +39,14 @@ type PoolOptions struct {
 	BackgroundClose bool
 }
 
-// Defaults of the warm pool.
+// What a zero PoolOptions field falls back to (tests, the benchmark). The
+// operator's defaults are config.DefaultPool* (config imports this package, so
+// it cannot be the other way round); `aster sandbox serve` always passes them.
 const (
-	DefaultPoolMaxIdle         = 10 * time.Minute
-	DefaultPoolShrinkAfter     = 10 * time.Minute
-	DefaultPoolRefillPerSecond = 50
-	DefaultPoolRefillParallel  = 2
+	poolMaxIdle         = 10 * time.Minute
+	poolShrinkAfter     = 10 * time.Minute
+	poolRefillPerSecond = 50
+	poolRefillParallel  = 2 // not configurable
 )
 
 // poolRetryMax caps the back-off after failed prepares (engine down).
@@ -116,16 +118,16 @@ type warmEntry struct {
 
 func newPool(m *Manager, opts PoolOptions) *pool {
 	if opts.MaxIdle <= 0 {
-		opts.MaxIdle = DefaultPoolMaxIdle
+		opts.MaxIdle = poolMaxIdle
 	}
 	if opts.ShrinkAfter <= 0 {
-		opts.ShrinkAfter = DefaultPoolShrinkAfter
+		opts.ShrinkAfter = poolShrinkAfter
 	}
 	if opts.RefillPerSecond <= 0 {
-		opts.RefillPerSecond = DefaultPoolRefillPerSecond
+		opts.RefillPerSecond = poolRefillPerSecond
 	}
 	if opts.RefillParallel <= 0 {
-		opts.RefillParallel = DefaultPoolRefillParallel
+		opts.RefillParallel = poolRefillParallel
 	}
 	p := &pool{m: m, opts: opts, log: m.log.With("component", "pool"), kick: make(chan struct{}, 1), stop: make(chan struct{})}
 	p.obs, _ = m.obs.(PoolObserver)

@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -56,17 +57,6 @@ const (
 	SandboxUID = 1000
 )
 
-// Defaults of Options.
-const (
-	DefaultNamespace       = "aster-sandboxes"
-	DefaultInitImage       = "aster-init:latest"
-	DefaultScheduleTimeout = 30 * time.Second
-	DefaultStartTimeout    = 2 * time.Minute
-	// DefaultLinger bounds how long aster-init keeps a finished sandbox alive
-	// waiting for the host to close its stdin after reading the result.
-	DefaultLinger = 10 * time.Second
-)
-
 // Options configure the runtime.
 type Options struct {
 	// Config reaches the API server (see RESTConfig).
@@ -94,7 +84,7 @@ type Options struct {
 	// Labels are added to every Pod (tests use them to find their own); they
 	// cannot override the aster.* labels.
 	Labels map[string]string
-	// Linger is passed to aster-init (-linger); zero uses DefaultLinger.
+	// Linger is passed to aster-init (-linger); zero uses config.DefaultKubernetesLinger.
 	Linger time.Duration
 	Logger *slog.Logger
 }
@@ -172,10 +162,10 @@ func New(opts Options) (*Runtime, error) {
 		return nil, errors.New("kubernetes runtime: no client configuration")
 	}
 	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
+		opts.Namespace = config.DefaultKubernetesNamespace
 	}
 	if opts.InitImage == "" {
-		opts.InitImage = DefaultInitImage
+		opts.InitImage = config.DefaultKubernetesInitImage
 	}
 	if opts.InitImagePullPolicy == "" {
 		opts.InitImagePullPolicy = corev1.PullIfNotPresent
@@ -184,13 +174,13 @@ func New(opts Options) (*Runtime, error) {
 		opts.ImagePullPolicy = corev1.PullIfNotPresent
 	}
 	if opts.ScheduleTimeout <= 0 {
-		opts.ScheduleTimeout = DefaultScheduleTimeout
+		opts.ScheduleTimeout = config.DefaultKubernetesScheduleTimeout
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = DefaultStartTimeout
+		opts.StartTimeout = config.DefaultKubernetesStartTimeout
 	}
 	if opts.Linger <= 0 {
-		opts.Linger = DefaultLinger
+		opts.Linger = config.DefaultKubernetesLinger
 	}
 	log := opts.Logger
 	if log == nil {

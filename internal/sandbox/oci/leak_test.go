@@ -133,7 +133,7 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 		t.Fatalf("list after the crash: %+v %v", list, err)
 	}
 	ro := reaper.ForRuntime(later)
-	ro.Now = func() time.Time { return list[0].Deadline.Add(reaper.DefaultGrace + time.Second) }
+	ro.Now = func() time.Time { return list[0].Deadline.Add(config.DefaultReaperGrace + time.Second) }
 	actions, err := reaper.New(ro).Once(t.Context(), false)
 	if err != nil || len(actions) != 1 || !actions[0].Removed {
 		t.Fatalf("reaper: %+v %v", actions, err)

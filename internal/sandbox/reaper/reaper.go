@@ -9,14 +9,9 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
-
-// DefaultGrace is how long past its deadline label a sandbox is left alone.
-const DefaultGrace = 30 * time.Second
-
-// DefaultPeriod is how often a long-running command reaps.
-const DefaultPeriod = time.Minute
 
 // Options configure a Reaper. Dependencies are plain functions so the reaper is
 // testable without an engine.
@@ -24,7 +19,7 @@ type Options struct {
 	List   func(ctx context.Context) ([]sandbox.Managed, error)
 	Remove func(ctx context.Context, id string) error
 	// Grace is added to each deadline (zero is allowed: reap right at the
-	// deadline; ForRuntime sets DefaultGrace); Period is the loop interval; CallTimeout
+	// deadline; ForRuntime sets config.DefaultReaperGrace); Period is the loop interval; CallTimeout
 	// bounds each engine call so a hung engine cannot wedge the loop.
 	Grace       time.Duration
 	Period      time.Duration
@@ -44,7 +39,7 @@ func New(o Options) *Reaper {
 		o.Grace = 0
 	}
 	if o.Period <= 0 {
-		o.Period = DefaultPeriod
+		o.Period = config.DefaultReaperPeriod
 	}
 	if o.CallTimeout <= 0 {
 		o.CallTimeout = 30 * time.Second
@@ -60,7 +55,7 @@ func New(o Options) *Reaper {
 
 // ForRuntime returns options wired to a runtime's List and Remove.
 func ForRuntime(rt sandbox.Runtime) Options {
-	return Options{List: rt.List, Remove: rt.Remove, Grace: DefaultGrace}
+	return Options{List: rt.List, Remove: rt.Remove, Grace: config.DefaultReaperGrace}
 }
 
 // Action is what the reaper did (or, in a dry run, would do) to one sandbox.
