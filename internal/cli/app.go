@@ -112,13 +112,9 @@ id configured, the App 'aster app setup' stored in the data directory is used
 }
 
 func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
-	c, err := g.load(cmd)
+	c, ac, err := g.loadApp(cmd)
 	if err != nil {
 		return err
-	}
-	ac, err := c.AppSection(g.stdio.Getenv)
-	if err != nil {
-		return usageErr("%v", err)
 	}
 	fl := cmd.Flags()
 	str := changedSetter(fl)
@@ -368,20 +364,13 @@ app: section), and can run while the server does.`,
 }
 
 func runAppHistory(cmd *cobra.Command, g *globals, f *historyFlags) error {
-	c, err := g.load(cmd)
+	_, ac, err := g.loadApp(cmd)
 	if err != nil {
 		return err
 	}
-	ac, err := c.AppSection(g.stdio.Getenv)
-	if err != nil {
-		return usageErr("%v", err)
-	}
-	if cmd.Flags().Changed("db") {
-		ac.DB = f.db
-	}
-	if cmd.Flags().Changed("database-url") {
-		ac.DatabaseURL = f.databaseURL
-	}
+	str := changedSetter(cmd.Flags())
+	str("db", &ac.DB, f.db)
+	str("database-url", &ac.DatabaseURL, f.databaseURL)
 	db, dbURL, err := ac.ParseStore()
 	if err != nil {
 		return usageErr("%v", err)

@@ -59,13 +59,9 @@ https://HOST/api/v3/). --org creates the App under an organization.`,
 }
 
 func runAppSetup(cmd *cobra.Command, g *globals, f *setupFlags) error {
-	c, err := g.load(cmd)
+	c, ac, err := g.loadApp(cmd)
 	if err != nil {
 		return err
-	}
-	ac, err := c.AppSection(g.stdio.Getenv)
-	if err != nil {
-		return usageErr("%v", err)
 	}
 	if strings.TrimSpace(f.url) == "" {
 		return usageErr("--url is required: the public https address where GitHub reaches 'aster app serve'")

@@ -28,15 +28,10 @@ import (
 type mcpConfig = config.MCPConfig
 
 type mcpFlags struct {
-	http, tokenFile, sandboxURL    string
-	maxConcurrent, queue           string
-	queueTimeout, maxBody          string
-	maxBodyInFlight                string
-	maxTimeout, maxMemory, maxCPUs string
-	maxPids, maxOutput, maxWorkdir string
-	maxCeiling, maxTmp             string
-	allowDirs                      []string
-	progressInterval               time.Duration
+	serveSectionFlags
+	http, sandboxURL string
+	allowDirs        []string
+	progressInterval time.Duration
 }
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -91,20 +86,12 @@ the sandbox.`,
 	fl.StringVar(&f.tokenFile, "token-file", "", "accepted bearer tokens, one per line, as for 'aster sandbox serve' (required for a non-loopback --http address)")
 	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote 'aster sandbox serve' at URL instead of in-process (it is sent the first token of --token-file)")
 	fl.StringArrayVar(&f.allowDirs, "allow-dir", nil, "directory whose projects run_tests and validate may read by path (repeatable; default with stdio: the working directory; 'none' for none)")
-	def := config.DefaultCeilings()
 	fl.StringVar(&f.maxConcurrent, "max-concurrent", "auto", "sandboxes running at once, in-process (auto: sized from host memory)")
 	intStringVar(fl, &f.queue, "queue", "", fmt.Sprintf("calls that may wait for a sandbox slot before 'busy' (default %d × max-concurrent)", config.DefaultQueuePerSlot))
 	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a call may wait for a slot")
 	fl.StringVar(&f.maxBody, "max-body", config.FormatBytes(config.DefaultMaxBodyBytes), "largest HTTP request body (the files of one call travel in it)")
 	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("HTTP request-body bytes being served at once; 429 past it (default %d × --max-body)", config.DefaultMCPBodiesInFlight))
-	fl.StringVar(&f.maxTimeout, "max-timeout", def.Timeout, "ceiling of a call's limits.timeout")
-	fl.StringVar(&f.maxMemory, "max-memory", def.Memory, "ceiling of a call's limits.memory")
-	floatStringVar(fl, &f.maxCPUs, "max-cpus", def.CPUs, "ceiling of a call's limits.cpus")
-	intStringVar(fl, &f.maxPids, "max-pids", def.Pids, "ceiling of a call's limits.pids")
-	fl.StringVar(&f.maxOutput, "max-output-limit", def.OutputLimit, "ceiling of a call's limits.output_limit")
-	fl.StringVar(&f.maxCeiling, "max-output-ceiling", def.OutputCeiling, "ceiling of a call's limits.output_ceiling")
-	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "ceiling of a call's limits.workdir_size")
-	fl.StringVar(&f.maxTmp, "max-tmp-size", def.TmpSize, "ceiling of a call's limits.tmp_size")
+	f.ceilings.register(fl, func(limit string) string { return "ceiling of a call's limits." + limit })
 	fl.DurationVar(&f.progressInterval, "progress-interval", config.DefaultMCPProgressInterval, "period of progress notifications")
 	_ = fl.MarkHidden("progress-interval")
 	return cmd
@@ -127,20 +114,7 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	str := changedSetter(fl)
 	str("http", &mc.HTTP, f.http)
 	str("sandbox-url", &mc.SandboxURL, f.sandboxURL)
-	str("token-file", &sc.TokenFile, f.tokenFile)
-	str("max-concurrent", &sc.MaxConcurrent, f.maxConcurrent)
-	str("queue", &sc.Queue, f.queue)
-	str("queue-timeout", &sc.QueueTimeout, f.queueTimeout)
-	str("max-body", &sc.MaxBody, f.maxBody)
-	str("max-body-in-flight", &sc.MaxBodyInFlight, f.maxBodyInFlight)
-	str("max-timeout", &sc.Ceilings.Timeout, f.maxTimeout)
-	str("max-memory", &sc.Ceilings.Memory, f.maxMemory)
-	str("max-cpus", &sc.Ceilings.CPUs, f.maxCPUs)
-	str("max-pids", &sc.Ceilings.Pids, f.maxPids)
-	str("max-output-limit", &sc.Ceilings.OutputLimit, f.maxOutput)
-	str("max-output-ceiling", &sc.Ceilings.OutputCeiling, f.maxCeiling)
-	str("max-workdir-size", &sc.Ceilings.WorkdirSize, f.maxWorkdir)
-	str("max-tmp-size", &sc.Ceilings.TmpSize, f.maxTmp)
+	f.serveSectionFlags.apply(fl, &sc)
 
 	defaults, err := c.Limits.Parse()
 	if err != nil {

@@ -206,6 +206,20 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 	return c, nil
 }
 
+// loadApp is load and the app: section (ASTER_* applied) of the `aster app`
+// commands.
+func (g *globals) loadApp(cmd *cobra.Command) (config.Config, config.AppConfig, error) {
+	c, err := g.load(cmd)
+	if err != nil {
+		return c, config.AppConfig{}, err
+	}
+	ac, err := c.AppSection(g.stdio.Getenv)
+	if err != nil {
+		return c, ac, usageErr("%v", err)
+	}
+	return c, ac, nil
+}
+
 func (g *globals) logger(c config.Config) *slog.Logger {
 	// load has refused an unknown level; the zero value is info.
 	level, _ := config.ParseLogLevel(c.LogLevel)

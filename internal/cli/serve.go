@@ -17,15 +17,14 @@ import (
 )
 
 type serveFlags struct {
-	addr, maxConcurrent, queue, queueTimeout, tokenFile, images, maxBody string
-	shutdownGrace, readHeaderTimeout, bodyReadTimeout, writeTimeout      string
-	idleTimeout, reaperPeriod, reaperGrace                               string
-	maxTimeout, maxMemory, maxCPUs, maxPids, maxOutput, maxCeiling       string
-	maxWorkdir, maxTmp                                                   string
-	maxSpool, maxBodyInFlight, maxUploadsPerClient                       string
-	firstByteTimeout, bodyIdleTimeout, minBodyRate                       string
-	warm                                                                 int
-	egressAllow                                                          []string
+	serveSectionFlags
+	addr, images                                                    string
+	shutdownGrace, readHeaderTimeout, bodyReadTimeout, writeTimeout string
+	idleTimeout, reaperPeriod, reaperGrace                          string
+	maxSpool, maxUploadsPerClient                                   string
+	firstByteTimeout, bodyIdleTimeout, minBodyRate                  string
+	warm                                                            int
+	egressAllow                                                     []string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -95,15 +94,12 @@ client has the proxy's address: raise it there).`,
 	fl.StringVar(&f.idleTimeout, "idle-timeout", config.DefaultIdleTimeout.String(), "how long an idle keep-alive connection stays open")
 	fl.StringVar(&f.reaperPeriod, "reaper-period", "", "how often leaked sandboxes are reaped (default from config: 1m)")
 	fl.StringVar(&f.reaperGrace, "reaper-grace", "", "how long past its deadline a sandbox is left alone (default from config: 30s)")
-	def := config.DefaultCeilings()
-	fl.StringVar(&f.maxTimeout, "max-timeout", def.Timeout, "largest timeout a request may ask for")
-	fl.StringVar(&f.maxMemory, "max-memory", def.Memory, "largest memory limit a request may ask for")
-	floatStringVar(fl, &f.maxCPUs, "max-cpus", def.CPUs, "largest CPU limit a request may ask for")
-	intStringVar(fl, &f.maxPids, "max-pids", def.Pids, "largest process limit a request may ask for")
-	fl.StringVar(&f.maxOutput, "max-output-limit", def.OutputLimit, "largest output_limit a request may ask for")
-	fl.StringVar(&f.maxCeiling, "max-output-ceiling", def.OutputCeiling, "largest output_ceiling a request may ask for")
-	fl.StringVar(&f.maxWorkdir, "max-workdir-size", def.WorkdirSize, "largest /work a request may ask for (also caps snapshots)")
-	fl.StringVar(&f.maxTmp, "max-tmp-size", def.TmpSize, "largest /tmp a request may ask for")
+	f.ceilings.register(fl, func(limit string) string {
+		return "largest " + map[string]string{"timeout": "timeout", "memory": "memory limit", "cpus": "CPU limit",
+			"pids": "process limit", "output_limit": "output_limit", "output_ceiling": "output_ceiling",
+			"workdir_size": "/work", "tmp_size": "/tmp"}[limit] + " a request may ask for" +
+			map[string]string{"workdir_size": " (also caps snapshots)"}[limit]
+	})
 	egressAllowVar(fl, &f.egressAllow)
 	fl.IntVar(&f.warm, "warm", config.DefaultWarm, "sandboxes kept started and waiting per image, for requests with the default limits (0: no pool); they count against --max-concurrent (ASTER_WARM, pool.warm)")
 	return cmd
@@ -136,12 +132,8 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	fl := cmd.Flags()
 	str := changedSetter(fl)
+	f.serveSectionFlags.apply(fl, &sc)
 	str("addr", &sc.Addr, f.addr)
-	str("max-concurrent", &sc.MaxConcurrent, f.maxConcurrent)
-	str("queue", &sc.Queue, f.queue)
-	str("queue-timeout", &sc.QueueTimeout, f.queueTimeout)
-	str("token-file", &sc.TokenFile, f.tokenFile)
-	str("max-body", &sc.MaxBody, f.maxBody)
 	str("shutdown-grace", &sc.ShutdownGrace, f.shutdownGrace)
 	str("read-header-timeout", &sc.ReadHeaderTimeout, f.readHeaderTimeout)
 	str("body-read-timeout", &sc.BodyReadTimeout, f.bodyReadTimeout)
@@ -149,18 +141,9 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	str("body-idle-timeout", &sc.BodyIdleTimeout, f.bodyIdleTimeout)
 	str("min-body-rate", &sc.MinBodyRate, f.minBodyRate)
 	str("max-spool", &sc.MaxSpool, f.maxSpool)
-	str("max-body-in-flight", &sc.MaxBodyInFlight, f.maxBodyInFlight)
 	str("max-uploads-per-client", &sc.MaxUploadsPerClient, f.maxUploadsPerClient)
 	str("write-timeout", &sc.WriteTimeout, f.writeTimeout)
 	str("idle-timeout", &sc.IdleTimeout, f.idleTimeout)
-	str("max-timeout", &sc.Ceilings.Timeout, f.maxTimeout)
-	str("max-memory", &sc.Ceilings.Memory, f.maxMemory)
-	str("max-cpus", &sc.Ceilings.CPUs, f.maxCPUs)
-	str("max-pids", &sc.Ceilings.Pids, f.maxPids)
-	str("max-output-limit", &sc.Ceilings.OutputLimit, f.maxOutput)
-	str("max-output-ceiling", &sc.Ceilings.OutputCeiling, f.maxCeiling)
-	str("max-workdir-size", &sc.Ceilings.WorkdirSize, f.maxWorkdir)
-	str("max-tmp-size", &sc.Ceilings.TmpSize, f.maxTmp)
 	str("reaper-period", &c.Reaper.Period, f.reaperPeriod)
 	str("reaper-grace", &c.Reaper.Grace, f.reaperGrace)
 	if fl.Changed("images") {
