@@ -288,8 +288,7 @@ func noSwap(t *testing.T) bool {
 func TestNoRequestCanRelaxHardening(t *testing.T) {
 	rt := kubetest.Runtime(t)
 	ctx := t.Context()
-	l := sandbox.Limits{TimeoutMS: config.MaxTimeoutMS, MemoryBytes: 2 << 30, MilliCPUs: 1500, Pids: config.MaxPids,
-		OutputBytes: config.MaxOutputBytes, OutputCeilingBytes: config.MaxOutputCeilingBytes, WorkdirBytes: 1 << 30, TmpBytes: 1 << 30}
+	l := securitytest.MostPermissiveLimits(1500)
 	if err := config.ValidateLimits(l); err != nil {
 		t.Fatal(err)
 	}

@@ -351,26 +351,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 // the API accepts and checks the sandbox is hardened all the same.
 func TestNoRequestCanRelaxHardening(t *testing.T) {
 	rt := ocitest.Runtime(t)
-	ctx := t.Context()
-	l := sandbox.Limits{TimeoutMS: config.MaxTimeoutMS, MemoryBytes: 2 << 30, MilliCPUs: 2000, Pids: config.MaxPids,
-		OutputBytes: config.MaxOutputBytes, OutputCeilingBytes: config.MaxOutputCeilingBytes, WorkdirBytes: 1 << 30, TmpBytes: 1 << 30}
-	if err := config.ValidateLimits(l); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: "r-relax-" + strconv.Itoa(os.Getpid()), Image: sandboxtest.Image(), Limits: l, Deadline: time.Now().Add(time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close(context.Background())
-	res, err := inst.Run(ctx, sandbox.Job{Argv: []string{"sh", "-c", "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -d '\\t'; ls /sys/class/net; touch /etc/x 2>&1 | grep -c 'Read-only'"}, Limits: l})
-	if err != nil {
-		t.Fatal(err)
-	}
-	uid, rest, _ := strings.Cut(string(res.Stdout.Data), "\n")
-	want := "CapEff:0000000000000000\nNoNewPrivs:1\nlo\n1\n"
-	if n, err := strconv.Atoi(uid); err != nil || n < sandbox.DefaultIdentityBase || rest != want {
-		t.Fatalf("hardening relaxed by limits: got %q want a sandbox uid, then %q", res.Stdout.Data, want)
-	}
+	securitytest.NoRequestCanRelaxHardening(t, rt, sandboxtest.Image(), "r-relax-"+strconv.Itoa(os.Getpid()))
 }
 
 // writableByJob says whether the sandbox's uid could write to a directory of

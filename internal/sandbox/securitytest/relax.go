@@ -1,0 +1,47 @@
+package securitytest
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// MostPermissiveLimits are the largest limits the API accepts (within the
+// bounds), at the given CPU share: what a request asking for everything gets.
+func MostPermissiveLimits(milliCPUs int64) sandbox.Limits {
+	return sandbox.Limits{TimeoutMS: config.MaxTimeoutMS, MemoryBytes: 2 << 30, MilliCPUs: milliCPUs, Pids: config.MaxPids,
+		OutputBytes: config.MaxOutputBytes, OutputCeilingBytes: config.MaxOutputCeilingBytes, WorkdirBytes: 1 << 30, TmpBytes: 1 << 30}
+}
+
+// NoRequestCanRelaxHardening (SECURITY.md A) prepares a sandbox on rt with
+// MostPermissiveLimits and checks it is hardened all the same: a sandbox uid
+// from the identity range, no capabilities, no_new_privs, only a loopback
+// interface, a read-only root. The Docker and oci runtimes' tests run it; the
+// Kubernetes Pod has its own form (a fixed uid, the node's routes).
+func NoRequestCanRelaxHardening(t *testing.T, rt sandbox.Runtime, image, runID string) {
+	t.Helper()
+	ctx := t.Context()
+	l := MostPermissiveLimits(2000)
+	if err := config.ValidateLimits(l); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: runID, Image: image, Limits: l, Deadline: time.Now().Add(time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.Background())
+	res, err := inst.Run(ctx, sandbox.Job{Argv: []string{"sh", "-c", "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -d '\\t'; ls /sys/class/net; touch /etc/x 2>&1 | grep -c 'Read-only'"}, Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, rest, _ := strings.Cut(string(res.Stdout.Data), "\n")
+	want := "CapEff:0000000000000000\nNoNewPrivs:1\nlo\n1\n"
+	if n, err := strconv.Atoi(uid); err != nil || n < sandbox.DefaultIdentityBase || rest != want {
+		t.Fatalf("hardening relaxed by limits: got %q want a sandbox uid, then %q", res.Stdout.Data, want)
+	}
+}
