@@ -43,16 +43,14 @@ func ReadAstGrep(r io.Reader, opts ReadOptions) (ReadResult, error) {
 	if err != nil {
 		return ReadResult{}, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(data))
-	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return ReadResult{}, fmt.Errorf("%w: ast-grep JSON: %v", ErrInvalid, err)
-		}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return c.result(), nil // nothing matched
+	}
+	docs, err := decodeDocuments[json.RawMessage](data, "ast-grep JSON")
+	if err != nil {
+		return ReadResult{}, err
+	}
+	for _, raw := range docs {
 		var items []json.RawMessage
 		if t := bytes.TrimSpace(raw); len(t) > 0 && t[0] == '[' {
 			if err := json.Unmarshal(raw, &items); err != nil {

@@ -110,26 +110,22 @@ func (e *riverEngine[TTx]) txnOf(tx TTx) *txn {
 	}
 }
 
-func (e *riverEngine[TTx]) inTx(ctx context.Context, fn func(t *txn) error) (err error) {
-	tx, err := e.begin(ctx)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			_ = e.rollback(context.WithoutCancel(ctx), tx)
-		}
-	}()
-	if err = fn(e.txnOf(tx)); err != nil {
-		return err
-	}
-	if err = e.commit(ctx, tx); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
+func (e *riverEngine[TTx]) inTx(ctx context.Context, fn func(t *txn) error) error {
+	return e.withTx(ctx, fn, nil)
 }
 
-func (e *riverEngine[TTx]) completeTx(ctx context.Context, job *river.Job[reviewArgs], fn func(t *txn) error) (err error) {
+func (e *riverEngine[TTx]) completeTx(ctx context.Context, job *river.Job[reviewArgs], fn func(t *txn) error) error {
+	return e.withTx(ctx, fn, func(tx TTx) error {
+		if err := e.complete(ctx, tx, job); err != nil {
+			return fmt.Errorf("complete job: %w", err)
+		}
+		return nil
+	})
+}
+
+// withTx runs fn, then finish (when set), in one transaction, and commits it;
+// on any error the transaction is rolled back, even when ctx is cancelled.
+func (e *riverEngine[TTx]) withTx(ctx context.Context, fn func(t *txn) error, finish func(tx TTx) error) (err error) {
 	tx, err := e.begin(ctx)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
@@ -142,8 +138,10 @@ func (e *riverEngine[TTx]) completeTx(ctx context.Context, job *river.Job[review
 	if err = fn(e.txnOf(tx)); err != nil {
 		return err
 	}
-	if err = e.complete(ctx, tx, job); err != nil {
-		return fmt.Errorf("complete job: %w", err)
+	if finish != nil {
+		if err = finish(tx); err != nil {
+			return err
+		}
 	}
 	if err = e.commit(ctx, tx); err != nil {
 		return fmt.Errorf("commit: %w", err)
