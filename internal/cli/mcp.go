@@ -116,13 +116,9 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	str("sandbox-url", &mc.SandboxURL, f.sandboxURL)
 	f.serveSectionFlags.apply(fl, &sc)
 
-	defaults, err := c.Limits.Parse()
+	defaults, set, err := serveSettings(c, sc)
 	if err != nil {
-		return usageErr("limits: %v", trimInvalid(err))
-	}
-	set, err := sc.Parse(defaults.MemoryBytes, config.HostMemoryBytes)
-	if err != nil {
-		return usageErr("%v", err)
+		return err
 	}
 	var tokens *sandboxapi.Tokens
 	if set.TokenFile != "" && mc.HTTP != "" {

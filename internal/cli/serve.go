@@ -153,13 +153,9 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return usageErr("empty image allowlist")
 	}
 
-	defaults, err := c.Limits.Parse()
+	defaults, set, err := serveSettings(c, sc)
 	if err != nil {
-		return usageErr("limits: %v", trimInvalid(err))
-	}
-	set, err := sc.Parse(defaults.MemoryBytes, config.HostMemoryBytes)
-	if err != nil {
-		return usageErr("%v", err)
+		return err
 	}
 	if err := sandbox.CheckCeilings(defaults, set.Ceilings); err != nil {
 		return usageErr("the default limits must be within the ceilings: %v", trimInvalid(err))

@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // serveSectionFlags are the flags of the serve: section that `aster sandbox
@@ -70,4 +71,18 @@ func (f *ceilingFlags) apply(fl *pflag.FlagSet, dst *config.LimitsConfig) {
 	for _, c := range ceilingFlagList {
 		str(c.flag, c.field(dst), *c.field((*config.LimitsConfig)(f)))
 	}
+}
+
+// serveSettings parses c's default limits and the serve: section sc (flags
+// applied) into a server's settings; its errors are usage errors.
+func serveSettings(c config.Config, sc config.ServeConfig) (sandbox.Limits, config.ServeSettings, error) {
+	defaults, err := c.Limits.Parse()
+	if err != nil {
+		return defaults, config.ServeSettings{}, usageErr("limits: %v", trimInvalid(err))
+	}
+	set, err := sc.Parse(defaults.MemoryBytes, config.HostMemoryBytes)
+	if err != nil {
+		return defaults, set, usageErr("%v", err)
+	}
+	return defaults, set, nil
 }

@@ -295,21 +295,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+// readRequest admits a request's body (admitBody) and reads it into req
+// (ReadBody). done, never nil, closes the snapshot and releases the
+// admission: the caller defers it, and answers an error before it runs.
+func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, req any) (snap *Snapshot, done func(), err error) {
 	adm, err := s.admitBody(w, r)
 	if err != nil {
-		s.writeError(w, r, err)
-		return
+		return nil, func() {}, err
 	}
-	defer adm.release()
-	var req api.ExecuteRequest
-	snap, err := ReadBody(w, r, &req, s.BodyOptions())
+	snap, err = ReadBody(w, r, req, s.BodyOptions())
 	adm.bodyRead()
+	return snap, func() { snap.Close(); adm.release() }, err
+}
+
+func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
+	var req api.ExecuteRequest
+	snap, done, err := s.readRequest(w, r, &req)
+	defer done()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer snap.Close()
 	spec, err := s.jobSpec(req.JobRequest, snap)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -320,20 +326,13 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) test(w http.ResponseWriter, r *http.Request) {
-	adm, err := s.admitBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer adm.release()
 	var req api.TestRequest
-	snap, err := ReadBody(w, r, &req, s.BodyOptions())
-	adm.bodyRead()
+	snap, done, err := s.readRequest(w, r, &req)
+	defer done()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer snap.Close()
 	spec, err := s.jobSpec(req.JobRequest, snap)
 	if err != nil {
 		s.writeError(w, r, err)
@@ -370,20 +369,13 @@ func (s *Server) validate(w http.ResponseWriter, r *http.Request) {
 	// One id for the whole validation (its analyzers run as sandboxes of their own), in the
 	// answer's header and the request's log line, as for /v1/execute and /v1/test.
 	w.Header().Set(api.HeaderRunID, sandbox.NewRunID())
-	adm, err := s.admitBody(w, r)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	defer adm.release()
 	var req api.ValidateRequest
-	snap, err := ReadBody(w, r, &req, s.BodyOptions())
-	adm.bodyRead()
+	snap, done, err := s.readRequest(w, r, &req)
+	defer done()
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	defer snap.Close()
 	if snap == nil {
 		s.writeError(w, r, sandbox.Invalidf("a repository snapshot is required: send application/x-tar (spec in the %s header) or multipart/form-data with a workspace file", api.HeaderSpec))
 		return
