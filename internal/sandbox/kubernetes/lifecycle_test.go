@@ -22,6 +22,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/kubernetes/kubetest"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/sandbox/securitytest"
 )
 
 func prepare(t *testing.T, rt *kubernetes.Runtime, l sandbox.Limits, deadline time.Time) (sandbox.Instance, error) {
@@ -248,23 +249,6 @@ func TestRemoveKillsALiveSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan sandbox.Result, 1)
-	go func() {
-		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
-		done <- res
-	}()
-	time.Sleep(500 * time.Millisecond)
-	if err := rt.Remove(t.Context(), inst.ID()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case res := <-done:
-		if res.Status == sandbox.StatusOK {
-			t.Fatalf("a removed sandbox finished ok: %+v", res.Wire())
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the job outlived Remove")
-	}
-	inst.Close(context.Background())
+	securitytest.RemoveEndsLiveRun(t, rt, inst, 500*time.Millisecond, 20*time.Second)
 	waitFor(t, 20*time.Second, "the Pod to be gone", func() bool { return len(podsIn(t, opts)) == 0 })
 }

@@ -370,23 +370,7 @@ print("default_routes=%d" % sum(1 for l in open("/proc/net/route").readlines()[1
 	// B1: a fork bomb fails with EAGAIN at the Pod's pids cap (the kubelet's
 	// podPidsLimit), not at the run's own, smaller pids limit.
 	t.Run("B1_fork_bomb_pod_pids_cap", func(t *testing.T) {
-		res := run(t, `
-import os, time, errno
-n = 0
-err = ""
-while True:
-    try:
-        pid = os.fork()
-    except OSError as e:
-        err = errno.errorcode.get(e.errno, str(e.errno))
-        break
-    if pid == 0:
-        time.sleep(60)
-        os._exit(0)
-    n += 1
-print("forked=%d" % n)
-print("error=%s" % err)
-`, sandbox.Limits{TimeoutMS: 20000, Pids: 64})
+		res := run(t, securitytest.ForkBomb, sandbox.Limits{TimeoutMS: 20000, Pids: 64})
 		got := kv(res)
 		n, _ := strconv.Atoi(got["forked"])
 		if res.Status != sandbox.StatusOK || got["error"] != "EAGAIN" || n <= 0 || n >= 4096 {

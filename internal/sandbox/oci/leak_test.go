@@ -19,6 +19,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/sandbox/securitytest"
 )
 
 // TestHelperOrchestrator is not a test: TestKilledOrchestratorLeavesNothing
@@ -158,24 +159,7 @@ func TestRemoveKillsALiveSandbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan sandbox.Result, 1)
-	go func() {
-		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
-		done <- res
-	}()
-	time.Sleep(200 * time.Millisecond)
-	if err := rt.Remove(t.Context(), inst.ID()); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case res := <-done:
-		if res.Status == sandbox.StatusOK {
-			t.Fatalf("a removed sandbox finished ok: %+v", res.Wire())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the job outlived Remove")
-	}
-	inst.Close(context.Background())
+	securitytest.RemoveEndsLiveRun(t, rt, inst, 200*time.Millisecond, 10*time.Second)
 	if procs := processesMentioning(inst.ID()); len(procs) != 0 {
 		t.Fatalf("processes left: %v", procs)
 	}

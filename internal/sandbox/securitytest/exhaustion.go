@@ -42,9 +42,10 @@ func (s *suite) b1ForkBombShell(t *testing.T) {
 	s.assertGone(t, res.ID)
 }
 
-func (s *suite) b1ForkBombPython(t *testing.T) {
-	const pids = 64
-	res := s.py(t, `
+// ForkBomb is a Python program that forks until a fork fails, each child
+// sleeping a minute, and prints how many it forked ("forked=N") and the
+// failure's errno name ("error=EAGAIN"): SECURITY.md B1.
+const ForkBomb = `
 import os, time, errno
 n = 0
 err = ""
@@ -60,7 +61,11 @@ while True:
     n += 1
 print("forked=%d" % n)
 print("error=%s" % err)
-`, sandbox.Limits{TimeoutMS: 20000, Pids: pids})
+`
+
+func (s *suite) b1ForkBombPython(t *testing.T) {
+	const pids = 64
+	res := s.py(t, ForkBomb, sandbox.Limits{TimeoutMS: 20000, Pids: pids})
 	wantStatus(t, res, sandbox.StatusOK)
 	got := kv(res)
 	n, _ := strconv.Atoi(got["forked"])

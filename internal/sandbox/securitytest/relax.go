@@ -45,3 +45,29 @@ func NoRequestCanRelaxHardening(t *testing.T, rt sandbox.Runtime, image, runID s
 		t.Fatalf("hardening relaxed by limits: got %q want a sandbox uid, then %q", res.Stdout.Data, want)
 	}
 }
+
+// RemoveEndsLiveRun is the reaper's other half on any runtime: a job of inst
+// still running (sleep 600) is ended by rt.Remove of its sandbox, within wait,
+// with a status other than ok. settle is how long the job is given to start.
+// The caller then checks that nothing of the sandbox is left, its own way.
+func RemoveEndsLiveRun(t *testing.T, rt sandbox.Runtime, inst sandbox.Instance, settle, wait time.Duration) {
+	t.Helper()
+	done := make(chan sandbox.Result, 1)
+	go func() {
+		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
+		done <- res
+	}()
+	time.Sleep(settle)
+	if err := rt.Remove(t.Context(), inst.ID()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case res := <-done:
+		if res.Status == sandbox.StatusOK {
+			t.Fatalf("a removed sandbox finished ok: %+v", res.Wire())
+		}
+	case <-time.After(wait):
+		t.Fatal("the job outlived Remove")
+	}
+	inst.Close(context.Background())
+}
