@@ -61,15 +61,7 @@ func newFake(answer func(sandbox.Spec) (sandbox.Result, error)) *fakeSandbox {
 
 func testSnapshot(t *testing.T, files map[string]string) *Snapshot {
 	t.Helper()
-	m := map[string][]byte{}
-	for k, v := range files {
-		m[k] = []byte(v)
-	}
-	var buf bytes.Buffer
-	if _, err := workspace.PackFiles(m, &buf, workspace.Caps{}); err != nil {
-		t.Fatal(err)
-	}
-	s, err := SpoolSnapshot(&buf, t.TempDir(), workspace.Caps{})
+	s, err := SpoolSnapshot(bytes.NewReader(tarOf(t, files)), t.TempDir(), workspace.Caps{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,11 +1,9 @@
 package kubernetes_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 	"testing"
@@ -187,29 +185,7 @@ func TestHelperOrchestrator(t *testing.T) {
 // a later process removes the Pod without waiting for the deadline label.
 func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 	opts := kubetest.Options(t)
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperOrchestrator$", "-test.v")
-	cmd.Env = append(os.Environ(), "ASTER_K8S_HELPER_NAMESPACE="+opts.Namespace, "ASTER_K8S_INIT_IMAGE="+opts.InitImage, "ASTER_INIT_PATH="+sandboxtest.InitBinary(t))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	id := ""
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
-			id = v
-			break
-		}
-	}
-	if id == "" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("helper orchestrator never prepared its sandbox")
-	}
+	cmd, id := sandboxtest.StartHelperOrchestrator(t, "ASTER_K8S_HELPER_NAMESPACE="+opts.Namespace, "ASTER_K8S_INIT_IMAGE="+opts.InitImage)
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
 	killed := time.Now()

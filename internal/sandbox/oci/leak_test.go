@@ -1,12 +1,10 @@
 package oci_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -76,32 +74,11 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ocitest.RemoveState(state) })
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestHelperOrchestrator$", "-test.v")
-	cmd.Env = append(os.Environ(), "ASTER_OCI_HELPER_STATE="+state, "ASTER_INIT_PATH="+sandboxtest.InitBinary(t))
+	env := []string{"ASTER_OCI_HELPER_STATE=" + state}
 	if gvisor {
-		cmd.Env = append(cmd.Env, "ASTER_OCI_HELPER_GVISOR=1")
+		env = append(env, "ASTER_OCI_HELPER_GVISOR=1")
 	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(out)
-	id := ""
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "ready "); ok {
-			id = v
-			break
-		}
-	}
-	if id == "" {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal("helper orchestrator never prepared its sandbox")
-	}
+	cmd, id := sandboxtest.StartHelperOrchestrator(t, env...)
 	// Let the job start, then kill the orchestrator without a chance to clean up.
 	time.Sleep(300 * time.Millisecond)
 	cmd.Process.Signal(syscall.SIGKILL)
