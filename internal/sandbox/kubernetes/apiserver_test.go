@@ -82,22 +82,7 @@ func TestAPIServerRestart(t *testing.T) {
 			startAPIServer(t)
 		}
 	}()
-	var events []api.Event
-	for sc.Scan() {
-		var ev api.Event
-		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
-			t.Fatal(err)
-		}
-		events = append(events, ev)
-	}
-	if len(events) != 2 || events[0].Type != api.EventError || events[0].Error.Code != "unavailable" || events[1].Type != api.EventResult {
-		t.Fatalf("events after the API server went away: %+v", events)
-	}
-	var res sandbox.WireResult
-	json.Unmarshal(events[1].Result, &res)
-	if res.Status != sandbox.StatusError || res.Stdout != "started\n" {
-		t.Errorf("in-flight result %s %q", res.Status, res.Stdout)
-	}
+	sandboxtest.CheckCutOffStream(t, sc, "the API server")
 
 	// Meanwhile: 503 with Retry-After for runs and readiness.
 	r2, err := post(api.ContentTypeJSON, "true")
