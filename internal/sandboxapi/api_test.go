@@ -105,14 +105,7 @@ func TestExecuteStreamOrder(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, harnessOpts{})
 	script := `for i in 1 2 3; do echo "out $i"; echo "err $i" >&2; sleep 0.4; done; echo last`
-	b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"sh", "-c", script}})
-	req, _ := http.NewRequest(http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
-	req.Header.Set("Content-Type", api.ContentTypeJSON)
-	req.Header.Set("Accept", api.ContentTypeNDJSON)
-	resp, err := h.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := h.stream(api.ExecuteRequest{Argv: []string{"sh", "-c", script}})
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.ContentTypeNDJSON || resp.Header.Get(api.HeaderRunID) == "" {
 		t.Fatalf("%d %v", resp.StatusCode, resp.Header)

@@ -2,9 +2,7 @@ package sandboxapi
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -108,14 +106,7 @@ func TestEngineDownAndBack(t *testing.T) {
 	h.execute(api.ExecuteRequest{Argv: []string{"true"}})
 
 	// A streamed run is in flight when the engine goes away.
-	b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"sh", "-c", "echo started; sleep 60"}})
-	req, _ := http.NewRequest(http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
-	req.Header.Set("Content-Type", api.ContentTypeJSON)
-	req.Header.Set("Accept", api.ContentTypeNDJSON)
-	resp, err := h.http.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
+	resp := h.stream(api.ExecuteRequest{Argv: []string{"sh", "-c", "echo started; sleep 60"}})
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)
 	if !sc.Scan() || !strings.Contains(sc.Text(), "started") {

@@ -245,6 +245,30 @@ func (h *harness) tryExecute(req api.ExecuteRequest) (sandbox.WireResult, error)
 	return res, nil
 }
 
+// stream posts req asking for the NDJSON stream and returns the open
+// response; the caller reads and closes its body.
+func (h *harness) stream(req api.ExecuteRequest) *http.Response {
+	h.t.Helper()
+	b, err := json.Marshal(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	hr, err := http.NewRequest(http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	hr.Header.Set("Content-Type", api.ContentTypeJSON)
+	hr.Header.Set("Accept", api.ContentTypeNDJSON)
+	if h.token != "" {
+		hr.Header.Set("Authorization", "Bearer "+h.token)
+	}
+	resp, err := h.http.Do(hr)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return resp
+}
+
 // tryPost is postJSON that reports instead of failing, for goroutines.
 func (h *harness) tryPost(path string, v any) (*http.Response, []byte, error) {
 	b, _ := json.Marshal(v)
