@@ -4,6 +4,7 @@ package main_test
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,8 +17,16 @@ import (
 // runBinary runs the built aster with exactly env (plus PATH and HOME).
 func runBinary(t *testing.T, env []string, args ...string) (int, string, string) {
 	t.Helper()
+	return runWith(t, append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...), nil, args...)
+}
+
+// runWith runs the built aster with the environment env and stdin (nil: none),
+// and returns its exit code, stdout and stderr.
+func runWith(t *testing.T, env []string, stdin io.Reader, args ...string) (int, string, string) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), asterBin, args...)
-	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}, env...)
+	cmd.Env = env
+	cmd.Stdin = stdin
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

@@ -1,7 +1,6 @@
 package main_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -38,19 +37,7 @@ func TestMain(m *testing.M) {
 // aster runs the built binary with the test's label on every sandbox.
 func aster(t *testing.T, label string, stdin string, args ...string) (int, string, string) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), asterBin, args...)
-	cmd.Env = append(os.Environ(), "ASTER_INIT_PATH="+sandboxtest.InitBinary(t), "ASTER_LABELS=aster.test="+label)
-	cmd.Stdin = strings.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
+	return runWith(t, append(os.Environ(), "ASTER_INIT_PATH="+sandboxtest.InitBinary(t), "ASTER_LABELS=aster.test="+label), strings.NewReader(stdin), args...)
 }
 
 func engine(t *testing.T) *client.Client {
