@@ -144,15 +144,12 @@ func engineAPI(t *testing.T, host string) *client.Client {
 // labelled counts containers with a label (k=v), optionally in one state.
 func labelled(t *testing.T, eng *client.Client, label, state string) int {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := eng.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
-	if err != nil {
-		t.Errorf("list containers: %v", err)
+	items, ok := listLabelled(t, eng, label)
+	if !ok {
 		return -1
 	}
 	n := 0
-	for _, c := range res.Items {
+	for _, c := range items {
 		if state == "" || string(c.State) == state {
 			n++
 		}
@@ -165,15 +162,12 @@ func labelled(t *testing.T, eng *client.Client, label, state string) int {
 // the states of all of them.
 func liveStates(t *testing.T, eng *client.Client, label string) (live, all int, states string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	res, err := eng.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
-	if err != nil {
-		t.Errorf("list containers: %v", err)
+	items, ok := listLabelled(t, eng, label)
+	if !ok {
 		return 0, 0, ""
 	}
 	var list []string
-	for _, c := range res.Items {
+	for _, c := range items {
 		list = append(list, string(c.State))
 		switch c.State {
 		case container.StateExited, container.StateDead, container.StateRemoving:
@@ -181,7 +175,21 @@ func liveStates(t *testing.T, eng *client.Client, label string) (live, all int, 
 			live++
 		}
 	}
-	return live, len(res.Items), strings.Join(list, ", ")
+	return live, len(items), strings.Join(list, ", ")
+}
+
+// listLabelled lists the containers with a label (k=v), in any state; a
+// failed list is reported (not fatal: callers poll) and ok is false.
+func listLabelled(t *testing.T, eng *client.Client, label string) (items []container.Summary, ok bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := eng.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", label)})
+	if err != nil {
+		t.Errorf("list containers: %v", err)
+		return nil, false
+	}
+	return res.Items, true
 }
 
 func eventually(t *testing.T, timeout time.Duration, what string, cond func() bool) time.Duration {
