@@ -1,7 +1,7 @@
 // Package textclip shortens text to a byte budget without cutting a UTF-8
 // character in two: Head keeps the start, Tail the end. It is the one clipping
-// of error texts, log fields, report lines and test output outside the review
-// stack.
+// of error texts, log fields, report lines and test output; the review
+// stack's safetext.Cut, Tail and Clip are these with or without a mark.
 package textclip
 
 import (

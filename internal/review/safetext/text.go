@@ -9,7 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"unicode"
-	"unicode/utf8"
+
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Hidden reports control characters and characters that change or hide text without
@@ -39,42 +40,20 @@ func Clean(s string) string {
 	}, s)
 }
 
-// Cut returns at most n bytes of s, cut at a rune boundary.
-func Cut(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
-}
+// Cut returns at most n bytes of s, cut at a rune boundary (textclip.Head
+// without a mark: the one rune-safe cut of the tree).
+func Cut(s string, n int) string { return textclip.Head(s, n, "") }
 
 // Tail returns at most the last n bytes of s, cut at a rune boundary.
-func Tail(s string, n int) string {
-	if n >= len(s) {
-		return s
-	}
-	if n <= 0 {
-		return ""
-	}
-	i := len(s) - n
-	for i < len(s) && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	return s[i:]
-}
+func Tail(s string, n int) string { return textclip.Tail(s, n, "") }
 
 // Clip is Cut that says so: when s is longer than n bytes, its first n (at a rune
-// boundary) followed by "…".
+// boundary) followed by "…"; n <= 0 means no cap.
 func Clip(s string, n int) string {
-	if n <= 0 || len(s) <= n {
+	if n <= 0 {
 		return s
 	}
-	return Cut(s, n) + "…"
+	return textclip.Head(s, n, "…")
 }
 
 // OneLine folds s's white space (newlines included) to single spaces and clips it to n
