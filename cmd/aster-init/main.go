@@ -28,10 +28,14 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == execJobFlag {
 		runTrampoline(os.Args[2:])
 	}
+	if isVM(os.Args) {
+		runVM(os.Args[2:])
+	}
 	workDir := flag.String("work", "/work", "directory the workspace is unpacked into")
 	linger := flag.Duration("linger", 0, "after the result, wait this long at most for the host to close stdin before exiting")
 	install := flag.String("install", "", "copy this binary to the given path and exit (an init container delivering aster-init into a Pod)")
 	ids := flag.String("ids", "", "INIT:JOB: the uid (and gid) init runs as, and the one the job runs as")
+	portFD := flag.Int("port-fd", -1, "speak the protocol on this inherited descriptor (a microVM's virtio-serial port) instead of stdin and stdout")
 	flag.Parse()
 	if *install != "" {
 		if err := installSelf(*install); err != nil {
@@ -66,6 +70,12 @@ func main() {
 	// while it still can: idle threads are kept and reused.
 	runtime.GOMAXPROCS(2)
 	stdin, stdout := pollable(0, "stdin"), pollable(1, "stdout")
+	if *portFD >= 0 {
+		// One descriptor both ways; it is not closed on exec of the job only
+		// because ForkExec passes the job nothing but its three pipes.
+		port := pollable(*portFD, "port")
+		stdin, stdout = port, port
+	}
 	reserveThreads(8)
 
 	in := initproto.NewReader(stdin)

@@ -258,7 +258,7 @@ aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
 	pf.StringVar(&g.configPath, "config", "", "configuration file (default ./aster.yaml, then ~/.config/aster/aster.yaml)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (key=value lines) or json (one object per line, for log collectors)")
-	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc directly, no daemon; needs root), gvisor (the oci runtime on gVisor's runsc: its own kernel per sandbox; needs root) or kubernetes (one Pod per run)")
+	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc directly, no daemon; needs root), gvisor (the oci runtime on gVisor's runsc: its own kernel per sandbox; needs root), kubernetes (one Pod per run) or microvm (one QEMU microVM per run, its own kernel; needs root)")
 	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker engine address (default DOCKER_HOST or unix:///var/run/docker.sock)")
 	pf.StringVar(&g.initPath, "init-path", "", "path of the aster-init binary (default: next to aster, or ./bin/aster-init)")
 	pf.StringVar(&g.engineRuntime, "engine-runtime", "", "Docker engine runtime for --runtime docker, e.g. runsc (gVisor; must be registered in the engine's daemon.json, see docs/sandbox.md) or kata-runtime")

@@ -15,6 +15,7 @@ var runtimeFactories = map[string]func(c config.Config, log *slog.Logger) (sandb
 	"oci":        newOCIRuntime,
 	"gvisor":     newGVisorRuntime,
 	"kubernetes": newKubernetesRuntime,
+	"microvm":    newMicroVMRuntime,
 }
 
 func newDockerRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error) {

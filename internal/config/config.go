@@ -17,7 +17,7 @@ import (
 // Config is Aster's whole configuration. Precedence, lowest first: the
 // defaults here, aster.yaml, ASTER_* environment variables, command-line flags.
 type Config struct {
-	// Runtime names the sandbox runtime: "docker", "oci", "gvisor" or "kubernetes".
+	// Runtime names the sandbox runtime: "docker", "oci", "gvisor", "kubernetes" or "microvm".
 	Runtime string `yaml:"runtime"`
 	// DockerHost is the engine address; empty uses DOCKER_HOST or the default socket.
 	DockerHost string `yaml:"docker_host"`
@@ -29,6 +29,8 @@ type Config struct {
 	GVisor GVisorConfig `yaml:"gvisor"`
 	// Kubernetes configures the Kubernetes runtime (--runtime kubernetes); see kubernetes.go.
 	Kubernetes KubernetesConfig `yaml:"kubernetes"`
+	// MicroVM configures the microVM runtime (--runtime microvm); see microvm.go.
+	MicroVM MicroVMConfig `yaml:"microvm"`
 	// InitPath is the host path of the aster-init binary.
 	InitPath string `yaml:"init_path"`
 	// Images is the image allowlist; the first is the default.
@@ -100,6 +102,7 @@ func Default() Config {
 		GVisor: DefaultGVisor(),
 
 		Kubernetes: DefaultKubernetes(),
+		MicroVM:    DefaultMicroVM(),
 	}
 }
 
@@ -220,6 +223,7 @@ func merge(dst *Config, src Config) {
 	mergeOCI(&dst.OCI, src.OCI)
 	mergeGVisor(&dst.GVisor, src.GVisor)
 	mergeKubernetes(&dst.Kubernetes, src.Kubernetes)
+	mergeMicroVM(&dst.MicroVM, src.MicroVM)
 	set(&dst.InitPath, src.InitPath)
 	set(&dst.LogLevel, src.LogLevel)
 	set(&dst.LogFormat, src.LogFormat)
@@ -253,7 +257,7 @@ func merge(dst *Config, src Config) {
 
 // EnvVars lists the variables Load reads, for --help and the docs/ pages.
 var EnvVars = map[string]string{
-	"ASTER_RUNTIME":          "sandbox runtime (docker, oci, gvisor or kubernetes)",
+	"ASTER_RUNTIME":          "sandbox runtime (docker, oci, gvisor, kubernetes or microvm)",
 	"ASTER_OCI_RUNTIME":      "OCI runtime binary for --runtime oci: crun, runc or runsc",
 	"ASTER_OCI_STATE_DIR":    "per-sandbox bundles and run records of the oci runtime",
 	"ASTER_OCI_CACHE_DIR":    "exported image root filesystems of the oci runtime",
@@ -285,6 +289,7 @@ func applyEnv(c *Config, getenv func(string) string) {
 	applyOCIEnv(&c.OCI, getenv)
 	applyGVisorEnv(&c.GVisor, getenv)
 	applyKubernetesEnv(&c.Kubernetes, getenv)
+	applyMicroVMEnv(&c.MicroVM, getenv)
 	set(&c.InitPath, "ASTER_INIT_PATH")
 	set(&c.LogLevel, "ASTER_LOG_LEVEL")
 	set(&c.LogFormat, "ASTER_LOG_FORMAT")

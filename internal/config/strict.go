@@ -327,7 +327,7 @@ var serviceLink = regexp.MustCompile(`^ASTER_[A-Z0-9_]*_(SERVICE_HOST|SERVICE_PO
 // its meaning: the union of this package's variable lists.
 func ConfigEnvVars() map[string]string {
 	out := map[string]string{}
-	for _, m := range []map[string]string{EnvVars, ServeEnvVars, AppEnvVars, KubernetesEnvVars, GVisorEnvVars, LLMEnvVars, PoolEnvVars} {
+	for _, m := range []map[string]string{EnvVars, ServeEnvVars, AppEnvVars, KubernetesEnvVars, GVisorEnvVars, LLMEnvVars, PoolEnvVars, MicroVMEnvVars} {
 		for k, v := range m {
 			out[k] = v
 		}

@@ -1,0 +1,127 @@
+package microvm
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// hostCgroup is the cgroup around one QEMU process: its memory (guest RAM
+// plus QEMU's own), its CPU quota and its task count, so a VM takes no more
+// of the host than the run was given whatever happens inside it. cgroup v2
+// (one directory) or v1 (one per controller), written directly: no systemd
+// is needed.
+type hostCgroup struct {
+	dirs []string // every directory made, for procs and removal
+	v2   bool
+}
+
+const cgroupRoot = "/sys/fs/cgroup"
+
+// cgroupParent is the group every VM's cgroup is made under.
+const cgroupParent = "aster-microvm"
+
+func isCgroup2(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.CGROUP2_SUPER_MAGIC
+}
+
+// newHostCgroup makes the cgroup of VM id with its limits.
+func newHostCgroup(id string, memoryBytes, milliCPUs, tasks int64) (*hostCgroup, error) {
+	period := int64(100_000)
+	quota := milliCPUs * period / 1000
+	if isCgroup2(cgroupRoot) {
+		parent := filepath.Join(cgroupRoot, cgroupParent)
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return nil, err
+		}
+		_ = os.WriteFile(filepath.Join(cgroupRoot, "cgroup.subtree_control"), []byte("+memory +cpu +pids"), 0)
+		_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+memory +cpu +pids"), 0)
+		dir := filepath.Join(parent, id)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return nil, err
+		}
+		cg := &hostCgroup{dirs: []string{dir}, v2: true}
+		err := errors.Join(
+			write(dir, "memory.max", memoryBytes),
+			write(dir, "memory.swap.max", 0),
+			os.WriteFile(filepath.Join(dir, "cpu.max"), []byte(fmt.Sprintf("%d %d", quota, period)), 0),
+			write(dir, "pids.max", tasks))
+		if err != nil {
+			cg.remove()
+			return nil, fmt.Errorf("host cgroup: %w", err)
+		}
+		return cg, nil
+	}
+	cg := &hostCgroup{}
+	set := map[string][][2]string{
+		"memory": {{"memory.limit_in_bytes", strconv.FormatInt(memoryBytes, 10)}, {"memory.memsw.limit_in_bytes", strconv.FormatInt(memoryBytes, 10)}},
+		"cpu":    {{"cpu.cfs_period_us", strconv.FormatInt(period, 10)}, {"cpu.cfs_quota_us", strconv.FormatInt(quota, 10)}},
+		"pids":   {{"pids.max", strconv.FormatInt(tasks, 10)}},
+	}
+	for _, ctl := range []string{"memory", "cpu", "pids"} {
+		dir := filepath.Join(cgroupRoot, ctl, cgroupParent, id)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			cg.remove()
+			return nil, fmt.Errorf("host cgroup: %w", err)
+		}
+		cg.dirs = append(cg.dirs, dir)
+		for _, kv := range set[ctl] {
+			err := os.WriteFile(filepath.Join(dir, kv[0]), []byte(kv[1]), 0)
+			if err != nil && !(kv[0] == "memory.memsw.limit_in_bytes" && errors.Is(err, fs.ErrNotExist)) {
+				cg.remove()
+				return nil, fmt.Errorf("host cgroup %s: %w", kv[0], err)
+			}
+		}
+	}
+	return cg, nil
+}
+
+func write(dir, name string, v int64) error {
+	err := os.WriteFile(filepath.Join(dir, name), []byte(strconv.FormatInt(v, 10)), 0)
+	if errors.Is(err, fs.ErrNotExist) && name == "memory.swap.max" {
+		return nil // no swap accounting: no swap to limit
+	}
+	return err
+}
+
+// add moves a process into the cgroup.
+func (c *hostCgroup) add(pid int) error {
+	for _, d := range c.dirs {
+		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+			return fmt.Errorf("host cgroup: %w", err)
+		}
+	}
+	return nil
+}
+
+// remove deletes the cgroup once its processes are gone.
+func (c *hostCgroup) remove() {
+	for _, d := range c.dirs {
+		_ = os.Remove(d)
+	}
+}
+
+// removeHostCgroup removes what a VM of this id left, whoever made it.
+func removeHostCgroup(id string) {
+	dirs := []string{filepath.Join(cgroupRoot, cgroupParent, id)}
+	for _, ctl := range []string{"memory", "cpu", "pids"} {
+		dirs = append(dirs, filepath.Join(cgroupRoot, ctl, cgroupParent, id))
+	}
+	for _, d := range dirs {
+		if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil && pid > 1 {
+					_ = unix.Kill(pid, unix.SIGKILL)
+				}
+			}
+		}
+		_ = os.Remove(d)
+	}
+}

@@ -1,0 +1,444 @@
+package microvm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Sizes a VM adds to what its run was given. Limits.MemoryBytes caps the
+// job (a memory cgroup inside the guest); the guest kernel and aster-init
+// need GuestOverheadBytes of guest RAM beside it, and QEMU itself (its code
+// cache under TCG, device emulation, its threads) HostOverheadBytes of host
+// memory beyond the guest's RAM. The host cgroup is the sum.
+const (
+	GuestOverheadBytes = 128 << 20
+	HostOverheadBytes  = 192 << 20
+	// tcgCodeCacheMiB bounds QEMU's translation cache (its default is 1 GiB).
+	tcgCodeCacheMiB = 64
+	// hostTasks bounds QEMU's threads (vCPUs, I/O, RCU, workers).
+	hostTasks = 256
+)
+
+// bootTimeout bounds a boot to aster-init's hello: a few seconds with KVM,
+// several under TCG on a busy machine.
+const bootTimeout = 90 * time.Second
+
+// kvmProbeTimeout bounds the boot that decides whether KVM works here.
+const kvmProbeTimeout = 30 * time.Second
+
+// initLinger is how long the guest's init waits, after its result, for the
+// host to close the port: the VM must not end before the result is across.
+const initLinger = 10 * time.Second
+
+// Prepare implements sandbox.Runtime: boot a VM for opts and wait for
+// aster-init's hello. On any failure the VM and its state are removed.
+func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (sandbox.Instance, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	id := opts.RunID
+	if id == "" {
+		id = sandbox.NewRunID()
+	}
+	if !validID.MatchString(id) {
+		return nil, sandbox.Invalidf("run id %q is not a valid sandbox id", id)
+	}
+	disk, err := r.disk(ctx, opts.Image)
+	if err != nil {
+		return nil, err
+	}
+	accel := r.accelerator()
+	inst, err := r.boot(ctx, id, opts, disk, accel)
+	if err != nil && accel == AccelKVM && r.opts.Accel == AccelAuto && r.kvmUndecided() {
+		r.decide(AccelTCG, err)
+		inst, err = r.boot(ctx, id, opts, disk, AccelTCG)
+	} else if err == nil && accel == AccelKVM {
+		r.decide(AccelKVM, nil)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// boot starts one VM and waits for its hello.
+func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptions, disk, accel string) (_ *instance, err error) {
+	t0 := time.Now()
+	ident, err := r.ids.Acquire()
+	if err != nil {
+		return nil, err
+	}
+	inst := &instance{rt: r, id: id, ident: ident, accel: accel, exited: make(chan struct{}), timings: map[string]time.Duration{}}
+	defer func() {
+		if err != nil {
+			inst.Close(context.WithoutCancel(ctx))
+		}
+	}()
+	dir := r.runDir(id)
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		close(inst.exited)
+		return inst, fmt.Errorf("create sandbox state: %w", err)
+	}
+	inst.dir = dir
+	rec := record{ID: id, RunID: opts.RunID, Deadline: opts.Deadline, Created: t0}
+	if err := r.writeRecord(rec); err != nil {
+		close(inst.exited)
+		return inst, fmt.Errorf("create sandbox state: %w", err)
+	}
+	// The run directory is QEMU's (its console log, the port's socket); the
+	// record beside it is not.
+	if err := os.Chown(dir, ident.Init, ident.Init); err != nil {
+		close(inst.exited)
+		return inst, err
+	}
+	sock := filepath.Join(dir, "port.sock")
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		close(inst.exited)
+		return inst, fmt.Errorf("port socket: %w", err)
+	}
+	defer ln.Close()
+	if err := os.Chown(sock, ident.Init, ident.Init); err != nil {
+		close(inst.exited)
+		return inst, err
+	}
+	l := opts.Limits
+	guestRAM := l.MemoryBytes + GuestOverheadBytes
+	if inst.cg, err = newHostCgroup(id, guestRAM+HostOverheadBytes, l.MilliCPUs, hostTasks); err != nil {
+		close(inst.exited)
+		return inst, err
+	}
+	f, err := os.Open(disk)
+	if err != nil {
+		close(inst.exited)
+		return inst, fmt.Errorf("image disk: %w", err)
+	}
+	defer f.Close()
+	cmd := exec.Command(r.qemu, r.qemuArgs(accel, dir, guestRAM, l)...)
+	cmd.ExtraFiles = []*os.File{f} // fd 3: the disk, read-only (-add-fd)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd.Dir = dir
+	cmd.SysProcAttr = sysProcAttr(ident.Init)
+	inst.qemuLog = &lockedCapture{c: sandbox.NewCapture(8 << 10)}
+	cmd.Stdout, cmd.Stderr = inst.qemuLog, inst.qemuLog
+	inst.setTiming("create", time.Since(t0))
+	t1 := time.Now()
+	if err := cmd.Start(); err != nil {
+		close(inst.exited)
+		return inst, fmt.Errorf("%w: start qemu: %v", sandbox.ErrUnavailable, err)
+	}
+	inst.proc = cmd.Process
+	go func() {
+		inst.exitErr = cmd.Wait()
+		close(inst.exited)
+	}()
+	// QEMU has touched little memory yet; from here on all it uses is charged
+	// to its cgroup.
+	if err := inst.cg.add(cmd.Process.Pid); err != nil {
+		return inst, err
+	}
+	rec.PID, rec.StartTicks = cmd.Process.Pid, processStart(cmd.Process.Pid)
+	if err := r.writeRecord(rec); err != nil {
+		return inst, err
+	}
+	inst.setTiming("start", time.Since(t1))
+
+	timeout := bootTimeout
+	if accel == AccelKVM && r.kvmUndecided() {
+		timeout = kvmProbeTimeout
+	}
+	t2 := time.Now()
+	conn, err := accept(ctx, ln, inst.exited, timeout)
+	if err != nil {
+		return inst, fmt.Errorf("%w: the VM did not connect its port: %v%s", sandbox.ErrUnavailable, err, inst.diagnostics())
+	}
+	inst.conn = conn
+	inst.frames = initproto.NewReader(conn)
+	if err := sandbox.AwaitHello(ctx, inst.frames, timeout-time.Since(t2), inst.diagnostics); err != nil {
+		return inst, err
+	}
+	inst.setTiming("init", time.Since(t2))
+	return inst, nil
+}
+
+// accept waits for QEMU to connect the port's socket.
+func accept(ctx context.Context, ln *net.UnixListener, exited <-chan struct{}, timeout time.Duration) (*net.UnixConn, error) {
+	type res struct {
+		c   *net.UnixConn
+		err error
+	}
+	ch := make(chan res, 1)
+	_ = ln.SetDeadline(time.Now().Add(timeout))
+	go func() {
+		c, err := ln.AcceptUnix()
+		ch <- res{c, err}
+	}()
+	select {
+	case got := <-ch:
+		return got.c, got.err
+	case <-exited:
+		ln.Close()
+		if got := <-ch; got.c != nil {
+			return got.c, nil
+		}
+		return nil, errors.New("qemu exited")
+	case <-ctx.Done():
+		ln.Close()
+		if got := <-ch; got.c != nil {
+			got.c.Close()
+		}
+		return nil, context.Cause(ctx)
+	}
+}
+
+// qemuArgs is the whole QEMU command line of one VM. Nothing in it comes
+// from the request except the sizes (validated by the Manager).
+func (r *Runtime) qemuArgs(accel, dir string, guestRAM int64, l sandbox.Limits) []string {
+	vcpus := max((l.MilliCPUs+999)/1000, 1)
+	cpu, accelOpt := "max", "tcg,tb-size="+strconv.Itoa(tcgCodeCacheMiB)
+	if accel == AccelKVM {
+		cpu, accelOpt = "host", "kvm"
+	}
+	cmdline := []string{"console=ttyS0", "loglevel=1", "panic=-1", "edd=off", "rdinit=/init"}
+	if accel == AccelTCG && r.tscKHz > 0 {
+		// Under TCG the guest finds no timer to calibrate its TSC against.
+		cmdline = append(cmdline, "tsc_early_khz="+strconv.FormatInt(r.tscKHz, 10))
+	}
+	cmdline = append(cmdline, "--", "-vm",
+		"-memory", strconv.FormatInt(l.MemoryBytes, 10),
+		"-pids", strconv.FormatInt(l.Pids, 10),
+		"-work", strconv.FormatInt(l.WorkdirBytes, 10),
+		"-tmp", strconv.FormatInt(l.TmpBytes, 10),
+		"-linger", initLinger.String())
+	return []string{
+		"-name", "aster-" + filepath.Base(dir),
+		"-M", "microvm,pit=on,pic=on,rtc=on,isa-serial=on",
+		"-accel", accelOpt, "-cpu", cpu,
+		"-m", strconv.FormatInt((guestRAM+(1<<20)-1)>>20, 10) + "M",
+		"-smp", strconv.FormatInt(vcpus, 10),
+		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-nic", "none",
+		"-no-reboot",
+		"-kernel", r.guest.Kernel, "-initrd", r.guest.Initrd,
+		"-append", strings.Join(cmdline, " "),
+		"-serial", "file:" + filepath.Join(dir, "console.log"),
+		"-add-fd", "fd=3,set=1,opaque=image",
+		"-drive", "id=image,file=/dev/fdset/1,format=raw,if=none,readonly=on,cache=none,aio=threads",
+		"-device", "virtio-blk-device,drive=image",
+		"-device", "virtio-serial-device,max_ports=2",
+		"-chardev", "socket,id=port,path=" + filepath.Join(dir, "port.sock"),
+		"-device", "virtserialport,chardev=port,name=aster",
+		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+	}
+}
+
+// instance is one booted VM.
+type instance struct {
+	rt    *Runtime
+	id    string
+	dir   string
+	ident sandbox.Identity
+	accel string
+	cg    *hostCgroup
+
+	proc      *os.Process
+	qemuLog   *lockedCapture // QEMU's own stderr
+	exited    chan struct{}
+	exitErr   error
+	conn      *net.UnixConn
+	frames    *initproto.Reader
+	destroyed atomic.Bool
+
+	timingMu sync.Mutex
+	timings  map[string]time.Duration
+
+	closeOnce sync.Once
+	closeErr  error
+	ranMu     sync.Mutex
+	ran       bool
+}
+
+func (i *instance) ID() string { return i.id }
+
+// Done is closed once the VM is gone (the warm pool skips dead ones).
+func (i *instance) Done() <-chan struct{} { return i.exited }
+
+func (i *instance) setTiming(name string, d time.Duration) {
+	i.timingMu.Lock()
+	i.timings[name] = d
+	i.timingMu.Unlock()
+}
+
+// diagnostics is the end of the guest's console (the boot stage's and
+// init's own messages, the kernel's at loglevel 1), for error messages.
+func (i *instance) diagnostics() string {
+	var out string
+	if i.qemuLog != nil {
+		select {
+		case <-i.exited:
+		case <-time.After(time.Second):
+		}
+		if s := strings.TrimSpace(i.qemuLog.String()); s != "" {
+			out += " (qemu: " + s + ")"
+		}
+	}
+	if i.dir == "" {
+		return out
+	}
+	b, err := readTail(filepath.Join(i.dir, "console.log"), 4<<10)
+	if err != nil {
+		return out
+	}
+	if s := strings.TrimSpace(string(b)); s != "" {
+		out += " (guest console: " + s + ")"
+	}
+	return out
+}
+
+func readTail(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	off := max(fi.Size()-n, 0)
+	b := make([]byte, fi.Size()-off)
+	_, err = f.ReadAt(b, off)
+	return b, err
+}
+
+// Run implements sandbox.Instance.
+func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	i.ranMu.Lock()
+	used := i.ran
+	i.ran = true
+	i.ranMu.Unlock()
+	if used {
+		return sandbox.UsedResult(), sandbox.ErrUsed
+	}
+	s := &sandbox.Session{
+		W:         i.conn,
+		R:         i.frames,
+		Destroy:   i.destroy,
+		Exited:    i.exited,
+		HelloSeen: true,
+		HostOOM:   i.hostOOM,
+	}
+	t0 := time.Now()
+	res, err := s.Run(ctx, job)
+	i.setTiming("job", time.Since(t0))
+	res.ID = i.id
+	res.Runtime = "microvm"
+	i.timingMu.Lock()
+	res.Timings = maps.Clone(i.timings)
+	i.timingMu.Unlock()
+	if res.Status == sandbox.StatusError && res.Error != "" {
+		res.Error += i.diagnostics()
+	}
+	return res, err
+}
+
+// hostOOM implements sandbox.Session.HostOOM for a VM that ended without a
+// result: the guest kernel's OOM killer taking init (the only way init dies
+// by SIGKILL: no job process can signal it) panics the guest, and the panic
+// names the signal on the console. While the VM runs the host cannot read
+// the guest's cgroup, so init's own count stands.
+func (i *instance) hostOOM(ended bool) (int64, bool) {
+	if !ended || i.destroyed.Load() {
+		return 0, false
+	}
+	b, err := readTail(filepath.Join(i.dir, "console.log"), 16<<10)
+	if err != nil {
+		return 0, false
+	}
+	if strings.Contains(string(b), "Attempted to kill init! exitcode=0x00000009") {
+		return 1, true
+	}
+	return 0, false
+}
+
+// destroy ends the VM now.
+func (i *instance) destroy() {
+	i.destroyed.Store(true)
+	if i.proc == nil {
+		return
+	}
+	select {
+	case <-i.exited:
+	default:
+		_ = i.proc.Kill()
+	}
+}
+
+// Close implements sandbox.Instance: the VM is thrown away whatever state it
+// is in (nothing in it needs a clean shutdown), then its cgroup, run
+// directory and record go.
+func (i *instance) Close(ctx context.Context) error {
+	i.closeOnce.Do(func() {
+		defer i.ident.Release()
+		t0 := time.Now()
+		if i.conn != nil {
+			i.conn.Close()
+		}
+		if i.proc != nil {
+			select {
+			case <-i.exited:
+			default:
+				_ = i.proc.Kill()
+			}
+			<-i.exited
+		}
+		if i.cg != nil {
+			i.cg.remove()
+		}
+		if i.dir != "" {
+			if err := os.RemoveAll(i.dir); err != nil {
+				i.closeErr = fmt.Errorf("remove sandbox state: %w", err)
+			}
+		}
+		if err := os.Remove(i.rt.recordPath(i.id)); err != nil && !errors.Is(err, os.ErrNotExist) && i.closeErr == nil {
+			i.closeErr = fmt.Errorf("remove sandbox record: %w", err)
+		}
+		if i.closeErr != nil {
+			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", i.closeErr)
+		}
+		i.setTiming("remove", time.Since(t0))
+	})
+	return i.closeErr
+}
+
+// lockedCapture is a capped log written by QEMU's output copier and read
+// for error messages.
+type lockedCapture struct {
+	mu sync.Mutex
+	c  *sandbox.Capture
+}
+
+func (l *lockedCapture) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.Write(p)
+}
+
+func (l *lockedCapture) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.c.Output().Data)
+}
