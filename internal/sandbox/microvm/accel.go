@@ -9,8 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The accelerator. With Accel auto, KVM is tried when /dev/kvm can be
-// opened: the first boot decides (a KVM that cannot boot this guest — a
+// The accelerator. With Accel auto, KVM is tried when /dev/kvm is open to a
+// group (QEMU never runs as root; it gets that group): the first boot decides (a KVM that cannot boot this guest — a
 // nested KVM that runs only its own guest kernels, say — fails it within
 // kvmProbeTimeout) and the verdict is kept in CacheDir for this host kernel
 // and guest, so it is paid once. Without KVM the VM runs on QEMU's software
@@ -35,13 +35,18 @@ func hostRelease() string {
 	return unix.ByteSliceToString(u.Release[:])
 }
 
-func kvmUsable() bool {
-	f, err := os.OpenFile("/dev/kvm", os.O_RDWR, 0)
-	if err != nil {
-		return false
+// kvmGroup is the group through which QEMU, running as a sandbox's own
+// uid, may open /dev/kvm (Debian: root:kvm 0660); ok is false when the
+// device is missing or open to root alone, and KVM then cannot be used.
+func kvmGroup() (gid uint32, ok bool) {
+	var st unix.Stat_t
+	if err := unix.Stat("/dev/kvm", &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+		return 0, false
 	}
-	f.Close()
-	return true
+	if st.Mode&0o060 != 0o060 || st.Gid == 0 {
+		return 0, false
+	}
+	return st.Gid, true
 }
 
 // accelerator returns the accelerator for the next boot.
@@ -52,7 +57,7 @@ func (r *Runtime) accelerator() string {
 			r.accel = r.opts.Accel
 		default:
 			r.accel = AccelTCG
-			if kvmUsable() {
+			if _, ok := kvmGroup(); ok {
 				r.accel = AccelKVM
 				if v, ok := r.readVerdict(); ok {
 					r.accel = v.Accel

@@ -332,6 +332,11 @@ func hostTSCKHz() int64 {
 
 // sysProcAttr starts QEMU as uid in a process group of its own (so a
 // Ctrl-C at the terminal reaches Aster, which decides, not QEMU).
-func sysProcAttr(uid int) *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: []uint32{}}}
+// With KVM it is also in /dev/kvm's group, its only supplementary group.
+func sysProcAttr(uid int, kvm bool) *syscall.SysProcAttr {
+	groups := []uint32{}
+	if gid, ok := kvmGroup(); ok && kvm {
+		groups = append(groups, gid)
+	}
+	return &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: groups}}
 }

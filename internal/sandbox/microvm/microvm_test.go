@@ -3,6 +3,8 @@ package microvm_test
 import (
 	"context"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,6 +93,176 @@ func TestGuestKernelIsNotTheHosts(t *testing.T) {
 	}
 }
 
-var _ = config.DefaultLimits
-var _ = context.Background
-var _ = time.Second
+// TestLimits: each limit of a run holds inside the VM and gives its status.
+func TestLimits(t *testing.T) {
+	rt := microvmtest.Runtime(t)
+	mgr := manager(t, rt, 2)
+	cases := []struct {
+		name  string
+		spec  sandbox.Spec
+		check func(t *testing.T, res sandbox.Result)
+	}{
+		{"memory", sandbox.Spec{
+			Argv:   []string{"python3", "-c", "print('start', flush=True)\nb = []\nwhile True: b.append(bytearray(8 << 20))"},
+			Limits: sandbox.Limits{TimeoutMS: 60_000, MemoryBytes: 96 << 20},
+		}, func(t *testing.T, res sandbox.Result) {
+			if res.Status != sandbox.StatusOOM || !res.OOMKilled {
+				t.Fatalf("status %s oom %v, want oom (%s)", res.Status, res.OOMKilled, res.Error)
+			}
+			if string(res.Stdout.Data) != "start\n" {
+				t.Errorf("output before the kill not kept: %q", res.Stdout.Data)
+			}
+		}},
+		{"timeout", sandbox.Spec{
+			Argv:   []string{"sh", "-c", "echo before; sleep 600"},
+			Limits: sandbox.Limits{TimeoutMS: 2_000},
+		}, func(t *testing.T, res sandbox.Result) {
+			if res.Status != sandbox.StatusTimeout {
+				t.Fatalf("status %s, want timeout (%s)", res.Status, res.Error)
+			}
+			if d := res.Timings["job"]; d > 12*time.Second {
+				t.Errorf("a 2s timeout took %s", d)
+			}
+			if string(res.Stdout.Data) != "before\n" {
+				t.Errorf("stdout %q", res.Stdout.Data)
+			}
+		}},
+		{"output", sandbox.Spec{
+			Argv:   []string{"yes"},
+			Limits: sandbox.Limits{TimeoutMS: 60_000, OutputBytes: 64 << 10, OutputCeilingBytes: 4 << 20},
+		}, func(t *testing.T, res sandbox.Result) {
+			if res.Status != sandbox.StatusOutputLimit {
+				t.Fatalf("status %s, want output_limit (%s)", res.Status, res.Error)
+			}
+			if !res.Stdout.Truncated || int64(len(res.Stdout.Data)) > 64<<10+200 {
+				t.Errorf("kept %d bytes, truncated %v", len(res.Stdout.Data), res.Stdout.Truncated)
+			}
+			if res.Stdout.TotalBytes > 8<<20 {
+				t.Errorf("job wrote %d bytes past a 4 MiB ceiling", res.Stdout.TotalBytes)
+			}
+		}},
+		{"workdir", sandbox.Spec{
+			Argv:   []string{"sh", "-c", "for d in /work /tmp; do dd if=/dev/zero of=$d/big bs=1M count=64 2>&1 | grep -o 'No space left on device'; done; df -k /work | tail -1"},
+			Limits: sandbox.Limits{TimeoutMS: 60_000, WorkdirBytes: 16 << 20, TmpBytes: 8 << 20},
+		}, func(t *testing.T, res sandbox.Result) {
+			out := string(res.Stdout.Data)
+			if strings.Count(out, "No space left on device") != 2 {
+				t.Fatalf("want ENOSPC in /work and /tmp, got %q (%s %s)", out, res.Status, res.Error)
+			}
+			if !strings.Contains(out, " 16384 ") {
+				t.Errorf("/work is not 16 MiB: %q", out)
+			}
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			c.check(t, run(t, mgr, c.spec))
+		})
+	}
+}
+
+// TestKilledOrchestratorLeavesNothing: a VM whose host went away (Aster
+// killed: the port's socket closes, QEMU stays) ends by itself, and what a
+// crash leaves (a record, a run directory, a host cgroup, a live QEMU) is
+// found by List and removed by Remove.
+func TestKilledOrchestratorLeavesNothing(t *testing.T) {
+	opts := microvmtest.Options(t)
+	rt := microvmtest.New(t, opts)
+	ctx := t.Context()
+	limits := config.DefaultLimits()
+	prep := func() sandbox.Instance {
+		inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: limits, Deadline: time.Now().Add(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst
+	}
+	// 1: the host side goes away; the guest's init sees the port close and
+	// the VM ends without anyone killing it.
+	a := prep()
+	pid := microvm.QEMUPid(a)
+	microvm.DropHost(a)
+	deadline := time.Now().Add(30 * time.Second)
+	for unix.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if unix.Kill(pid, 0) == nil {
+		t.Fatalf("qemu %d still running 30s after its host went away", pid)
+	}
+	// 2: a VM left running by a crashed orchestrator is listed and removed.
+	b := prep()
+	list, err := rt.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, m := range list {
+		if m.ID == b.ID() && m.State == "running" && !m.Deadline.IsZero() {
+			found = true
+		}
+	}
+	if !found {
+		t.Fatalf("live VM %s not listed as running: %+v", b.ID(), list)
+	}
+	bpid := microvm.QEMUPid(b)
+	if err := rt.Remove(ctx, b.ID()); err != nil {
+		t.Fatal(err)
+	}
+	if unix.Kill(bpid, 0) == nil {
+		if st, _ := os.ReadFile("/proc/" + strconv.Itoa(bpid) + "/stat"); !strings.Contains(string(st), ") Z") {
+			t.Fatalf("qemu %d survived Remove", bpid)
+		}
+	}
+	for _, p := range []string{filepath.Join(opts.StateDir, "runs", b.ID()), filepath.Join(opts.StateDir, "runs", b.ID()+".json"), "/sys/fs/cgroup/memory/aster-microvm/" + b.ID()} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s left after Remove", p)
+		}
+	}
+	a.Close(ctx)
+	b.Close(ctx)
+	if list, _ := rt.List(ctx); len(list) != 0 {
+		t.Errorf("left after Close: %+v", list)
+	}
+}
+
+// TestWarmPool: pre-booted VMs serve paced requests warm, each VM once.
+func TestWarmPool(t *testing.T) {
+	rt := microvmtest.Runtime(t)
+	m, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(),
+		Bounds: config.LimitBounds(), MaxConcurrent: 2, QueueSize: 16, QueueTimeout: 5 * time.Minute,
+		Pool: sandbox.PoolOptions{Warm: 1, BackgroundClose: true},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	seen := map[string]bool{}
+	for i := range 3 {
+		if err := m.WaitWarm(ctx); err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		res, err := m.Run(ctx, sandbox.Spec{Argv: []string{"sh", "-c", "echo $X"}, Env: map[string]string{"X": "job"}})
+		took := time.Since(t0)
+		if err != nil || res.Status != sandbox.StatusOK || string(res.Stdout.Data) != "job\n" {
+			t.Fatalf("run %d: %v %+v", i, err, res.Wire())
+		}
+		if _, warm := res.Timings["warm"]; !warm {
+			t.Fatalf("run %d went cold: %v", i, res.Timings)
+		}
+		if seen[res.ID] {
+			t.Fatalf("VM %s served twice", res.ID)
+		}
+		seen[res.ID] = true
+		t.Logf("warm run %d: %s", i, took)
+	}
+	if err := m.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := rt.List(ctx); len(list) != 0 {
+		t.Errorf("VMs left after Close: %+v", list)
+	}
+}

@@ -132,7 +132,7 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 	cmd.ExtraFiles = []*os.File{f} // fd 3: the disk, read-only (-add-fd)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Dir = dir
-	cmd.SysProcAttr = sysProcAttr(ident.Init)
+	cmd.SysProcAttr = sysProcAttr(ident.Init, accel == AccelKVM)
 	inst.qemuLog = &lockedCapture{c: sandbox.NewCapture(8 << 10)}
 	cmd.Stdout, cmd.Stderr = inst.qemuLog, inst.qemuLog
 	inst.setTiming("create", time.Since(t0))
