@@ -9,10 +9,10 @@ GO ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/asterhq/aster/internal/cli.version=$(VERSION)
 # Integration tests must not skip in CI: a missing engine fails them.
-TEST_ENV := CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_REQUIRE_GVISOR=1 ASTER_TEST_ENGINE_RESTART=1
+TEST_ENV := CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_REQUIRE_GVISOR=1 ASTER_REQUIRE_MICROVM=1 ASTER_TEST_ENGINE_RESTART=1
 GOTEST_FLAGS ?= -timeout 25m
 
-.PHONY: all setup build image demo test test-unit test-go test-tools lint fuzz bench clean
+.PHONY: all setup build image demo test test-unit test-go test-tools test-microvm-full lint fuzz bench clean
 
 all: build
 
@@ -47,6 +47,10 @@ test-go:
 # Checks that run outside `go test`: outside reference tools (SARIF validator, MCP conformance).
 test-tools:
 	@for s in scripts/test-*.sh; do [[ -x "$$s" ]] || continue; echo "== $$s"; "$$s" || exit 1; done
+
+## test-microvm-full: the whole security suite on --runtime microvm (CI runs a subset; slow under TCG)
+test-microvm-full:
+	$(TEST_ENV) ASTER_TEST_MICROVM_FULL=1 $(GO) test -count=1 -timeout 60m -v -run 'TestSecurity' ./internal/sandbox/microvm/ 2>&1 | tee /tmp/aster-microvm-full.log | grep -E '^(---|    ---|ok|FAIL|PASS)'
 
 ## test-unit: the tests that need no engine (fast)
 test-unit:

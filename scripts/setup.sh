@@ -10,6 +10,8 @@
 #   6. with --runsc-current (or ASTER_RUNSC_CURRENT=1): a current gVisor runsc, built from the
 #      Go module proxy (~90 s, once) into /usr/local/lib/aster/runsc; use it with
 #      `--runsc /usr/local/lib/aster/runsc` (Debian 12's runsc is from 2022: no systrap platform).
+#   7. the guest kernel of --runtime microvm (scripts/microvm-kernel.sh; fetched only when the
+#      Debian package it comes from moves). QEMU and e2fsprogs come with step 1.
 #
 # Usage: scripts/setup.sh [--no-image | --packages-only | --runsc-current]
 # Needs root (or sudo) for steps 1 and 3.
@@ -42,7 +44,7 @@ RUNSC_VERSION="v0.0.0-20260905035102-160fafc42237"
 RUNSC_CURRENT="${RUNSC_CURRENT:-/usr/local/lib/aster/runsc}"
 
 # --- 1. Debian packages --------------------------------------------------------------------------
-packages=(docker.io debootstrap crun runsc git ca-certificates curl unzip iproute2 procps make)
+packages=(docker.io debootstrap crun runsc git ca-certificates curl unzip iproute2 procps make qemu-system-x86 e2fsprogs)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -129,4 +131,6 @@ if [[ "$runsc_current" == 1 ]]; then
 	fi
 fi
 
+# --- 7. microvm guest kernel ----------------------------------------------------------------------
+$SUDO scripts/microvm-kernel.sh
 say "ready: try  bin/aster exec -- python3 -c 'print(\"hello from the sandbox\")'"

@@ -17,7 +17,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
 export PATH="/usr/local/go/bin:$HOME/.cache/aster/go/bin:$PATH"
-export CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_REQUIRE_GVISOR=1 ASTER_TEST_ENGINE_RESTART=1
+export CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_REQUIRE_GVISOR=1 ASTER_REQUIRE_MICROVM=1 ASTER_TEST_ENGINE_RESTART=1
 GOTEST_FLAGS="${GOTEST_FLAGS:--timeout 25m}"
 
 started=$(date +%s)

@@ -46,6 +46,19 @@ const (
 // vmModules are loaded in this order from /lib/modules of the initramfs.
 var vmModules = []string{"virtio_ring", "virtio", "virtio_mmio", "virtio_blk", "virtio_console"}
 
+// vmSysctls are set in the guest before the job exists: no user namespaces
+// (no unprivileged route to mount, or to kernel code only root reaches), no
+// unprivileged eBPF or perf events, no kernel addresses or log.
+var vmSysctls = map[string]string{
+	"user/max_user_namespaces":         "0",
+	"kernel/unprivileged_bpf_disabled": "1",
+	"kernel/perf_event_paranoid":       "3",
+	"kernel/kptr_restrict":             "2",
+	"kernel/dmesg_restrict":            "1",
+	"kernel/unprivileged_userns_clone": "0",
+	"vm/unprivileged_userfaultfd":      "0",
+}
+
 type vmConfig struct {
 	memory, pids, work, tmp int64
 	linger                  time.Duration
@@ -83,6 +96,13 @@ func vmBoot(c vmConfig) error {
 	for _, name := range vmModules {
 		if err := loadModule("/lib/modules/" + name + ".ko"); err != nil {
 			return fmt.Errorf("module %s: %w", name, err)
+		}
+	}
+	// The guest kernel is the sandbox's own, but what an unprivileged job
+	// can ask of it is kept small all the same.
+	for k, v := range vmSysctls {
+		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("sysctl %s: %w", k, err)
 		}
 	}
 	port, err := waitPort(10 * time.Second)

@@ -39,10 +39,17 @@ const (
 	SysBareRunsc  = "bare-runsc"
 	SysGVisorCold = "aster-gvisor-cold"
 	SysGVisorWarm = "aster-gvisor-warm"
+	// The microvm runtime (one QEMU microVM per run). Not in the default
+	// set: under TCG a cold start takes seconds.
+	SysMicroVMCold = "aster-microvm-cold"
+	SysMicroVMWarm = "aster-microvm-warm"
 )
 
 // SystemNames lists every system in table order.
-var SystemNames = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerWarm, SysOCICold, SysOCIWarm, SysBareRunsc, SysGVisorCold, SysGVisorWarm}
+var SystemNames = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerWarm, SysOCICold, SysOCIWarm, SysBareRunsc, SysGVisorCold, SysGVisorWarm, SysMicroVMCold, SysMicroVMWarm}
+
+// DefaultSystems is what a run measures unless told otherwise.
+var DefaultSystems = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerWarm, SysOCICold, SysOCIWarm, SysBareRunsc, SysGVisorCold, SysGVisorWarm}
 
 // Env is what the systems are built from.
 type Env struct {
@@ -57,6 +64,8 @@ type Env struct {
 	OCI *oci.Runtime
 	// GVisor is the oci runtime on runsc (aster-gvisor-* and bare-runsc).
 	GVisor *oci.Runtime
+	// MicroVM is the microvm runtime (aster-microvm-*).
+	MicroVM sandbox.Runtime
 	// Labels mark what the docker-run baseline creates.
 	Labels map[string]string
 	Logger *slog.Logger
@@ -95,6 +104,11 @@ func newSystem(ctx context.Context, name string, env Env, warm int) (system, err
 			return nil, errors.New(name + " needs the gvisor runtime (runsc)")
 		}
 		return newAPISystem(ctx, name, env.GVisor, env, warmIf(name == SysGVisorWarm, warm))
+	case SysMicroVMCold, SysMicroVMWarm:
+		if env.MicroVM == nil {
+			return nil, errors.New(name + " needs the microvm runtime")
+		}
+		return newAPISystem(ctx, name, env.MicroVM, env, warmIf(name == SysMicroVMWarm, warm))
 	}
 	return nil, fmt.Errorf("unknown system %q (have %s)", name, strings.Join(SystemNames, ", "))
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // The guest: a kernel extracted from a Debian package by
@@ -78,6 +79,8 @@ func ensureGuest(cacheDir, kernelDir, initPath string) (guest, error) {
 	dir := filepath.Join(cacheDir, "guest", sum)
 	g := guest{Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "initrd.img"), Release: release, Hash: sum}
 	if _, err := os.Stat(g.Initrd); err == nil {
+		now := time.Now()
+		_ = os.Chtimes(dir, now, now) // in use: see pruneGuests
 		return g, nil
 	}
 	// QEMU runs as the sandbox's own uid and opens these itself: they are
@@ -108,7 +111,28 @@ func ensureGuest(cacheDir, kernelDir, initPath string) (guest, error) {
 			return guest{}, err
 		}
 	}
+	pruneGuests(filepath.Dir(dir), sum)
 	return g, nil
+}
+
+// guestUnusedFor is how long a guest build no runtime has started with is
+// kept (another Aster process with an older aster-init may still boot it).
+const guestUnusedFor = 7 * 24 * time.Hour
+
+// pruneGuests removes guest builds no runtime has used for guestUnusedFor.
+func pruneGuests(parent, keep string) {
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == keep || strings.HasPrefix(e.Name(), ".") {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > guestUnusedFor {
+			_ = os.RemoveAll(filepath.Join(parent, e.Name()))
+		}
+	}
 }
 
 func hashFile(h io.Writer, p string) error {

@@ -173,11 +173,27 @@ func (r *Runtime) disk(ctx context.Context, image string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	if p := r.disks.path(info.Digest); fileExists(p) {
+		return p, nil
+	}
 	tree, err := r.trees.Rootfs(ctx, image)
 	if err != nil {
 		return "", err
 	}
-	return r.disks.ensure(ctx, info.Digest, tree)
+	p, err := r.disks.ensure(ctx, info.Digest, tree)
+	if err != nil {
+		return "", err
+	}
+	// The disk is all a VM needs: the exported tree would only take room.
+	if err := os.RemoveAll(tree); err != nil {
+		r.log.Warn("remove exported tree", "dir", tree, "err", err)
+	}
+	return p, nil
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
 
 // record is what the state directory keeps about one VM, beside (not in)

@@ -48,7 +48,7 @@ sleep 0.7
 for p in $(pgrep -x passwd); do echo "uids=$(grep '^Uid:' /proc/$p/status | cut -f2-)"; done
 su -c 'id -u' root </dev/null >/dev/null 2>&1; echo "su_exit=$?"
 echo "setuid_files=$(find / -xdev -type f -perm /6000 2>/dev/null | wc -l)"
-`}, Limits: sandbox.Limits{TimeoutMS: 20000}})
+`}, Limits: sandbox.Limits{TimeoutMS: s.slow(20000)}})
 	out := string(res.Stdout.Data)
 	if s.tgt.StripsSetuid {
 		// The image's passwd is setuid root; this runtime's copy must not be.

@@ -46,6 +46,17 @@ type Target struct {
 	// sentry, a virtual machine's guest kernel), not the host's: M5 checks
 	// it, and M4 accepts a /proc/cmdline that is that kernel's.
 	OwnKernel bool
+	// StartAllowance is added to the wall-time bounds that include a
+	// sandbox's start (a microVM on a software CPU boots in seconds).
+	StartAllowance time.Duration
+	// Slowdown multiplies the timeouts of jobs that do heavy work (a full
+	// filesystem scan, say) where the CPU is emulated; 0 means 1.
+	Slowdown int
+	// Subset, when set, names the only cases run here (a runtime whose
+	// sandboxes are slow to start runs a subset in CI and the whole suite
+	// behind its own target); each other case is skipped with SubsetNote.
+	Subset     map[string]bool
+	SubsetNote string
 	// StripsSetuid says the runtime's copy of the image holds no setuid or
 	// setgid file (the oci runtime strips them on export, SECURITY.md M3).
 	StripsSetuid bool
@@ -96,6 +107,9 @@ func DirFootprint(roots ...string) (Footprint, error) {
 	}
 	return fp, nil
 }
+
+// slow scales a heavy job's timeout by the target's Slowdown.
+func (s *suite) slow(ms int64) int64 { return ms * int64(max(s.tgt.Slowdown, 1)) }
 
 type suite struct {
 	t   *testing.T
@@ -169,6 +183,9 @@ func Run(t *testing.T, tgt Target) {
 					t.Fatalf("case %s replaced without naming the test that replaces it", c.name)
 				}
 				t.Skipf("replaced on this runtime by %s", by)
+			}
+			if tgt.Subset != nil && !tgt.Subset[c.name] {
+				t.Skipf("not in this runtime's CI subset: %s", tgt.SubsetNote)
 			}
 			if why, ok := tgt.Gaps[c.name]; ok {
 				if why == "" {

@@ -1,0 +1,127 @@
+package microvm
+
+import (
+	"bytes"
+	"compress/gzip"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// readCpio parses a newc archive: name -> (mode, data, rdev major:minor).
+func readCpio(t *testing.T, b []byte) map[string]struct {
+	mode         int64
+	data         []byte
+	major, minor int64
+} {
+	t.Helper()
+	out := map[string]struct {
+		mode         int64
+		data         []byte
+		major, minor int64
+	}{}
+	pad := func(n int) int { return (n + 3) &^ 3 }
+	for off := 0; ; {
+		if len(b)-off < 110 || string(b[off:off+6]) != "070701" {
+			t.Fatalf("bad header at %d", off)
+		}
+		field := func(i int) int64 {
+			v, err := strconv.ParseInt(string(b[off+6+8*i:off+14+8*i]), 16, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+		mode, size, major, minor, nameSize := field(1), int(field(6)), field(9), field(10), int(field(11))
+		name := string(b[off+110 : off+110+nameSize-1])
+		dataOff := pad(off + 110 + nameSize)
+		if name == "TRAILER!!!" {
+			return out
+		}
+		out[name] = struct {
+			mode         int64
+			data         []byte
+			major, minor int64
+		}{mode, b[dataOff : dataOff+size], major, minor}
+		off = pad(dataOff + size)
+	}
+}
+
+func TestInitramfsLayout(t *testing.T) {
+	dir := t.TempDir()
+	initBin := filepath.Join(dir, "aster-init")
+	mod := filepath.Join(dir, "virtio_blk.ko")
+	os.WriteFile(initBin, []byte("INIT-BINARY"), 0o755)
+	os.WriteFile(mod, []byte("MODULE"), 0o644)
+	dst := filepath.Join(dir, "initrd.img")
+	if err := buildInitramfs(dst, initBin, []string{mod}); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := io.ReadAll(zr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw)%4 != 0 {
+		t.Errorf("archive length %d is not padded to 4", len(raw))
+	}
+	got := readCpio(t, raw)
+	if e := got["init"]; string(e.data) != "INIT-BINARY" || e.mode != cpioReg|0o755 {
+		t.Errorf("init: mode %o data %q", e.mode, e.data)
+	}
+	if e := got["lib/modules/virtio_blk.ko"]; string(e.data) != "MODULE" {
+		t.Errorf("module: %q", e.data)
+	}
+	if e := got["dev/console"]; e.mode != cpioChar|0o600 || e.major != 5 || e.minor != 1 {
+		t.Errorf("dev/console: mode %o rdev %d:%d", e.mode, e.major, e.minor)
+	}
+	for _, d := range []string{"dev", "proc", "sys", "newroot", "lib/modules"} {
+		if got[d].mode&cpioDir == 0 {
+			t.Errorf("%s is not a directory", d)
+		}
+	}
+}
+
+// TestQEMUArgsHaveNoWayOut: the VM is given no network device, QEMU's
+// seccomp sandbox with every option denied, the disk read-only, and the
+// limits that were asked for.
+func TestQEMUArgsHaveNoWayOut(t *testing.T) {
+	r := &Runtime{guest: guest{Kernel: "/k", Initrd: "/i"}, tscKHz: 2_100_000}
+	l := sandbox.Limits{MemoryBytes: 256 << 20, MilliCPUs: 1500, Pids: 64, WorkdirBytes: 32 << 20, TmpBytes: 16 << 20}
+	args := r.qemuArgs(AccelTCG, "/run/x/r-1", l.MemoryBytes+GuestOverheadBytes, l)
+	joined := strings.Join(args, " ")
+	for _, want := range []string{"-nodefaults", "-nic none", "-no-reboot",
+		"-sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
+		"readonly=on", "-m 384M", "-smp 2", "-accel tcg,tb-size=64", "tsc_early_khz=2100000",
+		"-- -vm -memory 268435456 -pids 64 -work 33554432 -tmp 16777216"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("qemu args lack %q:\n%s", want, joined)
+		}
+	}
+	for _, bad := range []string{"-netdev", "virtio-net", "vhost", "-monitor stdio", "-runas"} {
+		if strings.Contains(joined, bad) {
+			t.Errorf("qemu args hold %q", bad)
+		}
+	}
+	kvm := r.qemuArgs(AccelKVM, "/run/x/r-1", 1<<30, l)
+	if !slices.Contains(kvm, "kvm") || strings.Contains(strings.Join(kvm, " "), "tsc_early_khz") {
+		t.Errorf("kvm args: %v", kvm)
+	}
+	if !bytes.Contains([]byte(strings.Join(kvm, " ")), []byte("-cpu host")) {
+		t.Errorf("kvm args without -cpu host")
+	}
+}
