@@ -187,6 +187,8 @@ func loadModule(path string) error {
 // waitPort finds the virtio-serial port the host named for the protocol.
 func waitPort(timeout time.Duration) (string, error) {
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		names, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
 		for _, n := range names {
@@ -199,12 +201,14 @@ func waitPort(timeout time.Duration) (string, error) {
 		if time.Now().After(deadline) {
 			return "", fmt.Errorf("no virtio-serial port named %q", vmPortName)
 		}
-		time.Sleep(5 * time.Millisecond)
+		<-tick.C
 	}
 }
 
 func waitFile(path string, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		if _, err := os.Stat(path); err == nil {
 			return nil
@@ -212,7 +216,7 @@ func waitFile(path string, timeout time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s did not appear", path)
 		}
-		time.Sleep(5 * time.Millisecond)
+		<-tick.C
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -102,13 +103,29 @@ func (c *hostCgroup) add(pid int) error {
 }
 
 // remove deletes the cgroup once its processes are gone.
-func (c *hostCgroup) remove() {
-	for _, d := range c.dirs {
-		_ = os.Remove(d)
+func (c *hostCgroup) remove() { rmdirs(c.dirs) }
+
+// rmdirs removes cgroup directories, waiting a little for their last
+// process to be reaped (a killed QEMU stays a member until its parent waits
+// for it).
+func rmdirs(dirs []string) {
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for _, d := range dirs {
+		for {
+			err := os.Remove(d)
+			if err == nil || errors.Is(err, fs.ErrNotExist) || time.Now().After(deadline) {
+				break
+			}
+			<-tick.C
+		}
 	}
 }
 
-// removeHostCgroup removes what a VM of this id left, whoever made it.
+// removeHostCgroup removes what a VM of this id left, whoever made it: its
+// processes are killed, and the directories go once their last process has
+// been reaped (a killed QEMU stays a member until its parent waits for it).
 func removeHostCgroup(id string) {
 	dirs := []string{filepath.Join(cgroupRoot, cgroupParent, id)}
 	for _, ctl := range []string{"memory", "cpu", "pids"} {
@@ -122,6 +139,6 @@ func removeHostCgroup(id string) {
 				}
 			}
 		}
-		_ = os.Remove(d)
 	}
+	rmdirs(dirs)
 }

@@ -83,13 +83,10 @@ func ensureGuest(cacheDir, kernelDir, initPath string) (guest, error) {
 		_ = os.Chtimes(dir, now, now) // in use: see pruneGuests
 		return g, nil
 	}
-	// QEMU runs as the sandbox's own uid and opens these itself: they are
-	// readable by all (a kernel and aster-init are no secret), in a directory
-	// anyone may traverse.
-	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
-		return guest{}, err
-	}
-	if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil {
+	// QEMU, as the sandbox's own uid, reopens these through /proc/self/fd,
+	// which checks the file's own mode: they are readable by all (a kernel
+	// and aster-init are no secret); the directories stay root's.
+	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
 		return guest{}, err
 	}
 	tmp, err := os.MkdirTemp(filepath.Dir(dir), ".build-")

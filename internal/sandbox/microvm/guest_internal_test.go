@@ -102,22 +102,23 @@ func TestInitramfsLayout(t *testing.T) {
 func TestQEMUArgsHaveNoWayOut(t *testing.T) {
 	r := &Runtime{guest: guest{Kernel: "/k", Initrd: "/i"}, tscKHz: 2_100_000}
 	l := sandbox.Limits{MemoryBytes: 256 << 20, MilliCPUs: 1500, Pids: 64, WorkdirBytes: 32 << 20, TmpBytes: 16 << 20}
-	args := r.qemuArgs(AccelTCG, "/run/x/r-1", l.MemoryBytes+GuestOverheadBytes, l)
+	args := r.qemuArgs(AccelTCG, "r-1", l.MemoryBytes+GuestOverheadBytes, l)
 	joined := strings.Join(args, " ")
 	for _, want := range []string{"-nodefaults", "-nic none", "-no-reboot",
 		"-sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 		"readonly=on", "-m 384M", "-smp 2", "-accel tcg,tb-size=64", "tsc_early_khz=2100000",
-		"-- -vm -memory 268435456 -pids 64 -work 33554432 -tmp 16777216"} {
+		"-- -vm -memory 268435456 -pids 64 -work 33554432 -tmp 16777216",
+		"-kernel /proc/self/fd/4", "-initrd /proc/self/fd/5", "socket,id=port,fd=6", "-name aster-r-1"} {
 		if !strings.Contains(joined, want) {
 			t.Errorf("qemu args lack %q:\n%s", want, joined)
 		}
 	}
-	for _, bad := range []string{"-netdev", "virtio-net", "vhost", "-monitor stdio", "-runas"} {
+	for _, bad := range []string{"-netdev", "virtio-net", "vhost", "-monitor stdio", "-runas", "path="} {
 		if strings.Contains(joined, bad) {
 			t.Errorf("qemu args hold %q", bad)
 		}
 	}
-	kvm := r.qemuArgs(AccelKVM, "/run/x/r-1", 1<<30, l)
+	kvm := r.qemuArgs(AccelKVM, "r-1", 1<<30, l)
 	if !slices.Contains(kvm, "kvm") || strings.Contains(strings.Join(kvm, " "), "tsc_early_khz") {
 		t.Errorf("kvm args: %v", kvm)
 	}

@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,6 +72,8 @@ type Runtime struct {
 	log     *slog.Logger
 	tscKHz  int64
 
+	launch *launcher
+
 	accelOnce sync.Once
 	accelMu   sync.Mutex
 	accel     string
@@ -104,12 +107,8 @@ func New(opts Options) (*Runtime, error) {
 		return nil, fmt.Errorf("%w: the microvm runtime needs root (host cgroups, and QEMU started as each sandbox's own uid)", sandbox.ErrUnavailable)
 	}
 	for _, d := range []string{opts.StateDir, opts.CacheDir} {
-		if err := os.MkdirAll(d, 0o711); err != nil {
-			return nil, fmt.Errorf("microvm directory: %w", err)
-		}
-		// QEMU runs as each sandbox's uid and must traverse these (to its
-		// run directory and the guest's files); nothing in them is listable.
-		if err := os.Chmod(d, 0o711); err != nil {
+		// QEMU is handed open files, never a path: these stay root's.
+		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, fmt.Errorf("microvm directory: %w", err)
 		}
 	}
@@ -117,13 +116,10 @@ func New(opts Options) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	// QEMU, as a sandbox's uid, must reach its own run directory.
-	if err := os.MkdirAll(r.runsDir, 0o711); err != nil {
+	if err := os.MkdirAll(r.runsDir, 0o700); err != nil {
 		return nil, err
 	}
-	if err := os.Chmod(r.runsDir, 0o711); err != nil {
-		return nil, err
-	}
+	r.launch = newLauncher()
 	if r.guest, err = ensureGuest(opts.CacheDir, opts.KernelDir, initAbs); err != nil {
 		return nil, err
 	}
@@ -196,8 +192,7 @@ func fileExists(p string) bool {
 	return err == nil
 }
 
-// record is what the state directory keeps about one VM, beside (not in)
-// its run directory, which belongs to the VM's uid.
+// record is what the state directory keeps about one VM, for the reaper.
 type record struct {
 	ID       string    `json:"id"`
 	RunID    string    `json:"run_id"`
@@ -212,7 +207,6 @@ type record struct {
 var validID = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 func (r *Runtime) recordPath(id string) string { return filepath.Join(r.runsDir, id+".json") }
-func (r *Runtime) runDir(id string) string     { return filepath.Join(r.runsDir, id) }
 
 func (r *Runtime) writeRecord(rec record) error {
 	b, err := json.Marshal(rec)
@@ -269,8 +263,8 @@ func (r *Runtime) List(ctx context.Context) ([]sandbox.Managed, error) {
 }
 
 // Remove implements sandbox.Runtime: kill the VM's QEMU (only the process
-// the record names, checked by its start time), remove its cgroup, run
-// directory and record. A VM already gone is not an error.
+// the record names, checked by its start time), remove its cgroup
+// and record. A VM already gone is not an error.
 func (r *Runtime) Remove(ctx context.Context, id string) error {
 	if !validID.MatchString(id) {
 		return fmt.Errorf("remove sandbox: invalid id %q", id)
@@ -284,9 +278,6 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 		waitGone(rec.PID, rec.StartTicks, 5*time.Second)
 	}
 	removeHostCgroup(id)
-	if err := os.RemoveAll(r.runDir(id)); err != nil {
-		return fmt.Errorf("remove sandbox state: %w", err)
-	}
 	if err := os.Remove(r.recordPath(id)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove sandbox record: %w", err)
 	}
@@ -317,8 +308,10 @@ func processStart(pid int) uint64 {
 
 func waitGone(pid int, start uint64, d time.Duration) {
 	deadline := time.Now().Add(d)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
 	for processStart(pid) == start && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
+		<-tick.C
 	}
 }
 
@@ -347,12 +340,42 @@ func hostTSCKHz() int64 {
 }
 
 // sysProcAttr starts QEMU as uid in a process group of its own (so a
-// Ctrl-C at the terminal reaches Aster, which decides, not QEMU).
+// Ctrl-C at the terminal reaches Aster, which decides, not QEMU), killed by
+// the kernel if the thread that started it (the launcher's, which never
+// exits) dies with Aster.
 // With KVM it is also in /dev/kvm's group, its only supplementary group.
 func sysProcAttr(uid int, kvm bool) *syscall.SysProcAttr {
 	groups := []uint32{}
 	if gid, ok := kvmGroup(); ok && kvm {
 		groups = append(groups, gid)
 	}
-	return &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: groups}}
+	return &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(uid), Groups: groups}}
+}
+
+// launcher starts every QEMU from one OS thread that never exits: the
+// kernel's parent-death signal follows the thread that forked, so QEMU is
+// killed when Aster dies, however it dies, and never because the Go runtime
+// retired a thread.
+type launcher struct{ reqs chan launchReq }
+
+type launchReq struct {
+	cmd *exec.Cmd
+	err chan error
+}
+
+func newLauncher() *launcher {
+	l := &launcher{reqs: make(chan launchReq)}
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+		for r := range l.reqs {
+			r.err <- r.cmd.Start()
+		}
+	}()
+	return l
+}
+
+func (l *launcher) start(cmd *exec.Cmd) error {
+	r := launchReq{cmd: cmd, err: make(chan error, 1)}
+	l.reqs <- r
+	return <-r.err
 }

@@ -1,11 +1,16 @@
 package microvm_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -162,10 +167,10 @@ func TestLimits(t *testing.T) {
 	}
 }
 
-// TestKilledOrchestratorLeavesNothing: a VM whose host went away (Aster
-// killed: the port's socket closes, QEMU stays) ends by itself, and what a
-// crash leaves (a record, a run directory, a host cgroup, a live QEMU) is
-// found by List and removed by Remove.
+// TestKilledOrchestratorLeavesNothing: a VM whose host end of the port is
+// closed ends by itself, and what a crash leaves (a record, a host cgroup, a
+// live QEMU) is found by List and removed by Remove. (A killed Aster takes
+// its QEMUs with it: the parent-death signal; TestQEMUDiesWithAster.)
 func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 	opts := microvmtest.Options(t)
 	rt := microvmtest.New(t, opts)
@@ -184,8 +189,10 @@ func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 	pid := microvm.QEMUPid(a)
 	microvm.DropHost(a)
 	deadline := time.Now().Add(30 * time.Second)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
 	for unix.Kill(pid, 0) == nil && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+		<-tick.C
 	}
 	if unix.Kill(pid, 0) == nil {
 		t.Fatalf("qemu %d still running 30s after its host went away", pid)
@@ -214,7 +221,7 @@ func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 			t.Fatalf("qemu %d survived Remove", bpid)
 		}
 	}
-	for _, p := range []string{filepath.Join(opts.StateDir, "runs", b.ID()), filepath.Join(opts.StateDir, "runs", b.ID()+".json"), "/sys/fs/cgroup/memory/aster-microvm/" + b.ID()} {
+	for _, p := range []string{filepath.Join(opts.StateDir, "runs", b.ID()+".json"), "/sys/fs/cgroup/memory/aster-microvm/" + b.ID(), "/sys/fs/cgroup/aster-microvm/" + b.ID()} {
 		if _, err := os.Stat(p); err == nil {
 			t.Errorf("%s left after Remove", p)
 		}
@@ -264,5 +271,82 @@ func TestWarmPool(t *testing.T) {
 	}
 	if list, _ := rt.List(ctx); len(list) != 0 {
 		t.Errorf("VMs left after Close: %+v", list)
+	}
+}
+
+// TestQEMUDiesWithAster: an Aster process killed with SIGKILL takes its VMs
+// with it (QEMU's parent-death signal), and what it left in the state
+// directory (the record, the host cgroup) is reaped by the next process.
+func TestQEMUDiesWithAster(t *testing.T) {
+	if dir := os.Getenv("ASTER_TEST_MICROVM_HELPER_STATE"); dir != "" {
+		// The helper: boot one VM, say its QEMU's pid, wait to be killed.
+		opts := microvmtest.Options(t)
+		opts.StateDir = dir
+		rt := microvmtest.New(t, opts)
+		inst, err := rt.Prepare(context.Background(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Printf("QEMU-PID %d %s\n", microvm.QEMUPid(inst), inst.ID())
+		select {}
+	}
+	opts := microvmtest.Options(t)
+	rt := microvmtest.New(t, opts)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run", "^TestQEMUDiesWithAster$", "-test.timeout", "5m")
+	cmd.Env = append(os.Environ(), "ASTER_TEST_MICROVM_HELPER_STATE="+opts.StateDir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	var id string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if n, _ := fmt.Sscanf(sc.Text(), "QEMU-PID %d %s", &pid, &id); n == 2 {
+			break
+		}
+	}
+	if pid == 0 {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal("the helper never booted a VM")
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	go io.Copy(io.Discard, out)
+	cmd.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for unix.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+		<-tick.C
+	}
+	if unix.Kill(pid, 0) == nil {
+		unix.Kill(pid, unix.SIGKILL)
+		t.Fatalf("qemu %d outlived the Aster process that started it", pid)
+	}
+	list, err := rt.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 || list[0].ID != id || list[0].State != "gone" {
+		t.Fatalf("want the dead VM's record, listed gone: %+v", list)
+	}
+	if err := rt.Remove(ctx, id); err != nil {
+		t.Fatal(err)
+	}
+	if list, _ := rt.List(ctx); len(list) != 0 {
+		t.Errorf("left after Remove: %+v", list)
+	}
+	for _, p := range []string{"/sys/fs/cgroup/memory/aster-microvm/" + id, "/sys/fs/cgroup/aster-microvm/" + id} {
+		if _, err := os.Stat(p); err == nil {
+			t.Errorf("%s left after Remove", p)
+		}
 	}
 }

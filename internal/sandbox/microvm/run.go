@@ -8,12 +8,13 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -88,56 +89,47 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 			inst.Close(context.WithoutCancel(ctx))
 		}
 	}()
-	dir := r.runDir(id)
-	if err := os.Mkdir(dir, 0o700); err != nil {
-		close(inst.exited)
-		return inst, fmt.Errorf("create sandbox state: %w", err)
-	}
-	inst.dir = dir
 	rec := record{ID: id, RunID: opts.RunID, Deadline: opts.Deadline, Created: t0}
 	if err := r.writeRecord(rec); err != nil {
 		close(inst.exited)
 		return inst, fmt.Errorf("create sandbox state: %w", err)
 	}
-	// The run directory is QEMU's (its console log, the port's socket); the
-	// record beside it is not.
-	if err := os.Chown(dir, ident.Init, ident.Init); err != nil {
-		close(inst.exited)
-		return inst, err
-	}
-	sock := filepath.Join(dir, "port.sock")
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
-	if err != nil {
-		close(inst.exited)
-		return inst, fmt.Errorf("port socket: %w", err)
-	}
-	defer ln.Close()
-	if err := os.Chown(sock, ident.Init, ident.Init); err != nil {
-		close(inst.exited)
-		return inst, err
-	}
+	inst.recorded = true
 	l := opts.Limits
 	guestRAM := l.MemoryBytes + GuestOverheadBytes
 	if inst.cg, err = newHostCgroup(id, guestRAM+HostOverheadBytes, l.MilliCPUs, hostTasks); err != nil {
 		close(inst.exited)
 		return inst, err
 	}
-	f, err := os.Open(disk)
+	// QEMU gets everything it reads as an open descriptor, so it needs no
+	// path into Aster's directories: the disk (fd 3, -add-fd), the kernel and
+	// initramfs (fds 4 and 5, opened by QEMU as /proc/self/fd/N, which
+	// checks only the file's own mode) and its end of the port (fd 6, a
+	// socketpair).
+	files, hostEnd, err := r.qemuFiles(disk)
 	if err != nil {
 		close(inst.exited)
-		return inst, fmt.Errorf("image disk: %w", err)
+		return inst, err
 	}
-	defer f.Close()
-	cmd := exec.Command(r.qemu, r.qemuArgs(accel, dir, guestRAM, l)...)
-	cmd.ExtraFiles = []*os.File{f} // fd 3: the disk, read-only (-add-fd)
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
+	inst.conn = hostEnd
+	inst.frames = initproto.NewReader(hostEnd)
+	cmd := exec.Command(r.qemu, r.qemuArgs(accel, id, guestRAM, l)...)
+	cmd.ExtraFiles = files
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
-	cmd.Dir = dir
+	cmd.Dir = "/"
 	cmd.SysProcAttr = sysProcAttr(ident.Init, accel == AccelKVM)
-	inst.qemuLog = &lockedCapture{c: sandbox.NewCapture(8 << 10)}
+	// QEMU's stdout is the guest's console (the boot stage's messages and
+	// the kernel's at loglevel 1), with its own stderr, kept capped.
+	inst.qemuLog = &lockedCapture{c: sandbox.NewCapture(16 << 10)}
 	cmd.Stdout, cmd.Stderr = inst.qemuLog, inst.qemuLog
 	inst.setTiming("create", time.Since(t0))
 	t1 := time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := r.launch.start(cmd); err != nil {
 		close(inst.exited)
 		return inst, fmt.Errorf("%w: start qemu: %v", sandbox.ErrUnavailable, err)
 	}
@@ -162,12 +154,6 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 		timeout = kvmProbeTimeout
 	}
 	t2 := time.Now()
-	conn, err := accept(ctx, ln, inst.exited, timeout)
-	if err != nil {
-		return inst, fmt.Errorf("%w: the VM did not connect its port: %v%s", sandbox.ErrUnavailable, err, inst.diagnostics())
-	}
-	inst.conn = conn
-	inst.frames = initproto.NewReader(conn)
 	if err := sandbox.AwaitHello(ctx, inst.frames, timeout-time.Since(t2), inst.diagnostics); err != nil {
 		return inst, err
 	}
@@ -175,39 +161,40 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 	return inst, nil
 }
 
-// accept waits for QEMU to connect the port's socket.
-func accept(ctx context.Context, ln *net.UnixListener, exited <-chan struct{}, timeout time.Duration) (*net.UnixConn, error) {
-	type res struct {
-		c   *net.UnixConn
-		err error
-	}
-	ch := make(chan res, 1)
-	_ = ln.SetDeadline(time.Now().Add(timeout))
-	go func() {
-		c, err := ln.AcceptUnix()
-		ch <- res{c, err}
-	}()
-	select {
-	case got := <-ch:
-		return got.c, got.err
-	case <-exited:
-		ln.Close()
-		if got := <-ch; got.c != nil {
-			return got.c, nil
+// qemuFiles opens what QEMU is handed: the disk read-only, the kernel, the
+// initramfs, and one end of the port's socketpair (the other is returned).
+func (r *Runtime) qemuFiles(disk string) ([]*os.File, *net.UnixConn, error) {
+	var files []*os.File
+	fail := func(err error) ([]*os.File, *net.UnixConn, error) {
+		for _, f := range files {
+			f.Close()
 		}
-		return nil, errors.New("qemu exited")
-	case <-ctx.Done():
-		ln.Close()
-		if got := <-ch; got.c != nil {
-			got.c.Close()
-		}
-		return nil, context.Cause(ctx)
+		return nil, nil, err
 	}
+	for _, p := range []string{disk, r.guest.Kernel, r.guest.Initrd} {
+		f, err := os.Open(p)
+		if err != nil {
+			return fail(fmt.Errorf("open %s: %w", p, err))
+		}
+		files = append(files, f)
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fail(fmt.Errorf("port socketpair: %w", err))
+	}
+	hostFile := os.NewFile(uintptr(fds[0]), "port-host")
+	files = append(files, os.NewFile(uintptr(fds[1]), "port-qemu"))
+	c, err := net.FileConn(hostFile)
+	hostFile.Close()
+	if err != nil {
+		return fail(fmt.Errorf("port socket: %w", err))
+	}
+	return files, c.(*net.UnixConn), nil
 }
 
 // qemuArgs is the whole QEMU command line of one VM. Nothing in it comes
 // from the request except the sizes (validated by the Manager).
-func (r *Runtime) qemuArgs(accel, dir string, guestRAM int64, l sandbox.Limits) []string {
+func (r *Runtime) qemuArgs(accel, id string, guestRAM int64, l sandbox.Limits) []string {
 	vcpus := max((l.MilliCPUs+999)/1000, 1)
 	cpu, accelOpt := "max", "tcg,tb-size="+strconv.Itoa(tcgCodeCacheMiB)
 	if accel == AccelKVM {
@@ -227,21 +214,21 @@ func (r *Runtime) qemuArgs(accel, dir string, guestRAM int64, l sandbox.Limits) 
 		"-tmp", strconv.FormatInt(l.TmpBytes, 10),
 		"-linger", initLinger.String())
 	return []string{
-		"-name", "aster-" + filepath.Base(dir),
+		"-name", "aster-" + id,
 		"-M", "microvm,pit=on,pic=on,rtc=on,isa-serial=on",
 		"-accel", accelOpt, "-cpu", cpu,
 		"-m", strconv.FormatInt((guestRAM+(1<<20)-1)>>20, 10) + "M",
 		"-smp", strconv.FormatInt(vcpus, 10),
 		"-nodefaults", "-no-user-config", "-display", "none", "-monitor", "none", "-nic", "none",
 		"-no-reboot",
-		"-kernel", r.guest.Kernel, "-initrd", r.guest.Initrd,
+		"-kernel", "/proc/self/fd/4", "-initrd", "/proc/self/fd/5",
 		"-append", strings.Join(cmdline, " "),
-		"-serial", "file:" + filepath.Join(dir, "console.log"),
+		"-serial", "stdio",
 		"-add-fd", "fd=3,set=1,opaque=image",
 		"-drive", "id=image,file=/dev/fdset/1,format=raw,if=none,readonly=on,cache=none,aio=threads",
 		"-device", "virtio-blk-device,drive=image",
 		"-device", "virtio-serial-device,max_ports=2",
-		"-chardev", "socket,id=port,path=" + filepath.Join(dir, "port.sock"),
+		"-chardev", "socket,id=port,fd=6",
 		"-device", "virtserialport,chardev=port,name=aster",
 		"-sandbox", "on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 	}
@@ -251,10 +238,11 @@ func (r *Runtime) qemuArgs(accel, dir string, guestRAM int64, l sandbox.Limits) 
 type instance struct {
 	rt    *Runtime
 	id    string
-	dir   string
 	ident sandbox.Identity
-	accel string
-	cg    *hostCgroup
+	// recorded says the record is this instance's (written by it).
+	recorded bool
+	accel    string
+	cg       *hostCgroup
 
 	proc      *os.Process
 	qemuLog   *lockedCapture // QEMU's own stderr
@@ -284,46 +272,20 @@ func (i *instance) setTiming(name string, d time.Duration) {
 	i.timingMu.Unlock()
 }
 
-// diagnostics is the end of the guest's console (the boot stage's and
-// init's own messages, the kernel's at loglevel 1), for error messages.
+// diagnostics is what QEMU printed: its own errors and the guest's console
+// (the boot stage's and init's messages, the kernel's at loglevel 1).
 func (i *instance) diagnostics() string {
-	var out string
-	if i.qemuLog != nil {
-		select {
-		case <-i.exited:
-		case <-time.After(time.Second):
-		}
-		if s := strings.TrimSpace(i.qemuLog.String()); s != "" {
-			out += " (qemu: " + s + ")"
-		}
+	if i.qemuLog == nil {
+		return ""
 	}
-	if i.dir == "" {
-		return out
+	select {
+	case <-i.exited:
+	case <-time.After(time.Second):
 	}
-	b, err := readTail(filepath.Join(i.dir, "console.log"), 4<<10)
-	if err != nil {
-		return out
+	if s := strings.TrimSpace(i.qemuLog.String()); s != "" {
+		return " (qemu and guest console: " + s + ")"
 	}
-	if s := strings.TrimSpace(string(b)); s != "" {
-		out += " (guest console: " + s + ")"
-	}
-	return out
-}
-
-func readTail(path string, n int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	off := max(fi.Size()-n, 0)
-	b := make([]byte, fi.Size()-off)
-	_, err = f.ReadAt(b, off)
-	return b, err
+	return ""
 }
 
 // Run implements sandbox.Instance.
@@ -366,11 +328,8 @@ func (i *instance) hostOOM(ended bool) (int64, bool) {
 	if !ended || i.destroyed.Load() {
 		return 0, false
 	}
-	b, err := readTail(filepath.Join(i.dir, "console.log"), 16<<10)
-	if err != nil {
-		return 0, false
-	}
-	if strings.Contains(string(b), "Attempted to kill init! exitcode=0x00000009") {
+	<-i.exited // the console's copier is done once QEMU has exited
+	if strings.Contains(i.qemuLog.String(), "Attempted to kill init! exitcode=0x00000009") {
 		return 1, true
 	}
 	return 0, false
@@ -410,13 +369,10 @@ func (i *instance) Close(ctx context.Context) error {
 		if i.cg != nil {
 			i.cg.remove()
 		}
-		if i.dir != "" {
-			if err := os.RemoveAll(i.dir); err != nil {
-				i.closeErr = fmt.Errorf("remove sandbox state: %w", err)
+		if i.recorded {
+			if err := os.Remove(i.rt.recordPath(i.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				i.closeErr = fmt.Errorf("remove sandbox record: %w", err)
 			}
-		}
-		if err := os.Remove(i.rt.recordPath(i.id)); err != nil && !errors.Is(err, os.ErrNotExist) && i.closeErr == nil {
-			i.closeErr = fmt.Errorf("remove sandbox record: %w", err)
 		}
 		if i.closeErr != nil {
 			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", i.closeErr)

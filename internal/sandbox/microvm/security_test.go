@@ -47,9 +47,9 @@ func TestSecurity(t *testing.T) {
 	tgt := securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), StripsSetuid: true,
 		StartAllowance: bootAllowance(rt), Slowdown: slowdown(rt),
 		Footprint: func(_ context.Context, id string) (securitytest.Footprint, error) {
-			// The VM's host storage: its run directory (console log, port
-			// socket). Its disk is the shared image, opened read-only.
-			return securitytest.DirFootprint(filepath.Join(opts.StateDir, "runs", id))
+			// The VM's host storage: its record. Its disk is the shared
+			// image, opened read-only; its console is a capped buffer.
+			return securitytest.DirFootprint(filepath.Join(opts.StateDir, "runs", id+".json"))
 		},
 		Replaced: map[string]string{
 			"E1_proc_status": "TestSecurityAdapted/E1_proc_status_without_seccomp",
