@@ -48,7 +48,8 @@ var vmModules = []string{"virtio_ring", "virtio", "virtio_mmio", "virtio_blk", "
 
 // vmSysctls are set in the guest before the job exists: no user namespaces
 // (no unprivileged route to mount, or to kernel code only root reaches), no
-// unprivileged eBPF or perf events, no kernel addresses or log.
+// unprivileged eBPF or perf events, no kernel addresses or log, and memory
+// overcommitted as a container's host would.
 var vmSysctls = map[string]string{
 	"user/max_user_namespaces":         "0",
 	"kernel/unprivileged_bpf_disabled": "1",

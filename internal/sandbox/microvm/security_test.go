@@ -4,10 +4,12 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/microvm"
 	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
@@ -53,6 +55,13 @@ func TestSecurity(t *testing.T) {
 		},
 		Replaced: map[string]string{
 			"E1_proc_status": "TestSecurityAdapted/E1_proc_status_without_seccomp",
+			// The guest counts the time QEMU is throttled on the host as the
+			// job's (its clock runs on), so the job's cpu_ms cannot show the
+			// quota; the host cgroup's throttling of QEMU does.
+			"B7_busy_loop": "TestSecurityAdapted/B7_busy_loop_qemu_throttled",
+			// Every guest uses uids 900 and 1000, each in a kernel of its own:
+			// no kernel user, so no per-user quota, is shared.
+			"M2_no_shared_kernel_user": "TestSecurityAdapted/M2_a_kernel_per_sandbox",
 		},
 		Gaps: map[string]string{
 			"E3_refused_syscalls": seccompGap + " (unshare, mount, bpf, perf_event_open and ptrace of init still fail: no user namespaces, sysctls, other uid; keyctl and add_key succeed)",
@@ -71,8 +80,49 @@ func TestSecurity(t *testing.T) {
 // TestSecurityAdapted holds the cases whose shared form cannot hold here.
 func TestSecurityAdapted(t *testing.T) {
 	rt := microvmtest.Runtime(t)
-	mgr := manager(t, rt, 1)
+	mgr := manager(t, rt, 2)
+	t.Run("B7_busy_loop_qemu_throttled", func(t *testing.T) {
+		t.Parallel()
+		ctx := t.Context()
+		limits := config.DefaultLimits()
+		limits.MilliCPUs = 250
+		inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: limits, Deadline: time.Now().Add(2 * time.Minute)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer inst.Close(context.Background())
+		before := throttled(t, inst.ID())
+		job := sandbox.JobFromSpec(sandbox.Spec{Argv: []string{"sh", "-c", "while :; do :; done"}})
+		job.Limits = limits
+		job.Limits.TimeoutMS = 3000
+		res, _ := inst.Run(ctx, job)
+		if res.Status != sandbox.StatusTimeout {
+			t.Fatalf("status %s, want timeout (%s)", res.Status, res.Error)
+		}
+		if after := throttled(t, inst.ID()); after <= before {
+			t.Fatalf("QEMU's host cgroup was never throttled during a busy loop at 0.25 CPU (%d -> %d periods)", before, after)
+		}
+	})
+	t.Run("M2_a_kernel_per_sandbox", func(t *testing.T) {
+		t.Parallel()
+		ids := make(chan string, 2)
+		for range 2 {
+			go func() {
+				res, err := mgr.Run(t.Context(), sandbox.Spec{Image: sandboxtest.Image(), Argv: []string{"sh", "-c", "sleep 2; cat /proc/sys/kernel/random/boot_id"}})
+				if err != nil || res.Status != sandbox.StatusOK {
+					ids <- ""
+					return
+				}
+				ids <- strings.TrimSpace(string(res.Stdout.Data))
+			}()
+		}
+		a, b := <-ids, <-ids
+		if a == "" || b == "" || a == b {
+			t.Fatalf("two sandboxes' kernels: boot ids %q and %q, want two different kernels", a, b)
+		}
+	})
 	t.Run("E1_proc_status_without_seccomp", func(t *testing.T) {
+		t.Parallel()
 		res := run(t, mgr, sandbox.Spec{Argv: []string{"sh", "-c", "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Uid|Gid):' /proc/self/status | tr -d '\\t'"}})
 		got := map[string]string{}
 		for _, line := range strings.Split(strings.TrimSpace(string(res.Stdout.Data)), "\n") {
@@ -114,4 +164,23 @@ func slowdown(rt *microvm.Runtime) int {
 		return 6
 	}
 	return 1
+}
+
+// throttled is how many CPU periods the host throttled a VM's QEMU in.
+func throttled(t *testing.T, id string) int64 {
+	t.Helper()
+	for _, p := range []string{"/sys/fs/cgroup/cpu/aster-microvm/" + id + "/cpu.stat", "/sys/fs/cgroup/aster-microvm/" + id + "/cpu.stat"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "nr_throttled "); ok {
+				n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				return n
+			}
+		}
+	}
+	t.Fatalf("no cpu.stat for VM %s", id)
+	return 0
 }

@@ -400,7 +400,7 @@ func (s *suite) b8Sleep(t *testing.T) {
 	start := time.Now()
 	res := s.run(t, sandbox.Spec{Argv: []string{"sleep", "600"}, Limits: sandbox.Limits{TimeoutMS: 2000}})
 	wantStatus(t, res, sandbox.StatusTimeout)
-	if el := time.Since(start); el > 10*time.Second {
+	if el := time.Since(start); el > 10*time.Second+s.tgt.StartAllowance {
 		t.Fatalf("sleep was ended after %s, deadline 2s", el)
 	}
 	if res.ExitCode != -1 || res.Signal == "" {

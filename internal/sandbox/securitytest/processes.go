@@ -46,7 +46,7 @@ time.sleep(0.3)
 print("parent-exit")
 `, sandbox.Limits{TimeoutMS: 60000})
 	wantStatus(t, res, sandbox.StatusOK)
-	if el := time.Since(start); el > 15*time.Second {
+	if el := time.Since(start); el > 15*time.Second+s.tgt.StartAllowance {
 		t.Fatalf("the double-forked child kept the run alive for %s", el)
 	}
 	s.assertGone(t, res.ID)
@@ -85,7 +85,7 @@ func (s *suite) c4TrapTerm(t *testing.T) {
 		Limits: sandbox.Limits{TimeoutMS: 2000},
 	})
 	wantStatus(t, res, sandbox.StatusTimeout)
-	if el := time.Since(start); el > 10*time.Second {
+	if el := time.Since(start); el > 10*time.Second+s.tgt.StartAllowance {
 		t.Fatalf("a SIGTERM-trapping job was ended after %s", el)
 	}
 	if !strings.Contains(string(res.Stdout.Data), "got-term") || res.Signal != "SIGKILL" {
