@@ -106,6 +106,9 @@ func vmBoot(c vmConfig) error {
 			return fmt.Errorf("sysctl %s: %w", k, err)
 		}
 	}
+	if err := loopbackUp(); err != nil {
+		return fmt.Errorf("bring lo up: %w", err)
+	}
 	port, err := waitPort(10 * time.Second)
 	if err != nil {
 		return err
@@ -167,6 +170,26 @@ func vmBoot(c vmConfig) error {
 	argv := []string{"/.aster/init", "-ids", fmt.Sprintf("%d:%d", vmInitID, vmJobID), "-port-fd", strconv.Itoa(vmPortFD), "-linger", c.linger.String()}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMAXPROCS=1"}
 	return unix.Exec(argv[0], argv, env)
+}
+
+// loopbackUp brings up lo, the guest's only interface (a container's network
+// namespace has it up too): loopback services of the job, and init's egress
+// proxy when a run has one, need it.
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return err
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return err
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	return unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr)
 }
 
 // loadModule loads a kernel module; one built in or already loaded is fine.
