@@ -328,7 +328,11 @@ func (i *instance) hostOOM(ended bool) (int64, bool) {
 	if !ended || i.destroyed.Load() {
 		return 0, false
 	}
-	<-i.exited // the console's copier is done once QEMU has exited
+	select {
+	case <-i.exited: // the console's copier is done once QEMU has exited
+	default:
+		return 0, false
+	}
 	if strings.Contains(i.qemuLog.String(), "Attempted to kill init! exitcode=0x00000009") {
 		return 1, true
 	}
