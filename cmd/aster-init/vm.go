@@ -58,6 +58,9 @@ var vmSysctls = map[string]string{
 	"kernel/dmesg_restrict":            "1",
 	"kernel/unprivileged_userns_clone": "0",
 	"vm/unprivileged_userfaultfd":      "0",
+	// Committed as on a large host: an allocation beyond the guest's RAM
+	// succeeds, and the job's cgroup ends it (status oom).
+	"vm/overcommit_memory": "1",
 }
 
 type vmConfig struct {
