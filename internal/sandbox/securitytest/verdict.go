@@ -32,6 +32,8 @@ func wantOOMWithOutput(t *testing.T, res sandbox.Result) {
 }
 
 // K1: many small processes over the memory limit (make -j, pytest-xdist).
+// They must be alive together: each holds its memory for a second (longer
+// where the target's CPU is emulated and forks are slow).
 func (s *suite) k1ManyProcesses(t *testing.T) {
 	res := s.py(t, `
 import os, sys, time
@@ -43,12 +45,12 @@ for i in range(30):
         b = bytearray(3 << 20)
         for j in range(0, len(b), 4096):
             b[j] = 1
-        time.sleep(1)
+        time.sleep(`+strconv.FormatInt(s.slow(1), 10)+`)
         os._exit(0)
     kids.append(pid)
 for p in kids:
     os.waitpid(p, 0)
-`, sandbox.Limits{MemoryBytes: 64 << 20, Pids: 64, TimeoutMS: 60_000})
+`, sandbox.Limits{MemoryBytes: 64 << 20, Pids: 64, TimeoutMS: s.slow(60_000)})
 	wantOOMWithOutput(t, res)
 }
 
