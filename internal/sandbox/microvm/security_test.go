@@ -46,7 +46,7 @@ const seccompGap = "no seccomp filter inside the guest: the guest kernel is the 
 func TestSecurity(t *testing.T) {
 	opts := microvmtest.Options(t)
 	rt := microvmtest.New(t, opts)
-	tgt := securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), StripsSetuid: true,
+	tgt := securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), StripsSetuid: true, OwnKernel: true,
 		StartAllowance: bootAllowance(rt), Slowdown: slowdown(rt),
 		Footprint: func(_ context.Context, id string) (securitytest.Footprint, error) {
 			// The VM's host storage: its record. Its disk is the shared
