@@ -129,4 +129,6 @@ func Lines(in *api.InstallResult) []string {
 	return out
 }
 
-func ms(n int64) string { return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String() }
+func ms(n int64) string {
+	return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
+}
