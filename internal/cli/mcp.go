@@ -176,7 +176,14 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		exec = local
 	}
 
+	// The egress policy (egress.allow, --egress-allow) comes with the relay; nil runs no install phase.
+	tests, testSet, err := testRunner(c, nil, exec, log)
+	if err != nil {
+		return err
+	}
 	srv, err := mcpserver.New(mcpserver.Options{
+		Tests:            tests,
+		CallerCacheKeys:  testSet.CallerCacheKeys,
 		Executor:         exec,
 		Images:           c.Images,
 		Defaults:         defaults,

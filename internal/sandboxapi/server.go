@@ -121,8 +121,9 @@ type Options struct {
 	// auth, admission, body limits and metrics as the runs; nil answers 404.
 	Validator Validator
 	// Egress is the operator's egress relay policy (aster.yaml egress.allow,
-	// --egress-allow) for the install phase of /v1/test; nil or an empty list:
-	// no sandbox of this server reaches anything. Requests cannot change it.
+	// --egress-allow) for the install phase of /v1/test when Tests is nil;
+	// nil or an empty list: no sandbox of this server reaches anything.
+	// Requests cannot change it.
 	Egress *egress.Policy
 	// EngineCheckPeriod is how often the engine is probed for the
 	// aster_engine_up metric (default 5s).
@@ -186,7 +187,7 @@ func New(opts Options) (*Server, error) {
 		opts.Metrics = NewMetrics()
 	}
 	if opts.Tests == nil {
-		opts.Tests = &testphase.Runner{TempDir: opts.TempDir, Logger: opts.Logger}
+		opts.Tests = &testphase.Runner{Policy: opts.Egress, TempDir: opts.TempDir, Logger: opts.Logger}
 	}
 	st := opts.Manager.Stats()
 	opts.Metrics.setCapacity(st)

@@ -132,3 +132,32 @@ func Lines(in *api.InstallResult) []string {
 func ms(n int64) string {
 	return (time.Duration(n) * time.Millisecond).Round(100 * time.Millisecond).String()
 }
+
+// Summary is an install phase in one line, for tables: its status, time,
+// downloads, cache and (failed or skipped) reason. "" for nil.
+func Summary(in *api.InstallResult) string {
+	if in == nil {
+		return ""
+	}
+	var parts []string
+	switch in.Status {
+	case api.InstallCached:
+		parts = append(parts, "install "+in.Kind+" restored from the cache")
+	case api.InstallSkipped:
+		return "install " + in.Kind + " not run: " + in.Reason
+	default:
+		parts = append(parts, fmt.Sprintf("install %s %s in %s", in.Kind, in.Status, ms(in.DurationMS)))
+	}
+	if d := in.Downloads; d.Connections > 0 {
+		parts = append(parts, fmt.Sprintf("%s from %s", config.FormatBytes(d.Bytes), strings.Join(d.Hosts, ", ")))
+	}
+	if in.Downloads.Refused > 0 {
+		parts = append(parts, fmt.Sprintf("%d connections refused", in.Downloads.Refused))
+	}
+	parts = append(parts, "cache "+in.Cache)
+	s := strings.Join(parts, ", ")
+	if in.Status == api.InstallFailed && in.Reason != "" {
+		s += ": " + in.Reason
+	}
+	return s
+}
