@@ -20,16 +20,16 @@ import (
 // RunTestsInput is the run_tests tool's arguments.
 type RunTestsInput struct {
 	SnapshotInput
-	Command      []string          `json:"command,omitempty" jsonschema:"the test command, run directly (no shell). Default: detected from the project: go.mod → go test -json ./...; pytest.ini, pyproject.toml, setup.cfg, tox.ini, conftest.py or test_*.py → pytest with a JUnit report; package.json → npm test."`
-	ReportFormat string            `json:"report_format,omitempty" jsonschema:"with command: how to read its results: go-test-json (go test -json on stdout), junit-xml (a JUnit XML file at report_path), or none (exit code only; the default unless command is go test -json)."`
-	ReportPath   string            `json:"report_path,omitempty" jsonschema:"with report_format junit-xml: where the command writes its report inside the sandbox, e.g. /tmp/report.xml."`
-	Workdir      string            `json:"workdir,omitempty" jsonschema:"directory of the snapshot, relative to /work, the tests run in (default: the snapshot's root)."`
-	Env          map[string]string `json:"env,omitempty" jsonschema:"environment variables for the tests; nothing else from the server's environment is passed."`
-	Setup          []string `json:"setup,omitempty" jsonschema:"the dependency step, run directly (a shell script is [\"sh\", \"-c\", \"...\"]). Default: detected (npm ci or npm install, go mod download, a virtual environment and pip install); [] for none. It runs first in a sandbox whose only way out is the server's egress relay (operator-allowed hosts); the tests then run in a fresh sandbox with no network on the project plus its node_modules, .venv and .aster directories."`
-	InstallTimeout string   `json:"install_timeout,omitempty" jsonschema:"wall-clock limit of the install phase, e.g. \"5m\" (default: the server's; at most the timeout ceiling)."`
-	CacheKey       string   `json:"cache_key,omitempty" jsonschema:"names the repository for the server's dependency cache; used only when the operator enabled caller cache keys."`
-	Image          string   `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
-	Limits       *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits for this run; every field is optional and defaults to the server's default, and none may exceed the server's ceiling. Test suites often need a longer timeout than the default, e.g. \"5m\"."`
+	Command        []string          `json:"command,omitempty" jsonschema:"the test command, run directly (no shell). Default: detected from the project: go.mod → go test -json ./...; pytest.ini, pyproject.toml, setup.cfg, tox.ini, conftest.py or test_*.py → pytest with a JUnit report; package.json → npm test."`
+	ReportFormat   string            `json:"report_format,omitempty" jsonschema:"with command: how to read its results: go-test-json (go test -json on stdout), junit-xml (a JUnit XML file at report_path), or none (exit code only; the default unless command is go test -json)."`
+	ReportPath     string            `json:"report_path,omitempty" jsonschema:"with report_format junit-xml: where the command writes its report inside the sandbox, e.g. /tmp/report.xml."`
+	Workdir        string            `json:"workdir,omitempty" jsonschema:"directory of the snapshot, relative to /work, the tests run in (default: the snapshot's root)."`
+	Env            map[string]string `json:"env,omitempty" jsonschema:"environment variables for the tests; nothing else from the server's environment is passed."`
+	Setup          []string          `json:"setup,omitempty" jsonschema:"the dependency step, run directly (a shell script is [\"sh\", \"-c\", \"...\"]). Default: detected (npm ci or npm install, go mod download, a virtual environment and pip install); [] for none. It runs first in a sandbox whose only way out is the server's egress relay (operator-allowed hosts); the tests then run in a fresh sandbox with no network on the project plus its node_modules, .venv and .aster directories."`
+	InstallTimeout string            `json:"install_timeout,omitempty" jsonschema:"wall-clock limit of the install phase, e.g. \"5m\" (default: the server's; at most the timeout ceiling)."`
+	CacheKey       string            `json:"cache_key,omitempty" jsonschema:"names the repository for the server's dependency cache; used only when the operator enabled caller cache keys."`
+	Image          string            `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
+	Limits         *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits for this run; every field is optional and defaults to the server's default, and none may exceed the server's ceiling. Test suites often need a longer timeout than the default, e.g. \"5m\"."`
 }
 
 func (s *Server) addRunTests() error {
