@@ -130,8 +130,11 @@ func checkRegistry(v string, list bool) error {
 			continue
 		}
 		u, err := url.Parse(p)
-		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
-			return fmt.Errorf("%s is not an http(s) URL without credentials", strconv.Quote(p))
+		if err == nil && u.User != nil {
+			return errors.New("a registry URL must not carry credentials (they would reach the sandbox)")
+		}
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+			return fmt.Errorf("%s is not an http(s) URL", strconv.Quote(p))
 		}
 	}
 	return nil

@@ -370,7 +370,7 @@ func downloads(st egress.Stats) api.Downloads {
 		if c.Refused != "" {
 			refused++
 		}
-		host := workspace.Quote(c.Host) // the job wrote it: keep it printable
+		host := printable(c.Host) // the job wrote it
 		if c.Refused != "" {
 			if !slices.Contains(d.RefusedHosts, host) && len(d.RefusedHosts) < maxRefusedHosts {
 				d.RefusedHosts = append(d.RefusedHosts, host)
@@ -422,4 +422,19 @@ func cleanWorkdir(w string) string {
 		return ""
 	}
 	return c
+}
+
+// printable is a name the job wrote, fit for a report: at most 255 bytes,
+// anything but printable ASCII shown as '?'.
+func printable(s string) string {
+	if len(s) > 255 {
+		s = s[:255]
+	}
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x21 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }

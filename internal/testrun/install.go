@@ -52,7 +52,8 @@ const pipInstall = `venv=$1; shift; python3 -m venv --system-site-packages "$ven
 
 // DetectInstall picks the dependency step for a project from the names of
 // its files (relative to the working directory) and the test framework the
-// plan runs: go → `go mod download` (go.mod); pytest → a virtual environment
+// plan runs: go → `go mod download` (go.mod with a go.sum: a module without
+// one needs nothing); pytest → a virtual environment
 // and `pip install -r requirements.txt`, or `pip install .` for a
 // pyproject.toml or setup.py; npm → `npm ci` with a package-lock.json or
 // npm-shrinkwrap.json, else `npm install`. A custom test command takes the
@@ -77,7 +78,8 @@ func DetectInstall(names []string, framework, workdir string) (Install, bool) {
 		return out
 	}
 	goStep := func() (Install, bool) {
-		if !top["go.mod"] {
+		// A module with no go.sum requires nothing outside itself.
+		if !top["go.mod"] || !top["go.sum"] {
 			return Install{}, false
 		}
 		return Install{Kind: "go", Argv: []string{"go", "mod", "download", "-x"}, Manifests: present(goManifests)}, true
