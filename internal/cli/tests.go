@@ -26,7 +26,7 @@ func testRunner(c config.Config, policy *egress.Policy, sb any, log *slog.Logger
 	if err != nil {
 		return nil, set, usageErr("%v", err)
 	}
-	r := &testphase.Runner{Policy: policy, InstallTimeout: set.InstallTimeout, Logger: log,
+	r := &testphase.Runner{Policy: policy, InstallTimeout: set.InstallTimeout, Logger: log, CABundle: set.CABundle,
 		Registries: testrun.Registries{NPM: set.NPMRegistry, GoProxy: set.GoProxy, PipIndex: set.PipIndex}}
 	if m, ok := sb.(interface{ Runtime() sandbox.Runtime }); ok && set.CacheDir != "" {
 		cache, err := depcache.Open(depcache.Options{Dir: set.CacheDir, MaxBytes: set.CacheBytes, Logger: log})

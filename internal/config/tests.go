@@ -1,8 +1,10 @@
 package config
 
 import (
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -33,6 +35,9 @@ type TestsConfig struct {
 	NPMRegistry string `yaml:"npm_registry"`
 	GoProxy     string `yaml:"goproxy"`
 	PipIndex    string `yaml:"pip_index"`
+	// CAFile is a PEM bundle the install phase trusts instead of the
+	// image's roots, for registries behind a TLS-intercepting proxy.
+	CAFile string `yaml:"ca_file"`
 	// CacheDir holds the dependency cache (default: the user's cache
 	// directory, aster/deps); CacheSize caps it ("4g"; "0" turns it off).
 	CacheDir  string `yaml:"cache_dir"`
@@ -49,6 +54,8 @@ type TestSettings struct {
 	NPMRegistry    string
 	GoProxy        string
 	PipIndex       string
+	// CABundle is the content of ca_file (nil: none).
+	CABundle []byte
 	// CacheDir is empty when the cache is off.
 	CacheDir        string
 	CacheBytes      int64
@@ -94,6 +101,14 @@ func (t TestsConfig) Parse() (TestSettings, error) {
 		}
 		*f.dst = v
 	}
+	if v := strings.TrimSpace(t.CAFile); v != "" {
+		b, err := readCABundle(v)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("tests.ca_file: %w", err))
+		} else {
+			out.CABundle = b
+		}
+	}
 	if v := strings.TrimSpace(t.CacheSize); v != "" {
 		n, err := ParseBytes(v)
 		if err != nil || n < 0 {
@@ -138,4 +153,40 @@ func checkRegistry(v string, list bool) error {
 		}
 	}
 	return nil
+}
+
+// maxCABundleBytes bounds tests.ca_file.
+const maxCABundleBytes = 4 << 20
+
+// readCABundle reads a PEM bundle and checks that it holds certificates only
+// (a private key must never reach a sandbox).
+func readCABundle(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCABundleBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxCABundleBytes {
+		return nil, fmt.Errorf("%s is larger than %d bytes", p, maxCABundleBytes)
+	}
+	n := 0
+	for rest := b; ; {
+		var blk *pem.Block
+		blk, rest = pem.Decode(rest)
+		if blk == nil {
+			break
+		}
+		if blk.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("%s holds a %s block: only certificates may go to a sandbox", p, blk.Type)
+		}
+		n++
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("%s holds no PEM certificate", p)
+	}
+	return b, nil
 }

@@ -109,10 +109,10 @@ func extractDeps(export io.Reader, w io.Writer, workdir string, caps workspace.C
 }
 
 // overlay writes the repository's archive without anything under the
-// dependency directories, then the dependencies' archive, as one stream for
-// the workspace filter (the caller filters it: deps is untrusted).
-func overlay(w io.Writer, repo, deps io.Reader, workdir string) error {
-	prefixes := depPrefixes(workdir)
+// prefixes (the dependency directories), then the dependencies' archive, as
+// one stream for the workspace filter (the caller filters it: deps is
+// untrusted).
+func overlay(w io.Writer, repo, deps io.Reader, prefixes []string) error {
 	tw := tar.NewWriter(w)
 	for i, r := range []io.Reader{repo, deps} {
 		if r == nil {

@@ -3,6 +3,7 @@ package testphase
 import (
 	"archive/zip"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -106,6 +107,41 @@ func registry(t *testing.T, name string, argv ...string) (egress.Rule, string) {
 		port, _ = strconv.Atoi(p)
 	}
 	return egress.Rule{Host: u.Hostname(), Port: port}, raw
+}
+
+// registryPolicy allows rule. Where this machine resolves the registry to an
+// address the relay refuses (a local mirror on a private or documentation
+// address), exactly those addresses are admitted, through the test-only hook.
+func registryPolicy(t *testing.T, rule egress.Rule) *egress.Policy {
+	t.Helper()
+	addrs, err := net.DefaultResolver.LookupNetIP(t.Context(), "ip", rule.Host)
+	if err != nil {
+		t.Fatalf("resolve %s: %v", rule.Host, err)
+	}
+	p := &egress.Policy{Allow: []egress.Rule{rule}}
+	p.AllowAddr = func(a netip.Addr) bool {
+		for _, b := range addrs {
+			if a.Unmap() == b.Unmap() {
+				return true
+			}
+		}
+		return false
+	}
+	t.Logf("%s resolves to %v here", rule.Host, addrs)
+	return p
+}
+
+// hostCA is this machine's CA bundle: where registries are reached through a
+// TLS-intercepting proxy, its CA is there and not in the image.
+func hostCA(t *testing.T) []byte {
+	t.Helper()
+	p := cmp.Or(os.Getenv("SSL_CERT_FILE"), "/etc/ssl/certs/ca-certificates.crt")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Logf("no host CA bundle (%v): the image's roots are used", err)
+		return nil
+	}
+	return b
 }
 
 func nodePlan(t *testing.T) testrun.Plan {
@@ -222,7 +258,7 @@ func TestDockerNodeRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &Runner{Policy: &egress.Policy{Allow: []egress.Rule{rule}}, Cache: cache, InstallTimeout: 3 * time.Minute,
+	r := &Runner{Policy: registryPolicy(t, rule), Cache: cache, InstallTimeout: 3 * time.Minute, CABundle: hostCA(t),
 		Digest: func(ctx context.Context, image string) (string, error) {
 			info, err := mgr.Runtime().ImageInfo(ctx, image)
 			return info.Digest, err
@@ -308,7 +344,7 @@ func TestDiff(t *testing.T) {
 	if !ok {
 		t.Fatal("no install for a module with a dependency")
 	}
-	r := &Runner{Policy: &egress.Policy{Allow: []egress.Rule{rule}}, Registries: testrun.Registries{GoProxy: proxyURL}, InstallTimeout: 3 * time.Minute}
+	r := &Runner{Policy: registryPolicy(t, rule), Registries: testrun.Registries{GoProxy: proxyURL}, InstallTimeout: 3 * time.Minute, CABundle: hostCA(t)}
 	l := limits()
 	l.TimeoutMS = 300_000
 	out, err := r.Run(t.Context(), Job{Image: sandboxtest.Image(), Plan: plan, Install: &in, Limits: l, TmpCeiling: 1 << 30, Open: packed(t, files)}, runWith(mgr, nil))

@@ -9,12 +9,15 @@
 package testphase
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +48,11 @@ type Runner struct {
 	Policy *egress.Policy
 	// Registries are the operator's package sources for the install phase.
 	Registries testrun.Registries
+	// CABundle, when set, is a PEM bundle the install phase's tools trust
+	// instead of the image's roots (a registry mirror behind a TLS-
+	// intercepting proxy): placed at /work/.aster/ca.pem of the working
+	// directory, named by SSL_CERT_FILE, PIP_CERT and NODE_EXTRA_CA_CERTS.
+	CABundle []byte
 	// Cache, when set, keeps dependencies per repository.
 	Cache *depcache.Cache
 	// Digest resolves an image to its digest, for cache keys; nil: no cache.
@@ -240,11 +248,27 @@ func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.Ins
 		return fail(sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, err, "open the repository: "+err.Error())
 	}
 	defer repo.Close()
+	env := testrun.InstallEnv(proxyURL, job.Workdir, r.Registries, job.Env)
+	ws := sandbox.Workspace{Tar: repo, Filtered: true}
+	if len(r.CABundle) > 0 {
+		name := path.Join(job.Workdir, ".aster", "ca.pem")
+		f, err := r.overlay(repo, bytes.NewReader(caTar(name, r.CABundle)), []string{name}, limits.WorkdirBytes)
+		if err != nil {
+			return fail(sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, err, "the install workspace: "+err.Error())
+		}
+		defer removeFile(f)
+		ws.Tar = f
+		for _, k := range []string{"SSL_CERT_FILE", "PIP_CERT", "NODE_EXTRA_CA_CERTS"} {
+			if _, set := job.Env[k]; !set {
+				env[k] = "/work/" + name
+			}
+		}
+	}
 	relay := r.Policy.NewRun(job.ID + "-install")
 	spec := sandbox.Spec{
 		ID: job.ID + "-install", Image: job.Image, Argv: job.Install.Argv, Workdir: job.Workdir,
-		Env:       testrun.InstallEnv(proxyURL, job.Workdir, r.Registries, job.Env),
-		Workspace: sandbox.Workspace{Tar: repo, Filtered: true}, Limits: limits,
+		Env:       env,
+		Workspace: ws, Limits: limits,
 		Egress: relay, Export: &cappedWriter{w: export, max: limits.WorkdirBytes + exportSlackBytes},
 	}
 	t0 := time.Now()
@@ -288,7 +312,7 @@ func (r *Runner) test(ctx context.Context, job Job, plan testrun.Plan, deps io.R
 	ws := sandbox.Workspace{Tar: repo, Filtered: true}
 	if deps != nil {
 		limits.WorkdirBytes = raise(limits.WorkdirBytes, testrun.MinInstallWorkdirBytes, job.WorkdirCeiling)
-		f, err := r.overlay(repo, deps, job.Workdir, limits.WorkdirBytes)
+		f, err := r.overlay(repo, deps, depPrefixes(job.Workdir), limits.WorkdirBytes)
 		if err != nil {
 			err = fmt.Errorf("%w: the repository with its dependencies: %w", sandbox.ErrTooLarge, err)
 			if !errors.Is(err, workspace.ErrTooLarge) {
@@ -317,13 +341,13 @@ func (r *Runner) test(ctx context.Context, job Job, plan testrun.Plan, deps io.R
 
 // overlay writes the test phase's workspace (the repository, then the
 // dependencies) through the workspace filter into a temporary file.
-func (r *Runner) overlay(repo, deps io.Reader, workdir string, maxBytes int64) (*os.File, error) {
+func (r *Runner) overlay(repo, deps io.Reader, strip []string, maxBytes int64) (*os.File, error) {
 	f, err := os.CreateTemp(r.TempDir, "aster-testws-*.tar")
 	if err != nil {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(overlay(pw, repo, deps, workdir)) }()
+	go func() { pw.CloseWithError(overlay(pw, repo, deps, strip)) }()
 	_, err = workspace.Filter(pr, f, workspace.Caps{MaxBytes: maxBytes})
 	pr.CloseWithError(errors.New("filter stopped"))
 	if err == nil {
@@ -437,4 +461,14 @@ func printable(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// caTar is an archive of one file, the CA bundle, at name.
+func caTar(name string, pem []byte) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(pem)), Typeflag: tar.TypeReg})
+	_, _ = tw.Write(pem)
+	_ = tw.Close()
+	return buf.Bytes()
 }

@@ -118,7 +118,9 @@ func (f *fake) run(ctx context.Context, phase string, spec sandbox.Spec) (sandbo
 	}
 }
 
-func allowAll() *egress.Policy { return &egress.Policy{Allow: []egress.Rule{{Host: "registry.invalid", Port: 443}}} }
+func allowAll() *egress.Policy {
+	return &egress.Policy{Allow: []egress.Rule{{Host: "registry.invalid", Port: 443}}}
+}
 
 func job(t *testing.T, repo []byte) Job {
 	plan := testrun.Plan{Framework: "npm", Argv: []string{"npm", "test"}, Format: testrun.FormatNone}
