@@ -48,7 +48,7 @@ type TestRequest struct {
 	// (npm ci/install, go mod download, pip). It runs in an install phase
 	// whose only way out is the server's egress relay, before the tests run
 	// in a fresh sandbox with no network.
-	Setup []string `json:"setup,omitempty"`
+	Setup []string `json:"setup,omitzero"`
 	// InstallTimeout bounds the install phase (default: the server's
 	// install timeout; at most the timeout ceiling).
 	InstallTimeout Quantity `json:"install_timeout,omitempty"`
