@@ -101,10 +101,9 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 		job.InstallTimeout = d
 	}
 	if install != nil && s.opts.CallerCacheKeys && in.CacheKey != "" {
-		if len(in.CacheKey) > 256 || strings.ContainsFunc(in.CacheKey, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-			return nil, zero, toolError(sandbox.Invalidf("cache_key: at most 256 bytes of printable text"))
+		if job.Repo, err = testphase.CallerRepo(in.CacheKey); err != nil {
+			return nil, zero, toolError(sandbox.Invalidf("%v", err))
 		}
-		job.Repo = "caller:" + in.CacheKey
 	}
 	var runErr error
 	out, err := s.opts.Tests.Run(ctx, job, func(ctx context.Context, phase string, spec sandbox.Spec) (sandbox.Result, error) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
@@ -152,23 +151,11 @@ func (s *Server) testJob(req api.TestRequest, spec sandbox.Spec, snap *Snapshot,
 		job.Open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(nil)), nil }
 	}
 	if in != nil && s.opts.CallerCacheKeys && req.CacheKey != "" {
-		key, err := callerCacheKey(req.CacheKey)
+		key, err := testphase.CallerRepo(req.CacheKey)
 		if err != nil {
-			return job, err
+			return job, sandbox.Invalidf("%v", err)
 		}
 		job.Repo = key
 	}
 	return job, nil
-}
-
-// maxCacheKeyBytes bounds a caller's cache_key.
-const maxCacheKeyBytes = 256
-
-// callerCacheKey validates a caller's cache_key and scopes it, so it can
-// never name the cache entries of the App or of aster review.
-func callerCacheKey(k string) (string, error) {
-	if len(k) > maxCacheKeyBytes || strings.ContainsFunc(k, func(r rune) bool { return r < ' ' || r == 0x7f }) {
-		return "", sandbox.Invalidf("cache_key: at most %d bytes of printable text", maxCacheKeyBytes)
-	}
-	return "caller:" + k, nil
 }

@@ -472,3 +472,16 @@ func caTar(name string, pem []byte) []byte {
 	_ = tw.Close()
 	return buf.Bytes()
 }
+
+// MaxCacheKeyBytes bounds a caller's cache_key.
+const MaxCacheKeyBytes = 256
+
+// CallerRepo is the cache identity of a caller-named repository (the
+// cache_key of /v1/test and MCP run_tests): checked, and scoped so that it
+// can never name the entries of the App or of aster review.
+func CallerRepo(key string) (string, error) {
+	if len(key) > MaxCacheKeyBytes || strings.ContainsFunc(key, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return "", fmt.Errorf("cache_key: at most %d bytes of printable text", MaxCacheKeyBytes)
+	}
+	return "caller:" + key, nil
+}

@@ -393,3 +393,15 @@ func TestDownloads(t *testing.T) {
 		}
 	}
 }
+
+func TestCallerRepoScoped(t *testing.T) {
+	got, err := CallerRepo("github:org/a")
+	if err != nil || got != "caller:github:org/a" {
+		t.Fatalf("%q %v: a caller's key must not name the App's entries", got, err)
+	}
+	for _, bad := range []string{strings.Repeat("k", MaxCacheKeyBytes+1), "a\nb", "a\x00"} {
+		if _, err := CallerRepo(bad); err == nil {
+			t.Errorf("%.20q accepted", bad)
+		}
+	}
+}
