@@ -43,6 +43,19 @@ type TestRequest struct {
 	Command []string `json:"command,omitempty"`
 	// Report says how to read Command's results (detected commands need none).
 	Report *ReportRequest `json:"report,omitempty"`
+	// Setup is the dependency step, an argv run directly (write a shell
+	// script as ["sh", "-c", "..."]); empty means detected from the project
+	// (npm ci/install, go mod download, pip). It runs in an install phase
+	// whose only way out is the server's egress relay, before the tests run
+	// in a fresh sandbox with no network.
+	Setup []string `json:"setup,omitzero"`
+	// InstallTimeout bounds the install phase (default: the server's
+	// install timeout; at most the timeout ceiling).
+	InstallTimeout Quantity `json:"install_timeout,omitempty"`
+	// CacheKey names the repository for the server's dependency cache; it
+	// is used only when the operator lets callers name one, and an entry is
+	// only ever offered to the same key.
+	CacheKey string `json:"cache_key,omitempty"`
 	JobRequest
 }
 

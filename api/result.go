@@ -94,10 +94,71 @@ type ExecuteResponse = Result
 
 // TestResponse is the body of a finished /v1/test: the run's result plus the
 // parsed test summary and the command that ran.
+//
+// With an install phase, the result is the test phase's, or the install
+// phase's when that failed and the tests did not run (Phase says which).
 type TestResponse struct {
 	Result
 	Command []string    `json:"command"`
 	Tests   TestSummary `json:"tests"`
+	// Phase is the phase the result is of: "test", or "install" when the
+	// install phase failed and the tests were not run.
+	Phase string `json:"phase"`
+	// Install is the install phase; absent when the project has no
+	// dependency step.
+	Install *InstallResult `json:"install,omitempty"`
+}
+
+// Install phase statuses.
+const (
+	InstallOK      = "ok"      // the dependencies were installed
+	InstallCached  = "cached"  // the dependency cache had them; no install ran
+	InstallFailed  = "failed"  // the install command failed or hit a limit; the tests did not run
+	InstallSkipped = "skipped" // not run (Reason says why); the tests ran without dependencies
+)
+
+// Dependency cache outcomes.
+const (
+	CacheHit  = "hit"
+	CacheMiss = "miss"
+	CacheOff  = "off" // no cache for this run (Reason of the cache says why)
+)
+
+// InstallResult is the install phase of a test run.
+type InstallResult struct {
+	// Status is ok, cached, failed or skipped.
+	Status string `json:"status"`
+	// Kind is npm, go, pip or custom (a given setup command).
+	Kind    string   `json:"kind"`
+	Command []string `json:"command"`
+	// Reason says in one line why the phase failed or was skipped.
+	Reason string `json:"reason,omitempty"`
+	// ID, SandboxStatus, ExitCode and DurationMS describe the install
+	// sandbox's run (ID empty, ExitCode -1 when none ran).
+	ID            string `json:"id"`
+	SandboxStatus Status `json:"sandbox_status,omitempty"`
+	ExitCode      int    `json:"exit_code"`
+	DurationMS    int64  `json:"duration_ms"`
+	// ErrorLines are the first lines of the install's output that look
+	// like errors (or its last lines), for a failed install.
+	ErrorLines []string `json:"error_lines,omitempty"`
+	// Downloads is what went through the egress relay.
+	Downloads Downloads `json:"downloads"`
+	// Cache is hit, miss or off.
+	Cache string `json:"cache"`
+}
+
+// Downloads is what an install phase fetched through the egress relay.
+type Downloads struct {
+	// Hosts are the hosts reached (sorted, each once).
+	Hosts []string `json:"hosts"`
+	// Bytes counts both directions of every tunnel.
+	Bytes       int64 `json:"bytes"`
+	Connections int   `json:"connections"`
+	// Refused counts the tunnels the relay refused; RefusedHosts names
+	// their hosts (at most 20).
+	Refused      int      `json:"refused"`
+	RefusedHosts []string `json:"refused_hosts,omitempty"`
 }
 
 // TestSummary is what a test run reported. Counts are of leaf tests: a Go

@@ -53,8 +53,14 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.
 	if err != nil {
 		return nil, err
 	}
+	// The dependency cache is the repository's; a fork's pull requests run
+	// their author's code, so they get a cache of their own.
+	cacheID := "github:" + in.Repository
+	if in.Fork {
+		cacheID += "#fork:" + in.Author
+	}
 	ch := &review.Change{
-		Repository: in.Repository, Title: in.Title, Body: in.Body, Base: in.Base, Head: in.Head,
+		Repository: in.Repository, CacheID: cacheID, Title: in.Title, Body: in.Body, Base: in.Base, Head: in.Head,
 		Diff: files, DiffTruncated: truncated || in.DiffTruncated,
 		Config: cfg, ConfigSource: source, OpenSnapshot: in.OpenSnapshot,
 	}

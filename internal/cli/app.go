@@ -232,9 +232,13 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	}
 	runner := gate.NewRunner(sb, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Logger: log,
 		Progress: metrics.ObserveAnalyzer})
+	tests, _, err := testRunner(c, egressPol, sb, log)
+	if err != nil {
+		return err
+	}
 	reviewer := app.NewPipelineReviewer(app.PipelineOptions{
 		Gate:  runner,
-		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits, Egress: egressPol},
+		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits, Runner: tests},
 		// One model client per review: its call, token and cost caps are per review.
 		Model: func() (review.Reviewer, error) {
 			return newReviewer(c, log, g.stdio.Getenv, modelFlags{}, reviewSandbox{})

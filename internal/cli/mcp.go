@@ -15,6 +15,7 @@ import (
 
 	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/mcpserver"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
@@ -176,7 +177,22 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		exec = local
 	}
 
+	// The egress policy (egress.allow, --egress-allow) comes with the relay; nil runs no install phase.
+	// The install phase needs the relay of a local Manager (the API carries no
+	// egress): with a remote orchestrator, send tests to its /v1/test instead.
+	var egressPol *egress.Policy
+	if mc.SandboxURL == "" {
+		if egressPol, err = egressPolicy(c, nil, log); err != nil {
+			return err
+		}
+	}
+	tests, testSet, err := testRunner(c, egressPol, exec, log)
+	if err != nil {
+		return err
+	}
 	srv, err := mcpserver.New(mcpserver.Options{
+		Tests:            tests,
+		CallerCacheKeys:  testSet.CallerCacheKeys,
 		Executor:         exec,
 		Images:           c.Images,
 		Defaults:         defaults,

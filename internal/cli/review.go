@@ -155,7 +155,11 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		Stage:      progress.stage,
 	}
 	if f.tests {
-		opts.Tests = &review.SandboxTests{Sandbox: mgr, Image: image, Limits: limits, Egress: egressPol}
+		tests, _, err := testRunner(c, egressPol, mgr, log)
+		if err != nil {
+			return err
+		}
+		opts.Tests = &review.SandboxTests{Sandbox: mgr, Image: image, Limits: limits, Runner: tests}
 	}
 	if opts.Reviewer, err = newReviewer(c, log, g.stdio.Getenv, f.model, reviewSandbox{sandbox: mgr, image: image, limits: limits, change: ch}); err != nil {
 		var ee *exitError

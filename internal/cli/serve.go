@@ -250,7 +250,13 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	// POST /v1/validate: the static-analysis gate over an uploaded snapshot.
 	validate := gate.NewValidator(gate.NewRunner(mgr, gate.RunnerOptions{Image: c.Images[0], Limits: defaults, Logger: log}), nil)
+	tests, testSet, err := testRunner(c, egressPol, mgr, log)
+	if err != nil {
+		return err
+	}
 	srv, err := sandboxapi.New(sandboxapi.Options{
+		Tests:             tests,
+		CallerCacheKeys:   testSet.CallerCacheKeys,
 		Validator:         validate,
 		Egress:            egressPol,
 		Manager:           mgr,

@@ -29,6 +29,7 @@ var fileSections = map[string]reflect.Type{
 	"pool":   reflect.TypeFor[PoolConfig](),
 	"mcp":    reflect.TypeFor[MCPConfig](),
 	"egress": reflect.TypeFor[EgressConfig](),
+	"tests":  reflect.TypeFor[TestsConfig](),
 }
 
 // MCPConfig is the `mcp:` section of aster.yaml, for `aster mcp`. Admission,

@@ -15,6 +15,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testphase"
 )
 
 // Options configure a Server.
@@ -40,7 +41,14 @@ type Options struct {
 	ProgressInterval time.Duration
 	// Version is reported as the server's implementation version.
 	Version string
-	Logger  *slog.Logger
+	// Tests runs run_tests in its phases (install through the egress relay,
+	// the dependency cache); nil runs the test phase alone and reports a
+	// needed install as not run.
+	Tests *testphase.Runner
+	// CallerCacheKeys lets a call's cache_key name its repository for the
+	// dependency cache (tests.caller_cache_keys).
+	CallerCacheKeys bool
+	Logger          *slog.Logger
 }
 
 // Server is Aster's MCP server: the sandbox tools bound to an mcp.Server,
@@ -72,6 +80,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"
+	}
+	if opts.Tests == nil {
+		opts.Tests = &testphase.Runner{Logger: opts.Logger}
 	}
 	log := opts.Logger
 	if log == nil {

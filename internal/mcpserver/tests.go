@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/textclip"
 )
@@ -17,13 +20,16 @@ import (
 // RunTestsInput is the run_tests tool's arguments.
 type RunTestsInput struct {
 	SnapshotInput
-	Command      []string          `json:"command,omitempty" jsonschema:"the test command, run directly (no shell). Default: detected from the project: go.mod → go test -json ./...; pytest.ini, pyproject.toml, setup.cfg, tox.ini, conftest.py or test_*.py → pytest with a JUnit report; package.json → npm test."`
-	ReportFormat string            `json:"report_format,omitempty" jsonschema:"with command: how to read its results: go-test-json (go test -json on stdout), junit-xml (a JUnit XML file at report_path), or none (exit code only; the default unless command is go test -json)."`
-	ReportPath   string            `json:"report_path,omitempty" jsonschema:"with report_format junit-xml: where the command writes its report inside the sandbox, e.g. /tmp/report.xml."`
-	Workdir      string            `json:"workdir,omitempty" jsonschema:"directory of the snapshot, relative to /work, the tests run in (default: the snapshot's root)."`
-	Env          map[string]string `json:"env,omitempty" jsonschema:"environment variables for the tests; nothing else from the server's environment is passed."`
-	Image        string            `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
-	Limits       *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits for this run; every field is optional and defaults to the server's default, and none may exceed the server's ceiling. Test suites often need a longer timeout than the default, e.g. \"5m\"."`
+	Command        []string          `json:"command,omitempty" jsonschema:"the test command, run directly (no shell). Default: detected from the project: go.mod → go test -json ./...; pytest.ini, pyproject.toml, setup.cfg, tox.ini, conftest.py or test_*.py → pytest with a JUnit report; package.json → npm test."`
+	ReportFormat   string            `json:"report_format,omitempty" jsonschema:"with command: how to read its results: go-test-json (go test -json on stdout), junit-xml (a JUnit XML file at report_path), or none (exit code only; the default unless command is go test -json)."`
+	ReportPath     string            `json:"report_path,omitempty" jsonschema:"with report_format junit-xml: where the command writes its report inside the sandbox, e.g. /tmp/report.xml."`
+	Workdir        string            `json:"workdir,omitempty" jsonschema:"directory of the snapshot, relative to /work, the tests run in (default: the snapshot's root)."`
+	Env            map[string]string `json:"env,omitempty" jsonschema:"environment variables for the tests; nothing else from the server's environment is passed."`
+	Setup          []string          `json:"setup,omitzero" jsonschema:"the dependency step, run directly (a shell script is [\"sh\", \"-c\", \"...\"]). Default: detected (npm ci or npm install, go mod download, a virtual environment and pip install); [] for none. It runs first in a sandbox whose only way out is the server's egress relay (operator-allowed hosts); the tests then run in a fresh sandbox with no network on the project plus its node_modules, .venv and .aster directories."`
+	InstallTimeout string            `json:"install_timeout,omitempty" jsonschema:"wall-clock limit of the install phase, e.g. \"5m\" (default: the server's; at most the timeout ceiling)."`
+	CacheKey       string            `json:"cache_key,omitempty" jsonschema:"names the repository for the server's dependency cache; used only when the operator enabled caller cache keys."`
+	Image          string            `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
+	Limits         *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits for this run; every field is optional and defaults to the server's default, and none may exceed the server's ceiling. Test suites often need a longer timeout than the default, e.g. \"5m\"."`
 }
 
 func (s *Server) addRunTests() error {
@@ -38,7 +44,7 @@ func (s *Server) addRunTests() error {
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "run_tests",
 		Title: "Run a project's tests in a sandbox",
-		Description: fmt.Sprintf(`Run a project's test suite in a fresh, throwaway, hardened Linux sandbox (no network: dependencies must be in the snapshot or the image) and return a parsed summary (passed, failed, skipped, failing tests with their messages) plus the run's status and output.
+		Description: fmt.Sprintf(`Run a project's test suite in a fresh, throwaway, hardened Linux sandbox with no network and return a parsed summary (passed, failed, skipped, failing tests with their messages) plus the run's status and output. A project with dependencies (package.json, go.mod, requirements.txt or pyproject.toml), or a given setup command, first gets an install phase: a sandbox whose only way out is the server's egress relay to the hosts its operator allows; the result says what it downloaded, how long it took, whether the dependency cache had it, and why it failed.
 
 The project is a snapshot: a directory on the server (path; only under its allowed directories: %s), files inline, or a base64 tar. The command is detected from the project unless you give one.
 
@@ -76,41 +82,48 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 	if err != nil {
 		return nil, zero, toolError(err)
 	}
-	tarFile, err := snap.Open()
+	install, err := testphase.Step(in.Setup, snap.Files(), in.Workdir, plan)
 	if err != nil {
-		return nil, zero, toolError(err)
+		return nil, zero, toolError(sandbox.Invalidf("%v", err))
 	}
-	defer tarFile.Close()
-	limits.TmpBytes = plan.TmpBytes(limits.TmpBytes, s.opts.Ceilings.TmpBytes)
-	col := testrun.NewCollector(plan)
-	spec := sandbox.Spec{
-		Image:     in.Image,
-		Argv:      plan.Argv,
-		Env:       plan.MergeEnv(in.Env),
-		Workdir:   in.Workdir,
-		Workspace: sandbox.Workspace{Tar: tarFile, Filtered: true},
-		Limits:    limits,
-		OnOutput: func(st sandbox.Stream, b []byte) {
-			if st == sandbox.Stdout {
-				_, _ = col.Write(b)
-			}
-		},
+	image := in.Image
+	if image == "" {
+		image = s.opts.Images[0]
 	}
-	if spec.Image == "" {
-		spec.Image = s.opts.Images[0]
+	job := testphase.Job{Image: image, Workdir: in.Workdir, Env: in.Env, Limits: limits, Plan: plan, Install: install,
+		WorkdirCeiling: s.opts.Ceilings.WorkdirBytes, TmpCeiling: s.opts.Ceilings.TmpBytes,
+		Open: func() (io.ReadCloser, error) { return snap.Open() }}
+	if in.InstallTimeout != "" {
+		d, err := config.ParseDuration(in.InstallTimeout)
+		if err != nil || d <= 0 || (s.opts.Ceilings.TimeoutMS > 0 && d > s.opts.Ceilings.Timeout()) {
+			return nil, zero, toolError(sandbox.Invalidf("install_timeout %q: want a duration such as 5m, at most the timeout ceiling", in.InstallTimeout))
+		}
+		job.InstallTimeout = d
 	}
-	res, err := s.runSpec(ctx, req, "run_tests", spec)
+	if install != nil && s.opts.CallerCacheKeys && in.CacheKey != "" {
+		if job.Repo, err = testphase.CallerRepo(in.CacheKey); err != nil {
+			return nil, zero, toolError(sandbox.Invalidf("%v", err))
+		}
+	}
+	var runErr error
+	out, err := s.opts.Tests.Run(ctx, job, func(ctx context.Context, phase string, spec sandbox.Spec) (sandbox.Result, error) {
+		res, err := s.runSpec(ctx, req, "run_tests:"+phase, spec)
+		if err != nil {
+			runErr = err
+		}
+		return res, err
+	})
+	if err == nil {
+		err = runErr
+	}
 	if err != nil {
 		return nil, zero, err
 	}
-	out := api.TestResponse{Result: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
-	if out.Tests.Failures == nil {
-		out.Tests.Failures = []testrun.Failure{}
-	}
+	resp := out.Response()
 	return &mcp.CallToolResult{
-		Content: withNotice([]mcp.Content{&mcp.TextContent{Text: renderTests(out.Tests, plan, res, limits)}}, notices),
-		IsError: res.Status == sandbox.StatusError,
-	}, out, nil
+		Content: withNotice([]mcp.Content{&mcp.TextContent{Text: renderTests(out, limits)}}, notices),
+		IsError: out.Result.Status == sandbox.StatusError,
+	}, resp, nil
 }
 
 // testPlan is the command for a run: the caller's, or detected from the
@@ -140,9 +153,18 @@ func testPlan(in RunTestsInput, names []string) (testrun.Plan, error) {
 // (the structured result has them all, up to testrun.MaxFailures).
 const maxTextFailures = 20
 
-func renderTests(sum testrun.Summary, plan testrun.Plan, res sandbox.Result, l sandbox.Limits) string {
+func renderTests(out testphase.Outcome, l sandbox.Limits) string {
+	sum, plan, res := out.Summary, out.Plan, out.Result
 	var b strings.Builder
-	fmt.Fprintf(&b, "command: %s\n", strings.Join(plan.Argv, " "))
+	for _, line := range testphase.Lines(out.Install) {
+		b.WriteString(line + "\n")
+	}
+	if out.Phase == testphase.PhaseInstall {
+		b.WriteString("tests: not run (the install phase failed); its run follows\n")
+		b.WriteString(renderResult(res, l))
+		return b.String()
+	}
+	fmt.Fprintf(&b, "command: %s\n", strings.Join(plan.Command(), " "))
 	if sum.Parsed {
 		fmt.Fprintf(&b, "tests: %d passed, %d failed, %d skipped (%s, %s report)\n", sum.Passed, sum.Failed, sum.Skipped, sum.Framework, sum.Format)
 	} else {

@@ -22,6 +22,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/testrun"
 )
 
 // FileName is where the configuration lives in a repository.
@@ -89,6 +90,10 @@ type Tests struct {
 	// detected from the repository (go.mod, pytest, package.json).
 	Command Command `yaml:"command" json:"command,omitempty"`
 	Timeout string  `yaml:"timeout" json:"timeout,omitempty"`
+	// Setup is the dependency step, an argv or a string run by sh -c, run
+	// in an install phase whose only way out is the operator's egress
+	// relay; absent means detected (npm, go mod download, pip), [] none.
+	Setup Command `yaml:"setup" json:"setup,omitempty"`
 }
 
 // Limits bound what the gate looks at.
@@ -115,7 +120,7 @@ func (c *Command) UnmarshalYAML(n *yaml.Node) error {
 		*c = Command{"sh", "-c", s}
 		return nil
 	case yaml.SequenceNode:
-		var list []string
+		list := []string{} // [] is an empty command, not an absent one
 		if err := n.Decode(&list); err != nil {
 			return err
 		}
@@ -211,6 +216,9 @@ func (c Config) Validate() error {
 		if len(a) > 4096 || strings.ContainsRune(a, 0) {
 			return bad("tests.command: an argument is too long or contains NUL")
 		}
+	}
+	if err := testrun.ValidateSetup(c.Tests.Setup); err != nil {
+		return bad("tests.%v", err)
 	}
 	if c.Tests.Timeout != "" {
 		d, err := config.ParseDuration(c.Tests.Timeout)

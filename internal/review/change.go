@@ -12,10 +12,14 @@ import (
 // Change is what is reviewed, whatever its source.
 type Change struct {
 	Repository string
-	Title      string
-	Body       string
-	Base       Revision
-	Head       Revision
+	// CacheID is the repository's identity for the dependency cache (an
+	// origin URL without credentials, the App's repository, a fork's own
+	// name); empty: the test step uses no cache.
+	CacheID string
+	Title   string
+	Body    string
+	Base    Revision
+	Head    Revision
 	// Diff is base...head, parsed; DiffTruncated says it was cut at its cap.
 	Diff          []*diff.File
 	DiffTruncated bool

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -140,6 +141,7 @@ func FromGit(ctx context.Context, opts GitOptions) (*Change, error) {
 	}
 	ch := &Change{
 		Repository: root,
+		CacheID:    cacheID(ctx, root),
 		Base:       Revision{Ref: baseRef, SHA: base},
 		Head:       Revision{Ref: headRef, SHA: head},
 		SourceRoot: root,
@@ -302,4 +304,18 @@ func short(sha string) string {
 		return sha[:12]
 	}
 	return sha
+}
+
+// cacheID is a checkout's identity for the dependency cache: the URL of its
+// origin remote without credentials, else its directory.
+func cacheID(ctx context.Context, root string) string {
+	out, err := gitOutput(ctx, root, 4096, "remote", "get-url", "origin")
+	if u := strings.TrimSpace(out); err == nil && u != "" {
+		if p, err := url.Parse(u); err == nil && p.User != nil {
+			p.User = nil
+			u = p.String()
+		}
+		return "git:" + u
+	}
+	return "dir:" + root
 }

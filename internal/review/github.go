@@ -10,6 +10,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
 )
 
@@ -171,10 +172,16 @@ func Summary(rep *Report, o SummaryOptions) string {
 	p("| Files | %d changed, %d reviewed, %d skipped |\n", rep.Files.Changed, rep.Files.Reviewed, len(skipped))
 	if t := rep.Tests; t != nil {
 		p("| Tests | %s: %d passed, %d failed, %d skipped", esc(t.Status, 20), t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped)
+		if t.TestDurationMS > 0 {
+			p(" in %.1fs", float64(t.TestDurationMS)/1000)
+		}
 		if t.Reason != "" {
 			p(" — %s", esc(t.Reason, 200))
 		}
 		p(" |\n")
+		if in := t.Install; in != nil {
+			p("| Dependencies | %s |\n", esc(testphase.Summary(in), 400))
+		}
 	} else {
 		p("| Tests | not run (no tests.command in the base .aster.yml) |\n")
 	}
@@ -291,6 +298,15 @@ func CheckOutput(rep *Report, head, since string) (title, summary, text string) 
 	}
 	if tr := rep.Tests; tr != nil {
 		fmt.Fprintf(&t, "\nTests: %s, %d passed, %d failed, %d skipped.\n", esc(tr.Status, 20), tr.Summary.Passed, tr.Summary.Failed, tr.Summary.Skipped)
+		if in := tr.Install; in != nil {
+			fmt.Fprintf(&t, "\nDependencies: %s.\n", esc(testphase.Summary(in), 400))
+			if len(in.ErrorLines) > 0 {
+				t.WriteString("\nFirst error lines of the install:\n\n")
+				for _, l := range in.ErrorLines {
+					fmt.Fprintf(&t, "- %s\n", esc(l, 300))
+				}
+			}
+		}
 	}
 	return title, summary, t.String()
 }
@@ -318,7 +334,20 @@ func RedactReport(rep *Report, rd *safetext.Redactor) *Report {
 	}
 	if t := rep.Tests; t != nil {
 		tc := *t
-		tc.Reason = r(tc.Reason)
+		tc.Reason, tc.Output = r(tc.Reason), r(tc.Output)
+		if in := t.Install; in != nil {
+			ic := *in
+			ic.Reason = r(ic.Reason)
+			ic.Command = slices.Clone(ic.Command)
+			for i := range ic.Command {
+				ic.Command[i] = r(ic.Command[i])
+			}
+			ic.ErrorLines = slices.Clone(ic.ErrorLines)
+			for i := range ic.ErrorLines {
+				ic.ErrorLines[i] = r(ic.ErrorLines[i])
+			}
+			tc.Install = &ic
+		}
 		tc.Summary.Failures = slices.Clone(tc.Summary.Failures)
 		for i := range tc.Summary.Failures {
 			f := &tc.Summary.Failures[i]

@@ -245,6 +245,9 @@ func testsText(t *TestsReport) string {
 	if t.Reason != "" {
 		fmt.Fprintf(&b, "reason: %s\n", safetext.OneLine(t.Reason, 0))
 	}
+	if in := t.Install; in != nil {
+		fmt.Fprintf(&b, "install phase: %s (cache %s)\n", in.Status, in.Cache)
+	}
 	for i, f := range t.Summary.Failures {
 		if i == promptMaxTestFailures {
 			fmt.Fprintf(&b, "… and %d more failures\n", len(t.Summary.Failures)-i)

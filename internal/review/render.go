@@ -7,9 +7,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/testphase"
 )
 
 // Formats of a rendered report.
@@ -165,8 +167,27 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 
 	if t := rep.Tests; t != nil {
 		p("## Tests: %s\n\n", t.Status)
-		if len(t.Command) > 0 {
-			p("`%s` — %d passed, %d failed, %d skipped (%.1fs)\n", inline(strings.Join(t.Command, " ")), t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped, float64(t.DurationMS)/1000)
+		if in := t.Install; in != nil {
+			// Which phase failed and why, what was downloaded, the cache, the time per phase.
+			var errLines []string
+			for _, l := range testphase.Lines(in) {
+				if e, ok := strings.CutPrefix(l, "  "); ok {
+					errLines = append(errLines, e)
+					continue
+				}
+				p("- %s\n", inline(l))
+			}
+			if len(errLines) > 0 {
+				b.WriteString("\n  ```text\n")
+				for _, l := range errLines {
+					p("  %s\n", inline(safetext.Clip(l, 300)))
+				}
+				b.WriteString("  ```\n")
+			}
+			b.WriteString("\n")
+		}
+		if len(t.Command) > 0 && (t.Install == nil || t.Install.Status != api.InstallFailed) {
+			p("`%s` — %d passed, %d failed, %d skipped (%.1fs)\n", inline(strings.Join(t.Command, " ")), t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped, float64(testSeconds(t))/1000)
 		}
 		if t.Reason != "" {
 			p("\n%s\n", inline(t.Reason))
@@ -342,4 +363,13 @@ func isAre(n int) string {
 		return "is"
 	}
 	return "are"
+}
+
+// testSeconds is the test phase's time in milliseconds (the whole step's
+// for a report without phases).
+func testSeconds(t *TestsReport) int64 {
+	if t.TestDurationMS > 0 {
+		return t.TestDurationMS
+	}
+	return t.DurationMS
 }

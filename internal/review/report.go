@@ -7,6 +7,7 @@
 package review
 
 import (
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
@@ -109,10 +110,16 @@ type TestsReport struct {
 	// detected), without the wrapper Aster runs it in to collect its report.
 	Command []string        `json:"command"`
 	Summary testrun.Summary `json:"summary"`
-	// SandboxStatus, ExitCode and DurationMS describe the run itself.
-	SandboxStatus string `json:"sandbox_status"`
-	ExitCode      int    `json:"exit_code"`
-	DurationMS    int64  `json:"duration_ms"`
+	// SandboxStatus and ExitCode describe the test run itself (the install
+	// phase's when that failed); DurationMS is the whole step, install
+	// included, TestDurationMS the test phase's.
+	SandboxStatus  string `json:"sandbox_status"`
+	ExitCode       int    `json:"exit_code"`
+	DurationMS     int64  `json:"duration_ms"`
+	TestDurationMS int64  `json:"test_duration_ms"`
+	// Install is the install phase (nil when the project has no
+	// dependency step): status, downloads, cache, time, first error lines.
+	Install *api.InstallResult `json:"install,omitempty"`
 	// Output is the tail of the run's output, for a failed run.
 	Output string `json:"output,omitempty"`
 	Reason string `json:"reason,omitempty"`

@@ -2,15 +2,15 @@ package review
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
-	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/workspace"
 )
@@ -39,9 +39,12 @@ type TestRequest struct {
 const testsTmpBytes = 1 << 30
 
 // SandboxTests runs tests the way POST /v1/test does: the command from
-// .aster.yml (tests.command) or detected from the tree (internal/testrun), in
-// one sandbox over the whole head snapshot, network none, its report parsed
-// as it streams out.
+// .aster.yml (tests.command) or detected from the tree (internal/testrun),
+// after the install phase (tests.setup, or detected) when the project has
+// dependencies, through the one two-phase runner (internal/testphase): the
+// install in a sandbox whose only way out is the egress relay, the tests in
+// a fresh one with no network over the head snapshot plus the dependencies,
+// the report parsed as it streams out.
 type SandboxTests struct {
 	Sandbox gate.Sandbox
 	Image   string
@@ -50,9 +53,9 @@ type SandboxTests struct {
 	Timeout time.Duration
 	TempDir string
 	Caps    workspace.Caps
-	// Egress is the operator's egress relay policy for an install phase
-	// (aster.yaml egress.allow, --egress-allow); nil or empty: no way out.
-	Egress *egress.Policy
+	// Runner runs the phases (nil: the test phase alone; a needed install
+	// is reported as not run).
+	Runner *testphase.Runner
 }
 
 const testOutputTail = 4 << 10
@@ -82,13 +85,15 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 	}
 	if err != nil {
 		rep.Status = TestsSkipped
-		if errors.Is(err, testrun.ErrNotDetected) {
-			rep.Status = TestsSkipped
-		}
 		rep.Reason = oneLine(err.Error())
 		return rep
 	}
 	rep.Command = plan.Command() // the repository's command, not the wrapper that runs it
+	install, err := testphase.Step(req.Config.Tests.Setup, snap.Files(), "", plan)
+	if err != nil {
+		rep.Status, rep.Reason = TestsError, oneLine(err.Error())
+		return rep
+	}
 	timeout := s.Timeout
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
@@ -99,31 +104,31 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 	// (GOCACHE is under /tmp): more than the default /tmp holds. A command
 	// from .aster.yml may be anything, so it gets that much too.
 	limits.TmpBytes = max(limits.TmpBytes, testsTmpBytes, plan.TmpBytes(limits.TmpBytes, 0))
-	env := plan.MergeEnv(nil)
-	if _, ok := env["HOME"]; !ok {
-		env["HOME"] = "/tmp"
+	env := map[string]string{"HOME": "/tmp"}
+	runner := s.Runner
+	if runner == nil {
+		runner = &testphase.Runner{TempDir: s.TempDir}
 	}
-	col := testrun.NewCollector(plan)
-	tr, err := snap.Open()
-	if err != nil {
-		rep.Status, rep.Reason = TestsError, err.Error()
-		return rep
-	}
-	defer tr.Close()
-	spec := sandbox.Spec{Image: s.Image, Argv: plan.Argv, Env: env, Limits: limits, Workspace: sandbox.Workspace{Tar: tr, Filtered: true},
-		OnOutput: func(st sandbox.Stream, p []byte) {
-			if st == sandbox.Stdout {
-				_, _ = col.Write(p)
-			}
-		}}
+	job := testphase.Job{Image: s.Image, Env: env, Limits: limits, Plan: plan, Install: install, Repo: req.Change.CacheID,
+		Open: func() (io.ReadCloser, error) { return snap.Open() }}
 	t0 := time.Now()
-	res, runErr := s.Sandbox.Run(ctx, spec)
+	out, _ := runner.Run(ctx, job, func(ctx context.Context, _ string, spec sandbox.Spec) (sandbox.Result, error) {
+		return s.Sandbox.Run(ctx, spec)
+	})
 	rep.DurationMS = time.Since(t0).Milliseconds()
-	rep.Summary = col.Summary()
+	rep.Install = out.Install
+	rep.Summary = out.Summary
 	if rep.Summary.Failures == nil {
 		rep.Summary.Failures = []testrun.Failure{}
 	}
+	res, runErr := out.Result, out.Err
 	rep.SandboxStatus, rep.ExitCode = string(res.Status), res.ExitCode
+	if out.Phase == testphase.PhaseInstall {
+		rep.Status, rep.Reason = TestsError, "the install phase failed, the tests did not run: "+out.Install.Reason
+		rep.Output = strings.Join(out.Install.ErrorLines, "\n")
+		return rep
+	}
+	rep.TestDurationMS = res.Duration.Milliseconds()
 	switch res.Status {
 	case sandbox.StatusOK:
 		rep.Status = TestsPassed

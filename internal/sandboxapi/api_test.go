@@ -200,6 +200,10 @@ func TestRequestErrors(t *testing.T) {
 		{"test not detected", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"files":{"README":"x"}}`), nil, 400, "invalid_spec", "no test runner detected"},
 		{"report without command", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"report":{"format":"junit-xml"},"files":{"go.mod":"module x"}}`), nil, 400, "invalid_spec", "report is only used with command"},
 		{"junit without path", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"command":["mvn","test"],"report":{"format":"junit-xml"}}`), nil, 400, "invalid_spec", "path"},
+		{"setup with an empty program", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"setup":[""],"files":{"go.mod":"module x"}}`), nil, 400, "invalid_spec", "setup"},
+		{"setup with NUL", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"setup":["a\u0000b"],"files":{"go.mod":"module x"}}`), nil, 400, "invalid_spec", "setup"},
+		{"install timeout over ceiling", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"install_timeout":"2h","files":{"go.mod":"module x"}}`), nil, 400, "invalid_spec", "install_timeout"},
+		{"install timeout garbage", "POST", api.RouteTest, api.ContentTypeJSON, []byte(`{"install_timeout":"soon","files":{"go.mod":"module x"}}`), nil, 400, "invalid_spec", "install_timeout"},
 		{"chunked body over max", "POST", api.RouteExecute, api.ContentTypeTar, bigTar, []string{api.HeaderSpec, `{"argv":["ls"]}`}, 413, "too_large", "--max-body"},
 		{"snapshot over workdir", "POST", api.RouteExecute, api.ContentTypeTar, wsTar, []string{api.HeaderSpec, `{"argv":["ls"],"limits":{"workdir_size":"1m"}}`}, 413, "too_large", "workdir_size"},
 		{"media type", "POST", api.RouteExecute, "text/plain", []byte(`{"argv":["true"]}`), nil, 415, "unsupported_media_type", "application/json"},
@@ -451,6 +455,43 @@ func TestTestEndpointNPM(t *testing.T) {
 				t.Fatalf("the failing assertion is not in stderr: %q", tr.Stderr)
 			}
 		})
+	}
+}
+
+// /v1/test with a dependency step and no allowed egress host: the install
+// does not run, the answer says why and names the setting, the tests run; a
+// caller's cache_key is ignored unless the operator enabled caller keys.
+func TestTestEndpointInstallNotAllowed(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{maxConcurrent: 2})
+	spec := api.TestRequest{Command: []string{"node", "-e", "require('left-pad')"}, CacheKey: "org/repo",
+		JobRequest: api.JobRequest{Limits: api.Limits{Timeout: "1m"}, Files: map[string]api.File{
+			"package.json": {Content: `{"name":"p","version":"1.0.0","dependencies":{"left-pad":"1.3.0"}}`}}}}
+	resp, body := h.postJSON(api.RouteTest, spec)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var tr api.TestResponse
+	if err := json.Unmarshal(body, &tr); err != nil {
+		t.Fatal(err)
+	}
+	in := tr.Install
+	if in == nil || in.Status != api.InstallSkipped || in.Kind != "npm" || in.Cache != api.CacheOff || in.ID != "" ||
+		!strings.Contains(in.Reason, "egress.allow") || !strings.Contains(in.Reason, "--egress-allow") {
+		t.Fatalf("install %+v", in)
+	}
+	if tr.Phase != "test" || tr.Status != sandbox.StatusExitNonzero || !strings.Contains(tr.Stderr, "left-pad") {
+		t.Fatalf("phase %s status %s stderr %q", tr.Phase, tr.Status, tr.Stderr)
+	}
+	// setup: [] turns the install phase off.
+	spec.Setup = []string{}
+	resp, body = h.postJSON(api.RouteTest, spec)
+	tr = api.TestResponse{}
+	if err := json.Unmarshal(body, &tr); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if tr.Install != nil {
+		t.Fatalf("setup [] still has an install: %+v", tr.Install)
 	}
 }
 

@@ -117,6 +117,8 @@ func TestOpenAPIWireTypes(t *testing.T) {
 		{"RunResult", reflect.TypeFor[api.Result](), true},
 		{"TestSummary", reflect.TypeFor[api.TestSummary](), true},
 		{"TestFailure", reflect.TypeFor[api.TestFailure](), true},
+		{"InstallResult", reflect.TypeFor[api.InstallResult](), true},
+		{"Downloads", reflect.TypeFor[api.Downloads](), true},
 		{"ErrorDetail", reflect.TypeFor[api.ErrorDetail](), true},
 		{"Error", reflect.TypeFor[api.ErrorBody](), true},
 		{"OutputEvent", reflect.TypeFor[api.OutputEvent](), true},

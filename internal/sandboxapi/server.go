@@ -29,6 +29,7 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/textclip"
 )
@@ -120,13 +121,21 @@ type Options struct {
 	// auth, admission, body limits and metrics as the runs; nil answers 404.
 	Validator Validator
 	// Egress is the operator's egress relay policy (aster.yaml egress.allow,
-	// --egress-allow) for the install phase of /v1/test; nil or an empty list:
-	// no sandbox of this server reaches anything. Requests cannot change it.
+	// --egress-allow) for the install phase of /v1/test when Tests is nil;
+	// nil or an empty list: no sandbox of this server reaches anything.
+	// Requests cannot change it.
 	Egress *egress.Policy
 	// EngineCheckPeriod is how often the engine is probed for the
 	// aster_engine_up metric (default 5s).
 	EngineCheckPeriod time.Duration
-	Logger            *slog.Logger
+	// Tests runs /v1/test in its phases (install through the egress relay,
+	// the dependency cache); nil runs the test phase alone and reports a
+	// needed install as not run.
+	Tests *testphase.Runner
+	// CallerCacheKeys lets a request's cache_key name its repository for
+	// the dependency cache (tests.caller_cache_keys).
+	CallerCacheKeys bool
+	Logger          *slog.Logger
 
 	// spoolHook, in tests, sees each spool file after every write.
 	spoolHook func(*os.File)
@@ -144,6 +153,7 @@ type Server struct {
 	spool    *Budget       // disk of the snapshots spooled or held
 	bodies   *Budget       // memory of the JSON bodies being served
 	pace     Pace
+	tests    *testphase.Runner
 	inflight sync.WaitGroup
 }
 
@@ -176,6 +186,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Metrics == nil {
 		opts.Metrics = NewMetrics()
 	}
+	if opts.Tests == nil {
+		opts.Tests = &testphase.Runner{Policy: opts.Egress, TempDir: opts.TempDir, Logger: opts.Logger}
+	}
 	st := opts.Manager.Stats()
 	opts.Metrics.setCapacity(st)
 	slots := st.MaxConcurrent + st.QueueSize
@@ -187,6 +200,7 @@ func New(opts Options) (*Server, error) {
 		log:     opts.Logger,
 		metrics: opts.Metrics,
 		mgr:     opts.Manager,
+		tests:   opts.Tests,
 		uploads: make(chan struct{}, slots),
 		clients: newClientSlots(opts.MaxUploadsPerClient),
 		pace: Pace{FirstByte: opts.FirstByteTimeout, Idle: opts.BodyIdleTimeout, MinRate: opts.MinBodyRate,
@@ -327,6 +341,7 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	var req api.TestRequest
+	var body api.TestResponse
 	snap, done, err := s.readRequest(w, r, &req)
 	defer done()
 	if err != nil {
@@ -338,18 +353,62 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
-	plan, err := testPlan(req, snap)
+	plan, install, err := testPlan(req, snap)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	spec.Argv = plan.Argv
-	spec.Env = plan.MergeEnv(req.Env)
-	spec.Limits.TmpBytes = plan.TmpBytes(spec.Limits.TmpBytes, s.opts.Ceilings.TmpBytes)
-	col := testrun.NewCollector(plan)
-	s.run(w, r, spec, col, func(res sandbox.Result) any {
-		return api.TestResponse{Result: res.Wire(), Command: plan.Argv, Tests: col.Summary()}
-	})
+	job, err := s.testJob(req, spec, snap, plan, install)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if req.InstallTimeout != "" {
+		d, err := config.ParseDuration(string(req.InstallTimeout))
+		if err != nil || d <= 0 {
+			s.writeError(w, r, sandbox.Invalidf("install_timeout %q: want a duration such as 5m", req.InstallTimeout))
+			return
+		}
+		if c := s.opts.Ceilings.Timeout(); c > 0 && d > c {
+			s.writeError(w, r, sandbox.Invalidf("install_timeout %s is over the timeout ceiling %s", d, c))
+			return
+		}
+		job.InstallTimeout = d
+	}
+	// Refuse a spec the Manager would refuse before anything runs: the
+	// install phase must not start for a test phase that cannot.
+	probe := spec
+	probe.Argv, probe.Env = plan.Argv, plan.MergeEnv(req.Env)
+	if _, err := s.mgr.Normalize(probe); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, r, job.ID, func(ctx context.Context, st *streamer) (sandbox.Result, error) {
+		out, err := s.tests.Run(ctx, job, func(ctx context.Context, phase string, spec sandbox.Spec) (sandbox.Result, error) {
+			prev := spec.OnOutput
+			spec.OnOutput = func(stream sandbox.Stream, data []byte) {
+				if prev != nil {
+					prev(stream, data)
+				}
+				if st != nil {
+					if phase == testphase.PhaseInstall {
+						stream = sandbox.Stderr // stdout is the test report's
+					}
+					st.output(stream, data)
+				}
+			}
+			var opts sandbox.RunOptions
+			if st != nil {
+				opts.Admitted = st.start
+			}
+			return s.mgr.RunWithOptions(ctx, spec, opts)
+		})
+		if err != nil {
+			return out.Result, err
+		}
+		body = out.Response()
+		return out.Result, out.Err
+	}, func(sandbox.Result) any { return body })
 }
 
 // Validator is what /v1/validate needs from the gate.
@@ -409,31 +468,40 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 		s.writeError(w, r, err)
 		return
 	}
-	w.Header().Set(api.HeaderRunID, spec.ID)
+	s.answer(w, r, spec.ID, func(ctx context.Context, st *streamer) (sandbox.Result, error) {
+		spec.OnOutput = func(stream sandbox.Stream, data []byte) {
+			if report != nil && stream == sandbox.Stdout {
+				_, _ = report.Write(data)
+			}
+			if st != nil {
+				st.output(stream, data)
+			}
+		}
+		var opts sandbox.RunOptions
+		if st != nil {
+			opts.Admitted = st.start
+		}
+		return s.mgr.RunWithOptions(ctx, spec, opts)
+	}, body)
+}
+
+// answer runs exec (one run, or the phases of a test) and answers: a JSON
+// body, or an NDJSON stream when the client asked for one; id is the run's
+// id, sent in the header.
+func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, exec func(ctx context.Context, st *streamer) (sandbox.Result, error), body func(sandbox.Result) any) {
+	w.Header().Set(api.HeaderRunID, id)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	var st *streamer
 	if wantsStream(r) {
 		st = newStreamer(w, s.opts.WriteTimeout, cancel)
 	}
-	spec.OnOutput = func(stream sandbox.Stream, data []byte) {
-		if report != nil && stream == sandbox.Stdout {
-			_, _ = report.Write(data)
-		}
-		if st != nil {
-			st.output(stream, data)
-		}
-	}
-	var opts sandbox.RunOptions
-	if st != nil {
-		opts.Admitted = st.start
-	}
-	res, err := s.mgr.RunWithOptions(ctx, spec, opts)
+	res, err := exec(ctx, st)
 	err = s.reclassify(err)
 	status, code := StatusFor(err)
 	classified := err != nil && status != http.StatusInternalServerError
 	if err != nil && !classified {
-		s.log.Warn("run failed", "run", spec.ID, "err", err)
+		s.log.Warn("run failed", "run", id, "err", err)
 	}
 	if st != nil && st.isStarted() {
 		var events []any

@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/workspace"
 )
@@ -74,8 +76,34 @@ func (s *Server) jobSpec(req api.JobRequest, snap *Snapshot) (sandbox.Spec, erro
 }
 
 // testPlan decides how /v1/test runs: the request's command, or one detected
-// from the project's files in the working directory.
-func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, error) {
+// from the project's files in the working directory; and the install step,
+// given (setup) or detected.
+func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, *testrun.Install, error) {
+	var names []string
+	switch {
+	case snap != nil:
+		n, err := snap.Names(maxDetectNames)
+		if err != nil {
+			return testrun.Plan{}, nil, sandbox.Invalidf("snapshot: %v", err)
+		}
+		names = n
+	default:
+		for name := range req.Files {
+			names = append(names, name)
+		}
+	}
+	plan, err := commandPlan(req, names)
+	if err != nil {
+		return plan, nil, err
+	}
+	in, err := testphase.Step(req.Setup, names, req.Workdir, plan)
+	if err != nil {
+		return plan, nil, sandbox.Invalidf("%v", err)
+	}
+	return plan, in, nil
+}
+
+func commandPlan(req api.TestRequest, names []string) (testrun.Plan, error) {
 	if len(req.Command) > 0 {
 		var format testrun.Format
 		var reportPath string
@@ -91,19 +119,6 @@ func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, error) {
 	if req.Report != nil {
 		return testrun.Plan{}, sandbox.Invalidf("report is only used with command")
 	}
-	var names []string
-	switch {
-	case snap != nil:
-		n, err := snap.Names(maxDetectNames)
-		if err != nil {
-			return testrun.Plan{}, sandbox.Invalidf("snapshot: %v", err)
-		}
-		names = n
-	default:
-		for name := range req.Files {
-			names = append(names, name)
-		}
-	}
 	p, err := testrun.DetectIn(names, req.Workdir)
 	if errors.Is(err, testrun.ErrNotDetected) {
 		return p, sandbox.Invalidf("%v; pass \"command\" to say how to run the tests", err)
@@ -112,4 +127,35 @@ func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, error) {
 		return p, sandbox.Invalidf("%v", err)
 	}
 	return p, nil
+}
+
+// testJob is the two-phase job of a /v1/test request whose spec is built:
+// its workspace becomes an archive each phase reads from the start.
+func (s *Server) testJob(req api.TestRequest, spec sandbox.Spec, snap *Snapshot, plan testrun.Plan, in *testrun.Install) (testphase.Job, error) {
+	job := testphase.Job{ID: sandbox.NewRunID(), Image: spec.Image, Workdir: spec.Workdir, Env: req.Env, Limits: spec.Limits,
+		WorkdirCeiling: s.opts.Ceilings.WorkdirBytes, TmpCeiling: s.opts.Ceilings.TmpBytes, Plan: plan, Install: in, Stdin: spec.Stdin}
+	if job.Image == "" {
+		job.Image = s.mgr.DefaultImage()
+	}
+	switch {
+	case snap != nil:
+		job.Open = func() (io.ReadCloser, error) { return io.NopCloser(snap.Reader()), nil }
+	case len(spec.Workspace.Files) > 0:
+		var buf bytes.Buffer
+		if _, err := workspace.PackFiles(spec.Workspace.Files, &buf, workspace.Caps{MaxBytes: spec.Limits.WorkdirBytes}); err != nil {
+			return job, fmt.Errorf("%w: files: %w", sandbox.ErrInvalidSpec, err)
+		}
+		b := buf.Bytes()
+		job.Open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	default:
+		job.Open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(nil)), nil }
+	}
+	if in != nil && s.opts.CallerCacheKeys && req.CacheKey != "" {
+		key, err := testphase.CallerRepo(req.CacheKey)
+		if err != nil {
+			return job, sandbox.Invalidf("%v", err)
+		}
+		job.Repo = key
+	}
+	return job, nil
 }

@@ -113,11 +113,22 @@ func Detect(names []string) (Plan, error) {
 // under workdir are made relative to it. An invalid workdir is an error
 // that names it; a project Detect does not recognise is ErrNotDetected.
 func DetectIn(names []string, workdir string) (Plan, error) {
+	rel, err := NamesIn(names, workdir)
+	if err != nil {
+		return Plan{}, err
+	}
+	return Detect(rel)
+}
+
+// NamesIn returns the names of a workspace's entries that are under
+// workdir (relative to /work, "" for /work itself), relative to it. An
+// invalid workdir is an error that names it.
+func NamesIn(names []string, workdir string) ([]string, error) {
 	dir := ""
 	if workdir != "" {
 		d, err := workspace.CleanName(workdir)
 		if err != nil {
-			return Plan{}, fmt.Errorf("workdir: %v", err)
+			return nil, fmt.Errorf("workdir: %v", err)
 		}
 		dir = d
 	}
@@ -130,7 +141,7 @@ func DetectIn(names []string, workdir string) (Plan, error) {
 			rel = append(rel, r)
 		}
 	}
-	return Detect(rel)
+	return rel, nil
 }
 
 // GoPlan runs every package's tests with `go test -json ./...`.
