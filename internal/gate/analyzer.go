@@ -14,6 +14,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/testrun"
 )
 
 // Analyzer is one static-analysis tool, described entirely by configuration.
@@ -69,10 +70,6 @@ type Analyzer struct {
 // ESLintDir is where the sandbox image keeps ESLint, eslint-plugin-security
 // and Aster's configuration for them (images/sandbox/eslint.config.mjs).
 const ESLintDir = "/opt/aster/eslint"
-
-// GoCacheDir is the sandbox image's Go build cache of the standard library,
-// which gosec would otherwise compile on every run.
-const GoCacheDir = "/opt/aster/go-cache"
 
 // Placeholders and inputs.
 const (
@@ -250,7 +247,7 @@ func Builtins() []Analyzer {
 			// The image's warm build cache of the standard library (see
 			// images/sandbox/build.sh) is copied to the writable /tmp first.
 			Command: []string{"sh", "-c", `if [ -d "$1" ]; then cp -R "$1" "$GOCACHE"; fi; shift; exec gosec "$@"`,
-				"gosec", GoCacheDir, "-fmt", "sarif", "-quiet", "-exclude-generated", "-exclude=G104", "./..."},
+				"gosec", testrun.GoCacheDir, "-fmt", "sarif", "-quiet", "-exclude-generated", "-exclude=G104", "./..."},
 			Format:         finding.FormatSARIF,
 			Files:          []string{"*.go"},
 			OKExitCodes:    []int{0, 1},
