@@ -175,6 +175,8 @@ func TestKill9ThenReap(t *testing.T) {
 		label := "kill9-wedged-" + sandbox.NewRunID()
 		cmd := startExec(t, label, "2s")
 		ids := waitContainers(t, api, label, 1)
+		// A created container cannot be paused until it runs.
+		waitRunning(t, api, ids[0])
 		if _, err := api.ContainerPause(t.Context(), ids[0], client.ContainerPauseOptions{}); err != nil {
 			t.Fatal(err)
 		}
