@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -69,7 +70,7 @@ func TestAgenticToolsThroughTheSandbox(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			t.Parallel()
 			sb := &fakeSandbox{output: func(spec sandbox.Spec) string {
-				if spec.Argv[0] == "go" {
+				if slices.Contains(spec.Argv, "go") {
 					return `{"Action":"run","Package":"demo","Test":"TestRun"}` + "\n" +
 						`{"Action":"output","Package":"demo","Test":"TestRun","Output":"boom\n"}` + "\n" +
 						`{"Action":"fail","Package":"demo","Test":"TestRun","Elapsed":0.1}` + "\n"
@@ -108,7 +109,7 @@ func TestAgenticToolsThroughTheSandbox(t *testing.T) {
 				cmd.Limits.TimeoutMS != 45_000 || cmd.Image != "aster-sandbox:test" {
 				t.Fatalf("run_command spec = %+v", cmd)
 			}
-			if tests.Argv[0] != "go" || tests.Limits.TimeoutMS != 45_000 {
+			if !strings.HasSuffix(strings.Join(tests.Argv, " "), " go test -json ./...") || tests.Limits.TimeoutMS != 45_000 {
 				t.Fatalf("run_tests spec = %+v", tests)
 			}
 			for i, s := range sb.specs {
