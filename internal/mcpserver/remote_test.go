@@ -117,7 +117,7 @@ func TestRemoteExecutor(t *testing.T) {
 	})
 	cancel()
 	<-errc
-	waitFor(t, 15*time.Second, "the remote sandbox to be removed", func() bool { return testContainers(t) == 0 })
+	waitFor(t, time.Minute, "the remote sandbox to be removed", func() bool { return testContainers(t) == 0 })
 }
 
 // testContainers counts the containers sandboxtest.Docker labelled for t.
