@@ -53,10 +53,21 @@ func DeniedSyscalls() []string {
 // section) and, decoded, the linux.seccomp section of an OCI bundle. The
 // result depends only on this machine's architecture and kernel version, so
 // a runtime builds it once.
-func SeccompJSON() ([]byte, error) {
+func SeccompJSON() ([]byte, error) { return profileJSON(nil) }
+
+// SeccompOCI returns the profile as an OCI bundle section, decoded from
+// SeccompJSON so that both forms are the same profile byte for byte.
+func SeccompOCI() (*specs.LinuxSeccomp, error) { return decodeOCI(SeccompJSON()) }
+
+// profileJSON builds the profile, lets adjust change it (nil: as built) and
+// encodes it.
+func profileJSON(adjust func(*specs.LinuxSeccomp)) ([]byte, error) {
 	p, err := build()
 	if err != nil {
 		return nil, err
+	}
+	if adjust != nil {
+		adjust(p)
 	}
 	b, err := json.Marshal(p)
 	if err != nil {
@@ -65,10 +76,8 @@ func SeccompJSON() ([]byte, error) {
 	return b, nil
 }
 
-// SeccompOCI returns the profile as an OCI bundle section, decoded from
-// SeccompJSON so that both forms are the same profile byte for byte.
-func SeccompOCI() (*specs.LinuxSeccomp, error) {
-	b, err := SeccompJSON()
+// decodeOCI turns an encoded profile into an OCI bundle section.
+func decodeOCI(b []byte, err error) (*specs.LinuxSeccomp, error) {
 	if err != nil {
 		return nil, err
 	}
@@ -118,32 +127,15 @@ func build() (*specs.LinuxSeccomp, error) {
 // Under gVisor clone3 is the sentry's own implementation, never the host
 // kernel's; the namespaces it could ask for are the sentry's too.
 func GVisorSeccompJSON() ([]byte, error) {
-	p, err := build()
-	if err != nil {
-		return nil, err
-	}
-	eperm := uint(syscall.EPERM)
-	for i, r := range p.Syscalls {
-		if r.Action == specs.ActErrno && r.ErrnoRet != nil && *r.ErrnoRet != eperm {
-			p.Syscalls[i].Action, p.Syscalls[i].ErrnoRet = specs.ActAllow, nil
+	return profileJSON(func(p *specs.LinuxSeccomp) {
+		eperm := uint(syscall.EPERM)
+		for i, r := range p.Syscalls {
+			if r.Action == specs.ActErrno && r.ErrnoRet != nil && *r.ErrnoRet != eperm {
+				p.Syscalls[i].Action, p.Syscalls[i].ErrnoRet = specs.ActAllow, nil
+			}
 		}
-	}
-	b, err := json.Marshal(p)
-	if err != nil {
-		return nil, fmt.Errorf("seccomp profile: %w", err)
-	}
-	return b, nil
+	})
 }
 
 // GVisorSeccompOCI is GVisorSeccompJSON as an OCI bundle section.
-func GVisorSeccompOCI() (*specs.LinuxSeccomp, error) {
-	b, err := GVisorSeccompJSON()
-	if err != nil {
-		return nil, err
-	}
-	var p specs.LinuxSeccomp
-	if err := json.Unmarshal(b, &p); err != nil {
-		return nil, fmt.Errorf("seccomp profile: %w", err)
-	}
-	return &p, nil
-}
+func GVisorSeccompOCI() (*specs.LinuxSeccomp, error) { return decodeOCI(GVisorSeccompJSON()) }
