@@ -29,6 +29,8 @@ type agent struct {
 	linger time.Duration
 	// id is who init and the job run as.
 	id identity
+	// seccomp: the job's trampoline installs the seccomp profile itself.
+	seccomp bool
 
 	hostGone atomic.Bool
 	// proxy is the CONNECT proxy of a run with egress, while the job runs.
@@ -256,7 +258,7 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 
 	syscall.Umask(0o022)
 	start := time.Now()
-	pid, err := syscall.ForkExec(selfExe, trampolineArgv(argv0, job.Argv), &syscall.ProcAttr{
+	pid, err := syscall.ForkExec(selfExe, trampolineArgv(argv0, job.Argv, a.seccomp), &syscall.ProcAttr{
 		Dir:   dir,
 		Env:   env,
 		Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},

@@ -22,11 +22,12 @@ import (
 	"syscall"
 
 	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == execJobFlag {
-		runTrampoline(os.Args[2:])
+	if len(os.Args) > 1 && (os.Args[1] == execJobFlag || os.Args[1] == execJobSeccompFlag) {
+		runTrampoline(os.Args[2:], os.Args[1] == execJobSeccompFlag)
 	}
 	if isVM(os.Args) {
 		runVM(os.Args[2:])
@@ -35,6 +36,7 @@ func main() {
 	linger := flag.Duration("linger", 0, "after the result, wait this long at most for the host to close stdin before exiting")
 	install := flag.String("install", "", "copy this binary to the given path and exit (an init container delivering aster-init into a Pod)")
 	ids := flag.String("ids", "", "INIT:JOB: the uid (and gid) init runs as, and the one the job runs as")
+	seccomp := flag.Bool("seccomp", false, "install Aster's seccomp profile on the job (where no container runtime does: a microVM guest)")
 	portFD := flag.Int("port-fd", -1, "speak the protocol on this inherited descriptor (a microVM's virtio-serial port) instead of stdin and stdout")
 	flag.Parse()
 	if *install != "" {
@@ -77,10 +79,18 @@ func main() {
 		stdin, stdout = port, port
 	}
 	reserveThreads(8)
+	if *seccomp {
+		// Compiled here once so that a profile this kernel cannot take fails
+		// the boot, not each job; each job's trampoline compiles its own.
+		if _, err := hardening.SeccompFilter(); err != nil {
+			logf("%v", err)
+			os.Exit(1)
+		}
+	}
 
 	in := initproto.NewReader(stdin)
 	out := initproto.NewWriter(stdout)
-	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1, linger: *linger, id: id}
+	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1, linger: *linger, id: id, seccomp: *seccomp}
 	os.Exit(a.run())
 }
 

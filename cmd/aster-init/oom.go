@@ -4,6 +4,8 @@ import (
 	"os"
 	"syscall"
 	"unsafe"
+
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
 // execJobFlag marks the job trampoline: init forks itself with it, and the
@@ -14,19 +16,30 @@ import (
 // cannot write /proc/PID/oom_score_adj of another process, nor even its own.
 const execJobFlag = "-exec-job"
 
+// execJobSeccompFlag is execJobFlag for a job that no container runtime
+// confines (the microvm guest): the trampoline also installs Aster's seccomp
+// profile, compiled for the running kernel (hardening.SeccompFilter), on
+// itself right before it executes the job, and refuses to run the job when
+// it cannot.
+const execJobSeccompFlag = "-exec-job-seccomp"
+
 // jobOOMScore is the highest oom_score_adj: the first to go.
 const jobOOMScore = "1000"
 
 // trampolineArgv is what init forks to run argv0 with argv.
-func trampolineArgv(argv0 string, argv []string) []string {
-	return append([]string{"aster-init", execJobFlag, argv0}, argv...)
+func trampolineArgv(argv0 string, argv []string, seccomp bool) []string {
+	flag := execJobFlag
+	if seccomp {
+		flag = execJobSeccompFlag
+	}
+	return append([]string{"aster-init", flag, argv0}, argv...)
 }
 
 // selfExe is the path init forks for the trampoline.
 const selfExe = "/proc/self/exe"
 
 // runTrampoline is the child's side: it never returns.
-func runTrampoline(args []string) {
+func runTrampoline(args []string, seccomp bool) {
 	if len(args) < 2 {
 		logf("%s: no command", execJobFlag)
 		os.Exit(126)
@@ -35,6 +48,18 @@ func runTrampoline(args []string) {
 		logf("raise the job's OOM score: %v", err)
 	}
 	defaultSignals()
+	if seccomp {
+		// Last, so that nothing above runs under the filter; the job is never
+		// started without it.
+		f, err := hardening.SeccompFilter()
+		if err == nil {
+			err = hardening.InstallSeccomp(f)
+		}
+		if err != nil {
+			logf("%v: the job is not started", err)
+			os.Exit(126)
+		}
+	}
 	err := syscall.Exec(args[0], args[1:], os.Environ())
 	logf("exec %s: %v", args[1], err)
 	if err == syscall.ENOENT {

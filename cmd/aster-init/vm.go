@@ -170,7 +170,7 @@ func vmBoot(c vmConfig) error {
 	}
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: 1024, Max: 1024})
-	argv := []string{"/.aster/init", "-ids", fmt.Sprintf("%d:%d", vmInitID, vmJobID), "-port-fd", strconv.Itoa(vmPortFD), "-linger", c.linger.String()}
+	argv := []string{"/.aster/init", "-ids", fmt.Sprintf("%d:%d", vmInitID, vmJobID), "-port-fd", strconv.Itoa(vmPortFD), "-linger", c.linger.String(), "-seccomp"}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMAXPROCS=1"}
 	return unix.Exec(argv[0], argv, env)
 }

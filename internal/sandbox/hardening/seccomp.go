@@ -4,6 +4,8 @@
 // meets the same kernel surface whichever runtime runs it (SECURITY.md M1, M4).
 package hardening
 
+//go:generate go run gen_syscalls.go
+
 import (
 	"encoding/json"
 	"fmt"
