@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"fmt"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -131,4 +132,30 @@ func lastRuneStart(b []byte) int {
 		}
 	}
 	return -1
+}
+
+// LockedCapture is a Capture written by one goroutine (the copier of a
+// sandbox's log) and read by another (an error message).
+type LockedCapture struct {
+	mu sync.Mutex
+	c  *Capture
+}
+
+// NewLockedCapture returns a LockedCapture that keeps at most limit bytes.
+func NewLockedCapture(limit int64) *LockedCapture {
+	return &LockedCapture{c: NewCapture(limit)}
+}
+
+// Write records p. It never fails.
+func (l *LockedCapture) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.c.Write(p)
+}
+
+// String returns what was kept.
+func (l *LockedCapture) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.c.Output().Data)
 }

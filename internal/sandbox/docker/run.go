@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"io"
-	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,7 +41,8 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 		ident.Release()
 		return nil, classify("create container", err)
 	}
-	inst := &instance{rt: r, id: created.ID, ident: ident, exited: make(chan struct{}), timings: map[string]time.Duration{"create": time.Since(t0)}}
+	inst := &instance{rt: r, id: created.ID, ident: ident, exited: make(chan struct{})}
+	inst.SetTiming("create", time.Since(t0))
 	defer func() {
 		if err != nil {
 			inst.Close(context.WithoutCancel(ctx))
@@ -76,13 +76,13 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	if _, err := r.api.ContainerStart(ctx, created.ID, client.ContainerStartOptions{}); err != nil {
 		return nil, classify("start container", err)
 	}
-	inst.setTiming("start", time.Since(t1))
+	inst.SetTiming("start", time.Since(t1))
 
 	t2 := time.Now()
 	if err := inst.awaitHello(ctx); err != nil {
 		return nil, err
 	}
-	inst.setTiming("init", time.Since(t2))
+	inst.SetTiming("init", time.Since(t2))
 	inst.cgroup = r.cgroupDir(ctx, created.ID)
 	return inst, nil
 }
@@ -101,22 +101,14 @@ type instance struct {
 	initLog   *sandbox.Capture
 	exited    chan struct{}
 	exit      container.WaitResponse
-	timingMu  sync.Mutex
-	timings   map[string]time.Duration
+	sandbox.InstanceState
 
 	closeOnce sync.Once
 	closeErr  error
-	ran       bool
 	waiting   bool // a wait for removal is registered; exited will close
 }
 
 func (i *instance) ID() string { return i.id }
-
-func (i *instance) setTiming(name string, d time.Duration) {
-	i.timingMu.Lock()
-	i.timings[name] = d
-	i.timingMu.Unlock()
-}
 
 func (i *instance) watch(wait client.ContainerWaitResult) {
 	defer close(i.exited)
@@ -141,30 +133,16 @@ func (i *instance) initDiagnostics() string {
 
 // Run implements sandbox.Instance.
 func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	if i.ran {
-		return sandbox.UsedResult(), sandbox.ErrUsed
-	}
-	i.ran = true
-	s := &sandbox.Session{
-		W:         i.conn.Conn,
-		R:         i.frames,
-		Destroy:   func() { i.Close(context.WithoutCancel(ctx)) },
-		Exited:    i.exited,
-		HelloSeen: true,
-		HostOOM:   i.hostOOM,
-	}
-	t0 := time.Now()
-	res, err := s.Run(ctx, job)
-	i.setTiming("job", time.Since(t0))
-	res.ID = i.id
-	res.Runtime = "docker"
-	i.timingMu.Lock()
-	res.Timings = maps.Clone(i.timings)
-	i.timingMu.Unlock()
-	if res.Status == sandbox.StatusError && res.Error != "" {
-		res.Error += i.initDiagnostics()
-	}
-	return res, err
+	return i.RunOnce(ctx, job, sandbox.RunParts{
+		ID:          i.id,
+		Runtime:     "docker",
+		W:           i.conn.Conn,
+		R:           i.frames,
+		Destroy:     func() { i.Close(context.WithoutCancel(ctx)) },
+		Exited:      i.exited,
+		HostOOM:     i.hostOOM,
+		Diagnostics: i.initDiagnostics,
+	})
 }
 
 // hostOOM implements sandbox.Session.HostOOM: the cgroup's own count while
@@ -210,7 +188,7 @@ func (i *instance) Close(ctx context.Context) error {
 			case <-rctx.Done():
 			}
 		}
-		i.setTiming("remove", time.Since(t0))
+		i.SetTiming("remove", time.Since(t0))
 	})
 	return i.closeErr
 }

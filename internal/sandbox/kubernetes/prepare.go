@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,12 +46,12 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 		return nil, classify("create pod", err)
 	}
 	inst := &instance{
-		rt:      r,
-		name:    created.Name,
-		image:   opts.Image,
-		exited:  make(chan struct{}),
-		timings: map[string]time.Duration{"create": time.Since(t0)},
+		rt:     r,
+		name:   created.Name,
+		image:  opts.Image,
+		exited: make(chan struct{}),
 	}
+	inst.SetTiming("create", time.Since(t0))
 	inst.watch = r.observe(ctx, created)
 	defer func() {
 		if err != nil {
@@ -64,14 +63,14 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	if err := inst.awaitRunning(ctx, t0); err != nil {
 		return nil, err
 	}
-	inst.setTiming("start", time.Since(t1))
+	inst.SetTiming("start", time.Since(t1))
 	go inst.watchExit()
 
 	t2 := time.Now()
 	if err := inst.attach(ctx); err != nil {
 		return nil, err
 	}
-	inst.setTiming("init", time.Since(t2))
+	inst.SetTiming("init", time.Since(t2))
 	return inst, nil
 }
 
@@ -195,7 +194,7 @@ func (i *instance) attach(ctx context.Context) error {
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
 	i.stdin = stdinW
-	i.initLog = &lockedCapture{c: sandbox.NewCapture(16 << 10)}
+	i.initLog = sandbox.NewLockedCapture(16 << 10)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	i.cancelStream = cancel
 	i.streamDone = make(chan struct{})
@@ -277,21 +276,3 @@ func (i *instance) attach(ctx context.Context) error {
 }
 
 var errStreamEnded = fmt.Errorf("the attach stream ended")
-
-// lockedCapture is a Capture written by the attach stream and read by the host.
-type lockedCapture struct {
-	mu sync.Mutex
-	c  *sandbox.Capture
-}
-
-func (l *lockedCapture) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.c.Write(p)
-}
-
-func (l *lockedCapture) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.c.Output().Data)
-}

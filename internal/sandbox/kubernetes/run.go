@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"sync"
 	"time"
 
@@ -33,14 +32,13 @@ type instance struct {
 
 	stdin        *io.PipeWriter
 	frames       *initproto.Reader
-	initLog      *lockedCapture
+	initLog      *sandbox.LockedCapture
 	cancelStream context.CancelFunc
 	streamDone   chan struct{}
 
 	mu        sync.Mutex
 	streamErr error
-	timings   map[string]time.Duration
-	ran       bool
+	sandbox.InstanceState
 
 	destroyOnce sync.Once
 	closeOnce   sync.Once
@@ -53,12 +51,6 @@ func (i *instance) ID() string { return i.name }
 
 // Done is closed once the sandbox is known to be gone (the warm pool skips it).
 func (i *instance) Done() <-chan struct{} { return i.exited }
-
-func (i *instance) setTiming(name string, d time.Duration) {
-	i.mu.Lock()
-	i.timings[name] = d
-	i.mu.Unlock()
-}
 
 func (i *instance) setStreamErr(err error) {
 	i.mu.Lock()
@@ -88,27 +80,27 @@ func (i *instance) initDiagnostics() string {
 
 // Run implements sandbox.Instance.
 func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	i.mu.Lock()
-	used := i.ran
-	i.ran = true
-	i.mu.Unlock()
-	if used {
-		return sandbox.UsedResult(), sandbox.ErrUsed
-	}
-	s := &sandbox.Session{
-		W:         i.stdin,
-		R:         i.frames,
-		Destroy:   i.destroy,
-		Exited:    i.exited,
-		HelloSeen: true,
-		HostOOM:   i.hostOOM,
-	}
-	t0 := time.Now()
-	res, err := s.Run(ctx, job)
+	return i.RunOnce(ctx, job, sandbox.RunParts{
+		ID:      i.name,
+		Runtime: i.rt.Name(),
+		W:       i.stdin,
+		R:       i.frames,
+		Destroy: i.destroy,
+		Exited:  i.exited,
+		HostOOM: i.hostOOM,
+		After: func(res sandbox.Result, err error) (sandbox.Result, error) {
+			return i.afterRun(ctx, res, err)
+		},
+		Diagnostics: i.initDiagnostics,
+	})
+}
+
+// afterRun ends the attach once the session is over and reads a result
+// the kubelet decided (its deadline) or a run without one from the Pod.
+func (i *instance) afterRun(ctx context.Context, res sandbox.Result, err error) (sandbox.Result, error) {
 	// The result is read (or will never come): closing stdin lets aster-init,
 	// which lingers after its result, exit.
 	i.stdin.Close()
-	i.setTiming("job", time.Since(t0))
 	switch {
 	case err != nil && errors.Is(err, sandbox.ErrProtocol):
 		res, err = i.explain(ctx, res, err)
@@ -117,14 +109,6 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 		// and aster-init reported the job ended by that signal.
 		res.Status = sandbox.StatusTimeout
 		res.Error = "the Pod passed its activeDeadlineSeconds and was stopped by the kubelet (" + res.Error + ")"
-	}
-	res.ID = i.name
-	res.Runtime = i.rt.Name()
-	i.mu.Lock()
-	res.Timings = maps.Clone(i.timings)
-	i.mu.Unlock()
-	if res.Status == sandbox.StatusError && res.Error != "" {
-		res.Error += i.initDiagnostics()
 	}
 	return res, err
 }
@@ -239,7 +223,7 @@ func (i *instance) Close(ctx context.Context) error {
 			i.rt.log.Warn("delete sandbox pod", "pod", i.name, "err", i.closeErr)
 		}
 		i.watch.stop()
-		i.setTiming("remove", time.Since(t0))
+		i.SetTiming("remove", time.Since(t0))
 	})
 	return i.closeErr
 }

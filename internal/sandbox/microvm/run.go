@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -83,7 +82,7 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 	if err != nil {
 		return nil, err
 	}
-	inst := &instance{rt: r, id: id, ident: ident, accel: accel, exited: make(chan struct{}), timings: map[string]time.Duration{}}
+	inst := &instance{rt: r, id: id, ident: ident, accel: accel, exited: make(chan struct{})}
 	defer func() {
 		if err != nil {
 			inst.Close(context.WithoutCancel(ctx))
@@ -125,9 +124,9 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 	cmd.SysProcAttr = sysProcAttr(ident.Init, accel == AccelKVM)
 	// QEMU's stdout is the guest's console (the boot stage's messages and
 	// the kernel's at loglevel 1), with its own stderr, kept capped.
-	inst.qemuLog = &lockedCapture{c: sandbox.NewCapture(16 << 10)}
+	inst.qemuLog = sandbox.NewLockedCapture(16 << 10)
 	cmd.Stdout, cmd.Stderr = inst.qemuLog, inst.qemuLog
-	inst.setTiming("create", time.Since(t0))
+	inst.SetTiming("create", time.Since(t0))
 	t1 := time.Now()
 	if err := r.launch.start(cmd); err != nil {
 		close(inst.exited)
@@ -147,7 +146,7 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 	if err := r.writeRecord(rec); err != nil {
 		return inst, err
 	}
-	inst.setTiming("start", time.Since(t1))
+	inst.SetTiming("start", time.Since(t1))
 
 	timeout := bootTimeout
 	if accel == AccelKVM && r.kvmUndecided() {
@@ -157,7 +156,7 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 	if err := sandbox.AwaitHello(ctx, inst.frames, timeout-time.Since(t2), inst.diagnostics); err != nil {
 		return inst, err
 	}
-	inst.setTiming("init", time.Since(t2))
+	inst.SetTiming("init", time.Since(t2))
 	return inst, nil
 }
 
@@ -245,32 +244,23 @@ type instance struct {
 	cg       *hostCgroup
 
 	proc      *os.Process
-	qemuLog   *lockedCapture // QEMU's own stderr
+	qemuLog   *sandbox.LockedCapture // QEMU's own stderr
 	exited    chan struct{}
 	exitErr   error
 	conn      *net.UnixConn
 	frames    *initproto.Reader
 	destroyed atomic.Bool
 
-	timingMu sync.Mutex
-	timings  map[string]time.Duration
+	sandbox.InstanceState
 
 	closeOnce sync.Once
 	closeErr  error
-	ranMu     sync.Mutex
-	ran       bool
 }
 
 func (i *instance) ID() string { return i.id }
 
 // Done is closed once the VM is gone (the warm pool skips dead ones).
 func (i *instance) Done() <-chan struct{} { return i.exited }
-
-func (i *instance) setTiming(name string, d time.Duration) {
-	i.timingMu.Lock()
-	i.timings[name] = d
-	i.timingMu.Unlock()
-}
 
 // diagnostics is what QEMU printed: its own errors and the guest's console
 // (the boot stage's and init's messages, the kernel's at loglevel 1).
@@ -290,33 +280,16 @@ func (i *instance) diagnostics() string {
 
 // Run implements sandbox.Instance.
 func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	i.ranMu.Lock()
-	used := i.ran
-	i.ran = true
-	i.ranMu.Unlock()
-	if used {
-		return sandbox.UsedResult(), sandbox.ErrUsed
-	}
-	s := &sandbox.Session{
-		W:         i.conn,
-		R:         i.frames,
-		Destroy:   i.destroy,
-		Exited:    i.exited,
-		HelloSeen: true,
-		HostOOM:   i.hostOOM,
-	}
-	t0 := time.Now()
-	res, err := s.Run(ctx, job)
-	i.setTiming("job", time.Since(t0))
-	res.ID = i.id
-	res.Runtime = "microvm"
-	i.timingMu.Lock()
-	res.Timings = maps.Clone(i.timings)
-	i.timingMu.Unlock()
-	if res.Status == sandbox.StatusError && res.Error != "" {
-		res.Error += i.diagnostics()
-	}
-	return res, err
+	return i.RunOnce(ctx, job, sandbox.RunParts{
+		ID:          i.id,
+		Runtime:     "microvm",
+		W:           i.conn,
+		R:           i.frames,
+		Destroy:     i.destroy,
+		Exited:      i.exited,
+		HostOOM:     i.hostOOM,
+		Diagnostics: i.diagnostics,
+	})
 }
 
 // hostOOM implements sandbox.Session.HostOOM for a VM that ended without a
@@ -381,26 +354,7 @@ func (i *instance) Close(ctx context.Context) error {
 		if i.closeErr != nil {
 			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", i.closeErr)
 		}
-		i.setTiming("remove", time.Since(t0))
+		i.SetTiming("remove", time.Since(t0))
 	})
 	return i.closeErr
-}
-
-// lockedCapture is a capped log written by QEMU's output copier and read
-// for error messages.
-type lockedCapture struct {
-	mu sync.Mutex
-	c  *sandbox.Capture
-}
-
-func (l *lockedCapture) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.c.Write(p)
-}
-
-func (l *lockedCapture) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return string(l.c.Output().Data)
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -65,7 +64,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 		os.Remove(dir)
 		return nil, err
 	}
-	inst := &instance{rt: r, id: id, dir: dir, ident: ident, pidfd: -1, exited: make(chan struct{}), timings: map[string]time.Duration{},
+	inst := &instance{rt: r, id: id, dir: dir, ident: ident, pidfd: -1, exited: make(chan struct{}),
 		cgroup: cgroupstat.MemoryDir("/aster/" + id)}
 	defer func() {
 		if err != nil {
@@ -84,7 +83,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	if err := os.WriteFile(filepath.Join(dir, configFile), b, 0o600); err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)
 	}
-	inst.setTiming("create", time.Since(t0))
+	inst.SetTiming("create", time.Since(t0))
 
 	if err := inst.start(); err != nil {
 		return nil, err
@@ -93,7 +92,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	if err := inst.awaitHello(ctx); err != nil {
 		return nil, err
 	}
-	inst.setTiming("init", time.Since(t2))
+	inst.SetTiming("init", time.Since(t2))
 	inst.openPidfd()
 	r.learnSeccomp(id)
 	return inst, nil
@@ -122,22 +121,13 @@ type instance struct {
 	pidMu sync.Mutex
 	pidfd int // of the sandbox's init, once known; -1 before
 
-	timingMu sync.Mutex
-	timings  map[string]time.Duration
+	sandbox.InstanceState
 
 	closeOnce sync.Once
 	closeErr  error
-	ranMu     sync.Mutex
-	ran       bool
 }
 
 func (i *instance) ID() string { return i.id }
-
-func (i *instance) setTiming(name string, d time.Duration) {
-	i.timingMu.Lock()
-	i.timings[name] = d
-	i.timingMu.Unlock()
-}
 
 // start launches the runtime process with three pipes as its stdio, which it
 // hands to the sandbox's init as they are (no terminal).
@@ -189,7 +179,7 @@ func (i *instance) start() error {
 		close(i.exited)
 	}()
 	i.frames = initproto.NewReader(stdoutR)
-	i.setTiming("start", time.Since(t0))
+	i.SetTiming("start", time.Since(t0))
 	return nil
 }
 
@@ -239,41 +229,30 @@ func (i *instance) Done() <-chan struct{} { return i.exited }
 
 // Run implements sandbox.Instance.
 func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	i.ranMu.Lock()
-	used := i.ran
-	i.ran = true
-	i.ranMu.Unlock()
-	if used {
-		return sandbox.UsedResult(), sandbox.ErrUsed
+	parts := sandbox.RunParts{
+		ID:          i.id,
+		Runtime:     i.rt.Name(),
+		W:           i.stdin,
+		R:           i.frames,
+		Destroy:     i.destroy,
+		Exited:      i.exited,
+		HostOOM:     i.hostOOM,
+		Diagnostics: i.diagnostics,
 	}
-	s := &sandbox.Session{
-		W:         i.stdin,
-		R:         i.frames,
-		Destroy:   i.destroy,
-		Exited:    i.exited,
-		HelloSeen: true,
-		HostOOM:   i.hostOOM,
-	}
-	t0 := time.Now()
-	res, err := s.Run(ctx, job)
-	i.setTiming("job", time.Since(t0))
-	res.ID = i.id
-	res.Runtime = i.rt.Name()
 	if i.rt.kind == "runsc" {
-		// gVisor's sentry counts a task as running while the host throttles
-		// the sandbox to its CPU quota, so the job's own rusage overstates
-		// its CPU time; the host's count for the sandbox's cgroup (the
-		// sentry's own work included) is the true one. The cgroup is still
-		// there: init lingers until Close.
-		if d, ok := cgroupstat.CPUUsage("/aster/" + i.id); ok {
-			res.CPUTime = d
-		}
+		parts.After = i.hostCPUTime
 	}
-	i.timingMu.Lock()
-	res.Timings = maps.Clone(i.timings)
-	i.timingMu.Unlock()
-	if res.Status == sandbox.StatusError && res.Error != "" {
-		res.Error += i.diagnostics()
+	return i.RunOnce(ctx, job, parts)
+}
+
+// hostCPUTime replaces a gVisor job's CPU time with the host's count:
+// gVisor's sentry counts a task as running while the host throttles the
+// sandbox to its CPU quota, so the job's own rusage overstates its CPU time;
+// the host's count for the sandbox's cgroup (the sentry's own work included)
+// is the true one. The cgroup is still there: init lingers until Close.
+func (i *instance) hostCPUTime(res sandbox.Result, err error) (sandbox.Result, error) {
+	if d, ok := cgroupstat.CPUUsage("/aster/" + i.id); ok {
+		res.CPUTime = d
 	}
 	return res, err
 }
@@ -366,7 +345,7 @@ func (i *instance) Close(ctx context.Context) error {
 		if i.closeErr != nil {
 			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", i.closeErr)
 		}
-		i.setTiming("remove", time.Since(t0))
+		i.SetTiming("remove", time.Since(t0))
 	})
 	return i.closeErr
 }

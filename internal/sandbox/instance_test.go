@@ -1,0 +1,63 @@
+package sandbox_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// TestRunOnce drives a job through the real aster-init with the part of
+// Instance.Run every runtime shares: one job only, the runtime's names and
+// timings on the Result, its After hook once, and its diagnostics only on an
+// error result.
+func TestRunOnce(t *testing.T) {
+	s, _ := startInit(t)
+	if err := sandbox.AwaitHello(t.Context(), s.R, 30*time.Second, func() string { return "" }); err != nil {
+		t.Fatal(err)
+	}
+	var st sandbox.InstanceState
+	st.SetTiming("create", time.Millisecond)
+	afters := 0
+	parts := sandbox.RunParts{
+		ID: "run-1", Runtime: "plain", W: s.W, R: s.R, Destroy: s.Destroy,
+		After: func(res sandbox.Result, err error) (sandbox.Result, error) {
+			afters++
+			res.CPUTime = 7 * time.Second
+			return res, err
+		},
+		Diagnostics: func() string { return " (init log)" },
+	}
+	res, err := st.RunOnce(t.Context(), job("sh", "-c", "echo hi"), parts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != sandbox.StatusOK || string(res.Stdout.Data) != "hi\n" || res.Error != "" {
+		t.Fatalf("run: %+v", res)
+	}
+	if res.ID != "run-1" || res.Runtime != "plain" || res.CPUTime != 7*time.Second || afters != 1 {
+		t.Fatalf("runtime's parts not applied: id %q runtime %q cpu %s afters %d", res.ID, res.Runtime, res.CPUTime, afters)
+	}
+	if _, ok := res.Timings["job"]; !ok || res.Timings["create"] != time.Millisecond {
+		t.Fatalf("timings %v, want create and job", res.Timings)
+	}
+	st.SetTiming("remove", time.Second)
+	if _, ok := res.Timings["remove"]; ok {
+		t.Fatal("the Result's timings alias the instance's")
+	}
+
+	res, err = st.RunOnce(t.Context(), job("true"), parts)
+	if !errors.Is(err, sandbox.ErrUsed) || res.Status != sandbox.StatusError || afters != 1 {
+		t.Fatalf("second run: %v, %+v, afters %d", err, res, afters)
+	}
+
+	// An error result carries the runtime's diagnostics.
+	var fresh sandbox.InstanceState
+	bad := job("true")
+	bad.Workdir = "/work/../etc"
+	res, err = fresh.RunOnce(t.Context(), bad, parts)
+	if err == nil || res.Status != sandbox.StatusError || res.Error != err.Error()+" (init log)" {
+		t.Fatalf("invalid job: %v, %q", err, res.Error)
+	}
+}
