@@ -41,21 +41,9 @@ func RunAdapted(t *testing.T, tgt Target, names ...string) {
 // oom (the host reads the sandbox's cgroup), the output written before is
 // kept, and a job beside it is unaffected.
 func (s *suite) b2WholeSandbox(t *testing.T) {
-	side := make(chan outcome, 1)
-	go func() {
-		side <- s.tryRun(t.Context(), sandbox.Spec{Argv: []string{"python3", "-c", "print(sum(range(1000)))"}})
-	}()
-	res := s.py(t, `
-print("before", flush=True)
-chunks = []
-while True:
-    chunks.append(bytearray(16 << 20))
-`, sandbox.Limits{MemoryBytes: 96 << 20, TimeoutMS: 30000})
-	beside := s.must(t, <-side)
+	res := s.memoryHog(t, `
+print("before", flush=True)`)
 	wantOOMWithOutput(t, res)
-	if beside.Status != sandbox.StatusOK || string(beside.Stdout.Data) != "499500\n" {
-		t.Fatalf("job beside the memory hog was affected: %s", short(beside))
-	}
 	s.assertGone(t, res.ID)
 }
 
@@ -64,19 +52,7 @@ while True:
 // file the job may not write anyway): every write to the root fails with
 // one of the two, and the root mount is read-only.
 func (s *suite) b5Refused(t *testing.T) {
-	res := s.py(t, `
-import errno, os
-for p in ("/x", "/usr/x", "/etc/x", "/bin/x", "/var/x", "/etc/passwd"):
-    try:
-        open(p, "a").close()
-        print("%s=written" % p)
-    except OSError as e:
-        print("%s=%s" % (p, errno.errorcode.get(e.errno)))
-try:
-    os.mkdir("/usr/newdir")
-    print("mkdir=made")
-except OSError as e:
-    print("mkdir=%s" % errno.errorcode.get(e.errno))
+	res := s.py(t, rootWrites("/x", "/usr/x", "/etc/x", "/bin/x", "/var/x", "/etc/passwd")+`
 for line in open("/proc/mounts"):
     f = line.split()
     if f[1] == "/":
@@ -133,17 +109,7 @@ except OSError as e:
 		t.Fatalf("a million files: %s", short(files))
 	}
 	s.assertGone(t, files.ID)
-	big := s.run(t, sandbox.Spec{Argv: []string{"python3", "-c", mountProbe + `
-fd = os.open("/tmp/big", os.O_CREAT | os.O_WRONLY, 0o644)
-try:
-    os.posix_fallocate(fd, 0, 10 << 30)
-    print("fallocate=ok")
-except OSError as e:
-    print("fallocate=%s" % errno.errorcode.get(e.errno))
-fstype, total, _, _, _ = fsinfo("/tmp")
-print("tmp_type=%s" % fstype)
-print("tmp_total=%d" % total)
-`}, Limits: l})
+	big := s.run(t, sandbox.Spec{Argv: []string{"python3", "-c", mountProbe + fallocateTmp}, Limits: l})
 	wantStatus(t, big, sandbox.StatusOK)
 	got = kv(big)
 	if got["fallocate"] != "ENOSPC" || got["tmp_type"] != "tmpfs" || num(got, "tmp_total") > l.TmpBytes {

@@ -80,23 +80,32 @@ func (s *suite) b1ForkBombPython(t *testing.T) {
 
 // B2: allocating far past the memory limit is an OOM kill, reported as such.
 func (s *suite) b2Memory(t *testing.T) {
+	res := s.memoryHog(t, "")
+	wantStatus(t, res, sandbox.StatusOOM)
+	if !res.OOMKilled || res.Signal != "SIGKILL" {
+		t.Fatalf("oom not reported with its signal: %s oom=%v", short(res), res.OOMKilled)
+	}
+}
+
+// memoryHog runs a program that, after prelude, allocates far past a 96 MiB
+// memory limit, with a small job beside it that must be unaffected; it
+// returns the hog's result (B2 and its adapted form).
+func (s *suite) memoryHog(t *testing.T, prelude string) sandbox.Result {
+	t.Helper()
 	side := make(chan outcome, 1)
 	go func() {
 		side <- s.tryRun(t.Context(), sandbox.Spec{Argv: []string{"python3", "-c", "print(sum(range(1000)))"}})
 	}()
-	res := s.py(t, `
+	res := s.py(t, prelude+`
 chunks = []
 while True:
     chunks.append(bytearray(16 << 20))
 `, sandbox.Limits{MemoryBytes: 96 << 20, TimeoutMS: 30000})
 	beside := s.must(t, <-side)
-	wantStatus(t, res, sandbox.StatusOOM)
-	if !res.OOMKilled || res.Signal != "SIGKILL" {
-		t.Fatalf("oom not reported with its signal: %s oom=%v", short(res), res.OOMKilled)
-	}
 	if beside.Status != sandbox.StatusOK || string(beside.Stdout.Data) != "499500\n" {
 		t.Fatalf("job beside the memory hog was affected: %s", short(beside))
 	}
+	return res
 }
 
 // B3: thousands of threads are capped by the pids limit.
@@ -188,6 +197,22 @@ def fsinfo(path):
     st = os.statvfs(path)
     return (fstype, st.f_blocks * st.f_frsize, (st.f_blocks - st.f_bfree) * st.f_frsize,
             st.f_files, st.f_files - st.f_ffree)
+`
+
+// fallocateTmp, after mountProbe, asks for 10 GB in /tmp at once and prints
+// the answer (fallocate=ok or fallocate=ERRNO) and /tmp's type, size and
+// used bytes (tmp_type, tmp_total, tmp_used), for B6.
+const fallocateTmp = `
+fd = os.open("/tmp/big", os.O_CREAT | os.O_WRONLY, 0o644)
+try:
+    os.posix_fallocate(fd, 0, 10 << 30)
+    print("fallocate=ok")
+except OSError as e:
+    print("fallocate=%s" % errno.errorcode.get(e.errno))
+fstype, total, used, _, _ = fsinfo("/tmp")
+print("tmp_type=%s" % fstype)
+print("tmp_total=%d" % total)
+print("tmp_used=%d" % used)
 `
 
 // holdUntilStdinCloses ends a program of runHeld: it says it is done, then
@@ -288,11 +313,17 @@ func num(kv map[string]string, key string) int64 {
 	return n
 }
 
-// B5: the root filesystem is read-only.
-func (s *suite) b5ReadOnly(t *testing.T) {
-	res := s.py(t, `
+// rootWrites is the program of B5: it tries to open each of paths for
+// appending (creating it), printing PATH=written or PATH=ERRNO, then to make
+// a directory below /usr (mkdir=made or mkdir=ERRNO).
+func rootWrites(paths ...string) string {
+	q := make([]string, len(paths))
+	for i, p := range paths {
+		q[i] = strconv.Quote(p)
+	}
+	return `
 import errno, os
-for p in ("/x", "/usr/x", "/etc/x", "/bin/x", "/var/x"):
+for p in (` + strings.Join(q, ", ") + `):
     try:
         open(p, "a").close()
         print("%s=written" % p)
@@ -303,7 +334,12 @@ try:
     print("mkdir=made")
 except OSError as e:
     print("mkdir=%s" % errno.errorcode.get(e.errno))
-`, sandbox.Limits{})
+`
+}
+
+// B5: the root filesystem is read-only.
+func (s *suite) b5ReadOnly(t *testing.T) {
+	res := s.py(t, rootWrites("/x", "/usr/x", "/etc/x", "/bin/x", "/var/x"), sandbox.Limits{})
 	wantStatus(t, res, sandbox.StatusOK)
 	for k, v := range kv(res) {
 		if v != "EROFS" {
@@ -343,17 +379,7 @@ fstype, _, _, inodes, used = fsinfo("/work")
 print("work_type=%s" % fstype)
 print("work_inodes=%d" % inodes)
 print("work_inodes_used=%d" % used)
-fd = os.open("/tmp/big", os.O_CREAT | os.O_WRONLY, 0o644)
-try:
-    os.posix_fallocate(fd, 0, 10 << 30)
-    print("fallocate=ok")
-except OSError as e:
-    print("fallocate=%s" % errno.errorcode.get(e.errno))
-fstype, total, used, _, _ = fsinfo("/tmp")
-print("tmp_type=%s" % fstype)
-print("tmp_total=%d" % total)
-print("tmp_used=%d" % used)
-` + holdUntilStdinCloses}, Limits: l})
+` + fallocateTmp + holdUntilStdinCloses}, Limits: l})
 	wantStatus(t, res, sandbox.StatusOK)
 	got := kv(res)
 	n, inodes, used := num(got, "files"), num(got, "work_inodes"), num(got, "work_inodes_used")
