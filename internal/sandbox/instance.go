@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/initproto"
 )
 
@@ -91,4 +92,27 @@ func (s *InstanceState) RunOnce(ctx context.Context, job Job, p RunParts) (Resul
 		res.Error += p.Diagnostics()
 	}
 	return res, err
+}
+
+// CgroupHostOOM is Session.HostOOM for a sandbox whose memory cgroup the host
+// can read at dir ("" when it cannot): the cgroup's own count while the
+// sandbox exists; once it is gone (exited is closed), whether init was
+// SIGKILLed by someone other than the host (initKilled) — only the kernel's
+// OOM killer can: the job cannot signal init (another uid, and PID 1 of its
+// namespace).
+func CgroupHostOOM(dir string, exited <-chan struct{}, initKilled func() bool) (int64, bool) {
+	if dir != "" {
+		if n, ok := cgroupstat.OOMKills(dir); ok {
+			return n, true
+		}
+	}
+	select {
+	case <-exited:
+	default:
+		return 0, false
+	}
+	if initKilled() {
+		return 1, true
+	}
+	return 0, false
 }

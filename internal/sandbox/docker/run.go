@@ -11,7 +11,6 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
-	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -145,25 +144,12 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	})
 }
 
-// hostOOM implements sandbox.Session.HostOOM: the cgroup's own count while
-// the container exists; once it is gone, whether init was SIGKILLed by
-// someone other than the host — only the kernel's OOM killer can: the job
-// cannot signal init (another uid, and PID 1 of its namespace).
+// hostOOM implements sandbox.Session.HostOOM from the container's cgroup
+// and, once it is gone, its exit status.
 func (i *instance) hostOOM(bool) (int64, bool) {
-	if i.cgroup != "" {
-		if n, ok := cgroupstat.OOMKills(i.cgroup); ok {
-			return n, true
-		}
-	}
-	select {
-	case <-i.exited:
-	default:
-		return 0, false
-	}
-	if i.exit.StatusCode == 128+9 && !i.destroyed.Load() {
-		return 1, true
-	}
-	return 0, false
+	return sandbox.CgroupHostOOM(i.cgroup, i.exited, func() bool {
+		return i.exit.StatusCode == 128+9 && !i.destroyed.Load()
+	})
 }
 
 // Close implements sandbox.Instance: force-remove, on a detached context.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
@@ -18,28 +19,13 @@ import (
 // TestLatencyProbe prints where a cold oci run spends its time next to the
 // bare runtime on the same bundle. It is a probe for people, not a check.
 func TestLatencyProbe(t *testing.T) {
-	if os.Getenv("ASTER_OCI_PROBE") == "" {
-		t.Skip("set ASTER_OCI_PROBE=1")
-	}
-	rt := ocitest.Runtime(t)
-	mgr := sandboxtest.Manager(t, rt, 2)
+	rt, mgr := probeSetup(t)
 	n := 40
-	// One run first: it teaches the runtime the compiled seccomp filter, which
-	// every later bundle (the bare one too) then carries.
-	if _, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}}); err != nil {
-		t.Fatal(err)
-	}
 	var bare, totals []time.Duration
 	phases := map[string][]time.Duration{}
 	// Interleaved, so that load from elsewhere hits both alike.
 	for i := range n {
-		dir := filepath.Join(t.TempDir(), sandbox.NewRunID())
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.WriteBundle(t.Context(), sandbox.PrepareOptions{RunID: "bare", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)}, dir, []string{"/bin/true"}); err != nil {
-			t.Fatal(err)
-		}
+		dir := bareBundle(t, rt, "/bin/true")
 		t0 := time.Now()
 		if err := rt.RunBundle(t.Context(), dir, io.Discard, os.Stderr); err != nil {
 			t.Fatalf("bare run %d: %v", i, err)
@@ -70,22 +56,9 @@ func TestLatencyProbe(t *testing.T) {
 // TestInitStartProbe compares bare crun running /bin/true with bare crun
 // running aster-init (hello, then EOF on stdin, exit): init's own start cost.
 func TestInitStartProbe(t *testing.T) {
-	if os.Getenv("ASTER_OCI_PROBE") == "" {
-		t.Skip("set ASTER_OCI_PROBE=1")
-	}
-	rt := ocitest.Runtime(t)
-	mgr := sandboxtest.Manager(t, rt, 2)
-	if _, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}}); err != nil {
-		t.Fatal(err)
-	}
-	run := func(argv []string) time.Duration {
-		dir := filepath.Join(t.TempDir(), sandbox.NewRunID())
-		if err := os.Mkdir(dir, 0o700); err != nil {
-			t.Fatal(err)
-		}
-		if err := rt.WriteBundle(t.Context(), sandbox.PrepareOptions{RunID: "bare", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)}, dir, argv); err != nil {
-			t.Fatal(err)
-		}
+	rt, _ := probeSetup(t)
+	run := func(argv string) time.Duration {
+		dir := bareBundle(t, rt, argv)
 		t0 := time.Now()
 		if err := rt.RunBundle(t.Context(), dir, io.Discard, os.Stderr); err != nil {
 			t.Fatalf("bare run: %v", err)
@@ -94,8 +67,8 @@ func TestInitStartProbe(t *testing.T) {
 	}
 	var a, b []time.Duration
 	for range 40 {
-		a = append(a, run([]string{"/bin/true"}))
-		b = append(b, run([]string{"/.aster/init"}))
+		a = append(a, run("/bin/true"))
+		b = append(b, run("/.aster/init"))
 	}
 	slices.Sort(a)
 	slices.Sort(b)
@@ -106,14 +79,7 @@ func TestInitStartProbe(t *testing.T) {
 // runtime and for Aster cold, sequentially, to see what a run costs beyond
 // the wall clock.
 func TestCPUProbe(t *testing.T) {
-	if os.Getenv("ASTER_OCI_PROBE") == "" {
-		t.Skip("set ASTER_OCI_PROBE=1")
-	}
-	rt := ocitest.Runtime(t)
-	mgr := sandboxtest.Manager(t, rt, 2)
-	if _, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}}); err != nil {
-		t.Fatal(err)
-	}
+	rt, mgr := probeSetup(t)
 	// CPU of this process and of its reaped children (the runtime binary
 	// and everything in the sandbox), in ms; kernel work done elsewhere
 	// (namespace teardown in kworkers) is not in it.
@@ -130,11 +96,7 @@ func TestCPUProbe(t *testing.T) {
 	b0 := busy()
 	t0 := time.Now()
 	for range n {
-		dir := filepath.Join(t.TempDir(), sandbox.NewRunID())
-		os.Mkdir(dir, 0o700)
-		if err := rt.WriteBundle(t.Context(), sandbox.PrepareOptions{RunID: "bare", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)}, dir, []string{"/bin/true"}); err != nil {
-			t.Fatal(err)
-		}
+		dir := bareBundle(t, rt, "/bin/true")
 		if err := rt.RunBundle(t.Context(), dir, io.Discard, os.Stderr); err != nil {
 			t.Fatal(err)
 		}
@@ -152,4 +114,35 @@ func TestCPUProbe(t *testing.T) {
 	t.Logf("aster orchestrator CPU %.2f ms/run, runtime+sandbox CPU %.2f ms/run", (selfMS-bareSelf)/n, (kidsMS-bareKids)/n)
 	t.Logf("bare:  wall %v  CPU %.2f ms per run", bareWall, bareCPU)
 	t.Logf("aster: wall %v  CPU %.2f ms per run", asterWall, asterCPU)
+}
+
+// probeSetup skips a probe unless ASTER_OCI_PROBE is set, and returns the
+// runtime and a Manager on it after one run: that run teaches the runtime
+// the compiled seccomp filter, which every later bundle (the bare one too)
+// then carries.
+func probeSetup(t *testing.T) (*oci.Runtime, *sandbox.Manager) {
+	t.Helper()
+	if os.Getenv("ASTER_OCI_PROBE") == "" {
+		t.Skip("set ASTER_OCI_PROBE=1")
+	}
+	rt := ocitest.Runtime(t)
+	mgr := sandboxtest.Manager(t, rt, 2)
+	if _, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	return rt, mgr
+}
+
+// bareBundle writes, in a new directory, a bundle that runs argv as the
+// sandbox's init, for the bare runtime (no aster-init, no Manager).
+func bareBundle(t *testing.T, rt *oci.Runtime, argv ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), sandbox.NewRunID())
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := rt.WriteBundle(t.Context(), sandbox.PrepareOptions{RunID: "bare", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)}, dir, argv); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }

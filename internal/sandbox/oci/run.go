@@ -257,24 +257,13 @@ func (i *instance) hostCPUTime(res sandbox.Result, err error) (sandbox.Result, e
 	return res, err
 }
 
-// hostOOM implements sandbox.Session.HostOOM: the cgroup's own count while
-// the sandbox exists; once it is gone, whether init was SIGKILLed by someone
-// other than the host — only the kernel's OOM killer can: the job cannot
-// signal init (another uid, and PID 1 of its namespace).
+// hostOOM implements sandbox.Session.HostOOM from the sandbox's cgroup and,
+// once it is gone, how its runtime process ended.
 func (i *instance) hostOOM(bool) (int64, bool) {
-	if n, ok := cgroupstat.OOMKills(i.cgroup); ok {
-		return n, true
-	}
-	select {
-	case <-i.exited:
-	default:
-		return 0, false
-	}
-	var ee *exec.ExitError
-	if errors.As(i.exitErr, &ee) && ee.ExitCode() == 128+9 && !i.destroyed.Load() {
-		return 1, true
-	}
-	return 0, false
+	return sandbox.CgroupHostOOM(i.cgroup, i.exited, func() bool {
+		var ee *exec.ExitError
+		return errors.As(i.exitErr, &ee) && ee.ExitCode() == 128+9 && !i.destroyed.Load()
+	})
 }
 
 // destroy kills the sandbox now: SIGKILL to its init ends the whole PID
