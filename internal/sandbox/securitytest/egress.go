@@ -369,6 +369,17 @@ func (s *suite) exported(t *testing.T, script string, l sandbox.Limits) (sandbox
 	return res, entries, err
 }
 
+// wantExported checks the entries of an export (as exported returns them)
+// against want; entries not in want are the caller's to check.
+func wantExported(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("export %s: %q, want %q", k, got[k], v)
+		}
+	}
+}
+
 // F5: a job's /work comes back as a tar after the command exits, also on a
 // non-zero exit; files, directories and links inside the tree are in it.
 func (s *suite) f5Export(t *testing.T) {
@@ -378,12 +389,7 @@ func (s *suite) f5Export(t *testing.T) {
 		t.Fatalf("run: %v (%s)", err, short(res))
 	}
 	wantStatus(t, res, sandbox.StatusExitNonzero)
-	want := map[string]string{"node_modules/": "dir", "node_modules/pkg/index.js": "module.exports = 1\n", "node_modules/pkg/bin/run": "-> ../pkg/index.js", "top.txt": "data"}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("export %s: %q, want %q", k, got[k], v)
-		}
-	}
+	wantExported(t, got, map[string]string{"node_modules/": "dir", "node_modules/pkg/index.js": "module.exports = 1\n", "node_modules/pkg/bin/run": "-> ../pkg/index.js", "top.txt": "data"})
 	if res.Export == nil || res.Export.Error != "" || res.Export.Files != int64(len(got)) || res.Export.Bytes != int64(len("module.exports = 1\n")+4) {
 		t.Fatalf("export report %+v, entries %v", res.Export, got)
 	}
@@ -420,12 +426,7 @@ func (s *suite) f7ExportHostile(t *testing.T) {
 		t.Fatalf("run: %v (%s)", err, short(res))
 	}
 	wantStatus(t, res, sandbox.StatusOK)
-	want := map[string]string{"etc": "-> /etc", "passwd": "-> /etc/passwd", "up": "-> ../../..", "ok.txt": "ok\n"}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("export %s: %q, want %q", k, got[k], v)
-		}
-	}
+	wantExported(t, got, map[string]string{"etc": "-> /etc", "passwd": "-> /etc/passwd", "up": "-> ../../..", "ok.txt": "ok\n"})
 	for k := range got {
 		if strings.HasPrefix(k, "etc/") || k == "fifo" || k == "sock" {
 			t.Errorf("export holds %s", k)
