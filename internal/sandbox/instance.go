@@ -13,12 +13,16 @@ import (
 
 // InstanceState is what every runtime's Instance keeps the same way: the
 // durations of its phases (create, start, init, job, remove; they become
-// Result.Timings) and the guard that lets it run one job. A runtime embeds
+// Result.Timings), the guard that lets it run one job and the one that lets
+// it be removed once. A runtime embeds
 // it; the zero value is ready, and it is safe for concurrent use.
 type InstanceState struct {
 	mu      sync.Mutex
 	timings map[string]time.Duration
 	ran     bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // SetTiming records how long the phase name took.
@@ -36,6 +40,18 @@ func (s *InstanceState) Timings() map[string]time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.timings)
+}
+
+// CloseOnce implements the once of Instance.Close: remove runs on the first
+// call only, its duration is recorded as the "remove" timing, and its error
+// is what every call returns.
+func (s *InstanceState) CloseOnce(remove func() error) error {
+	s.closeOnce.Do(func() {
+		t0 := time.Now()
+		s.closeErr = remove()
+		s.SetTiming("remove", time.Since(t0))
+	})
+	return s.closeErr
 }
 
 // RunParts is what a runtime brings to InstanceState.RunOnce: its name and

@@ -61,3 +61,23 @@ func TestRunOnce(t *testing.T) {
 		t.Fatalf("invalid job: %v, %q", err, res.Error)
 	}
 }
+
+// TestCloseOnce: the removal runs once, every Close returns its error, and
+// its duration is the "remove" timing.
+func TestCloseOnce(t *testing.T) {
+	var st sandbox.InstanceState
+	calls := 0
+	gone := errors.New("engine gone")
+	remove := func() error { calls++; return gone }
+	for range 3 {
+		if err := st.CloseOnce(remove); !errors.Is(err, gone) {
+			t.Fatalf("close: %v, want %v", err, gone)
+		}
+	}
+	if calls != 1 {
+		t.Fatalf("removed %d times, want once", calls)
+	}
+	if _, ok := st.Timings()["remove"]; !ok {
+		t.Fatalf("timings %v, want remove", st.Timings())
+	}
+}

@@ -3,7 +3,6 @@ package docker
 import (
 	"context"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -102,9 +101,7 @@ type instance struct {
 	exit      container.WaitResponse
 	sandbox.InstanceState
 
-	closeOnce sync.Once
-	closeErr  error
-	waiting   bool // a wait for removal is registered; exited will close
+	waiting bool // a wait for removal is registered; exited will close
 }
 
 func (i *instance) ID() string { return i.id }
@@ -154,18 +151,17 @@ func (i *instance) hostOOM(bool) (int64, bool) {
 
 // Close implements sandbox.Instance: force-remove, on a detached context.
 func (i *instance) Close(ctx context.Context) error {
-	i.closeOnce.Do(func() {
+	return i.CloseOnce(func() (closeErr error) {
 		defer i.ident.Release()
 		i.destroyed.Store(true)
-		t0 := time.Now()
 		if i.conn.Conn != nil {
 			i.conn.Close()
 		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeTimeout)
 		defer cancel()
-		i.closeErr = i.rt.Remove(rctx, i.id)
-		if i.closeErr != nil {
-			i.rt.log.Warn("remove sandbox container", "container", i.id, "err", i.closeErr)
+		closeErr = i.rt.Remove(rctx, i.id)
+		if closeErr != nil {
+			i.rt.log.Warn("remove sandbox container", "container", i.id, "err", closeErr)
 		} else if i.waiting {
 			// With AutoRemove the engine may still be removing it; wait until
 			// it is gone so a freed slot never shows as one container too many.
@@ -174,9 +170,8 @@ func (i *instance) Close(ctx context.Context) error {
 			case <-rctx.Done():
 			}
 		}
-		i.SetTiming("remove", time.Since(t0))
+		return closeErr
 	})
-	return i.closeErr
 }
 
 // Done is closed once the container is gone; the warm pool uses it to skip a

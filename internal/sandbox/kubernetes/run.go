@@ -41,8 +41,6 @@ type instance struct {
 	sandbox.InstanceState
 
 	destroyOnce sync.Once
-	closeOnce   sync.Once
-	closeErr    error
 }
 
 var _ sandbox.Instance = (*instance)(nil)
@@ -200,8 +198,7 @@ func (i *instance) destroy() {
 // stream and the watch. When the API server is away, the deletion is retried
 // in the background until it is back.
 func (i *instance) Close(ctx context.Context) error {
-	i.closeOnce.Do(func() {
-		t0 := time.Now()
+	return i.CloseOnce(func() (closeErr error) {
 		if i.stdin != nil {
 			// aster-init exits once its stdin closes, which ends the attach
 			// stream cleanly; a stream still open then is cut below.
@@ -211,19 +208,18 @@ func (i *instance) Close(ctx context.Context) error {
 			case <-time.After(streamEndWait):
 			}
 		}
-		i.closeErr = i.rt.deletePod(context.WithoutCancel(ctx), i.name)
+		closeErr = i.rt.deletePod(context.WithoutCancel(ctx), i.name)
 		if i.cancelStream != nil {
 			i.cancelStream()
 			<-i.streamDone
 		}
-		if i.closeErr != nil {
-			if errors.Is(i.closeErr, sandbox.ErrUnavailable) {
+		if closeErr != nil {
+			if errors.Is(closeErr, sandbox.ErrUnavailable) {
 				i.rt.deleter.add(i.name)
 			}
-			i.rt.log.Warn("delete sandbox pod", "pod", i.name, "err", i.closeErr)
+			i.rt.log.Warn("delete sandbox pod", "pod", i.name, "err", closeErr)
 		}
 		i.watch.stop()
-		i.SetTiming("remove", time.Since(t0))
+		return closeErr
 	})
-	return i.closeErr
 }

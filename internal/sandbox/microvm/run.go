@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -252,9 +251,6 @@ type instance struct {
 	destroyed atomic.Bool
 
 	sandbox.InstanceState
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 func (i *instance) ID() string { return i.id }
@@ -329,9 +325,8 @@ func (i *instance) destroy() {
 // is in (nothing in it needs a clean shutdown), then its cgroup, run
 // directory and record go.
 func (i *instance) Close(ctx context.Context) error {
-	i.closeOnce.Do(func() {
+	return i.CloseOnce(func() (closeErr error) {
 		defer i.ident.Release()
-		t0 := time.Now()
 		if i.conn != nil {
 			i.conn.Close()
 		}
@@ -348,13 +343,12 @@ func (i *instance) Close(ctx context.Context) error {
 		}
 		if i.recorded {
 			if err := os.Remove(i.rt.recordPath(i.id)); err != nil && !errors.Is(err, os.ErrNotExist) {
-				i.closeErr = fmt.Errorf("remove sandbox record: %w", err)
+				closeErr = fmt.Errorf("remove sandbox record: %w", err)
 			}
 		}
-		if i.closeErr != nil {
-			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", i.closeErr)
+		if closeErr != nil {
+			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", closeErr)
 		}
-		i.SetTiming("remove", time.Since(t0))
+		return closeErr
 	})
-	return i.closeErr
 }

@@ -122,9 +122,6 @@ type instance struct {
 	pidfd int // of the sandbox's init, once known; -1 before
 
 	sandbox.InstanceState
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 func (i *instance) ID() string { return i.id }
@@ -297,9 +294,8 @@ func (i *instance) destroy() {
 // running after a short wait is killed. Then the runtime's state and the
 // bundle are removed.
 func (i *instance) Close(ctx context.Context) error {
-	i.closeOnce.Do(func() {
+	return i.CloseOnce(func() (closeErr error) {
 		defer i.ident.Release()
-		t0 := time.Now()
 		if i.stdin != nil {
 			i.stdin.Close()
 		}
@@ -324,19 +320,18 @@ func (i *instance) Close(ctx context.Context) error {
 		if i.rt.hasState(i.id) {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), killWait)
 			if out, err := i.rt.output(rctx, "delete", "--force", i.id); err != nil && !notExist(out) {
-				i.closeErr = fmt.Errorf("delete container: %v: %s", err, strings.TrimSpace(string(out)))
+				closeErr = fmt.Errorf("delete container: %v: %s", err, strings.TrimSpace(string(out)))
 			}
 			cancel()
 		}
-		if err := os.RemoveAll(i.dir); err != nil && i.closeErr == nil {
-			i.closeErr = fmt.Errorf("remove bundle: %w", err)
+		if err := os.RemoveAll(i.dir); err != nil && closeErr == nil {
+			closeErr = fmt.Errorf("remove bundle: %w", err)
 		}
-		if i.closeErr != nil {
-			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", i.closeErr)
+		if closeErr != nil {
+			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", closeErr)
 		}
-		i.SetTiming("remove", time.Since(t0))
+		return closeErr
 	})
-	return i.closeErr
 }
 
 func waitClosed(ch <-chan struct{}, d time.Duration) bool {
