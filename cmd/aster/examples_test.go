@@ -27,6 +27,13 @@ func runWith(t *testing.T, env []string, stdin io.Reader, args ...string) (int, 
 	cmd := exec.CommandContext(t.Context(), asterBin, args...)
 	cmd.Env = env
 	cmd.Stdin = stdin
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns its exit code, stdout and stderr; a command
+// that could not be run fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -146,20 +153,12 @@ func TestHelpExamplesRunVerbatim(t *testing.T) {
 			if img := os.Getenv("ASTER_TEST_IMAGE"); img != "" {
 				cmd.Env = append(cmd.Env, "ASTER_IMAGES="+img)
 			}
-			var out, errb bytes.Buffer
-			cmd.Stdout, cmd.Stderr = &out, &errb
-			err := cmd.Run()
-			got := 0
-			if ee, ok := err.(*exec.ExitError); ok {
-				got = ee.ExitCode()
-			} else if err != nil {
-				t.Fatal(err)
-			}
+			got, out, errb := runCmd(t, cmd)
 			if got != code {
-				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", got, code, out.String(), errb.String())
+				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", got, code, out, errb)
 			}
-			if code == 0 && out.Len() == 0 {
-				t.Fatalf("no output; stderr %q", errb.String())
+			if code == 0 && out == "" {
+				t.Fatalf("no output; stderr %q", errb)
 			}
 		})
 	}

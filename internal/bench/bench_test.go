@@ -31,7 +31,7 @@ func TestHarnessOCI(t *testing.T) {
 	if testing.Verbose() {
 		cfg.Progress = os.Stderr
 	}
-	rep, err := bench.Run(t.Context(), cfg, bench.Env{Image: sandboxtest.Image(), Defaults: config.DefaultLimits(), OCI: rt})
+	rep, err := bench.Run(t.Context(), cfg, bench.Env{Image: sandboxtest.Image(), Defaults: config.DefaultLimits(), Config: config.Default(), OCI: rt})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestHarnessGVisor(t *testing.T) {
 		MinRequests: 3,
 		PacedRounds: 2,
 	}
-	rep, err := bench.Run(t.Context(), cfg, bench.Env{Image: sandboxtest.Image(), Defaults: config.DefaultLimits(), GVisor: rt})
+	rep, err := bench.Run(t.Context(), cfg, bench.Env{Image: sandboxtest.Image(), Defaults: config.DefaultLimits(), Config: config.Default(), GVisor: rt})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/cli/wire"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
@@ -55,6 +56,10 @@ var DefaultSystems = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDocke
 type Env struct {
 	Image    string
 	Defaults sandbox.Limits
+	// Config is what the Managers of the aster-* systems are wired from
+	// (wire.NewManager: the limit bounds and the reaper allowance, as every
+	// command); their one image is Image.
+	Config config.Config
 	// Docker is the Docker runtime (aster-docker-*); DockerCLI the docker
 	// binary (docker-run).
 	Docker    *docker.Runtime
@@ -222,11 +227,9 @@ const apiMaxConcurrent = 96
 
 func newAPISystem(ctx context.Context, name string, rt sandbox.Runtime, env Env, warm int) (*apiSystem, error) {
 	metrics := sandboxapi.NewMetrics()
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime:       rt,
+	mgr, err := wire.NewManager(env.Config, rt, sandbox.ManagerOptions{
 		Images:        []string{env.Image},
 		Defaults:      env.Defaults,
-		Bounds:        config.LimitBounds(),
 		MaxConcurrent: apiMaxConcurrent,
 		QueueSize:     4 * apiMaxConcurrent,
 		QueueTimeout:  10 * time.Minute,

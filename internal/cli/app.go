@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/app"
@@ -36,17 +37,35 @@ func newAppCmd(g *globals) *cobra.Command {
 		Short: "The GitHub App: create it (setup), review pull requests from webhooks (serve), list reviews and jobs (history)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newAppSetupCmd(g), newAppServeCmd(g), newAppHistoryCmd(g))
+	addCommands(cmd, g, newAppSetupCmd, newAppServeCmd, newAppHistoryCmd)
 	return cmd
 }
 
 type appFlags struct {
-	addr, appID, privateKey, webhookSecretFile, apiURL, db, databaseURL string
-	workers, sandboxURL, sandboxTokenFile, replicaID, jobTimeout        string
-	maxAttempts, shutdownGrace, webhookInflight                         string
-	drafts, tests                                                       bool
-	parallel                                                            int
-	egressAllow                                                         []string
+	addr, appID, privateKey, webhookSecretFile, apiURL string
+	workers, sandboxURL, sandboxTokenFile, replicaID   string
+	jobTimeout, maxAttempts, shutdownGrace             string
+	webhookInflight                                    string
+	drafts, tests                                      bool
+	parallel                                           int
+	egressAllow                                        []string
+	store                                              storeFlags
+}
+
+// storeFlags are --db and --database-url: the App's store, for the commands
+// that open it (app serve, app history).
+type storeFlags struct{ db, databaseURL string }
+
+func (f *storeFlags) register(fl *pflag.FlagSet) {
+	fl.StringVar(&f.db, "db", "", "SQLite database file (default <data dir>/"+config.DefaultAppDBFile+"; ASTER_DB, ASTER_DATA_DIR)")
+	fl.StringVar(&f.databaseURL, "database-url", "", "postgres://... shared by replicas, instead of SQLite (prefer ASTER_DATABASE_URL)")
+}
+
+// apply copies the flags given over ac.
+func (f *storeFlags) apply(fl *pflag.FlagSet, ac *config.AppConfig) {
+	str := changedSetter(fl)
+	str("db", &ac.DB, f.db)
+	str("database-url", &ac.DatabaseURL, f.databaseURL)
 }
 
 func newAppServeCmd(g *globals) *cobra.Command {
@@ -93,8 +112,7 @@ id configured, the App 'aster app setup' stored in the data directory is used
 	fl.StringVar(&f.privateKey, "private-key", "", "the App's private key, a PEM file readable only by aster (ASTER_APP_PRIVATE_KEY_FILE)")
 	fl.StringVar(&f.webhookSecretFile, "webhook-secret-file", "", "file holding the App's webhook secret (ASTER_APP_WEBHOOK_SECRET_FILE)")
 	fl.StringVar(&f.apiURL, "github-api-url", config.DefaultGitHubAPIURL, "GitHub's REST API root; GitHub Enterprise Server: https://HOST/api/v3/")
-	fl.StringVar(&f.db, "db", "", "SQLite database file (default <data dir>/"+config.DefaultAppDBFile+"; ASTER_DB, ASTER_DATA_DIR)")
-	fl.StringVar(&f.databaseURL, "database-url", "", "postgres://... shared by replicas, instead of SQLite (prefer ASTER_DATABASE_URL)")
+	f.store.register(fl)
 	intStringVar(fl, &f.workers, "workers", strconv.Itoa(config.DefaultAppWorkers), "pull requests reviewed at once by this process")
 	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once within one review")
 	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote 'aster sandbox serve' at URL (default: in this process, on the local engine)")
@@ -123,8 +141,7 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	str("private-key", &ac.PrivateKeyFile, f.privateKey)
 	str("webhook-secret-file", &ac.WebhookSecretFile, f.webhookSecretFile)
 	str("github-api-url", &ac.GitHubAPIURL, f.apiURL)
-	str("db", &ac.DB, f.db)
-	str("database-url", &ac.DatabaseURL, f.databaseURL)
+	f.store.apply(fl, &ac)
 	str("workers", &ac.Workers, f.workers)
 	str("sandbox-url", &ac.SandboxURL, f.sandboxURL)
 	str("sandbox-token-file", &ac.SandboxTokenFile, f.sandboxTokenFile)
@@ -329,9 +346,10 @@ func readSecretFile(path, what string) ([]byte, error) {
 }
 
 type historyFlags struct {
-	db, databaseURL, repo, outcome string
-	pr, limit                      int
-	json, pending                  bool
+	repo, outcome string
+	pr, limit     int
+	json, pending bool
+	store         storeFlags
 }
 
 func newAppHistoryCmd(g *globals) *cobra.Command {
@@ -356,8 +374,7 @@ app: section), and can run while the server does.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAppHistory(cmd, g, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.db, "db", "", "SQLite database file (default <data dir>/"+config.DefaultAppDBFile+")")
-	fl.StringVar(&f.databaseURL, "database-url", "", "postgres://... (prefer ASTER_DATABASE_URL)")
+	f.store.register(fl)
 	fl.StringVar(&f.repo, "repo", "", "only this repository (owner/name)")
 	fl.IntVar(&f.pr, "pr", 0, "only this pull request number (with --repo)")
 	fl.StringVar(&f.outcome, "outcome", "", "only this outcome: posted, nothing_new, skipped, failed")
@@ -372,9 +389,7 @@ func runAppHistory(cmd *cobra.Command, g *globals, f *historyFlags) error {
 	if err != nil {
 		return err
 	}
-	str := changedSetter(cmd.Flags())
-	str("db", &ac.DB, f.db)
-	str("database-url", &ac.DatabaseURL, f.databaseURL)
+	f.store.apply(cmd.Flags(), &ac)
 	db, dbURL, err := ac.ParseStore()
 	if err != nil {
 		return usageErr("%v", err)
@@ -423,14 +438,7 @@ func runAppHistory(cmd *cobra.Command, g *globals, f *historyFlags) error {
 		fmt.Fprintln(out)
 	}
 	if f.json {
-		enc := json.NewEncoder(out)
-		enc.SetEscapeHTML(false)
-		for _, r := range recs {
-			if err := enc.Encode(r); err != nil {
-				return &exitError{code: ExitFailure, err: err}
-			}
-		}
-		return nil
+		return writeJSONLines(out, recs)
 	}
 	if len(recs) == 0 {
 		fmt.Fprintln(out, "no reviews recorded")
@@ -470,6 +478,7 @@ func writePending(out io.Writer, jobs []store.PendingJob) error {
 	return tw.Flush()
 }
 
+// writeJSONLines writes one JSON object a line (--json of app history).
 func writeJSONLines[T any](out io.Writer, items []T) error {
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,24 +23,6 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
 )
-
-// lockedBuffer collects a command's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 var (
 	formRe     = regexp.MustCompile(`<form id="manifest" method="post" action="([^"]+)">`)
@@ -67,7 +48,7 @@ func TestAppSetupManifestFlow(t *testing.T) {
 			dataDir := t.TempDir()
 			env := map[string]string{"ASTER_DATA_DIR": dataDir}
 			getenv := func(k string) string { return env[k] }
-			stdout, stderr := &lockedBuffer{}, &lockedBuffer{}
+			stdout, stderr := &syncBuffer{}, &syncBuffer{}
 			pr, pw := io.Pipe()
 			args := []string{"app", "setup", "--url", "https://aster.example.com/", "--github-url", fake.WebURL(),
 				"--listen", "127.0.0.1:0"}
@@ -284,7 +265,7 @@ func serveFromRegistration(t *testing.T, getenv func(string) string, fake *githu
 	ln.Close()
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	stderr := &lockedBuffer{}
+	stderr := &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- Run(ctx, []string{"--log-format", "json", "app", "serve", "--addr", addr, "--db", filepath.Join(t.TempDir(), "a.db"),
@@ -320,7 +301,7 @@ func serveFromRegistration(t *testing.T, getenv func(string) string, fake *githu
 
 func runEnv(t *testing.T, getenv func(string) string, args ...string) (int, string, string) {
 	t.Helper()
-	var out, errb lockedBuffer
+	var out, errb syncBuffer
 	code := Run(t.Context(), args, IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: getenv})
 	return code, out.String(), errb.String()
 }

@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strconv"
@@ -14,8 +16,8 @@ import (
 
 	"github.com/asterhq/aster/internal/bench"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
-	"github.com/asterhq/aster/internal/sandbox/microvm"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 )
 
@@ -124,7 +126,7 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 		c.LogLevel = "warn" // the API's per-request lines would drown the table
 	}
 	log := g.logger(c)
-	env := bench.Env{Image: c.Images[0], Defaults: defaults, Labels: map[string]string{"aster.bench": "1"}, Logger: log}
+	env := bench.Env{Image: c.Images[0], Defaults: defaults, Config: c, Labels: map[string]string{"aster.bench": "1"}, Logger: log}
 	ctx := cmd.Context()
 	needs := func(names ...string) bool {
 		for _, n := range names {
@@ -134,70 +136,42 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 		}
 		return false
 	}
-	initPath, initErr := c.ResolveInitPath()
-	if needs(bench.SysDockerCold, bench.SysDockerWarm) && initErr == nil {
-		rt, err := docker.New(docker.Options{Host: c.DockerHost, InitPath: initPath, EngineRuntime: c.EngineRuntime, Labels: env.Labels, Logger: log})
+	// Each runtime a system asked for is opened as the commands open it (the
+	// docker rows with the bench's labels only), checked and given the image;
+	// one that cannot be is said, and its systems are skipped.
+	runtimes := []struct {
+		name    string
+		systems []string
+		open    func(config.Config, *slog.Logger) (sandbox.Runtime, func(), error)
+		set     func(sandbox.Runtime)
+	}{
+		{"docker", []string{bench.SysDockerCold, bench.SysDockerWarm}, func(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error) {
+			c.Labels = env.Labels
+			return newDockerRuntime(c, log)
+		}, func(rt sandbox.Runtime) { env.Docker = rt.(*docker.Runtime) }},
+		{"oci", []string{bench.SysBareCrun, bench.SysOCICold, bench.SysOCIWarm}, newOCIRuntime, func(rt sandbox.Runtime) { env.OCI = rt.(*oci.Runtime) }},
+		{"gvisor", []string{bench.SysBareRunsc, bench.SysGVisorCold, bench.SysGVisorWarm}, newGVisorRuntime, func(rt sandbox.Runtime) { env.GVisor = rt.(*oci.Runtime) }},
+		{"microvm", []string{bench.SysMicroVMCold, bench.SysMicroVMWarm}, newMicroVMRuntime, func(rt sandbox.Runtime) { env.MicroVM = rt }},
+	}
+	_, initErr := c.ResolveInitPath()
+	for _, r := range runtimes {
+		if initErr != nil || !needs(r.systems...) {
+			continue
+		}
+		rt, closeRT, err := r.open(c, log)
 		if err == nil {
-			if err = rt.Check(ctx); err == nil {
-				env.Docker = rt
-				defer rt.Close()
-			}
+			defer closeRT()
+			err = benchReady(ctx, rt, env.Image)
 		}
 		if err != nil {
-			fmt.Fprintf(g.stdio.Stderr, "aster bench: docker runtime unavailable: %v\n", err)
+			fmt.Fprintf(g.stdio.Stderr, "aster bench: %s runtime unavailable: %v\n", r.name, err)
+			continue
 		}
+		r.set(rt)
 	}
 	if needs(bench.SysDockerRun) {
 		if p, err := exec.LookPath("docker"); err == nil {
 			env.DockerCLI = p
-		}
-	}
-	if needs(bench.SysBareCrun, bench.SysOCICold, bench.SysOCIWarm) && initErr == nil {
-		rt, closeRT, err := newOCIRuntime(c, log)
-		if err == nil {
-			defer closeRT()
-			ort := rt.(*oci.Runtime)
-			if err = ort.Check(ctx); err == nil {
-				err = ort.EnsureImage(ctx, env.Image)
-			}
-			if err == nil {
-				env.OCI = ort
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(g.stdio.Stderr, "aster bench: oci runtime unavailable: %v\n", err)
-		}
-	}
-	if needs(bench.SysBareRunsc, bench.SysGVisorCold, bench.SysGVisorWarm) && initErr == nil {
-		rt, closeRT, err := newGVisorRuntime(c, log)
-		if err == nil {
-			defer closeRT()
-			grt := rt.(*oci.Runtime)
-			if err = grt.Check(ctx); err == nil {
-				err = grt.EnsureImage(ctx, env.Image)
-			}
-			if err == nil {
-				env.GVisor = grt
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(g.stdio.Stderr, "aster bench: gvisor runtime unavailable: %v\n", err)
-		}
-	}
-	if needs(bench.SysMicroVMCold, bench.SysMicroVMWarm) && initErr == nil {
-		rt, closeRT, err := newMicroVMRuntime(c, log)
-		if err == nil {
-			defer closeRT()
-			mrt := rt.(*microvm.Runtime)
-			if err = mrt.Check(ctx); err == nil {
-				err = mrt.EnsureImage(ctx, env.Image)
-			}
-			if err == nil {
-				env.MicroVM = mrt
-			}
-		}
-		if err != nil {
-			fmt.Fprintf(g.stdio.Stderr, "aster bench: microvm runtime unavailable: %v\n", err)
 		}
 	}
 	if initErr != nil {
@@ -206,15 +180,26 @@ func runBench(cmd *cobra.Command, g *globals, f *benchFlags) error {
 	rep, err := bench.Run(ctx, cfg, env)
 	if rep != nil {
 		rep.PrintTable(g.stdio.Stdout)
-		if f.out != "" {
-			if werr := writeJSON(f.out, rep); werr != nil {
-				return &exitError{code: ExitFailure, err: werr}
-			}
-			fmt.Fprintf(g.stdio.Stdout, "\nwrote %s\n", f.out)
+		if err := saveReport(f.out, rep, g.stdio.Stdout, "\nwrote %s\n"); err != nil {
+			return err
 		}
 	}
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
+	}
+	return nil
+}
+
+// benchReady checks rt and, where the runtime keeps its own image cache (oci,
+// gvisor, microvm), fills it with image before any clock starts.
+func benchReady(ctx context.Context, rt sandbox.Runtime, image string) error {
+	if err := rt.Check(ctx); err != nil {
+		return err
+	}
+	if e, ok := rt.(interface {
+		EnsureImage(context.Context, string) error
+	}); ok {
+		return e.EnsureImage(ctx, image)
 	}
 	return nil
 }
@@ -265,11 +250,8 @@ The server is this binary, with the global flags given here (--runtime,
 				return &exitError{code: ExitFailure, err: err}
 			}
 			bench.PrintSleepers(g.stdio.Stdout, rep)
-			if out != "" {
-				if err := writeJSON(out, rep); err != nil {
-					return &exitError{code: ExitFailure, err: err}
-				}
-				fmt.Fprintf(g.stdio.Stdout, "wrote %s\n", out)
+			if err := saveReport(out, rep, g.stdio.Stdout, "wrote %s\n"); err != nil {
+				return err
 			}
 			if !rep.Pass {
 				return &exitError{code: ExitFailure}
@@ -283,6 +265,19 @@ The server is this binary, with the global flags given here (--runtime,
 	fl.DurationVar(&startWindow, "start-window", 60*time.Second, "time the runtime gets to start all of them")
 	fl.StringVar(&out, "out", "", "write the report as JSON here")
 	return cmd
+}
+
+// saveReport writes rep as JSON to path, unless path is empty, and says so on
+// w in format (of the path); a failed write exits 1.
+func saveReport(path string, rep any, w io.Writer, format string) error {
+	if path == "" {
+		return nil
+	}
+	if err := writeJSON(path, rep); err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	fmt.Fprintf(w, format, path)
+	return nil
 }
 
 func writeJSON(path string, v any) error {

@@ -132,11 +132,8 @@ func runBenchReview(cmd *cobra.Command, g *globals, f *benchReviewFlags) error {
 		} else {
 			bench.PrintReviewTable(g.stdio.Stdout, rep, f.markdown)
 		}
-		if f.out != "" {
-			if werr := writeJSON(f.out, rep); werr != nil {
-				return &exitError{code: ExitFailure, err: werr}
-			}
-			fmt.Fprintf(g.stdio.Stderr, "aster bench review: wrote %s\n", f.out)
+		if err := saveReport(f.out, rep, g.stdio.Stderr, "aster bench review: wrote %s\n"); err != nil {
+			return err
 		}
 	}
 	if err != nil {

@@ -264,6 +264,8 @@ func assertNoTestContainers(t *testing.T) {
 	}
 }
 
+// syncBuffer collects a command's output or logs from many goroutines while
+// the test reads it.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

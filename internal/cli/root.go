@@ -270,16 +270,16 @@ aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
 		return usageErr("%v (see '%s --help')", err, c.CommandPath())
 	})
 
-	root.AddCommand(newVersionCmd(g))
-	root.AddCommand(newExecCmd(g))
-	root.AddCommand(newSandboxCmd(g))
-	root.AddCommand(newReviewCmd(g))
-	root.AddCommand(newMCPCmd(g))
-	root.AddCommand(newAppCmd(g))
-	for _, add := range extraCommands {
-		root.AddCommand(add(g))
-	}
+	addCommands(root, g, newVersionCmd, newExecCmd, newSandboxCmd, newReviewCmd, newMCPCmd, newAppCmd)
+	addCommands(root, g, extraCommands...)
 	return root
+}
+
+// addCommands adds to parent the command each constructor builds, in order.
+func addCommands(parent *cobra.Command, g *globals, ctors ...func(*globals) *cobra.Command) {
+	for _, add := range ctors {
+		parent.AddCommand(add(g))
+	}
 }
 
 // extraCommands lets other files register top-level commands from init()-free

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"log/slog"
 
+	"github.com/asterhq/aster/internal/cli/wire"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
@@ -57,25 +58,15 @@ func startRuntime(c config.Config, log *slog.Logger, code int) (sandbox.Runtime,
 	return rt, closeRT, nil
 }
 
-// newManager builds a command's sandbox Manager on rt. What every command takes
-// from its configuration is set here: c's images (unless o names its own), the
-// bounds of config.LimitBounds and c's reaper allowance (so the deadline labels
-// agree with the reaper). o gives the rest: defaults, concurrency, pool,
-// observer, logger. A bad allowance is a usage error; a refused Manager exits
-// with code.
+// newManager is wire.NewManager for a command: a bad configuration is a
+// usage error; a refused Manager exits with code.
 func newManager(c config.Config, rt sandbox.Runtime, o sandbox.ManagerOptions, code int) (*sandbox.Manager, error) {
-	allowance, err := c.ReaperAllowance()
+	mgr, err := wire.NewManager(c, rt, o)
 	if err != nil {
-		return nil, usageErr("%v", err)
-	}
-	o.Runtime = rt
-	if len(o.Images) == 0 {
-		o.Images = c.Images
-	}
-	o.Bounds = config.LimitBounds()
-	o.PrepareAllowance = allowance
-	mgr, err := sandbox.NewManager(o)
-	if err != nil {
+		var ce *wire.ConfigError
+		if errors.As(err, &ce) {
+			return nil, usageErr("%v", ce.Err)
+		}
 		return nil, &exitError{code: code, err: err}
 	}
 	return mgr, nil

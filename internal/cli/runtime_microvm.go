@@ -6,17 +6,12 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/microvm"
-	"github.com/asterhq/aster/internal/sandbox/oci"
 )
 
 // newMicroVMRuntime builds the microVM runtime: images come from the Docker
 // engine (exported once per digest, then made a disk), VMs run without it.
 func newMicroVMRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error) {
-	initPath, err := c.ResolveInitPath()
-	if err != nil {
-		return nil, nil, err
-	}
-	src, err := oci.NewDockerSource(c.DockerHost)
+	initPath, src, err := daemonlessInputs(c)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -22,11 +22,7 @@ func newGVisorRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(
 }
 
 func openOCI(c config.Config, log *slog.Logger, gvisor bool) (sandbox.Runtime, func(), error) {
-	initPath, err := c.ResolveInitPath()
-	if err != nil {
-		return nil, nil, err
-	}
-	src, err := oci.NewDockerSource(c.DockerHost)
+	initPath, src, err := daemonlessInputs(c)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -53,4 +49,17 @@ func openOCI(c config.Config, log *slog.Logger, gvisor bool) (sandbox.Runtime, f
 		return nil, nil, err
 	}
 	return rt, func() { _ = rt.Close(); _ = src.Close() }, nil
+}
+
+// daemonlessInputs are what the runtimes without a daemon (oci, gvisor,
+// microvm) start from: the aster-init binary, and the Docker engine as the
+// source of images (exported once per digest into their cache).
+func daemonlessInputs(c config.Config) (initPath string, src *oci.DockerSource, err error) {
+	if initPath, err = c.ResolveInitPath(); err != nil {
+		return "", nil, err
+	}
+	if src, err = oci.NewDockerSource(c.DockerHost); err != nil {
+		return "", nil, err
+	}
+	return initPath, src, nil
 }

@@ -15,11 +15,8 @@ func newSandboxCmd(g *globals) *cobra.Command {
 		Use:   "sandbox",
 		Short: "Operate the sandbox layer: the orchestrator API and the leaked-sandbox reaper",
 	}
-	cmd.AddCommand(newReapCmd(g))
-	cmd.AddCommand(newServeCmd(g))
-	for _, add := range sandboxCommands {
-		cmd.AddCommand(add(g))
-	}
+	addCommands(cmd, g, newReapCmd, newServeCmd)
+	addCommands(cmd, g, sandboxCommands...)
 	return cmd
 }
 
