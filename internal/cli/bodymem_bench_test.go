@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -66,17 +65,12 @@ func BenchmarkPeakRSSMaximalBodies(b *testing.B) {
 	}
 }
 
+// benchBinary is $ASTER_BENCH_BIN, else the aster the tests build.
 func benchBinary(b *testing.B) string {
 	if p := os.Getenv("ASTER_BENCH_BIN"); p != "" {
 		return p
 	}
-	out := filepath.Join(b.TempDir(), "aster")
-	cmd := exec.CommandContext(b.Context(), "go", "build", "-o", out, "github.com/asterhq/aster/cmd/aster")
-	cmd.Stderr = os.Stderr
-	if err := cmd.Run(); err != nil {
-		b.Fatalf("build aster: %v", err)
-	}
-	return out
+	return binary(b)
 }
 
 type child struct {

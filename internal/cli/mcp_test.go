@@ -62,7 +62,7 @@ var (
 )
 
 // binary builds cmd/aster once per test process, with aster-init beside it.
-func binary(t *testing.T) string {
+func binary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds aster and needs the engine; skipped with -short")
