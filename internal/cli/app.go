@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -323,11 +322,7 @@ func appSandbox(ctx context.Context, c config.Config, set config.AppSettings, li
 		return nil, nil, nil, usageErr("%v", err)
 	}
 	closeAll := func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := mgr.Close(cctx); err != nil {
-			log.Warn("closing the sandbox manager", "err", err)
-		}
+		closeManager(ctx, mgr, log)
 		closeRT()
 	}
 	return mgr, rt.Check, closeAll, nil

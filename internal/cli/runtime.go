@@ -1,8 +1,10 @@
 package cli
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/asterhq/aster/internal/cli/wire"
 	"github.com/asterhq/aster/internal/config"
@@ -70,4 +72,15 @@ func newManager(c config.Config, rt sandbox.Runtime, o sandbox.ManagerOptions, c
 		return nil, &exitError{code: code, err: err}
 	}
 	return mgr, nil
+}
+
+// closeManager closes a long-running command's Manager when it stops: the
+// warm pool is destroyed and sandboxes still being destroyed are waited for,
+// a minute at most (ctx may be cancelled already).
+func closeManager(ctx context.Context, mgr *sandbox.Manager, log *slog.Logger) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+	defer cancel()
+	if err := mgr.Close(cctx); err != nil {
+		log.Warn("closing the sandbox manager", "err", err)
+	}
 }

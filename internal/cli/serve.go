@@ -1,12 +1,10 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -231,14 +229,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		// Destroy the warm pool and wait for sandboxes still being destroyed.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		if err := mgr.Close(cctx); err != nil {
-			log.Warn("closing the sandbox manager", "err", err)
-		}
-	}()
+	defer closeManager(ctx, mgr, log)
 	if err := sandboxapi.RegisterPoolMetrics(metrics.Registry(), mgr); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
