@@ -3,8 +3,6 @@ package review
 import (
 	"bytes"
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,26 +14,14 @@ import (
 // query built from request data in Go, eval of request data in JavaScript.
 func securityRepo(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "security")
-	gitRun(t, ".", "init", "-q", "-b", "main", dir)
-	write := func(name, text string) {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("README.md", "base\n")
-	// Aster's ast-grep rules find these weaknesses too, and the gate would merge the
-	// other analyzers' findings into theirs (one problem per line): this test is about
-	// the image's other analyzers, so the rule pack is off.
-	write(".aster.yml", "analyzers:\n  ast-grep:\n    enabled: false\n")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	write("app/users.py", `import sqlite3
+	return baseAndFeature(t, "security", map[string]string{
+		"README.md": "base\n",
+		// Aster's ast-grep rules find these weaknesses too, and the gate would merge the
+		// other analyzers' findings into theirs (one problem per line): this test is about
+		// the image's other analyzers, so the rule pack is off.
+		".aster.yml": "analyzers:\n  ast-grep:\n    enabled: false\n",
+	}, map[string]string{
+		"app/users.py": `import sqlite3
 
 
 def find_user(name):
@@ -43,9 +29,9 @@ def find_user(name):
     cursor = conn.cursor()
     cursor.execute("SELECT id FROM users WHERE name = '%s'" % name)
     return cursor.fetchone()
-`)
-	write("go.mod", "module example.com/svc\n\ngo 1.22\n")
-	write("svc/handler.go", `package svc
+`,
+		"go.mod": "module example.com/svc\n\ngo 1.22\n",
+		"svc/handler.go": `package svc
 
 import (
 	"database/sql"
@@ -64,8 +50,8 @@ func Handler(db *sql.DB) http.HandlerFunc {
 		w.Write(out)
 	}
 }
-`)
-	write("web/server.js", `const express = require("express");
+`,
+		"web/server.js": `const express = require("express");
 const app = express();
 
 app.get("/calc", (req, res) => {
@@ -74,10 +60,8 @@ app.get("/calc", (req, res) => {
 });
 
 app.listen(3000);
-`)
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "feature")
-	return dir
+`,
+	})
 }
 
 // TestReviewSecurityAnalyzers runs the real Bandit, gosec and ESLint of the

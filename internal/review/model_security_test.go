@@ -3,8 +3,6 @@ package review
 import (
 	"strings"
 	"testing"
-
-	"github.com/asterhq/aster/internal/llm/llmtest"
 )
 
 // TestSecurityJ runs SECURITY.md section J's model cases one by one, on both
@@ -147,29 +145,19 @@ func TestSecurityJ(t *testing.T) {
 		for _, c := range cases {
 			t.Run(p.name+"/"+c.name, func(t *testing.T) {
 				t.Parallel()
-				srv := p.start(t)
-				srv.Push(llmtest.Reply{Text: c.answer(t)})
-				r, _ := mtReviewer(t, p, srv)
 				in := mtInput(t)
 				in.Body = c.body
-				rep, err := r.Review(t.Context(), in)
-				if err != nil {
-					t.Fatal(err)
-				}
-				reqs := srv.Requests()
-				if len(reqs) != 1 {
-					t.Fatalf("%d requests", len(reqs))
-				}
-				if p.system(reqs[0].JSON) != SystemPrompt(10, 0) {
+				rep, req := reviewOnce(t, p, c.answer(t), in)
+				if p.system(req.JSON) != SystemPrompt(10, 0) {
 					t.Fatal("untrusted text reached the system message")
 				}
-				user := p.user(reqs[0].JSON)
+				user := p.user(req.JSON)
 				if c.framed == "" {
 					c.framed = c.body[:min(len(c.body), 20)]
 				}
 				framing(t, user, c.framed)
 				if c.sent != nil {
-					c.sent(t, user, string(reqs[0].Body))
+					c.sent(t, user, string(req.Body))
 				}
 				safeReport(t, rep, in)
 				c.out(t, rep)

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -26,7 +24,6 @@ const (
 // path class and policy.
 func quietRepo(t *testing.T) (dir, keyBody string) {
 	t.Helper()
-	dir = t.TempDir()
 	raw := make([]byte, 900)
 	if _, err := rand.Read(raw); err != nil {
 		t.Fatal(err)
@@ -40,30 +37,16 @@ func quietRepo(t *testing.T) (dir, keyBody string) {
 		s = s[n:]
 	}
 	pem.WriteString("-----END PRIVATE KEY-----\n")
-	write := func(name, text string) {
-		p := filepath.Join(dir, name)
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	gitRun(t, dir, "init", "-q", "-b", "main")
-	write("README.md", "# quiet\n")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	write("src/app.py", "import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n")
-	write("src/settings.py", "AWS_ACCESS_KEY_ID = \""+qdAWSKey+"\"\n")
-	write("tests/test_app.py", "from src.app import run\n\n\ndef test_run():\n    assert run(\"true\") == 0\n")
-	write("tests/test_cloud.py", "KEY = \""+qdAWSKey+"\"\n")
-	write("tests/fixtures/server.key", pem.String())
-	write("docs/config.md", "# Configuration\n\n```python\nSECRET_KEY = '"+qdDocsKey+"'\n```\n")
-	write("tools/prompt.sh", "#!/usr/bin/env zsh\nfor f in ${(f)\"$(ls)\"}; do print -P \"%F{red}$f%f\"; done\n")
-	write("scripts/deploy.sh", "#!/bin/sh\ncd $1\n")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "feature")
+	dir = baseAndFeature(t, "quiet", map[string]string{"README.md": "# quiet\n"}, map[string]string{
+		"src/app.py":                "import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n",
+		"src/settings.py":           "AWS_ACCESS_KEY_ID = \"" + qdAWSKey + "\"\n",
+		"tests/test_app.py":         "from src.app import run\n\n\ndef test_run():\n    assert run(\"true\") == 0\n",
+		"tests/test_cloud.py":       "KEY = \"" + qdAWSKey + "\"\n",
+		"tests/fixtures/server.key": pem.String(),
+		"docs/config.md":            "# Configuration\n\n```python\nSECRET_KEY = '" + qdDocsKey + "'\n```\n",
+		"tools/prompt.sh":           "#!/usr/bin/env zsh\nfor f in ${(f)\"$(ls)\"}; do print -P \"%F{red}$f%f\"; done\n",
+		"scripts/deploy.sh":         "#!/bin/sh\ncd $1\n",
+	})
 	return dir, keyBody
 }
 

@@ -17,14 +17,9 @@ import (
 // smallRepo is a git repository with one commit on main.
 func smallRepo(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "small")
-	gitRun(t, ".", "init", "-q", "-b", "main", dir)
-	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	return dir
+	r := newGitRepo(t, "small")
+	r.commit("base", map[string]string{"a.txt": "one\n"})
+	return r.dir
 }
 
 // TestNothingToReviewAndUncommitted: --base HEAD reviews nothing and says so (success, no
@@ -79,8 +74,7 @@ func TestNothingToReviewAndUncommitted(t *testing.T) {
 	}
 
 	// A committed change with a clean tree names nothing.
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "more")
+	gitRepo{t: t, dir: dir}.commit("more", nil)
 	if ch, err = FromGit(t.Context(), GitOptions{Dir: dir, Base: "HEAD~1"}); err != nil || ch.NothingToReview() || len(ch.Uncommitted) != 0 {
 		t.Fatalf("clean tree: err %v, nothing %v, uncommitted %q", err, ch.NothingToReview(), ch.Uncommitted)
 	}
@@ -182,15 +176,9 @@ func TestMarkdownShowsFirstFailingLines(t *testing.T) {
 func TestReviewPytestFirstFailingLines(t *testing.T) {
 	e := newEngine(t)
 	dir := smallRepo(t)
-	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	if err := os.MkdirAll(filepath.Join(dir, "tests"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "tests", "test_app.py"), []byte("import flask_missing\n\n\ndef test_x():\n    assert True\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "tests")
+	r := gitRepo{t: t, dir: dir}
+	r.branch("feature")
+	r.commit("tests", map[string]string{"tests/test_app.py": "import flask_missing\n\n\ndef test_x():\n    assert True\n"})
 	rep := review(t, e, dir, Options{Tests: e.tests})
 	tr := rep.Tests
 	if tr == nil || tr.Status != TestsFailed || len(tr.Command) == 0 || tr.Command[0] != "python3" || len(tr.Summary.Failures) == 0 {

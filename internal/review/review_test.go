@@ -45,6 +45,55 @@ func gitRun(t *testing.T, dir string, args ...string) {
 	}
 }
 
+// gitRepo is a test's git repository in its own temporary directory; every
+// git command on it goes through gitRun.
+type gitRepo struct {
+	t   *testing.T
+	dir string
+}
+
+// newGitRepo initialises the repository name, on branch main, with no commit.
+func newGitRepo(t *testing.T, name string) gitRepo {
+	t.Helper()
+	r := gitRepo{t: t, dir: filepath.Join(t.TempDir(), name)}
+	gitRun(t, ".", "init", "-q", "-b", "main", r.dir)
+	return r
+}
+
+// commit writes files (path → text, mode 0644, directories made as needed)
+// and commits the whole working tree with message msg.
+func (r gitRepo) commit(msg string, files map[string]string) {
+	r.t.Helper()
+	for name, text := range files {
+		p := filepath.Join(r.dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+	gitRun(r.t, r.dir, "add", "-A")
+	gitRun(r.t, r.dir, "commit", "-q", "-m", msg)
+}
+
+// branch creates the branch name at HEAD and checks it out.
+func (r gitRepo) branch(name string) {
+	r.t.Helper()
+	gitRun(r.t, r.dir, "checkout", "-q", "-b", name)
+}
+
+// baseAndFeature builds the usual repository of these tests: base committed on
+// main, then feature committed on the branch feature, which stays checked out.
+func baseAndFeature(t *testing.T, name string, base, feature map[string]string) string {
+	t.Helper()
+	r := newGitRepo(t, name)
+	r.commit("base", base)
+	r.branch("feature")
+	r.commit("feature", feature)
+	return r.dir
+}
+
 type engine struct {
 	runner *gate.Runner
 	tests  *SandboxTests
@@ -224,14 +273,10 @@ func TestReviewHostileRepo(t *testing.T) {
 		t.Skip("builds a 50 MB repository")
 	}
 	e := newEngine(t)
-	dir := filepath.Join(t.TempDir(), "hostile")
-	gitRun(t, ".", "init", "-q", "-b", "main", dir)
-	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("base\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "feature")
+	r := newGitRepo(t, "hostile")
+	dir := r.dir
+	r.commit("base", map[string]string{"README.md": "base\n"})
+	r.branch("feature")
 	if err := os.Symlink("/etc/passwd", filepath.Join(dir, "passwd.sh")); err != nil {
 		t.Fatal(err)
 	}
@@ -249,8 +294,7 @@ func TestReviewHostileRepo(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\nrm -rf $1/tmp\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "hostile")
+	r.commit("hostile", nil)
 	rep := review(t, e, dir, Options{})
 	if !reported(rep)[at{"shellcheck", "SC2086", "run.sh", 2}] {
 		t.Errorf("the ordinary script was not analysed: %v", reported(rep))
@@ -288,21 +332,12 @@ func TestReviewHostileRepo(t *testing.T) {
 // TestReviewTests runs a failing Go test through the test step.
 func TestReviewTests(t *testing.T) {
 	e := newEngine(t)
-	dir := filepath.Join(t.TempDir(), "gotests")
-	gitRun(t, ".", "init", "-q", "-b", "main", dir)
-	write := func(name, body string) {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write("go.mod", "module example.com/m\n\ngo 1.19\n")
-	write("m.go", "package m\n\nfunc Add(a, b int) int { return a + b }\n")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "base")
-	gitRun(t, dir, "checkout", "-q", "-b", "feature")
-	write("m_test.go", "package m\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != 5 {\n\t\tt.Fatal(\"2+2 is not 5\")\n\t}\n}\n\nfunc TestOK(t *testing.T) {}\n")
-	gitRun(t, dir, "add", "-A")
-	gitRun(t, dir, "commit", "-q", "-m", "tests")
+	dir := baseAndFeature(t, "gotests", map[string]string{
+		"go.mod": "module example.com/m\n\ngo 1.19\n",
+		"m.go":   "package m\n\nfunc Add(a, b int) int { return a + b }\n",
+	}, map[string]string{
+		"m_test.go": "package m\n\nimport \"testing\"\n\nfunc TestAdd(t *testing.T) {\n\tif Add(2, 2) != 5 {\n\t\tt.Fatal(\"2+2 is not 5\")\n\t}\n}\n\nfunc TestOK(t *testing.T) {}\n",
+	})
 	rep := review(t, e, dir, Options{Tests: e.tests})
 	if rep.Tests == nil || rep.Tests.Status != TestsFailed || rep.Tests.Summary.Failed != 1 || rep.Tests.Summary.Passed != 1 {
 		t.Fatalf("tests %+v", rep.Tests)
