@@ -188,9 +188,7 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
+			if !acquire(ctx, sem) {
 				return
 			}
 			defer func() { <-sem }()
@@ -201,9 +199,7 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
+			if !acquire(ctx, sem) {
 				results[i] = AnalyzerResult{Name: a.Name, Status: StatusError, Reason: "cancelled: " + ctx.Err().Error(), ExitCode: -1}
 				return
 			}
@@ -228,6 +224,16 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 	}
 	out.DurationMS = time.Since(start).Milliseconds()
 	return out
+}
+
+// acquire takes one of sem's slots, or reports false when ctx ends first.
+func acquire(ctx context.Context, sem chan struct{}) bool {
+	select {
+	case sem <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func (r *Runner) progress(e Event) {
