@@ -41,6 +41,8 @@ func (n *tree) add(name string, typ byte) {
 	}
 }
 
+func (n *tree) kindOf(name string) byte { return n.kind[name] }
+
 // symlinkParent returns the shortest proper prefix of name that is a symlink,
 // or "" when none is. name is cleaned: no empty, "." or ".." component.
 func (n *tree) symlinkParent(name string) string {
