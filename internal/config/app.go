@@ -121,11 +121,7 @@ func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
 	set(&a.SandboxURL, "ASTER_SANDBOX_URL")
 	set(&a.SandboxTokenFile, "ASTER_SANDBOX_TOKEN_FILE")
 	set(&a.ReplicaID, "ASTER_REPLICA_ID")
-	fill := func(d *string, v string) {
-		if strings.TrimSpace(*d) == "" {
-			*d = v
-		}
-	}
+	fill := fillBlank
 	fill(&a.Addr, DefaultAppAddr)
 	fill(&a.GitHubAPIURL, DefaultGitHubAPIURL)
 	fill(&a.Workers, strconv.Itoa(DefaultAppWorkers))

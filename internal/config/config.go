@@ -212,11 +212,7 @@ func keyLine(doc *yaml.Node, key string) int {
 
 // merge copies every non-zero field of src into dst.
 func merge(dst *Config, src Config) {
-	set := func(d *string, s string) {
-		if s != "" {
-			*d = s
-		}
-	}
+	set := setNonEmpty
 	set(&dst.Runtime, src.Runtime)
 	set(&dst.DockerHost, src.DockerHost)
 	set(&dst.EngineRuntime, src.EngineRuntime)
@@ -322,6 +318,20 @@ func envSetter(getenv func(string) string) func(dst *string, key string) {
 		if v := strings.TrimSpace(getenv(key)); v != "" {
 			*dst = v
 		}
+	}
+}
+
+// setNonEmpty sets *dst to v unless v is empty: a layer merged over another.
+func setNonEmpty(dst *string, v string) {
+	if v != "" {
+		*dst = v
+	}
+}
+
+// fillBlank sets *dst to v where *dst is blank: a default under what was set.
+func fillBlank(dst *string, v string) {
+	if strings.TrimSpace(*dst) == "" {
+		*dst = v
 	}
 }
 

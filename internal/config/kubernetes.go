@@ -80,11 +80,7 @@ func DefaultKubernetes() KubernetesConfig {
 }
 
 func mergeKubernetes(dst *KubernetesConfig, src KubernetesConfig) {
-	set := func(d *string, s string) {
-		if s != "" {
-			*d = s
-		}
-	}
+	set := setNonEmpty
 	set(&dst.Kubeconfig, src.Kubeconfig)
 	set(&dst.Namespace, src.Namespace)
 	set(&dst.RuntimeClass, src.RuntimeClass)

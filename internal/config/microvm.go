@@ -36,11 +36,7 @@ func DefaultMicroVM() MicroVMConfig {
 }
 
 func mergeMicroVM(dst *MicroVMConfig, src MicroVMConfig) {
-	set := func(d *string, s string) {
-		if s != "" {
-			*d = s
-		}
-	}
+	set := setNonEmpty
 	set(&dst.QEMU, src.QEMU)
 	set(&dst.KernelDir, src.KernelDir)
 	set(&dst.StateDir, src.StateDir)

@@ -41,11 +41,7 @@ func isTmpfs(path string) bool {
 }
 
 func mergeOCI(dst *OCIConfig, src OCIConfig) {
-	set := func(d *string, s string) {
-		if s != "" {
-			*d = s
-		}
-	}
+	set := setNonEmpty
 	set(&dst.Runtime, src.Runtime)
 	set(&dst.StateDir, src.StateDir)
 	set(&dst.CacheDir, src.CacheDir)

@@ -115,11 +115,7 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	set(&s.MaxSpool, "ASTER_MAX_SPOOL")
 	set(&s.MaxBodyInFlight, "ASTER_MAX_BODY_IN_FLIGHT")
 	def := DefaultCeilings()
-	fill := func(d *string, v string) {
-		if strings.TrimSpace(*d) == "" {
-			*d = v
-		}
-	}
+	fill := fillBlank
 	fill(&s.Addr, DefaultServeAddr)
 	fill(&s.QueueTimeout, DefaultQueueTimeout.String())
 	fill(&s.MaxBody, FormatBytes(DefaultMaxBodyBytes))
