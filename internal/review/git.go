@@ -2,7 +2,6 @@ package review
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // GitOptions select a local change.
@@ -46,8 +46,8 @@ func git(ctx context.Context, dir string, args ...string) *exec.Cmd {
 // gitOutput runs git and returns its trimmed stdout (capped at max bytes).
 func gitOutput(ctx context.Context, dir string, max int64, args ...string) (string, error) {
 	cmd := git(ctx, dir, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedBuffer{b: &stderr, n: 4096}
+	stderr := &textclip.HeadWriter{Max: 4096}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return "", err
@@ -72,18 +72,6 @@ func gitOutput(ctx context.Context, dir string, max int64, args ...string) (stri
 		return "", fmt.Errorf("%w: git %s: output over %d bytes", ErrGit, args[0], max)
 	}
 	return strings.TrimRight(string(b), "\n"), nil
-}
-
-type limitedBuffer struct {
-	b *bytes.Buffer
-	n int
-}
-
-func (l *limitedBuffer) Write(p []byte) (int, error) {
-	if room := l.n - l.b.Len(); room > 0 {
-		l.b.Write(p[:min(room, len(p))])
-	}
-	return len(p), nil
 }
 
 // resolve returns the commit id of rev.
@@ -224,8 +212,8 @@ func loadConfig(ctx context.Context, root string, ch *Change) error {
 func gitDiff(ctx context.Context, root, base, head string, opts diff.Options) ([]*diff.File, bool, error) {
 	cmd := git(ctx, root, "diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames",
 		"--src-prefix=a/", "--dst-prefix=b/", "--end-of-options", base, head)
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedBuffer{b: &stderr, n: 4096}
+	stderr := &textclip.HeadWriter{Max: 4096}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, false, err
@@ -266,8 +254,8 @@ func treeFiles(ctx context.Context, root, rev string) ([]string, error) {
 // archive streams `git archive --format=tar rev`.
 func archive(ctx context.Context, root, rev string) (io.ReadCloser, error) {
 	cmd := git(ctx, root, "archive", "--format=tar", rev)
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedBuffer{b: &stderr, n: 4096}
+	stderr := &textclip.HeadWriter{Max: 4096}
+	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -275,13 +263,13 @@ func archive(ctx context.Context, root, rev string) (io.ReadCloser, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrGit, err)
 	}
-	return &cmdReader{r: out, cmd: cmd, stderr: &stderr}, nil
+	return &cmdReader{r: out, cmd: cmd, stderr: stderr}, nil
 }
 
 type cmdReader struct {
 	r      io.ReadCloser
 	cmd    *exec.Cmd
-	stderr *bytes.Buffer
+	stderr *textclip.HeadWriter
 	done   bool
 }
 

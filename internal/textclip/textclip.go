@@ -44,3 +44,25 @@ func Tail(s string, n int, mark string) string {
 func OneLine(s string, n int) string {
 	return Head(strings.Join(strings.Fields(s), " "), n, "…")
 }
+
+// HeadWriter is an io.Writer that keeps the first Max bytes written to it and
+// drops the rest, reporting every write as complete: the capped stderr of a
+// child process, which must neither block nor fail on the cap.
+type HeadWriter struct {
+	Max int
+	b   []byte // at most Max+1 bytes: the one past Max tells String where a character starts
+}
+
+// Write keeps what fits and drops the rest.
+func (w *HeadWriter) Write(p []byte) (int, error) {
+	if room := w.Max + 1 - len(w.b); room > 0 {
+		w.b = append(w.b, p[:min(room, len(p))]...)
+	}
+	return len(p), nil
+}
+
+// String returns the first Max bytes at most of what was written, cut on a
+// character boundary.
+func (w *HeadWriter) String() string {
+	return Head(string(w.b), w.Max, "")
+}

@@ -79,3 +79,30 @@ func TestOneLine(t *testing.T) {
 		t.Errorf("OneLine = %q, want %q", got, want)
 	}
 }
+
+// TestHeadWriter: every write is reported complete, only the first Max bytes
+// are kept, and a character the cap splits is left out whole.
+func TestHeadWriter(t *testing.T) {
+	cases := []struct {
+		writes []string
+		max    int
+		want   string
+	}{
+		{[]string{"fatal: ", "bad revision"}, 100, "fatal: bad revision"},
+		{[]string{"abc", "def"}, 4, "abcd"},
+		{[]string{"abcd"}, 4, "abcd"},
+		{[]string{"ab", "c€"}, 4, "abc"}, // "€" is three bytes: the cap falls inside it
+		{[]string{"x"}, 0, ""},
+	}
+	for _, c := range cases {
+		w := &HeadWriter{Max: c.max}
+		for _, s := range c.writes {
+			if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+				t.Fatalf("Write(%q) = %d, %v", s, n, err)
+			}
+		}
+		if got := w.String(); got != c.want {
+			t.Errorf("%q capped at %d: %q, want %q", c.writes, c.max, got, c.want)
+		}
+	}
+}
