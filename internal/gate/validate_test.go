@@ -8,19 +8,11 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/workspace"
+	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
 func tarOf(t *testing.T, files map[string]string) []byte {
-	t.Helper()
-	m := map[string][]byte{}
-	for k, v := range files {
-		m[k] = []byte(v)
-	}
-	var buf bytes.Buffer
-	if _, err := workspace.PackFiles(m, &buf, workspace.Caps{}); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return workspacetest.Tar(t, files, workspace.Caps{})
 }
 
 func newTestValidator(fake *fakeSandbox) *Validator {

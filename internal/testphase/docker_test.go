@@ -38,6 +38,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/workspace"
+	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
 // Real engine, real image, real registries where this machine has them.
@@ -71,16 +72,7 @@ func runWith(mgr *sandbox.Manager, record map[string]sandbox.Result) RunFunc {
 }
 
 func packed(t *testing.T, files map[string]string) func() (io.ReadCloser, error) {
-	t.Helper()
-	m := map[string][]byte{}
-	for k, v := range files {
-		m[k] = []byte(v)
-	}
-	var buf bytes.Buffer
-	if _, err := workspace.PackFiles(m, &buf, workspace.Caps{}); err != nil {
-		t.Fatal(err)
-	}
-	b := buf.Bytes()
+	b := workspacetest.Tar(t, files, workspace.Caps{})
 	return func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 }
 
