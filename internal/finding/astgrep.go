@@ -38,8 +38,7 @@ type astGrepPos struct {
 // finding's CWE, and its MITRE page the help link when the metadata names no
 // other ("help_uri").
 func ReadAstGrep(r io.Reader, opts ReadOptions) (ReadResult, error) {
-	c := newCollector(opts)
-	data, err := readCapped(r, c.opts.MaxBytes)
+	c, data, err := startRead(r, opts)
 	if err != nil {
 		return ReadResult{}, err
 	}

@@ -38,8 +38,7 @@ type banditResult struct {
 // a LOW-confidence result is lowered one step, since Bandit itself says it is
 // likely noise.
 func ReadBandit(r io.Reader, opts ReadOptions) (ReadResult, error) {
-	c := newCollector(opts)
-	data, err := readCapped(r, c.opts.MaxBytes)
+	c, data, err := startRead(r, opts)
 	if err != nil {
 		return ReadResult{}, err
 	}

@@ -52,8 +52,7 @@ var eslintCWE = map[string]string{
 // runs ESLint once per batch). Severity 2 is error, 1 warning. A fatal
 // message (a file ESLint could not parse) is a tool error, not a finding.
 func ReadESLint(r io.Reader, opts ReadOptions) (ReadResult, error) {
-	c := newCollector(opts)
-	data, err := readCapped(r, c.opts.MaxBytes)
+	c, data, err := startRead(r, opts)
 	if err != nil {
 		return ReadResult{}, err
 	}

@@ -28,8 +28,7 @@ type gitleaksLeak struct {
 // characters and its length, never the secret) and file:line. Match and Line,
 // which hold the secret, are not read at all.
 func ReadGitleaks(r io.Reader, opts ReadOptions) (ReadResult, error) {
-	c := newCollector(opts)
-	data, err := readCapped(r, c.opts.MaxBytes)
+	c, data, err := startRead(r, opts)
 	if err != nil {
 		return ReadResult{}, err
 	}

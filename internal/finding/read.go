@@ -171,6 +171,14 @@ type collector struct {
 	res  ReadResult
 }
 
+// startRead is how every reader begins: opts with their defaults, and all of
+// r read within MaxBytes.
+func startRead(r io.Reader, opts ReadOptions) (*collector, []byte, error) {
+	c := newCollector(opts)
+	data, err := readCapped(r, c.opts.MaxBytes)
+	return c, data, err
+}
+
 func newCollector(opts ReadOptions) *collector {
 	return &collector{opts: opts.withDefaults(), res: ReadResult{Findings: []Finding{}}}
 }

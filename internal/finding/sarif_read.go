@@ -14,8 +14,7 @@ import (
 // counted, not returned. Error-level tool execution notifications become
 // ToolErrors.
 func ReadSARIF(r io.Reader, opts ReadOptions) (ReadResult, error) {
-	c := newCollector(opts)
-	data, err := readCapped(r, c.opts.MaxBytes)
+	c, data, err := startRead(r, opts)
 	if err != nil {
 		return ReadResult{}, err
 	}

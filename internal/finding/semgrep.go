@@ -49,8 +49,7 @@ type semgrepError struct {
 // note. Results ignored with nosemgrep are counted as suppressed. A fix becomes
 // a replacement of the matched range.
 func ReadSemgrep(r io.Reader, opts ReadOptions) (ReadResult, error) {
-	c := newCollector(opts)
-	data, err := readCapped(r, c.opts.MaxBytes)
+	c, data, err := startRead(r, opts)
 	if err != nil {
 		return ReadResult{}, err
 	}

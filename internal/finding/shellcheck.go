@@ -40,8 +40,7 @@ type shellcheckReplacement struct {
 // documents. Levels error and warning keep their names; info and style are
 // notes. Rule ids are "SC" plus the code.
 func ReadShellcheck(r io.Reader, opts ReadOptions) (ReadResult, error) {
-	c := newCollector(opts)
-	data, err := readCapped(r, c.opts.MaxBytes)
+	c, data, err := startRead(r, opts)
 	if err != nil {
 		return ReadResult{}, err
 	}
