@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Tunnel frames carry the TCP tunnels of a run with egress: aster-init accepts
@@ -119,7 +121,7 @@ func EncodeTunnelAnswer(a TunnelAnswer) []byte {
 	p := make([]byte, 5, 5+len(a.Reason))
 	binary.BigEndian.PutUint32(p, a.ID)
 	p[4] = a.Status
-	return append(p, cutText(a.Reason, MaxTunnelReason)...)
+	return append(p, textclip.Head(a.Reason, MaxTunnelReason, "")...)
 }
 
 // DecodeTunnelAnswer parses a TypeTunnelAnswer payload; the reason is made
@@ -211,17 +213,6 @@ func TunnelID(p []byte) uint32 {
 		return 0
 	}
 	return binary.BigEndian.Uint32(p)
-}
-
-func cutText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	s = s[:n]
-	for !utf8.ValidString(s) && len(s) > 0 {
-		s = s[:len(s)-1]
-	}
-	return s
 }
 
 // printable replaces control characters and invalid UTF-8 with '?'.
