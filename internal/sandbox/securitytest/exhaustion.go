@@ -443,7 +443,7 @@ func (s *suite) b9Output(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	res := s.run(t, sandbox.Spec{
 		Argv:   []string{"sh", "-c", "yes stdout-line & yes stderr-line >&2; wait"},
-		Limits: sandbox.Limits{TimeoutMS: 60000},
+		Limits: sandbox.Limits{TimeoutMS: s.slow(60000)},
 	})
 	wantStatus(t, res, sandbox.StatusOutputLimit)
 	for _, o := range []sandbox.Output{res.Stdout, res.Stderr} {
@@ -477,7 +477,7 @@ func (s *suite) b9Output(t *testing.T) {
 func (s *suite) b10Bytes(t *testing.T) {
 	long := s.run(t, sandbox.Spec{
 		Argv:   []string{"python3", "-c", "import sys; sys.stdout.buffer.write(b'a' * (100 << 20))"},
-		Limits: sandbox.Limits{TimeoutMS: 60000, OutputCeilingBytes: 128 << 20},
+		Limits: sandbox.Limits{TimeoutMS: s.slow(60000), OutputCeilingBytes: 128 << 20},
 	})
 	wantStatus(t, long, sandbox.StatusOK)
 	if long.Stdout.TotalBytes != 100<<20 || !long.Stdout.Truncated || len(long.Stdout.Data) > (1<<20)+100 {
