@@ -220,7 +220,7 @@ func testRacingEvents(t *testing.T, dbURL string) {
 	}
 	wg.Wait()
 	// The review is running (blocked in the reviewer) when these arrive.
-	waitUntil(t, "the review to start", 10*time.Second, func() bool {
+	storetest.WaitFor(t, "the review to start", 10*time.Second, func() bool {
 		p, _, _ := h.store.Pull(context.Background(), store.PullKey{Owner: "acme", Repo: "widgets", Number: 3})
 		return p.RunningJob != 0
 	})
@@ -251,17 +251,6 @@ func testRacingEvents(t *testing.T, dbURL string) {
 	jobs, _ := h.store.Jobs(context.Background())
 	if len(jobs) != 1 {
 		t.Fatalf("%d jobs for 6 deliveries (4 together, 2 during the run), want 1: %+v", len(jobs), jobs)
-	}
-}
-
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/store"
+	"github.com/asterhq/aster/internal/store/storetest"
 )
 
 // TestFailuresRetryAndPostOnce makes GitHub fail at every posting step once (and rate-limit
@@ -89,7 +90,7 @@ func TestPermanentFailureIsReportedOnce(t *testing.T) {
 	if recs[0].Outcome != store.OutcomeFailed || !strings.Contains(recs[0].Reason, "not found") {
 		t.Fatalf("record: %+v", recs[0])
 	}
-	waitUntil(t, "the job to be cancelled", 10*time.Second, func() bool {
+	storetest.WaitFor(t, "the job to be cancelled", 10*time.Second, func() bool {
 		jobs, _ := h.store.Jobs(context.Background())
 		return len(jobs) == 1 && jobs[0].State == "cancelled" && jobs[0].Attempt == 1
 	})

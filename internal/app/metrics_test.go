@@ -14,6 +14,16 @@ import (
 	"github.com/asterhq/aster/internal/health"
 )
 
+// wantMetrics checks each series of want in the scraped m, reporting every mismatch.
+func wantMetrics(t *testing.T, m, want map[string]float64) {
+	t.Helper()
+	for key, w := range want {
+		if got, ok := m[key]; !ok || got != w {
+			t.Errorf("%s = %v (present %v), want %v", key, got, ok, w)
+		}
+	}
+}
+
 // scrape reads the App's /metrics as name{labels} → value.
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
@@ -64,19 +74,14 @@ func TestMetricsAfterAReview(t *testing.T) {
 		t.Fatalf("opened: %d", got)
 	}
 	h.waitHistory(7, 1, 20*time.Second)
-	m := scrape(t, h.url)
-	for key, want := range map[string]float64{
+	wantMetrics(t, scrape(t, h.url), map[string]float64{
 		"aster_app_model_tokens_total{kind=input}":  1000,
 		"aster_app_model_tokens_total{kind=output}": 100,
 		"aster_app_model_cost_usd_total":            0.01,
 		"aster_app_queue_wait_seconds_count":        1,
 		"aster_app_queue_depth":                     0,
 		"aster_app_reviews_total{outcome=posted}":   1,
-	} {
-		if got, ok := m[key]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
-		}
-	}
+	})
 
 	// A review that is running shows as a running job at attempt 1.
 	block := make(chan struct{})
@@ -105,19 +110,14 @@ func TestMetricsAfterAReview(t *testing.T) {
 	metrics.ObserveAnalyzer(gate.Event{Analyzer: "shellcheck"})
 	metrics.ObserveAnalyzer(gate.Event{Analyzer: "shellcheck", Done: true, Result: gate.AnalyzerResult{Status: gate.StatusOK, DurationMS: 1500}})
 	metrics.ObserveAnalyzer(gate.Event{Analyzer: "semgrep", Done: true, Result: gate.AnalyzerResult{Status: gate.StatusTimeout, DurationMS: 60000}})
-	m = scrape(t, h.url)
-	for key, want := range map[string]float64{
+	wantMetrics(t, scrape(t, h.url), map[string]float64{
 		"aster_analyzer_runs_total{status=ok}":                      1,
 		"aster_analyzer_runs_total{status=timeout}":                 1,
 		"aster_analyzer_runs_total{status=failed}":                  0,
 		"aster_analyzer_run_duration_seconds{status=ok}_count":      1,
 		"aster_analyzer_run_duration_seconds{status=timeout}_count": 1,
 		"aster_app_model_tokens_total{kind=input}":                  2000,
-	} {
-		if got, ok := m[key]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
-		}
-	}
+	})
 
 	resp, err := http.Get(h.url + "/healthz")
 	if err != nil {
