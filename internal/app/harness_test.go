@@ -219,22 +219,38 @@ func (h *harness) repoJSON(m map[string]any) {
 // repository, pull request, head and base.
 func (h *harness) prEvent(action string, number int, head, base, before string) []byte {
 	h.t.Helper()
+	m := h.prExample(action, number, head, base, h.fake.InstallationID())
+	pr := m["pull_request"].(map[string]any)
+	pr["head"].(map[string]any)["ref"], pr["base"].(map[string]any)["ref"] = "feature", "main"
+	if before != "" {
+		m["before"], m["after"] = before, head
+	}
+	return mustJSON(h.t, m)
+}
+
+// prExample is GitHub's example pull_request delivery for action, pointed at h's
+// repository, pull request number, head and base, from installation.
+func (h *harness) prExample(action string, number int, head, base string, installation int64) map[string]any {
+	h.t.Helper()
 	m := example(h.t, "pull_request", action)
 	m["number"] = float64(number)
 	h.repoJSON(m["repository"].(map[string]any))
 	pr := m["pull_request"].(map[string]any)
 	pr["number"], pr["draft"], pr["state"] = float64(number), false, "open"
 	hd, bs := pr["head"].(map[string]any), pr["base"].(map[string]any)
-	hd["sha"], bs["sha"], hd["ref"], bs["ref"] = head, base, "feature", "main"
+	hd["sha"], bs["sha"] = head, base
 	h.repoJSON(hd["repo"].(map[string]any))
 	h.repoJSON(bs["repo"].(map[string]any))
-	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
-	if before != "" {
-		m["before"], m["after"] = before, head
-	}
-	b, err := json.Marshal(m)
+	m["installation"] = map[string]any{"id": float64(installation)}
+	return m
+}
+
+// mustJSON is v as JSON.
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return b
 }
@@ -266,11 +282,7 @@ func (h *harness) commentEventAs(action string, id int64, updatedAt string, numb
 	m["sender"].(map[string]any)["login"] = user
 	m["sender"].(map[string]any)["type"] = "User"
 	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
-	b, err := json.Marshal(m)
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	return b
+	return mustJSON(h.t, m)
 }
 
 func (h *harness) openPR(number int, base, head string) {

@@ -242,25 +242,5 @@ func TestKillMidJobThenRestart(t *testing.T) {
 // prPayload is GitHub's example "opened" delivery pointed at acme/widgets#number.
 func prPayload(t *testing.T, number int, head, base string, installation int64) map[string]any {
 	t.Helper()
-	h := &harness{t: t, owner: "acme", repo: "widgets"}
-	m := example(t, "pull_request", "opened")
-	m["number"] = float64(number)
-	h.repoJSON(m["repository"].(map[string]any))
-	pr := m["pull_request"].(map[string]any)
-	pr["number"], pr["draft"], pr["state"] = float64(number), false, "open"
-	hd, bs := pr["head"].(map[string]any), pr["base"].(map[string]any)
-	hd["sha"], bs["sha"] = head, base
-	h.repoJSON(hd["repo"].(map[string]any))
-	h.repoJSON(bs["repo"].(map[string]any))
-	m["installation"] = map[string]any{"id": float64(installation)}
-	return m
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return (&harness{t: t, owner: "acme", repo: "widgets"}).prExample("opened", number, head, base, installation)
 }
