@@ -40,11 +40,7 @@ func testReviewPushAndCommand(t *testing.T, dbURL string) {
 		"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n",
 		"util.go": "package main\n\n// FIXME util\nfunc util() {}\n",
 	})
-	h.openPR(7, base, head1)
-
-	if got := h.deliver("pull_request", "d-open", h.prEvent("opened", 7, head1, base, "")); got != http.StatusAccepted {
-		t.Fatalf("opened: %d, want 202", got)
-	}
+	h.push("d-open", "opened", 7, base, head1, "")
 	recs := h.waitHistory(7, 1, 20*time.Second)
 	if r := recs[0]; r.Outcome != store.OutcomePosted || r.HeadSHA != head1 || r.SinceSHA != "" || r.Conclusion != ConclusionFailure ||
 		r.InlineComments != 3 || r.InputTokens != 1000 || r.CostUSD != 0.01 || r.Cause != "opened" {
@@ -80,10 +76,7 @@ func testReviewPushAndCommand(t *testing.T, dbURL string) {
 	head2 := h.git.Commit(head1, "two", map[string]string{
 		"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n\n// TODO two\nfunc two() {} // BUG two\n",
 	})
-	h.openPR(7, base, head2)
-	if got := h.deliver("pull_request", "d-sync", h.prEvent("synchronize", 7, head2, base, head1)); got != http.StatusAccepted {
-		t.Fatalf("synchronize: %d", got)
-	}
+	h.push("d-sync", "synchronize", 7, base, head2, head1)
 	recs = h.waitHistory(7, 2, 20*time.Second)
 	if r := recs[1]; r.Outcome != store.OutcomePosted || r.HeadSHA != head2 || r.SinceSHA != head1 || r.InlineComments != 2 {
 		t.Fatalf("second review record: %+v", r)

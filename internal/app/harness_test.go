@@ -285,6 +285,17 @@ func (h *harness) commentEventAs(action string, id int64, updatedAt string, numb
 	return mustJSON(h.t, m)
 }
 
+// push points pull request number at head on the fake GitHub and delivers its
+// pull_request event (action; before is the previous head, "" for none) under delivery,
+// failing the test unless it is accepted.
+func (h *harness) push(delivery, action string, number int, base, head, before string) {
+	h.t.Helper()
+	h.openPR(number, base, head)
+	if got := h.deliver("pull_request", delivery, h.prEvent(action, number, head, base, before)); got != http.StatusAccepted {
+		h.t.Fatalf("%s (delivery %s): %d, want 202", action, delivery, got)
+	}
+}
+
 func (h *harness) openPR(number int, base, head string) {
 	h.fake.AddPullRequest(h.owner, h.repo, githubtest.PullRequest{Number: number, Title: "Add things",
 		Body: "Please review.", BaseRef: "main", BaseSHA: base, HeadRef: "feature", HeadSHA: head})

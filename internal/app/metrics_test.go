@@ -69,10 +69,7 @@ func TestMetricsAfterAReview(t *testing.T) {
 	h := newHarness(t, harnessOptions{reviewer: rv, metrics: metrics})
 	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
 	head := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "\n// TODO one\n"})
-	h.openPR(7, base, head)
-	if got := h.deliver("pull_request", "d-open", h.prEvent("opened", 7, head, base, "")); got != http.StatusAccepted {
-		t.Fatalf("opened: %d", got)
-	}
+	h.push("d-open", "opened", 7, base, head, "")
 	h.waitHistory(7, 1, 20*time.Second)
 	wantMetrics(t, scrape(t, h.url), map[string]float64{
 		"aster_app_model_tokens_total{kind=input}":  1000,
@@ -89,10 +86,7 @@ func TestMetricsAfterAReview(t *testing.T) {
 	rv.block = block
 	rv.mu.Unlock()
 	head2 := h.git.Commit(base, "two", map[string]string{"main.go": baseMain + "\n// TODO two\n"})
-	h.openPR(8, base, head2)
-	if got := h.deliver("pull_request", "d-open-8", h.prEvent("opened", 8, head2, base, "")); got != http.StatusAccepted {
-		t.Fatalf("opened #8: %d", got)
-	}
+	h.push("d-open-8", "opened", 8, base, head2, "")
 	deadline := time.Now().Add(20 * time.Second)
 	for scrape(t, h.url)["aster_app_jobs{attempt=1,state=running}"] != 1 {
 		if time.Now().After(deadline) {
