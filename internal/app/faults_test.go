@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -157,5 +158,58 @@ func TestDiffTooLargeIsNeutral(t *testing.T) {
 	}
 	if len(rv.calls()) != 0 {
 		t.Fatal("the reviewer ran without a diff")
+	}
+}
+
+// placementRefused is GitHub refusing a review's inline comments (422, a line it will not
+// place), while it takes a review without any.
+type placementRefused struct{ GitHub }
+
+func (p placementRefused) Repo(id int64, owner, repo string) (RepoAPI, error) {
+	api, err := p.GitHub.Repo(id, owner, repo)
+	return inlineRefusingAPI{api}, err
+}
+
+type inlineRefusingAPI struct{ RepoAPI }
+
+func (r inlineRefusingAPI) CreateReview(ctx context.Context, number int, rev github.NewReview) (github.Review, error) {
+	if len(rev.Comments) > 0 {
+		return github.Review{}, fmt.Errorf("post review: %w", github.ErrInvalid)
+	}
+	return r.RepoAPI.CreateReview(ctx, number, rev)
+}
+
+// TestRefusedPlacementFoldsIntoBody: when GitHub refuses the inline comments, the review is
+// still posted, once, with every comment listed in its body under its fingerprint; the next
+// push's review lists only what is new.
+func TestRefusedPlacementFoldsIntoBody(t *testing.T) {
+	rv := &scripted{}
+	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(g GitHub) GitHub { return placementRefused{g} }})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head1 := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n"})
+	h.push("d-1", "opened", 9, base, head1, "")
+	if r := h.waitHistory(9, 1, 20*time.Second)[0]; r.Outcome != store.OutcomePosted || r.InlineComments != 0 {
+		t.Fatalf("record: %+v", r)
+	}
+	revs := h.fake.Reviews("acme", "widgets", 9)
+	if len(revs) != 1 || len(revs[0].Comments) != 0 {
+		t.Fatalf("reviews: %+v", revs)
+	}
+	first := fingerprintsOf(revs[0].Body)
+	// The TODO finding and the model's comment on the BUG line.
+	if len(first) != 2 || !strings.Contains(revs[0].Body, "TODO left in") || !strings.Contains(revs[0].Body, "This line looks wrong") {
+		t.Fatalf("folded body (%d fingerprints):\n%s", len(first), revs[0].Body)
+	}
+
+	head2 := h.git.Commit(head1, "two", map[string]string{"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n// TODO two\n"})
+	h.push("d-2", "synchronize", 9, base, head2, head1)
+	h.waitHistory(9, 2, 20*time.Second)
+	revs = h.fake.Reviews("acme", "widgets", 9)
+	if len(revs) != 2 || len(revs[1].Comments) != 0 {
+		t.Fatalf("reviews after the push: %+v", revs)
+	}
+	second := fingerprintsOf(revs[1].Body)
+	if len(second) != 1 || slices.Contains(first, second[0]) || !strings.Contains(revs[1].Body, "TODO left in: // TODO two") {
+		t.Fatalf("second folded body repeats or misses a comment (%v, first %v):\n%s", second, first, revs[1].Body)
 	}
 }
