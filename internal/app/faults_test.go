@@ -124,16 +124,9 @@ func TestReviewerFailureGivesUpVisibly(t *testing.T) {
 }
 
 // diffRefused is GitHub refusing to render a pull request's diff (406, too large).
-type diffRefused struct{ GitHub }
+type diffRefused struct{ RepoAPI }
 
-func (d diffRefused) Repo(id int64, owner, repo string) (RepoAPI, error) {
-	api, err := d.GitHub.Repo(id, owner, repo)
-	return refusingAPI{api}, err
-}
-
-type refusingAPI struct{ RepoAPI }
-
-func (r refusingAPI) GetDiff(ctx context.Context, o github.DiffOptions) (github.Diff, error) {
+func (r diffRefused) GetDiff(ctx context.Context, o github.DiffOptions) (github.Diff, error) {
 	return github.Diff{}, fmt.Errorf("get pull request diff: %w", github.ErrTooLarge)
 }
 
@@ -141,7 +134,7 @@ func (r refusingAPI) GetDiff(ctx context.Context, o github.DiffOptions) (github.
 // passed green: the check is neutral and the summary says why.
 func TestDiffTooLargeIsNeutral(t *testing.T) {
 	rv := &scripted{}
-	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(g GitHub) GitHub { return diffRefused{g} }})
+	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(a RepoAPI) RepoAPI { return diffRefused{a} }})
 	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
 	head := h.git.Commit(base, "huge", map[string]string{"main.go": baseMain + "// FIXME\n"})
 	h.openPR(6, base, head)
@@ -163,16 +156,9 @@ func TestDiffTooLargeIsNeutral(t *testing.T) {
 
 // placementRefused is GitHub refusing a review's inline comments (422, a line it will not
 // place), while it takes a review without any.
-type placementRefused struct{ GitHub }
+type placementRefused struct{ RepoAPI }
 
-func (p placementRefused) Repo(id int64, owner, repo string) (RepoAPI, error) {
-	api, err := p.GitHub.Repo(id, owner, repo)
-	return inlineRefusingAPI{api}, err
-}
-
-type inlineRefusingAPI struct{ RepoAPI }
-
-func (r inlineRefusingAPI) CreateReview(ctx context.Context, number int, rev github.NewReview) (github.Review, error) {
+func (r placementRefused) CreateReview(ctx context.Context, number int, rev github.NewReview) (github.Review, error) {
 	if len(rev.Comments) > 0 {
 		return github.Review{}, fmt.Errorf("post review: %w", github.ErrInvalid)
 	}
@@ -184,7 +170,7 @@ func (r inlineRefusingAPI) CreateReview(ctx context.Context, number int, rev git
 // push's review lists only what is new.
 func TestRefusedPlacementFoldsIntoBody(t *testing.T) {
 	rv := &scripted{}
-	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(g GitHub) GitHub { return placementRefused{g} }})
+	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(a RepoAPI) RepoAPI { return placementRefused{a} }})
 	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
 	head1 := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n"})
 	h.push("d-1", "opened", 9, base, head1, "")

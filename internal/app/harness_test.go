@@ -50,12 +50,26 @@ type harnessOptions struct {
 	queue    store.QueueOptions
 	dbURL    string // postgres; default a SQLite file in the test's directory
 	drafts   bool
-	// wrap, when set, stands between the worker and GitHub.
-	wrap func(GitHub) GitHub
+	// wrap, when set, stands between the worker and each repository's API on GitHub.
+	wrap func(RepoAPI) RepoAPI
 	// budget and bodyTimeout replace the webhook body defaults.
 	budget      *github.BodyBudget
 	bodyTimeout time.Duration
 	metrics     *Metrics
+}
+
+// wrappedGitHub is GitHub with each repository's API passed through wrap.
+type wrappedGitHub struct {
+	GitHub
+	wrap func(RepoAPI) RepoAPI
+}
+
+func (g wrappedGitHub) Repo(installationID int64, owner, repo string) (RepoAPI, error) {
+	api, err := g.GitHub.Repo(installationID, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	return g.wrap(api), nil
 }
 
 // syncBuffer collects log output from many goroutines.
@@ -123,7 +137,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	h.stop, h.done = cancel, make(chan error, 1)
 	var gh GitHub = AppGitHub{App: app}
 	if o.wrap != nil {
-		gh = o.wrap(gh)
+		gh = wrappedGitHub{GitHub: gh, wrap: o.wrap}
 	}
 	tmp := t.TempDir() // may t.Fatal: on the test goroutine
 	go func() {
