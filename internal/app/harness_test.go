@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -476,21 +477,27 @@ func (h *harness) posted() string {
 	return b.String()
 }
 
+// secrets is fixed plus what the fake GitHub holds secret: the installation tokens it issued
+// and the lines of the App's private key.
+func (h *harness) secrets(fixed ...string) []string {
+	out := slices.Clone(fixed)
+	for _, tok := range h.fake.Tokens() {
+		out = append(out, tok.Token)
+	}
+	for _, line := range strings.Split(string(h.fake.PrivateKeyPEM()), "\n") {
+		if len(line) > 20 {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 // assertNoSecrets greps the logs and everything posted for the App's key, the installation
 // tokens the fake issued, the webhook secret and token shapes (SECURITY I1).
 func (h *harness) assertNoSecrets(extra ...string) {
 	h.t.Helper()
 	texts := map[string]string{"log": h.logs.String(), "posted": h.posted()}
-	needles := []string{"ghs_", "ghp_", "-----BEGIN", testSecret}
-	for _, tok := range h.fake.Tokens() {
-		needles = append(needles, tok.Token)
-	}
-	for _, line := range strings.Split(string(h.fake.PrivateKeyPEM()), "\n") {
-		if len(line) > 20 {
-			needles = append(needles, line)
-		}
-	}
-	needles = append(needles, extra...)
+	needles := append(h.secrets("ghs_", "ghp_", "-----BEGIN", testSecret), extra...)
 	for name, text := range texts {
 		for _, n := range needles {
 			if n != "" && strings.Contains(text, n) {

@@ -160,15 +160,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(string(stored.Result), "ENV ") {
 		t.Fatalf("stored review lacks the envdump finding (%v): %.300s", err, stored.Result)
 	}
-	forbidden := []string{"ghs_", "-----BEGIN", testSecret, modelKey}
-	for _, tok := range h.fake.Tokens() {
-		forbidden = append(forbidden, tok.Token)
-	}
-	for _, line := range strings.Split(string(h.fake.PrivateKeyPEM()), "\n") {
-		if len(line) > 20 {
-			forbidden = append(forbidden, line)
-		}
-	}
+	forbidden := h.secrets("ghs_", "-----BEGIN", testSecret, modelKey)
 	for _, s := range forbidden {
 		if strings.Contains(string(stored.Result), s) {
 			t.Errorf("a sandbox saw a secret (%.10q…)", s)
