@@ -40,11 +40,7 @@ func testReviewPushAndCommand(t *testing.T, dbURL string) {
 		"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n",
 		"util.go": "package main\n\n// FIXME util\nfunc util() {}\n",
 	})
-	h.openPR(7, base, head1)
-
-	if got := h.deliver("pull_request", "d-open", h.prEvent("opened", 7, head1, base, "")); got != http.StatusAccepted {
-		t.Fatalf("opened: %d, want 202", got)
-	}
+	h.push("d-open", "opened", 7, base, head1, "")
 	recs := h.waitHistory(7, 1, 20*time.Second)
 	if r := recs[0]; r.Outcome != store.OutcomePosted || r.HeadSHA != head1 || r.SinceSHA != "" || r.Conclusion != ConclusionFailure ||
 		r.InlineComments != 3 || r.InputTokens != 1000 || r.CostUSD != 0.01 || r.Cause != "opened" {
@@ -80,10 +76,7 @@ func testReviewPushAndCommand(t *testing.T, dbURL string) {
 	head2 := h.git.Commit(head1, "two", map[string]string{
 		"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n\n// TODO two\nfunc two() {} // BUG two\n",
 	})
-	h.openPR(7, base, head2)
-	if got := h.deliver("pull_request", "d-sync", h.prEvent("synchronize", 7, head2, base, head1)); got != http.StatusAccepted {
-		t.Fatalf("synchronize: %d", got)
-	}
+	h.push("d-sync", "synchronize", 7, base, head2, head1)
 	recs = h.waitHistory(7, 2, 20*time.Second)
 	if r := recs[1]; r.Outcome != store.OutcomePosted || r.HeadSHA != head2 || r.SinceSHA != head1 || r.InlineComments != 2 {
 		t.Fatalf("second review record: %+v", r)
@@ -220,7 +213,7 @@ func testRacingEvents(t *testing.T, dbURL string) {
 	}
 	wg.Wait()
 	// The review is running (blocked in the reviewer) when these arrive.
-	waitUntil(t, "the review to start", 10*time.Second, func() bool {
+	storetest.WaitFor(t, "the review to start", 10*time.Second, func() bool {
 		p, _, _ := h.store.Pull(context.Background(), store.PullKey{Owner: "acme", Repo: "widgets", Number: 3})
 		return p.RunningJob != 0
 	})
@@ -251,17 +244,6 @@ func testRacingEvents(t *testing.T, dbURL string) {
 	jobs, _ := h.store.Jobs(context.Background())
 	if len(jobs) != 1 {
 		t.Fatalf("%d jobs for 6 deliveries (4 together, 2 during the run), want 1: %+v", len(jobs), jobs)
-	}
-}
-
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/store"
+	"github.com/asterhq/aster/internal/store/storetest"
 )
 
 // TestFailuresRetryAndPostOnce makes GitHub fail at every posting step once (and rate-limit
@@ -89,7 +91,7 @@ func TestPermanentFailureIsReportedOnce(t *testing.T) {
 	if recs[0].Outcome != store.OutcomeFailed || !strings.Contains(recs[0].Reason, "not found") {
 		t.Fatalf("record: %+v", recs[0])
 	}
-	waitUntil(t, "the job to be cancelled", 10*time.Second, func() bool {
+	storetest.WaitFor(t, "the job to be cancelled", 10*time.Second, func() bool {
 		jobs, _ := h.store.Jobs(context.Background())
 		return len(jobs) == 1 && jobs[0].State == "cancelled" && jobs[0].Attempt == 1
 	})
@@ -122,16 +124,9 @@ func TestReviewerFailureGivesUpVisibly(t *testing.T) {
 }
 
 // diffRefused is GitHub refusing to render a pull request's diff (406, too large).
-type diffRefused struct{ GitHub }
+type diffRefused struct{ RepoAPI }
 
-func (d diffRefused) Repo(id int64, owner, repo string) (RepoAPI, error) {
-	api, err := d.GitHub.Repo(id, owner, repo)
-	return refusingAPI{api}, err
-}
-
-type refusingAPI struct{ RepoAPI }
-
-func (r refusingAPI) GetDiff(ctx context.Context, o github.DiffOptions) (github.Diff, error) {
+func (r diffRefused) GetDiff(ctx context.Context, o github.DiffOptions) (github.Diff, error) {
 	return github.Diff{}, fmt.Errorf("get pull request diff: %w", github.ErrTooLarge)
 }
 
@@ -139,7 +134,7 @@ func (r refusingAPI) GetDiff(ctx context.Context, o github.DiffOptions) (github.
 // passed green: the check is neutral and the summary says why.
 func TestDiffTooLargeIsNeutral(t *testing.T) {
 	rv := &scripted{}
-	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(g GitHub) GitHub { return diffRefused{g} }})
+	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(a RepoAPI) RepoAPI { return diffRefused{a} }})
 	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
 	head := h.git.Commit(base, "huge", map[string]string{"main.go": baseMain + "// FIXME\n"})
 	h.openPR(6, base, head)
@@ -156,5 +151,51 @@ func TestDiffTooLargeIsNeutral(t *testing.T) {
 	}
 	if len(rv.calls()) != 0 {
 		t.Fatal("the reviewer ran without a diff")
+	}
+}
+
+// placementRefused is GitHub refusing a review's inline comments (422, a line it will not
+// place), while it takes a review without any.
+type placementRefused struct{ RepoAPI }
+
+func (r placementRefused) CreateReview(ctx context.Context, number int, rev github.NewReview) (github.Review, error) {
+	if len(rev.Comments) > 0 {
+		return github.Review{}, fmt.Errorf("post review: %w", github.ErrInvalid)
+	}
+	return r.RepoAPI.CreateReview(ctx, number, rev)
+}
+
+// TestRefusedPlacementFoldsIntoBody: when GitHub refuses the inline comments, the review is
+// still posted, once, with every comment listed in its body under its fingerprint; the next
+// push's review lists only what is new.
+func TestRefusedPlacementFoldsIntoBody(t *testing.T) {
+	rv := &scripted{}
+	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(a RepoAPI) RepoAPI { return placementRefused{a} }})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head1 := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n"})
+	h.push("d-1", "opened", 9, base, head1, "")
+	if r := h.waitHistory(9, 1, 20*time.Second)[0]; r.Outcome != store.OutcomePosted || r.InlineComments != 0 {
+		t.Fatalf("record: %+v", r)
+	}
+	revs := h.fake.Reviews("acme", "widgets", 9)
+	if len(revs) != 1 || len(revs[0].Comments) != 0 {
+		t.Fatalf("reviews: %+v", revs)
+	}
+	first := fingerprintsOf(revs[0].Body)
+	// The TODO finding and the model's comment on the BUG line.
+	if len(first) != 2 || !strings.Contains(revs[0].Body, "TODO left in") || !strings.Contains(revs[0].Body, "This line looks wrong") {
+		t.Fatalf("folded body (%d fingerprints):\n%s", len(first), revs[0].Body)
+	}
+
+	head2 := h.git.Commit(head1, "two", map[string]string{"main.go": baseMain + "\n// TODO one\nfunc one() {} // BUG one\n// TODO two\n"})
+	h.push("d-2", "synchronize", 9, base, head2, head1)
+	h.waitHistory(9, 2, 20*time.Second)
+	revs = h.fake.Reviews("acme", "widgets", 9)
+	if len(revs) != 2 || len(revs[1].Comments) != 0 {
+		t.Fatalf("reviews after the push: %+v", revs)
+	}
+	second := fingerprintsOf(revs[1].Body)
+	if len(second) != 1 || slices.Contains(first, second[0]) || !strings.Contains(revs[1].Body, "TODO left in: // TODO two") {
+		t.Fatalf("second folded body repeats or misses a comment (%v, first %v):\n%s", second, first, revs[1].Body)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,12 +51,26 @@ type harnessOptions struct {
 	queue    store.QueueOptions
 	dbURL    string // postgres; default a SQLite file in the test's directory
 	drafts   bool
-	// wrap, when set, stands between the worker and GitHub.
-	wrap func(GitHub) GitHub
+	// wrap, when set, stands between the worker and each repository's API on GitHub.
+	wrap func(RepoAPI) RepoAPI
 	// budget and bodyTimeout replace the webhook body defaults.
 	budget      *github.BodyBudget
 	bodyTimeout time.Duration
 	metrics     *Metrics
+}
+
+// wrappedGitHub is GitHub with each repository's API passed through wrap.
+type wrappedGitHub struct {
+	GitHub
+	wrap func(RepoAPI) RepoAPI
+}
+
+func (g wrappedGitHub) Repo(installationID int64, owner, repo string) (RepoAPI, error) {
+	api, err := g.GitHub.Repo(installationID, owner, repo)
+	if err != nil {
+		return nil, err
+	}
+	return g.wrap(api), nil
 }
 
 // syncBuffer collects log output from many goroutines.
@@ -123,7 +138,7 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	h.stop, h.done = cancel, make(chan error, 1)
 	var gh GitHub = AppGitHub{App: app}
 	if o.wrap != nil {
-		gh = o.wrap(gh)
+		gh = wrappedGitHub{GitHub: gh, wrap: o.wrap}
 	}
 	tmp := t.TempDir() // may t.Fatal: on the test goroutine
 	go func() {
@@ -219,22 +234,38 @@ func (h *harness) repoJSON(m map[string]any) {
 // repository, pull request, head and base.
 func (h *harness) prEvent(action string, number int, head, base, before string) []byte {
 	h.t.Helper()
+	m := h.prExample(action, number, head, base, h.fake.InstallationID())
+	pr := m["pull_request"].(map[string]any)
+	pr["head"].(map[string]any)["ref"], pr["base"].(map[string]any)["ref"] = "feature", "main"
+	if before != "" {
+		m["before"], m["after"] = before, head
+	}
+	return mustJSON(h.t, m)
+}
+
+// prExample is GitHub's example pull_request delivery for action, pointed at h's
+// repository, pull request number, head and base, from installation.
+func (h *harness) prExample(action string, number int, head, base string, installation int64) map[string]any {
+	h.t.Helper()
 	m := example(h.t, "pull_request", action)
 	m["number"] = float64(number)
 	h.repoJSON(m["repository"].(map[string]any))
 	pr := m["pull_request"].(map[string]any)
 	pr["number"], pr["draft"], pr["state"] = float64(number), false, "open"
 	hd, bs := pr["head"].(map[string]any), pr["base"].(map[string]any)
-	hd["sha"], bs["sha"], hd["ref"], bs["ref"] = head, base, "feature", "main"
+	hd["sha"], bs["sha"] = head, base
 	h.repoJSON(hd["repo"].(map[string]any))
 	h.repoJSON(bs["repo"].(map[string]any))
-	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
-	if before != "" {
-		m["before"], m["after"] = before, head
-	}
-	b, err := json.Marshal(m)
+	m["installation"] = map[string]any{"id": float64(installation)}
+	return m
+}
+
+// mustJSON is v as JSON.
+func mustJSON(t *testing.T, v any) []byte {
+	t.Helper()
+	b, err := json.Marshal(v)
 	if err != nil {
-		h.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return b
 }
@@ -266,11 +297,18 @@ func (h *harness) commentEventAs(action string, id int64, updatedAt string, numb
 	m["sender"].(map[string]any)["login"] = user
 	m["sender"].(map[string]any)["type"] = "User"
 	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
-	b, err := json.Marshal(m)
-	if err != nil {
-		h.t.Fatal(err)
+	return mustJSON(h.t, m)
+}
+
+// push points pull request number at head on the fake GitHub and delivers its
+// pull_request event (action; before is the previous head, "" for none) under delivery,
+// failing the test unless it is accepted.
+func (h *harness) push(delivery, action string, number int, base, head, before string) {
+	h.t.Helper()
+	h.openPR(number, base, head)
+	if got := h.deliver("pull_request", delivery, h.prEvent(action, number, head, base, before)); got != http.StatusAccepted {
+		h.t.Fatalf("%s (delivery %s): %d, want 202", action, delivery, got)
 	}
-	return b
 }
 
 func (h *harness) openPR(number int, base, head string) {
@@ -439,21 +477,27 @@ func (h *harness) posted() string {
 	return b.String()
 }
 
+// secrets is fixed plus what the fake GitHub holds secret: the installation tokens it issued
+// and the lines of the App's private key.
+func (h *harness) secrets(fixed ...string) []string {
+	out := slices.Clone(fixed)
+	for _, tok := range h.fake.Tokens() {
+		out = append(out, tok.Token)
+	}
+	for _, line := range strings.Split(string(h.fake.PrivateKeyPEM()), "\n") {
+		if len(line) > 20 {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
 // assertNoSecrets greps the logs and everything posted for the App's key, the installation
 // tokens the fake issued, the webhook secret and token shapes (SECURITY I1).
 func (h *harness) assertNoSecrets(extra ...string) {
 	h.t.Helper()
 	texts := map[string]string{"log": h.logs.String(), "posted": h.posted()}
-	needles := []string{"ghs_", "ghp_", "-----BEGIN", testSecret}
-	for _, tok := range h.fake.Tokens() {
-		needles = append(needles, tok.Token)
-	}
-	for _, line := range strings.Split(string(h.fake.PrivateKeyPEM()), "\n") {
-		if len(line) > 20 {
-			needles = append(needles, line)
-		}
-	}
-	needles = append(needles, extra...)
+	needles := append(h.secrets("ghs_", "ghp_", "-----BEGIN", testSecret), extra...)
 	for name, text := range texts {
 		for _, n := range needles {
 			if n != "" && strings.Contains(text, n) {

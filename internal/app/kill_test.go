@@ -19,6 +19,7 @@ import (
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/store"
+	"github.com/asterhq/aster/internal/store/storetest"
 )
 
 var (
@@ -77,7 +78,7 @@ func startServer(t *testing.T, args []string, env []string, logs *syncBuffer, ur
 			}
 		}
 	})
-	waitUntil(t, "aster app serve to answer /healthz", 30*time.Second, func() bool {
+	storetest.WaitFor(t, "aster app serve to answer /healthz", 30*time.Second, func() bool {
 		resp, err := http.Get(url + "/healthz")
 		if err != nil {
 			return false
@@ -165,7 +166,7 @@ func TestKillMidJobThenRestart(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("delivery: %d", resp.StatusCode)
 	}
-	waitUntil(t, "the review to be in its static checks", 60*time.Second, func() bool {
+	storetest.WaitFor(t, "the review to be in its static checks", 60*time.Second, func() bool {
 		runs := fake.CheckRuns("acme", "widgets")
 		return len(runs) == 1 && runs[0].Status == "in_progress"
 	})
@@ -181,7 +182,7 @@ func TestKillMidJobThenRestart(t *testing.T) {
 	t2 := time.Now()
 	startServer(t, args, env, logs, url)
 	t.Logf("second server up in %s", time.Since(t2).Round(time.Millisecond))
-	waitUntil(t, "the interrupted review to finish after the restart", 3*time.Minute, func() bool {
+	storetest.WaitFor(t, "the interrupted review to finish after the restart", 3*time.Minute, func() bool {
 		runs := fake.CheckRuns("acme", "widgets")
 		return len(runs) >= 1 && runs[len(runs)-1].Status == "completed"
 	})
@@ -241,25 +242,5 @@ func TestKillMidJobThenRestart(t *testing.T) {
 // prPayload is GitHub's example "opened" delivery pointed at acme/widgets#number.
 func prPayload(t *testing.T, number int, head, base string, installation int64) map[string]any {
 	t.Helper()
-	h := &harness{t: t, owner: "acme", repo: "widgets"}
-	m := example(t, "pull_request", "opened")
-	m["number"] = float64(number)
-	h.repoJSON(m["repository"].(map[string]any))
-	pr := m["pull_request"].(map[string]any)
-	pr["number"], pr["draft"], pr["state"] = float64(number), false, "open"
-	hd, bs := pr["head"].(map[string]any), pr["base"].(map[string]any)
-	hd["sha"], bs["sha"] = head, base
-	h.repoJSON(hd["repo"].(map[string]any))
-	h.repoJSON(bs["repo"].(map[string]any))
-	m["installation"] = map[string]any{"id": float64(installation)}
-	return m
-}
-
-func mustJSON(t *testing.T, v any) []byte {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	return (&harness{t: t, owner: "acme", repo: "widgets"}).prExample("opened", number, head, base, installation)
 }

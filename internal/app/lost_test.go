@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"regexp"
 	"strconv"
 	"strings"
@@ -85,10 +84,7 @@ func TestNoFindingLost(t *testing.T) {
 	base := h.git.Commit("", "base", map[string]string{".aster.yml": shellOnly, "README.md": "# widgets\n"})
 	script := "#!/bin/sh\n" + cdLines(50, func(i int) string { return fmt.Sprintf("/tmp/d%d", i) }) + cdLines(5, func(int) string { return `"$HOME"` })
 	head1 := h.git.Commit(base, "script", map[string]string{"run.sh": script})
-	h.openPR(21, base, head1)
-	if got := h.deliver("pull_request", "lost-1", h.prEvent("opened", 21, head1, base, "")); got != http.StatusAccepted {
-		t.Fatalf("opened: %d", got)
-	}
+	h.push("lost-1", "opened", 21, base, head1, "")
 	recs := h.waitHistory(21, 1, 3*time.Minute)
 	if r := recs[0]; r.Outcome != store.OutcomePosted || r.InlineComments != 30 {
 		t.Fatalf("first review: %+v", r)

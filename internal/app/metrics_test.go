@@ -14,6 +14,16 @@ import (
 	"github.com/asterhq/aster/internal/health"
 )
 
+// wantMetrics checks each series of want in the scraped m, reporting every mismatch.
+func wantMetrics(t *testing.T, m, want map[string]float64) {
+	t.Helper()
+	for key, w := range want {
+		if got, ok := m[key]; !ok || got != w {
+			t.Errorf("%s = %v (present %v), want %v", key, got, ok, w)
+		}
+	}
+}
+
 // scrape reads the App's /metrics as name{labels} → value.
 func scrape(t *testing.T, url string) map[string]float64 {
 	t.Helper()
@@ -59,24 +69,16 @@ func TestMetricsAfterAReview(t *testing.T) {
 	h := newHarness(t, harnessOptions{reviewer: rv, metrics: metrics})
 	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
 	head := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "\n// TODO one\n"})
-	h.openPR(7, base, head)
-	if got := h.deliver("pull_request", "d-open", h.prEvent("opened", 7, head, base, "")); got != http.StatusAccepted {
-		t.Fatalf("opened: %d", got)
-	}
+	h.push("d-open", "opened", 7, base, head, "")
 	h.waitHistory(7, 1, 20*time.Second)
-	m := scrape(t, h.url)
-	for key, want := range map[string]float64{
+	wantMetrics(t, scrape(t, h.url), map[string]float64{
 		"aster_app_model_tokens_total{kind=input}":  1000,
 		"aster_app_model_tokens_total{kind=output}": 100,
 		"aster_app_model_cost_usd_total":            0.01,
 		"aster_app_queue_wait_seconds_count":        1,
 		"aster_app_queue_depth":                     0,
 		"aster_app_reviews_total{outcome=posted}":   1,
-	} {
-		if got, ok := m[key]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
-		}
-	}
+	})
 
 	// A review that is running shows as a running job at attempt 1.
 	block := make(chan struct{})
@@ -84,10 +86,7 @@ func TestMetricsAfterAReview(t *testing.T) {
 	rv.block = block
 	rv.mu.Unlock()
 	head2 := h.git.Commit(base, "two", map[string]string{"main.go": baseMain + "\n// TODO two\n"})
-	h.openPR(8, base, head2)
-	if got := h.deliver("pull_request", "d-open-8", h.prEvent("opened", 8, head2, base, "")); got != http.StatusAccepted {
-		t.Fatalf("opened #8: %d", got)
-	}
+	h.push("d-open-8", "opened", 8, base, head2, "")
 	deadline := time.Now().Add(20 * time.Second)
 	for scrape(t, h.url)["aster_app_jobs{attempt=1,state=running}"] != 1 {
 		if time.Now().After(deadline) {
@@ -105,19 +104,14 @@ func TestMetricsAfterAReview(t *testing.T) {
 	metrics.ObserveAnalyzer(gate.Event{Analyzer: "shellcheck"})
 	metrics.ObserveAnalyzer(gate.Event{Analyzer: "shellcheck", Done: true, Result: gate.AnalyzerResult{Status: gate.StatusOK, DurationMS: 1500}})
 	metrics.ObserveAnalyzer(gate.Event{Analyzer: "semgrep", Done: true, Result: gate.AnalyzerResult{Status: gate.StatusTimeout, DurationMS: 60000}})
-	m = scrape(t, h.url)
-	for key, want := range map[string]float64{
+	wantMetrics(t, scrape(t, h.url), map[string]float64{
 		"aster_analyzer_runs_total{status=ok}":                      1,
 		"aster_analyzer_runs_total{status=timeout}":                 1,
 		"aster_analyzer_runs_total{status=failed}":                  0,
 		"aster_analyzer_run_duration_seconds{status=ok}_count":      1,
 		"aster_analyzer_run_duration_seconds{status=timeout}_count": 1,
 		"aster_app_model_tokens_total{kind=input}":                  2000,
-	} {
-		if got, ok := m[key]; !ok || got != want {
-			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
-		}
-	}
+	})
 
 	resp, err := http.Get(h.url + "/healthz")
 	if err != nil {

@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"encoding/json"
-	"net/http"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
@@ -93,10 +92,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 		// A pull request cannot switch its own checks off.
 		".aster.yml": "fail_on: never\nanalyzers:\n  bandit:\n    enabled: false\n",
 	})
-	h.openPR(11, base, head1)
-	if got := h.deliver("pull_request", "e2e-1", h.prEvent("opened", 11, head1, base, "")); got != http.StatusAccepted {
-		t.Fatalf("opened: %d", got)
-	}
+	h.push("e2e-1", "opened", 11, base, head1, "")
 	recs := h.waitHistory(11, 1, 4*time.Minute)
 	r1 := recs[0]
 	if r1.Outcome != store.OutcomePosted || r1.Conclusion != ConclusionFailure || r1.InputTokens == 0 {
@@ -138,10 +134,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 
 	// The push: one more call; only it is reviewed.
 	head2 := h.git.Commit(head1, "more", map[string]string{"app.py": app1 + "\ndef run2(cmd):\n    os.system(cmd)\n"})
-	h.openPR(11, base, head2)
-	if got := h.deliver("pull_request", "e2e-2", h.prEvent("synchronize", 11, head2, base, head1)); got != http.StatusAccepted {
-		t.Fatalf("synchronize: %d", got)
-	}
+	h.push("e2e-2", "synchronize", 11, base, head2, head1)
 	recs = h.waitHistory(11, 2, 4*time.Minute)
 	if recs[1].Outcome != store.OutcomePosted || recs[1].SinceSHA != head1 {
 		t.Fatalf("second review: %+v", recs[1])
@@ -167,15 +160,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	if err != nil || !strings.Contains(string(stored.Result), "ENV ") {
 		t.Fatalf("stored review lacks the envdump finding (%v): %.300s", err, stored.Result)
 	}
-	forbidden := []string{"ghs_", "-----BEGIN", testSecret, modelKey}
-	for _, tok := range h.fake.Tokens() {
-		forbidden = append(forbidden, tok.Token)
-	}
-	for _, line := range strings.Split(string(h.fake.PrivateKeyPEM()), "\n") {
-		if len(line) > 20 {
-			forbidden = append(forbidden, line)
-		}
-	}
+	forbidden := h.secrets("ghs_", "-----BEGIN", testSecret, modelKey)
 	for _, s := range forbidden {
 		if strings.Contains(string(stored.Result), s) {
 			t.Errorf("a sandbox saw a secret (%.10q…)", s)

@@ -3,7 +3,6 @@ package app
 import (
 	"bytes"
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -97,15 +96,16 @@ type scope struct {
 // newScope indexes the pull request's diff (where comments may go) and, for an incremental
 // review, the diff since the previous head (which lines are new).
 func newScope(full, incr []byte, incremental bool) (scope, error) {
-	files, err := diff.Parse(bytes.NewReader(full), diff.Options{})
-	if err != nil && !errors.Is(err, diff.ErrTooLarge) {
-		return scope{}, fmt.Errorf("parse pull request diff: %w", err)
+	// A diff cut at its cap still places comments on the part that is there.
+	files, _, err := review.ParseDiff(bytes.NewReader(full), diff.Options{})
+	if err != nil {
+		return scope{}, fmt.Errorf("pull request diff: %w", err)
 	}
 	sc := scope{anchor: diff.NewIndex(files)}
 	if incremental {
-		inc, err := diff.Parse(bytes.NewReader(incr), diff.Options{})
-		if err != nil && !errors.Is(err, diff.ErrTooLarge) {
-			return scope{}, fmt.Errorf("parse incremental diff: %w", err)
+		inc, _, err := review.ParseDiff(bytes.NewReader(incr), diff.Options{})
+		if err != nil {
+			return scope{}, fmt.Errorf("incremental diff: %w", err)
 		}
 		sc.incr = diff.NewIndex(inc)
 	}

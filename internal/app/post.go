@@ -4,12 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // post publishes a finished review, each step once: the review with its inline comments,
@@ -32,7 +31,7 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 		if errors.Is(err, github.ErrInvalid) {
 			// GitHub refused a placement: never lose the review over it, fold everything.
 			r.log.Warn("inline comments refused; posting them in the review body", "err", err)
-			res, err = r.postFolded(ctx, opts)
+			res, err = github.PostReview(ctx, r.api, folded(opts))
 		}
 		if err != nil {
 			return err
@@ -63,57 +62,15 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 	return nil
 }
 
-// postFolded posts one review whose body lists every new comment (with its fingerprint),
-// for when GitHub refuses inline placement.
-func (r *run) postFolded(ctx context.Context, opts github.PostReviewOptions) (github.PostReviewResult, error) {
-	posted, err := github.PostedFingerprints(ctx, r.api, opts.Number, opts.BotLogin)
-	if err != nil {
-		return github.PostReviewResult{}, err
+// folded is opts with every comment listed in the review body instead of on its line, for
+// when GitHub refuses inline placement; github.PostReview still skips what is posted.
+func folded(opts github.PostReviewOptions) github.PostReviewOptions {
+	opts.Body += "\n\nGitHub refused to place these comments on lines, so they are listed here."
+	opts.Comments = slices.Clone(opts.Comments)
+	for i := range opts.Comments {
+		opts.Comments[i].BodyOnly = true
 	}
-	var b strings.Builder
-	b.WriteString(opts.Body)
-	b.WriteString("\n\nGitHub refused to place these comments on lines, so they are listed here:\n")
-	var res github.PostReviewResult
-	aliasUsed := map[string]bool{}
-	for i, c := range opts.Comments {
-		fp := c.Fingerprint
-		if fp == "" {
-			fp = github.Fingerprint(c.Path, c.Body)
-		}
-		if posted[fp] || claimAlias(c, posted, aliasUsed) {
-			res.Plan.Skipped = append(res.Plan.Skipped, c)
-			continue
-		}
-		entry := fmt.Sprintf("\n- %s: %s", safetext.Code(fmt.Sprintf("%s:%d", c.Path, c.Line), 200),
-			github.WithFingerprint(strings.ReplaceAll(strings.TrimSpace(c.Body), "\n", "\n  "), fp))
-		if b.Len()+len(entry) > github.MaxBodyChars-200 {
-			fmt.Fprintf(&b, "\n\n…and %d more that do not fit in one review.", len(opts.Comments)-i)
-			break
-		}
-		b.WriteString(entry)
-		res.Plan.Folded = append(res.Plan.Folded, c)
-	}
-	if len(res.Plan.Folded) == 0 {
-		return res, nil
-	}
-	rev, err := r.api.CreateReview(ctx, opts.Number, github.NewReview{CommitSHA: opts.CommitSHA, Body: b.String()})
-	if err != nil {
-		return res, fmt.Errorf("post review: %w", err)
-	}
-	res.Posted, res.ReviewID = true, rev.ID
-	return res, nil
-}
-
-// claimAlias is github.PlanReview's rule for Comment.Aliases: a posted alias covers the
-// first comment that carries it.
-func claimAlias(c github.Comment, posted, used map[string]bool) bool {
-	for _, a := range c.Aliases {
-		if posted[a] && !used[a] {
-			used[a] = true
-			return true
-		}
-	}
-	return false
+	return opts
 }
 
 // completeCheck sends the annotations to the check run in batches of 50 and completes it

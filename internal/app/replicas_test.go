@@ -137,7 +137,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 	}
 	t.Logf("%d deliveries accepted in %s", prs+dups, time.Since(t0).Round(time.Millisecond))
 
-	waitUntil(t, "half of the reviews", 5*time.Minute, func() bool { n, _ := reviewed(); return n >= prs/2 })
+	storetest.WaitFor(t, "half of the reviews", 5*time.Minute, func() bool { n, _ := reviewed(); return n >= prs/2 })
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 	// The survivor drains what nobody held; what replica-a held waits for it.
 	var stalled int
 	last, since := -1, time.Now()
-	waitUntil(t, "replica-b to drain the queue", 5*time.Minute, func() bool {
+	storetest.WaitFor(t, "replica-b to drain the queue", 5*time.Minute, func() bool {
 		n, _ := reviewed()
 		if n != last {
 			last, since = n, time.Now()
@@ -160,7 +160,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 
 	t2 := time.Now()
 	replica("replica-a", logsA2)
-	waitUntil(t, "every pull request to be reviewed", 5*time.Minute, func() bool { n, _ := reviewed(); return n == prs })
+	storetest.WaitFor(t, "every pull request to be reviewed", 5*time.Minute, func() bool { n, _ := reviewed(); return n == prs })
 	t.Logf("all %d reviews posted %s after replica-a came back (%s in all)", prs, time.Since(t2).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	time.Sleep(3 * time.Second) // a duplicate would show up now
 

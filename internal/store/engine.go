@@ -246,21 +246,9 @@ func openSQLite(ctx context.Context, path string, readOnly bool, q QueueOptions,
 	}
 	if readOnly {
 		// A client that never starts: it lists the queue's jobs for history.
-		if e.rc, err = river.NewClient(driver, &river.Config{Logger: quiet(log)}); err != nil {
-			db.Close()
-			return nil, fmt.Errorf("river client: %w", err)
-		}
-		return e, nil
+		return e.attach(driver, &river.Config{Logger: quiet(log)}, false, log)
 	}
-	if e.migrator, err = rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet(log)}); err != nil {
-		db.Close()
-		return nil, err
-	}
-	if e.rc, err = river.NewClient(driver, q.riverConfig(w, log)); err != nil {
-		db.Close()
-		return nil, fmt.Errorf("river client: %w", err)
-	}
-	return e, nil
+	return e.attach(driver, q.riverConfig(w, log), true, log)
 }
 
 // --- Postgres -------------------------------------------------------------------------------
@@ -298,12 +286,21 @@ func openPostgres(ctx context.Context, rawURL string, q QueueOptions, w *reviewW
 		lock:    func(ctx context.Context) (func(), error) { return pgAdvisoryLock(ctx, pool) },
 		closeFn: pool.Close,
 	}
-	if e.migrator, err = rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet(log)}); err != nil {
-		pool.Close()
-		return nil, err
+	return e.attach(driver, q.riverConfig(w, log), true, log)
+}
+
+// attach gives e its River client over driver (configured by cfg) and, when migrate, the
+// migrator of River's schema; on an error it closes e's database.
+func (e *riverEngine[TTx]) attach(driver riverdriver.Driver[TTx], cfg *river.Config, migrate bool, log *slog.Logger) (engine, error) {
+	var err error
+	if migrate {
+		if e.migrator, err = rivermigrate.New(driver, &rivermigrate.Config{Logger: quiet(log)}); err != nil {
+			e.closeFn()
+			return nil, err
+		}
 	}
-	if e.rc, err = river.NewClient(driver, q.riverConfig(w, log)); err != nil {
-		pool.Close()
+	if e.rc, err = river.NewClient(driver, cfg); err != nil {
+		e.closeFn()
 		return nil, fmt.Errorf("river client: %w", err)
 	}
 	return e, nil

@@ -147,6 +147,34 @@ func (s *Store) History(ctx context.Context, f HistoryFilter) ([]ReviewRecord, e
 	return out, rs.Err()
 }
 
+// reviewJob is one review job as River lists it, with its arguments decoded.
+type reviewJob struct {
+	row  *rivertype.JobRow
+	args reviewArgs
+}
+
+// reviewJobs lists the review jobs in the given states, oldest first (at most 10,000):
+// ErrNotStarted before the store has a River client, River's error after op otherwise.
+func (s *Store) reviewJobs(ctx context.Context, op string, states ...rivertype.JobState) ([]reviewJob, error) {
+	c := s.e.client()
+	if c == nil {
+		return nil, ErrNotStarted
+	}
+	params := river.NewJobListParams().Kinds(reviewArgs{}.Kind()).First(10000).
+		OrderBy(river.JobListOrderByID, river.SortOrderAsc).States(states...)
+	res, err := c.JobList(ctx, params)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out := make([]reviewJob, 0, len(res.Jobs))
+	for _, j := range res.Jobs {
+		rj := reviewJob{row: j}
+		_ = json.Unmarshal(j.EncodedArgs, &rj.args)
+		out = append(out, rj)
+	}
+	return out, nil
+}
+
 // QueuedJob is a review job in the queue, for operators and tests.
 type QueuedJob struct {
 	ID          int64
@@ -159,23 +187,15 @@ type QueuedJob struct {
 
 // Jobs lists the queue's review jobs (every state River still keeps), oldest first.
 func (s *Store) Jobs(ctx context.Context) ([]QueuedJob, error) {
-	c := s.e.client()
-	if c == nil {
-		return nil, ErrNotStarted
-	}
-	params := river.NewJobListParams().Kinds(reviewArgs{}.Kind()).First(10000).
-		OrderBy(river.JobListOrderByID, river.SortOrderAsc).
-		States(rivertype.JobStateAvailable, rivertype.JobStateCancelled, rivertype.JobStateCompleted,
-			rivertype.JobStateDiscarded, rivertype.JobStatePending, rivertype.JobStateRetryable,
-			rivertype.JobStateRunning, rivertype.JobStateScheduled)
-	res, err := c.JobList(ctx, params)
+	jobs, err := s.reviewJobs(ctx, "list jobs", rivertype.JobStateAvailable, rivertype.JobStateCancelled, rivertype.JobStateCompleted,
+		rivertype.JobStateDiscarded, rivertype.JobStatePending, rivertype.JobStateRetryable,
+		rivertype.JobStateRunning, rivertype.JobStateScheduled)
 	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+		return nil, err
 	}
 	var out []QueuedJob
-	for _, j := range res.Jobs {
-		var a reviewArgs
-		_ = json.Unmarshal(j.EncodedArgs, &a)
+	for _, rj := range jobs {
+		j, a := rj.row, rj.args
 		q := QueuedJob{ID: j.ID, State: string(j.State), Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,
 			Pull: PullKey{Owner: a.Owner, Repo: a.Repo, Number: a.Number}}
 		for _, e := range j.Errors {
@@ -207,26 +227,19 @@ var pendingStates = []rivertype.JobState{rivertype.JobStateAvailable, rivertype.
 // Pending lists the review jobs not finished yet, oldest first, each with its last error.
 // It works on a store opened ReadOnly.
 func (s *Store) Pending(ctx context.Context, repository string, number, limit int) ([]PendingJob, error) {
-	c := s.e.client()
-	if c == nil {
-		return nil, ErrNotStarted
-	}
 	if limit <= 0 {
 		limit = 50
 	}
-	params := river.NewJobListParams().Kinds(reviewArgs{}.Kind()).First(10000).
-		OrderBy(river.JobListOrderByID, river.SortOrderAsc).States(pendingStates...)
-	res, err := c.JobList(ctx, params)
+	jobs, err := s.reviewJobs(ctx, "list pending jobs", pendingStates...)
+	if err != nil && strings.Contains(err.Error(), "river_job") {
+		return nil, nil // no queue in this database yet
+	}
 	if err != nil {
-		if strings.Contains(err.Error(), "river_job") {
-			return nil, nil // no queue in this database yet
-		}
-		return nil, fmt.Errorf("list pending jobs: %w", err)
+		return nil, err
 	}
 	var out []PendingJob
-	for _, j := range res.Jobs {
-		var a reviewArgs
-		_ = json.Unmarshal(j.EncodedArgs, &a)
+	for _, rj := range jobs {
+		j, a := rj.row, rj.args
 		full := a.Owner + "/" + a.Repo
 		if (repository != "" && !strings.EqualFold(full, repository)) || (number > 0 && a.Number != number) {
 			continue
