@@ -12,16 +12,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
-
-// DefaultOpenAIBaseURL is OpenAI's API; any OpenAI-compatible server (Azure
-// OpenAI, vLLM, Ollama, llama.cpp's server) works with its own base URL.
-const DefaultOpenAIBaseURL = "https://api.openai.com/v1/"
-
-// DefaultMaxOutputTokens is the answer cap a provider uses when neither the
-// request nor the options name one.
-const DefaultMaxOutputTokens = 4096
 
 // OpenAIOptions configure an OpenAI-compatible provider.
 type OpenAIOptions struct {
@@ -53,13 +46,13 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 		return nil, &Error{Kind: KindConfig, Provider: "openai", msg: "no model configured (ASTER_LLM_MODEL)"}
 	}
 	if o.BaseURL == "" {
-		o.BaseURL = DefaultOpenAIBaseURL
+		o.BaseURL = config.DefaultLLMOpenAIBaseURL
 	}
 	if err := checkBaseURL(o.BaseURL); err != nil {
 		return nil, &Error{Kind: KindConfig, Provider: "openai", msg: err.Error()}
 	}
 	if o.MaxOutputTokens <= 0 {
-		o.MaxOutputTokens = DefaultMaxOutputTokens
+		o.MaxOutputTokens = config.DefaultLLMMaxOutputTokens
 	}
 	// The SDK reads OPENAI_* variables by default; every option that matters
 	// is set explicitly after them, an empty key included, so the process
