@@ -46,14 +46,8 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 	if o.APIKey == "" {
 		return nil, &Error{Kind: KindConfig, Provider: "anthropic", msg: "no API key (ASTER_LLM_API_KEY or ANTHROPIC_API_KEY)"}
 	}
-	if o.BaseURL == "" {
-		o.BaseURL = config.DefaultLLMAnthropicBaseURL
-	}
-	if err := checkBaseURL(o.BaseURL); err != nil {
-		return nil, &Error{Kind: KindConfig, Provider: "anthropic", msg: err.Error()}
-	}
-	if o.MaxOutputTokens <= 0 {
-		o.MaxOutputTokens = config.DefaultLLMMaxOutputTokens
+	if err := fillDefaults("anthropic", &o.BaseURL, config.DefaultLLMAnthropicBaseURL, &o.MaxOutputTokens); err != nil {
+		return nil, err
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Minute

@@ -45,14 +45,8 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	if strings.TrimSpace(o.Model) == "" {
 		return nil, &Error{Kind: KindConfig, Provider: "openai", msg: "no model configured (ASTER_LLM_MODEL)"}
 	}
-	if o.BaseURL == "" {
-		o.BaseURL = config.DefaultLLMOpenAIBaseURL
-	}
-	if err := checkBaseURL(o.BaseURL); err != nil {
-		return nil, &Error{Kind: KindConfig, Provider: "openai", msg: err.Error()}
-	}
-	if o.MaxOutputTokens <= 0 {
-		o.MaxOutputTokens = config.DefaultLLMMaxOutputTokens
+	if err := fillDefaults("openai", &o.BaseURL, config.DefaultLLMOpenAIBaseURL, &o.MaxOutputTokens); err != nil {
+		return nil, err
 	}
 	// The SDK reads OPENAI_* variables by default; every option that matters
 	// is set explicitly after them, an empty key included, so the process
@@ -224,6 +218,22 @@ func transportError(provider string, scrub *safetext.Redactor, ctx context.Conte
 		return &Error{Kind: KindUnavailable, Provider: provider, msg: excerpt(scrub.RedactString(err.Error()), 300)}
 	}
 	return &Error{Kind: KindBadResponse, Provider: provider, msg: excerpt(scrub.RedactString(err.Error()), 300)}
+}
+
+// fillDefaults fills the options every provider has: an empty base URL is
+// defBase, a non-positive output cap is config's. A base URL checkBaseURL
+// refuses is a KindConfig error of provider.
+func fillDefaults(provider string, baseURL *string, defBase string, maxOutputTokens *int64) error {
+	if *baseURL == "" {
+		*baseURL = defBase
+	}
+	if err := checkBaseURL(*baseURL); err != nil {
+		return &Error{Kind: KindConfig, Provider: provider, msg: err.Error()}
+	}
+	if *maxOutputTokens <= 0 {
+		*maxOutputTokens = config.DefaultLLMMaxOutputTokens
+	}
+	return nil
 }
 
 // checkBaseURL accepts http and https URLs with a host.
