@@ -62,6 +62,14 @@ const (
 	DefaultGitHubMaxFileBytes int64 = 1 << 20
 	// DefaultGitHubMaxDiffBytes caps a pull request or compare diff.
 	DefaultGitHubMaxDiffBytes int64 = 50 << 20
+	// DefaultGitHubRetryAttempts is how many tries one API operation gets, the first included.
+	DefaultGitHubRetryAttempts = 5
+	// DefaultGitHubRetryBase is the first backoff; it doubles each try, with jitter, up to
+	// DefaultGitHubRetryMax.
+	DefaultGitHubRetryBase = time.Second
+	DefaultGitHubRetryMax  = 30 * time.Second
+	// DefaultGitHubMaxRateLimitWait is the longest rate-limit wait slept; a longer one is returned.
+	DefaultGitHubMaxRateLimitWait = 2 * time.Minute
 )
 
 // AppConfig is the `app:` section of aster.yaml, for `aster app serve` and `aster app
