@@ -48,7 +48,7 @@ https://HOST/api/v3/). --org creates the App under an organization.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.url, "url", "", "public https URL where GitHub reaches 'aster app serve' (its reverse proxy); the webhook is URL/webhook")
-	fl.StringVar(&f.githubURL, "github-url", github.DefaultWebURL, "GitHub's web address; GitHub Enterprise Server: https://HOST/")
+	fl.StringVar(&f.githubURL, "github-url", config.DefaultGitHubWebURL, "GitHub's web address; GitHub Enterprise Server: https://HOST/")
 	fl.StringVar(&f.org, "org", "", "create the App under this organization (default: your user account)")
 	fl.StringVar(&f.name, "name", "", "the App's name, unique on GitHub (default: Aster and the URL's host; GitHub's page lets you change it)")
 	fl.StringVar(&f.listen, "listen", config.DefaultAppSetupAddr, "loopback address of the setup page")

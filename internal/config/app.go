@@ -51,6 +51,27 @@ const (
 	DefaultAppSetupTimeout = 30 * time.Minute
 )
 
+// Defaults of the GitHub client (internal/github). DefaultGitHubAPIURL above is the REST API
+// root it uses when none is given.
+const (
+	// DefaultGitHubWebURL is github.com's web root, where the App manifest is posted.
+	DefaultGitHubWebURL = "https://github.com/"
+	// DefaultGitHubMaxTarballBytes caps a repository tarball download.
+	DefaultGitHubMaxTarballBytes int64 = 512 << 20
+	// DefaultGitHubMaxFileBytes caps one file read through the contents API.
+	DefaultGitHubMaxFileBytes int64 = 1 << 20
+	// DefaultGitHubMaxDiffBytes caps a pull request or compare diff.
+	DefaultGitHubMaxDiffBytes int64 = 50 << 20
+	// DefaultGitHubRetryAttempts is how many tries one API operation gets, the first included.
+	DefaultGitHubRetryAttempts = 5
+	// DefaultGitHubRetryBase is the first backoff; it doubles each try, with jitter, up to
+	// DefaultGitHubRetryMax.
+	DefaultGitHubRetryBase = time.Second
+	DefaultGitHubRetryMax  = 30 * time.Second
+	// DefaultGitHubMaxRateLimitWait is the longest rate-limit wait slept; a longer one is returned.
+	DefaultGitHubMaxRateLimitWait = 2 * time.Minute
+)
+
 // AppConfig is the `app:` section of aster.yaml, for `aster app serve` and `aster app
 // history`. Durations are in human units; an empty field takes its default.
 type AppConfig struct {

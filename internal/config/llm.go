@@ -30,6 +30,12 @@ const (
 	DefaultLLMMaxCommentBytes  = 4_000
 	DefaultLLMMaxSummaryBytes  = 8_000
 
+	// DefaultLLMOpenAIBaseURL is OpenAI's API; any OpenAI-compatible server (Azure
+	// OpenAI, vLLM, Ollama, llama.cpp's server) works with its own base URL.
+	DefaultLLMOpenAIBaseURL = "https://api.openai.com/v1/"
+	// DefaultLLMAnthropicBaseURL is Anthropic's API (without /v1: the SDK adds it).
+	DefaultLLMAnthropicBaseURL = "https://api.anthropic.com/"
+
 	DefaultAgenticMaxToolCalls   = 4
 	DefaultAgenticMaxResultBytes = 8 << 10
 	DefaultAgenticCommandTimeout = 2 * time.Minute

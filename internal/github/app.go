@@ -13,10 +13,9 @@ import (
 
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v81/github"
-)
 
-// DefaultBaseURL is the REST API root of github.com.
-const DefaultBaseURL = "https://api.github.com/"
+	"github.com/asterhq/aster/internal/config"
+)
 
 // TokenPermissions returns the only permissions Aster asks for in an installation token (the
 // App's manifest grants the same): read code and metadata, write reviews, comments and checks.
@@ -66,7 +65,7 @@ func NewApp(opts AppOptions) (*App, error) {
 	}
 	base := opts.BaseURL
 	if base == "" {
-		base = DefaultBaseURL
+		base = config.DefaultGitHubAPIURL
 	}
 	jwtClient, err := newGitHubClient(&http.Client{Transport: apps}, base)
 	if err != nil {
@@ -92,7 +91,7 @@ func NewApp(opts AppOptions) (*App, error) {
 func newGitHubClient(hc *http.Client, base string) (*gh.Client, error) {
 	c := gh.NewClient(hc)
 	c.RateLimitRedirectionalEndpoints = true
-	if strings.TrimRight(base, "/") == strings.TrimRight(DefaultBaseURL, "/") {
+	if strings.TrimRight(base, "/") == strings.TrimRight(config.DefaultGitHubAPIURL, "/") {
 		return c, nil
 	}
 	c, err := c.WithEnterpriseURLs(base, base)

@@ -396,13 +396,7 @@ func TestListCommentsPaginates(t *testing.T) {
 	if len(ids) != 250 {
 		t.Errorf("pages overlap: %d distinct ids", len(ids))
 	}
-	pages := 0
-	for _, r := range f.fake.Requests() {
-		if r.Operation == "issues/list-comments" {
-			pages++
-		}
-	}
-	if pages != 3 {
+	if pages := f.fake.Calls("issues/list-comments"); pages != 3 {
 		t.Errorf("%d page requests, want 3 (100 a page)", pages)
 	}
 }
@@ -502,13 +496,7 @@ func TestBotLogin(t *testing.T) {
 			t.Errorf("bot login %q, want %q", login, f.fake.BotLogin())
 		}
 	}
-	n := 0
-	for _, r := range f.fake.Requests() {
-		if r.Operation == "apps/get-authenticated" {
-			n++
-		}
-	}
-	if n != 1 {
+	if n := f.fake.Calls("apps/get-authenticated"); n != 1 {
 		t.Errorf("GET /app called %d times, want 1 (cached)", n)
 	}
 }

@@ -10,16 +10,14 @@ import (
 
 	gh "github.com/google/go-github/v81/github"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
-
-// DefaultMaxTarballBytes caps a tarball download when TarballOptions.MaxBytes is 0.
-const DefaultMaxTarballBytes int64 = 512 << 20
 
 // TarballOptions selects the snapshot to download.
 type TarballOptions struct {
 	Ref      string // a commit SHA (preferred: immutable) or a branch
-	MaxBytes int64  // 0 means DefaultMaxTarballBytes
+	MaxBytes int64  // 0 means config.DefaultGitHubMaxTarballBytes
 }
 
 // Tarball describes a finished download.
@@ -37,7 +35,7 @@ func (c *Client) DownloadTarball(ctx context.Context, w io.Writer, opts TarballO
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = DefaultMaxTarballBytes
+		maxBytes = config.DefaultGitHubMaxTarballBytes
 	}
 	var link string
 	err := c.retry.do(ctx, "get tarball link", func(ctx context.Context) (*gh.Response, error) {
@@ -98,14 +96,11 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-// DefaultMaxFileBytes caps GetFile when FileOptions.MaxBytes is 0.
-const DefaultMaxFileBytes int64 = 1 << 20
-
 // FileOptions selects one file at one revision.
 type FileOptions struct {
 	Path     string
 	Ref      string // commit SHA or branch; use the base revision for configuration
-	MaxBytes int64  // 0 means DefaultMaxFileBytes
+	MaxBytes int64  // 0 means config.DefaultGitHubMaxFileBytes
 }
 
 // File is a file's content at a revision. Absent is true (and the error nil) when GitHub
@@ -122,7 +117,7 @@ type File struct {
 func (c *Client) GetFile(ctx context.Context, opts FileOptions) (File, error) {
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = DefaultMaxFileBytes
+		maxBytes = config.DefaultGitHubMaxFileBytes
 	}
 	out := File{Path: opts.Path, Ref: opts.Ref}
 	path := strings.TrimPrefix(opts.Path, "/")

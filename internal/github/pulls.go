@@ -7,6 +7,8 @@ import (
 	"net/url"
 
 	gh "github.com/google/go-github/v81/github"
+
+	"github.com/asterhq/aster/internal/config"
 )
 
 // PullRequest is what the pipeline needs of a pull request.
@@ -69,16 +71,13 @@ func branchOf(b *gh.PullRequestBranch) Branch {
 	}
 }
 
-// DefaultMaxDiffBytes caps a diff read when DiffOptions.MaxBytes is 0.
-const DefaultMaxDiffBytes int64 = 50 << 20
-
 // DiffOptions selects a diff. With Base and Head set it is the compare diff Base...Head (what
 // changed on Head since it forked from Base: the incremental review of a synchronize); otherwise
 // it is the whole pull request's diff.
 type DiffOptions struct {
 	Number     int
 	Base, Head string
-	MaxBytes   int64 // 0 means DefaultMaxDiffBytes
+	MaxBytes   int64 // 0 means config.DefaultGitHubMaxDiffBytes
 }
 
 // Diff is a unified diff as GitHub renders it.
@@ -91,7 +90,7 @@ type Diff struct {
 func (c *Client) GetDiff(ctx context.Context, opts DiffOptions) (Diff, error) {
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = DefaultMaxDiffBytes
+		maxBytes = config.DefaultGitHubMaxDiffBytes
 	}
 	var path, op string
 	switch {

@@ -13,20 +13,22 @@ import (
 
 	gh "github.com/google/go-github/v81/github"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
 
 // RetryPolicy bounds how a Client retries rate limits, 5xx and transport failures.
 type RetryPolicy struct {
-	MaxAttempts      int           // tries per operation, including the first; default 5
-	BaseDelay        time.Duration // first backoff; doubles each try, with jitter; default 1s
-	MaxDelay         time.Duration // cap of one backoff; default 30s
-	MaxRateLimitWait time.Duration // a rate-limit wait longer than this is returned, not slept; default 2m
+	MaxAttempts      int           // tries per operation, including the first; default config.DefaultGitHubRetryAttempts
+	BaseDelay        time.Duration // first backoff; doubles each try, with jitter; default config.DefaultGitHubRetryBase
+	MaxDelay         time.Duration // cap of one backoff; default config.DefaultGitHubRetryMax
+	MaxRateLimitWait time.Duration // a rate-limit wait longer than this is returned, not slept; default config.DefaultGitHubMaxRateLimitWait
 }
 
 // DefaultRetryPolicy returns the policy a zero RetryPolicy means.
 func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{MaxAttempts: 5, BaseDelay: time.Second, MaxDelay: 30 * time.Second, MaxRateLimitWait: 2 * time.Minute}
+	return RetryPolicy{MaxAttempts: config.DefaultGitHubRetryAttempts, BaseDelay: config.DefaultGitHubRetryBase,
+		MaxDelay: config.DefaultGitHubRetryMax, MaxRateLimitWait: config.DefaultGitHubMaxRateLimitWait}
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {

@@ -10,11 +10,9 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
-
-// DefaultAnthropicBaseURL is Anthropic's API (without /v1: the SDK adds it).
-const DefaultAnthropicBaseURL = "https://api.anthropic.com/"
 
 // AnthropicOptions configure the Anthropic provider.
 type AnthropicOptions struct {
@@ -48,14 +46,8 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 	if o.APIKey == "" {
 		return nil, &Error{Kind: KindConfig, Provider: "anthropic", msg: "no API key (ASTER_LLM_API_KEY or ANTHROPIC_API_KEY)"}
 	}
-	if o.BaseURL == "" {
-		o.BaseURL = DefaultAnthropicBaseURL
-	}
-	if err := checkBaseURL(o.BaseURL); err != nil {
-		return nil, &Error{Kind: KindConfig, Provider: "anthropic", msg: err.Error()}
-	}
-	if o.MaxOutputTokens <= 0 {
-		o.MaxOutputTokens = DefaultMaxOutputTokens
+	if err := fillDefaults("anthropic", &o.BaseURL, config.DefaultLLMAnthropicBaseURL, &o.MaxOutputTokens); err != nil {
+		return nil, err
 	}
 	if o.RequestTimeout <= 0 {
 		o.RequestTimeout = 10 * time.Minute

@@ -12,16 +12,9 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
-
-// DefaultOpenAIBaseURL is OpenAI's API; any OpenAI-compatible server (Azure
-// OpenAI, vLLM, Ollama, llama.cpp's server) works with its own base URL.
-const DefaultOpenAIBaseURL = "https://api.openai.com/v1/"
-
-// DefaultMaxOutputTokens is the answer cap a provider uses when neither the
-// request nor the options name one.
-const DefaultMaxOutputTokens = 4096
 
 // OpenAIOptions configure an OpenAI-compatible provider.
 type OpenAIOptions struct {
@@ -52,14 +45,8 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	if strings.TrimSpace(o.Model) == "" {
 		return nil, &Error{Kind: KindConfig, Provider: "openai", msg: "no model configured (ASTER_LLM_MODEL)"}
 	}
-	if o.BaseURL == "" {
-		o.BaseURL = DefaultOpenAIBaseURL
-	}
-	if err := checkBaseURL(o.BaseURL); err != nil {
-		return nil, &Error{Kind: KindConfig, Provider: "openai", msg: err.Error()}
-	}
-	if o.MaxOutputTokens <= 0 {
-		o.MaxOutputTokens = DefaultMaxOutputTokens
+	if err := fillDefaults("openai", &o.BaseURL, config.DefaultLLMOpenAIBaseURL, &o.MaxOutputTokens); err != nil {
+		return nil, err
 	}
 	// The SDK reads OPENAI_* variables by default; every option that matters
 	// is set explicitly after them, an empty key included, so the process
@@ -231,6 +218,22 @@ func transportError(provider string, scrub *safetext.Redactor, ctx context.Conte
 		return &Error{Kind: KindUnavailable, Provider: provider, msg: excerpt(scrub.RedactString(err.Error()), 300)}
 	}
 	return &Error{Kind: KindBadResponse, Provider: provider, msg: excerpt(scrub.RedactString(err.Error()), 300)}
+}
+
+// fillDefaults fills the options every provider has: an empty base URL is
+// defBase, a non-positive output cap is config's. A base URL checkBaseURL
+// refuses is a KindConfig error of provider.
+func fillDefaults(provider string, baseURL *string, defBase string, maxOutputTokens *int64) error {
+	if *baseURL == "" {
+		*baseURL = defBase
+	}
+	if err := checkBaseURL(*baseURL); err != nil {
+		return &Error{Kind: KindConfig, Provider: provider, msg: err.Error()}
+	}
+	if *maxOutputTokens <= 0 {
+		*maxOutputTokens = config.DefaultLLMMaxOutputTokens
+	}
+	return nil
 }
 
 // checkBaseURL accepts http and https URLs with a host.

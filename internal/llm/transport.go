@@ -7,10 +7,9 @@ import (
 	"net"
 	"net/http"
 	"time"
-)
 
-// DefaultMaxResponseBytes caps a model response body when the options set none.
-const DefaultMaxResponseBytes = 8 << 20
+	"github.com/asterhq/aster/internal/config"
+)
 
 // errBodyTooLarge ends a read past the response cap.
 var errBodyTooLarge = errors.New("response body larger than the cap")
@@ -19,7 +18,7 @@ var errBodyTooLarge = errors.New("response body larger than the cap")
 type HTTPOptions struct {
 	// Client is used as is when set (tests); its transport is wrapped with the cap.
 	Client *http.Client
-	// MaxResponseBytes caps every response body (default DefaultMaxResponseBytes).
+	// MaxResponseBytes caps every response body (default config.DefaultLLMMaxResponseBytes).
 	MaxResponseBytes int64
 }
 
@@ -28,7 +27,7 @@ type HTTPOptions struct {
 func (o HTTPOptions) httpClient() *http.Client {
 	limit := o.MaxResponseBytes
 	if limit <= 0 {
-		limit = DefaultMaxResponseBytes
+		limit = config.DefaultLLMMaxResponseBytes
 	}
 	var base http.RoundTripper
 	c := &http.Client{}

@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
 // recorder wraps the real executor to learn each run's id (to look for its
@@ -75,6 +76,28 @@ func (r *recorder) finished() int {
 	return len(r.results)
 }
 
+// engine skips the test under -short and returns the local engine's runtime.
+func engine(t *testing.T) *docker.Runtime {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the engine; skipped with -short")
+	}
+	return sandboxtest.Docker(t)
+}
+
+// serveAPI serves the sandbox API (`aster sandbox serve`'s handler) over opts
+// on a test server closed at the test's end.
+func serveAPI(t *testing.T, opts sandboxapi.Options) *httptest.Server {
+	t.Helper()
+	orch, err := sandboxapi.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(orch)
+	t.Cleanup(hs.Close)
+	return hs
+}
+
 type dockerEnv struct {
 	rt  *docker.Runtime
 	rec *recorder
@@ -84,10 +107,7 @@ type dockerEnv struct {
 // newDockerEnv serves the tools over a real Manager on the local engine.
 func newDockerEnv(t *testing.T, maxConcurrent, queue int) *dockerEnv {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs the engine; skipped with -short")
-	}
-	rt := sandboxtest.Docker(t)
+	rt := engine(t)
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
 		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(),
 		Bounds: config.LimitBounds(), MaxConcurrent: maxConcurrent, QueueSize: queue, QueueTimeout: time.Minute,

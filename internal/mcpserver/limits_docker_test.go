@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,21 +19,12 @@ import (
 // text, in human units, naming the field by its one name — whether the MCP
 // call uses the new name or the deprecated one.
 func TestLimitErrorsSameOnHTTPAndMCP(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the engine; skipped with -short")
-	}
-	rt := sandboxtest.Docker(t)
-	mgr := sandboxtest.Manager(t, rt, 1)
+	mgr := sandboxtest.Manager(t, engine(t), 1)
 	ceilings, err := config.DefaultCeilings().Parse()
 	if err != nil {
 		t.Fatal(err)
 	}
-	orch, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Ceilings: ceilings})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(orch)
-	t.Cleanup(hs.Close)
+	hs := serveAPI(t, sandboxapi.Options{Manager: mgr, Ceilings: ceilings})
 	srv := newTestServer(t, mgr, func(o *Options) {
 		o.Images = []string{sandboxtest.Image()}
 		o.Defaults = mgr.Limits()

@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -24,22 +23,14 @@ import (
 // HTTP with a token) through the MCP tools: execute with streamed progress,
 // run_tests, validate, a refused call, and cancellation.
 func TestRemoteExecutor(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs the engine; skipped with -short")
-	}
-	rt := sandboxtest.Docker(t)
+	rt := engine(t)
 	mgr := sandboxtest.Manager(t, rt, 2)
 	const token = "remote-orchestrator-token-0123456789"
 	tokens, err := sandboxapi.ParseTokens(strings.NewReader(token))
 	if err != nil {
 		t.Fatal(err)
 	}
-	orch, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Tokens: tokens})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(orch)
-	t.Cleanup(hs.Close)
+	hs := serveAPI(t, sandboxapi.Options{Manager: mgr, Tokens: tokens})
 	// Every call the executor makes is checked against the API's OpenAPI description.
 	spec, err := openapitest.Load()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
@@ -65,7 +66,7 @@ func NewModelReviewer(o ModelOptions) (*ModelReviewer, error) {
 		o.MaxInputTokens = 48_000
 	}
 	if o.MaxOutputTokens <= 0 {
-		o.MaxOutputTokens = llm.DefaultMaxOutputTokens
+		o.MaxOutputTokens = config.DefaultLLMMaxOutputTokens
 	}
 	if o.MaxChunks <= 0 {
 		o.MaxChunks = 1

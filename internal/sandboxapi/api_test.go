@@ -441,13 +441,7 @@ func TestTestEndpointNPM(t *testing.T) {
 			spec := api.TestRequest{JobRequest: api.JobRequest{Limits: api.Limits{Timeout: "2m"}}}
 			spec.Files = filesOf(t, "../testrun/testdata/"+project)
 			resp, body := h.postJSON(api.RouteTest, spec)
-			if resp.StatusCode != 200 {
-				t.Fatalf("%d %s", resp.StatusCode, body)
-			}
-			var tr api.TestResponse
-			if err := json.Unmarshal(body, &tr); err != nil {
-				t.Fatal(err)
-			}
+			tr := decodeOK[api.TestResponse](t, resp, body)
 			if tr.Status != want || tr.Tests.Framework != "npm" || fmt.Sprint(tr.Command) != "[npm test]" {
 				t.Fatalf("status %s framework %q command %q stderr %q", tr.Status, tr.Tests.Framework, tr.Command, tr.Stderr)
 			}
@@ -468,13 +462,7 @@ func TestTestEndpointInstallNotAllowed(t *testing.T) {
 		JobRequest: api.JobRequest{Limits: api.Limits{Timeout: "1m"}, Files: map[string]api.File{
 			"package.json": {Content: `{"name":"p","version":"1.0.0","dependencies":{"left-pad":"1.3.0"}}`}}}}
 	resp, body := h.postJSON(api.RouteTest, spec)
-	if resp.StatusCode != 200 {
-		t.Fatalf("%d %s", resp.StatusCode, body)
-	}
-	var tr api.TestResponse
-	if err := json.Unmarshal(body, &tr); err != nil {
-		t.Fatal(err)
-	}
+	tr := decodeOK[api.TestResponse](t, resp, body)
 	in := tr.Install
 	if in == nil || in.Status != api.InstallSkipped || in.Kind != "npm" || in.Cache != api.CacheOff || in.ID != "" ||
 		!strings.Contains(in.Reason, "egress.allow") || !strings.Contains(in.Reason, "--egress-allow") {
@@ -486,10 +474,7 @@ func TestTestEndpointInstallNotAllowed(t *testing.T) {
 	// setup: [] turns the install phase off.
 	spec.Setup = []string{}
 	resp, body = h.postJSON(api.RouteTest, spec)
-	tr = api.TestResponse{}
-	if err := json.Unmarshal(body, &tr); err != nil || resp.StatusCode != 200 {
-		t.Fatalf("%d %s", resp.StatusCode, body)
-	}
+	tr = decodeOK[api.TestResponse](t, resp, body)
 	if tr.Install != nil {
 		t.Fatalf("setup [] still has an install: %+v", tr.Install)
 	}
@@ -543,13 +528,7 @@ func TestTestEndpoint(t *testing.T) {
 				spec.Files = filesOf(t, dir)
 				resp, body = h.postJSON(api.RouteTest, spec)
 			}
-			if resp.StatusCode != 200 {
-				t.Fatalf("%d %s", resp.StatusCode, body)
-			}
-			var tr api.TestResponse
-			if err := json.Unmarshal(body, &tr); err != nil {
-				t.Fatal(err)
-			}
+			tr := decodeOK[api.TestResponse](t, resp, body)
 			s := tr.Tests
 			var names []string
 			for _, f := range s.Failures {

@@ -215,6 +215,20 @@ func (h *harness) postJSON(path string, v any, header ...string) (*http.Response
 	return h.do(context.Background(), http.MethodPost, path, api.ContentTypeJSON, bytes.NewReader(b), header...)
 }
 
+// decodeOK fails t unless resp answered 200 with a body that decodes as a T,
+// and returns that value.
+func decodeOK[T any](t testing.TB, resp *http.Response, body []byte) T {
+	t.Helper()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	var v T
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
 // execute runs argv and returns the result, failing the test on any status
 // but 200. Use tryExecute from other goroutines.
 func (h *harness) execute(req api.ExecuteRequest) sandbox.WireResult {

@@ -171,9 +171,17 @@ func startUpload(t *testing.T, addr, local, spec string, body []byte, first int)
 			t.Fatal(err)
 		}
 	}
+	_ = conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
+	u.awaitAnswer(t)
+	return u
+}
+
+// awaitAnswer reads the answer to u's POST to /v1/execute in the background,
+// checks it against the description and hands it to u.status (nil when none
+// came).
+func (u *rawUpload) awaitAnswer(t *testing.T) {
 	go func() {
-		_ = conn.SetReadDeadline(time.Now().Add(2 * time.Minute))
-		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		resp, err := http.ReadResponse(bufio.NewReader(u.conn), nil)
 		if err != nil {
 			u.status <- nil
 			return
@@ -181,7 +189,6 @@ func startUpload(t *testing.T, addr, local, spec string, body []byte, first int)
 		checkRaw(t, http.MethodPost, api.RouteExecute, resp)
 		u.status <- resp
 	}()
-	return u
 }
 
 // SECURITY L1: snapshots being spooled share the server's spool space.
@@ -273,15 +280,7 @@ func TestBodyBytesInFlight(t *testing.T) {
 		t.Cleanup(func() { conn.Close() })
 		u := &rawUpload{conn: conn, rest: b[1:], status: make(chan *http.Response, 1)}
 		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: %s\r\nContent-Length: %d\r\n\r\n%s", api.RouteExecute, api.ContentTypeJSON, len(b), b[:1])
-		go func() {
-			resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
-			if err != nil {
-				u.status <- nil
-				return
-			}
-			checkRaw(t, http.MethodPost, api.RouteExecute, resp)
-			u.status <- resp
-		}()
+		u.awaitAnswer(t)
 		return u
 	}
 	a, c := send(), send()

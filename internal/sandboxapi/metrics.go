@@ -36,6 +36,11 @@ type Metrics struct {
 
 var _ sandbox.Observer = (*Metrics)(nil)
 
+// gauge is a gauge with no labels.
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Name: name, Help: help})
+}
+
 // NewMetrics returns the metrics with the Go runtime and process collectors.
 func NewMetrics() *Metrics {
 	m := &Metrics{
@@ -48,18 +53,10 @@ func NewMetrics() *Metrics {
 			Help:    "Wall time of a run from admission to result (prepare, job, teardown), by status.",
 			Buckets: []float64{0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600},
 		}, []string{"status"}),
-		queueDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "aster_sandbox_queue_depth", Help: "Runs waiting for a sandbox slot.",
-		}),
-		running: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "aster_sandbox_running", Help: "Runs holding a sandbox slot.",
-		}),
-		maxConcurrent: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "aster_sandbox_max_concurrent", Help: "Sandbox slots (--max-concurrent).",
-		}),
-		queueSize: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "aster_sandbox_queue_size", Help: "Places in the admission queue (--queue).",
-		}),
+		queueDepth:    gauge("aster_sandbox_queue_depth", "Runs waiting for a sandbox slot."),
+		running:       gauge("aster_sandbox_running", "Runs holding a sandbox slot."),
+		maxConcurrent: gauge("aster_sandbox_max_concurrent", "Sandbox slots (--max-concurrent)."),
+		queueSize:     gauge("aster_sandbox_queue_size", "Places in the admission queue (--queue)."),
 		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "aster_sandbox_rejected_total",
 			Help: "Runs refused by admission control with 429, by reason (queue_full, queue_timeout, uploads_full, client_uploads, spool_full, bodies_full).",
@@ -72,10 +69,8 @@ func NewMetrics() *Metrics {
 			Help:    "HTTP request latency, by route.",
 			Buckets: []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}, []string{"route"}),
-		engineUp: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "aster_engine_up", Help: "1 when the last check reached the container engine, else 0.",
-		}),
-		avgRun: 1,
+		engineUp: gauge("aster_engine_up", "1 when the last check reached the container engine, else 0."),
+		avgRun:   1,
 	}
 	m.reg.MustRegister(m.runs, m.runDuration, m.queueDepth, m.running, m.maxConcurrent, m.queueSize,
 		m.rejected, m.requests, m.requestDuration, m.engineUp,

@@ -322,15 +322,21 @@ func (s *Server) readRequest(w http.ResponseWriter, r *http.Request, req any) (s
 	return snap, func() { snap.Close(); adm.release() }, err
 }
 
+// readJob is readRequest for a request that carries a job (job points into
+// req), followed by the job's spec (jobSpec). done is readRequest's.
+func (s *Server) readJob(w http.ResponseWriter, r *http.Request, req any, job *api.JobRequest) (snap *Snapshot, spec sandbox.Spec, done func(), err error) {
+	snap, done, err = s.readRequest(w, r, req)
+	if err != nil {
+		return snap, spec, done, err
+	}
+	spec, err = s.jobSpec(*job, snap)
+	return snap, spec, done, err
+}
+
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	var req api.ExecuteRequest
-	snap, done, err := s.readRequest(w, r, &req)
+	_, spec, done, err := s.readJob(w, r, &req, &req.JobRequest)
 	defer done()
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	spec, err := s.jobSpec(req.JobRequest, snap)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -342,13 +348,8 @@ func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	var req api.TestRequest
 	var body api.TestResponse
-	snap, done, err := s.readRequest(w, r, &req)
+	snap, spec, done, err := s.readJob(w, r, &req, &req.JobRequest)
 	defer done()
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	spec, err := s.jobSpec(req.JobRequest, snap)
 	if err != nil {
 		s.writeError(w, r, err)
 		return

@@ -3,7 +3,6 @@ package sandboxapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -43,13 +42,7 @@ func TestValidate(t *testing.T) {
 	archive := manyFiles(t, 2, 8)
 	resp, body := h.do(t.Context(), http.MethodPost, api.RouteValidate, api.ContentTypeTar, bytes.NewReader(archive),
 		api.HeaderSpec, `{"changed_files":["f00000"]}`)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("validate %d %s", resp.StatusCode, body)
-	}
-	var out gate.ValidateResponse
-	if err := json.Unmarshal(body, &out); err != nil {
-		t.Fatal(err)
-	}
+	out := decodeOK[gate.ValidateResponse](t, resp, body)
 	if len(out.Analyzers) != 1 || out.Analyzers[0].Status != gate.StatusOK || out.Summary.Total != 2 || out.Summary.Reported != 1 {
 		t.Fatalf("analyzers %+v summary %+v", out.Analyzers, out.Summary)
 	}

@@ -147,6 +147,20 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// Calls counts the requests received so far for one operation (its OpenAPI operation id,
+// e.g. "issues/list-comments").
+func (s *Server) Calls(operation string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, r := range s.requests {
+		if r.Operation == operation {
+			n++
+		}
+	}
+	return n
+}
+
 // Tokens returns every installation token issued so far.
 func (s *Server) Tokens() []TokenGrant {
 	s.mu.Lock()

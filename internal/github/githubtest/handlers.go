@@ -416,14 +416,20 @@ func (s *Server) reviewCommentJSON(c Comment) map[string]any {
 }
 
 func (s *Server) listReviewComments(w http.ResponseWriter, req *apiRequest) {
+	listForPull(s, w, req, &req.repo.reviewComments, commentNumber, s.reviewCommentJSON)
+}
+
+// listForPull answers a list request with the items of *all (read under the lock) that
+// belong to the request's pull request, as render shows them, a page at a time.
+func listForPull[T any](s *Server, w http.ResponseWriter, req *apiRequest, all *[]T, numberOf func(T) int, render func(T) map[string]any) {
 	pr, ok := s.pull(w, req)
 	if !ok {
 		return
 	}
 	s.mu.Lock()
 	var items []map[string]any
-	for _, c := range filterComments(req.repo.reviewComments, pr.Number) {
-		items = append(items, s.reviewCommentJSON(c))
+	for _, it := range ofPull(*all, pr.Number, numberOf) {
+		items = append(items, render(it))
 	}
 	s.mu.Unlock()
 	paginate(w, req.r, items)
@@ -434,19 +440,7 @@ func (s *Server) reviewJSON(r Review) map[string]any {
 }
 
 func (s *Server) listReviews(w http.ResponseWriter, req *apiRequest) {
-	pr, ok := s.pull(w, req)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	var items []map[string]any
-	for _, r := range req.repo.reviews {
-		if r.Number == pr.Number {
-			items = append(items, s.reviewJSON(r))
-		}
-	}
-	s.mu.Unlock()
-	paginate(w, req.r, items)
+	listForPull(s, w, req, &req.repo.reviews, reviewNumber, s.reviewJSON)
 }
 
 var hunkHeader = regexp.MustCompile(`^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@`)
@@ -564,17 +558,7 @@ func (s *Server) issueCommentJSON(c Comment) map[string]any {
 }
 
 func (s *Server) listIssueComments(w http.ResponseWriter, req *apiRequest) {
-	pr, ok := s.pull(w, req)
-	if !ok {
-		return
-	}
-	s.mu.Lock()
-	var items []map[string]any
-	for _, c := range filterComments(req.repo.issueComments, pr.Number) {
-		items = append(items, s.issueCommentJSON(c))
-	}
-	s.mu.Unlock()
-	paginate(w, req.r, items)
+	listForPull(s, w, req, &req.repo.issueComments, commentNumber, s.issueCommentJSON)
 }
 
 func commentBody(w http.ResponseWriter, body []byte) (string, bool) {

@@ -282,12 +282,18 @@ func (s *Spec) ValidateBody(op *Operation, body []byte) error {
 	if err != nil {
 		return err
 	}
+	return validateJSON(sch, body, "body", op.ID+" request")
+}
+
+// validateJSON checks that body (what it is: "body", "response") is JSON valid against sch,
+// the schema named name.
+func validateJSON(sch *jsonschema.Schema, body []byte, what, name string) error {
 	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(body)))
 	if err != nil {
-		return fmt.Errorf("body is not JSON: %w", err)
+		return fmt.Errorf("%s is not JSON: %w", what, err)
 	}
 	if err := sch.Validate(v); err != nil {
-		return fmt.Errorf("body does not match the %s request schema: %w", op.ID, err)
+		return fmt.Errorf("%s does not match the %s schema: %w", what, name, err)
 	}
 	return nil
 }
@@ -303,14 +309,7 @@ func (s *Spec) ValidateResponse(op *Operation, status int, body []byte) error {
 	if err != nil {
 		return err
 	}
-	v, err := jsonschema.UnmarshalJSON(strings.NewReader(string(body)))
-	if err != nil {
-		return fmt.Errorf("response is not JSON: %w", err)
-	}
-	if err := sch.Validate(v); err != nil {
-		return fmt.Errorf("response does not match the %s %d schema: %w", op.ID, status, err)
-	}
-	return nil
+	return validateJSON(sch, body, "response", fmt.Sprintf("%s %d", op.ID, status))
 }
 
 // schema compiles an operation's request schema once and caches it.

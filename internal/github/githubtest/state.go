@@ -167,25 +167,29 @@ func (s *Server) Reviews(owner, name string, number int) []Review {
 func (s *Server) ReviewComments(owner, name string, number int) []Comment {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return filterComments(s.repo(owner, name).reviewComments, number)
+	return ofPull(s.repo(owner, name).reviewComments, number, commentNumber)
 }
 
 // IssueComments returns the conversation comments on a pull request, oldest first.
 func (s *Server) IssueComments(owner, name string, number int) []Comment {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return filterComments(s.repo(owner, name).issueComments, number)
+	return ofPull(s.repo(owner, name).issueComments, number, commentNumber)
 }
 
-func filterComments(all []Comment, number int) []Comment {
-	var out []Comment
-	for _, c := range all {
-		if c.Number == number {
-			out = append(out, c)
+// ofPull returns the items of all that belong to pull request number, in order.
+func ofPull[T any](all []T, number int, numberOf func(T) int) []T {
+	var out []T
+	for _, it := range all {
+		if numberOf(it) == number {
+			out = append(out, it)
 		}
 	}
 	return out
 }
+
+func commentNumber(c Comment) int { return c.Number }
+func reviewNumber(r Review) int   { return r.Number }
 
 // CheckRuns returns the check runs of a repository, oldest first.
 func (s *Server) CheckRuns(owner, name string) []CheckRun {

@@ -4,24 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
 // Anthropic starts a fake Messages API under a non-empty base path.
 // Configure the provider with s.URL (the SDK appends v1/messages) and s.Key.
 func Anthropic(t testing.TB, key string, script ...Reply) *Server {
-	s := &Server{Key: key, t: t, script: script}
-	s.validate = s.validateAnthropic
-	s.respond = respondAnthropic
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.handle(w, r, "/anthropic/v1/messages")
-	})
-	s.srv = httptest.NewServer(mux)
-	s.URL = s.srv.URL + "/anthropic/"
-	t.Cleanup(s.srv.Close)
-	return s
+	return start(t, key, script, (*Server).validateAnthropic, respondAnthropic, "/anthropic/v1/messages", "/anthropic/")
 }
 
 type anRequest struct {
@@ -203,15 +192,9 @@ func (s *Server) validateAnthropic(r *http.Request, body []byte) (map[string]any
 }
 
 func respondAnthropic(w http.ResponseWriter, r Reply, req map[string]any, n int) {
-	status := r.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
+	status := r.status()
 	w.Header().Set("Request-Id", fmt.Sprintf("req_llmtest_%d", n))
-	if r.RawBody != "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(r.RawBody))
+	if writeRaw(w, status, r.RawBody) {
 		return
 	}
 	if status >= 300 {
@@ -240,22 +223,12 @@ func respondAnthropic(w http.ResponseWriter, r Reply, req map[string]any, n int)
 		}
 		content = append(content, map[string]any{"type": "tool_use", "id": id, "name": c.Name, "input": input})
 	}
-	stop := r.Stop
-	if stop == "" {
-		stop = "end_turn"
-		if len(r.ToolCalls) > 0 {
-			stop = "tool_use"
-		}
-	}
 	body := map[string]any{
 		"id": fmt.Sprintf("msg_llmtest_%d", n), "type": "message", "role": "assistant", "model": model,
-		"content": content, "stop_reason": stop, "stop_sequence": nil,
+		"content": content, "stop_reason": r.stop("end_turn", "tool_use"), "stop_sequence": nil,
 	}
 	if !r.NoUsage {
-		in, out := r.InputTokens, r.OutputTokens
-		if in == 0 && out == 0 {
-			in, out = 100, 50
-		}
+		in, out := r.usage()
 		body["usage"] = map[string]any{"input_tokens": in, "output_tokens": out,
 			"cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
 	}

@@ -67,14 +67,21 @@ type Server struct {
 
 	t        testing.TB
 	srv      *httptest.Server
-	validate func(*http.Request, []byte) (map[string]any, string)
-	respond  func(http.ResponseWriter, Reply, map[string]any, int)
+	validate validateFunc
+	respond  respondFunc
 
 	mu       sync.Mutex
 	script   []Reply
 	fallback func(req Request, n int) Reply
 	requests []Request
 }
+
+// validateFunc checks one request of a provider's API: it returns the body
+// decoded generically and what is wrong with the request ("" if nothing).
+type validateFunc func(s *Server, r *http.Request, body []byte) (map[string]any, string)
+
+// respondFunc writes the provider's answer to request n (decoded as req).
+type respondFunc func(w http.ResponseWriter, reply Reply, req map[string]any, n int)
 
 // Push appends replies to the script.
 func (s *Server) Push(r ...Reply) {
@@ -97,6 +104,62 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.requests...)
 }
 
+// start returns a Server demanding key and answering from script, served by
+// a test server that takes POST path only (each body checked by validate,
+// each reply written by respond); its URL is the server's address followed by
+// base. The test server stops at the test's end.
+func start(t testing.TB, key string, script []Reply, validate validateFunc, respond respondFunc, path, base string) *Server {
+	s := &Server{Key: key, t: t, script: script, validate: validate, respond: respond}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		s.handle(w, r, path)
+	})
+	s.srv = httptest.NewServer(mux)
+	s.URL = s.srv.URL + base
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// status is the reply's HTTP status: 200 when unset.
+func (r Reply) status() int {
+	if r.Status == 0 {
+		return http.StatusOK
+	}
+	return r.Status
+}
+
+// stop is the reply's finish reason: Stop when set, else done for a text
+// answer and tool for one with tool calls.
+func (r Reply) stop(done, tool string) string {
+	switch {
+	case r.Stop != "":
+		return r.Stop
+	case len(r.ToolCalls) > 0:
+		return tool
+	}
+	return done
+}
+
+// usage is the token counts to report: 100 and 50 when neither is set.
+func (r Reply) usage() (in, out int64) {
+	if r.InputTokens == 0 && r.OutputTokens == 0 {
+		return 100, 50
+	}
+	return r.InputTokens, r.OutputTokens
+}
+
+// writeRaw sends raw verbatim as the body, when it is set, and reports
+// whether it did.
+func writeRaw(w http.ResponseWriter, status int, raw string) bool {
+	if raw == "" {
+		return false
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write([]byte(raw))
+	return true
+}
+
 // Close stops the server (also done by t.Cleanup).
 func (s *Server) Close() { s.srv.Close() }
 
@@ -111,7 +174,7 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request, path string) {
 		http.Error(w, "read", http.StatusBadRequest)
 		return
 	}
-	parsed, problem := s.validate(r, body)
+	parsed, problem := s.validate(s, r, body)
 	rec := Request{Path: r.URL.Path, Header: r.Header.Clone(), Body: body, JSON: parsed, Problem: problem}
 	s.mu.Lock()
 	n := len(s.requests)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"testing"
 )
 
@@ -12,17 +11,7 @@ import (
 // a client that drops the path fails loudly. Configure the provider with
 // s.URL (which ends in /v1) and s.Key.
 func OpenAI(t testing.TB, key string, script ...Reply) *Server {
-	s := &Server{Key: key, t: t, script: script}
-	s.validate = s.validateOpenAI
-	s.respond = respondOpenAI
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		s.handle(w, r, "/openai/v1/chat/completions")
-	})
-	s.srv = httptest.NewServer(mux)
-	s.URL = s.srv.URL + "/openai/v1"
-	t.Cleanup(s.srv.Close)
-	return s
+	return start(t, key, script, (*Server).validateOpenAI, respondOpenAI, "/openai/v1/chat/completions", "/openai/v1")
 }
 
 type oaRequest struct {
@@ -174,14 +163,8 @@ func (s *Server) validateOpenAI(r *http.Request, body []byte) (map[string]any, s
 }
 
 func respondOpenAI(w http.ResponseWriter, r Reply, req map[string]any, n int) {
-	status := r.Status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if r.RawBody != "" {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		_, _ = w.Write([]byte(r.RawBody))
+	status := r.status()
+	if writeRaw(w, status, r.RawBody) {
 		return
 	}
 	if status >= 300 {
@@ -207,23 +190,14 @@ func respondOpenAI(w http.ResponseWriter, r Reply, req map[string]any, n int) {
 		}
 		msg["tool_calls"] = calls
 	}
-	finish := r.Stop
-	if finish == "" {
-		finish = "stop"
-		if len(r.ToolCalls) > 0 {
-			finish = "tool_calls"
-		}
-	}
+	finish := r.stop("stop", "tool_calls")
 	body := map[string]any{
 		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1700000000 + n, "model": model,
 		"system_fingerprint": "fp_llmtest",
 		"choices":            []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
 	}
 	if !r.NoUsage {
-		in, out := r.InputTokens, r.OutputTokens
-		if in == 0 && out == 0 {
-			in, out = 100, 50
-		}
+		in, out := r.usage()
 		body["usage"] = map[string]any{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out,
 			"prompt_tokens_details": map[string]any{"cached_tokens": 0}}
 	}
