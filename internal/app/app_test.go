@@ -14,6 +14,7 @@ import (
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/store"
 	"github.com/asterhq/aster/internal/store/storetest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 const baseMain = "package main\n\nfunc main() {\n\tprintln(\"hi\")\n}\n"
@@ -213,7 +214,7 @@ func testRacingEvents(t *testing.T, dbURL string) {
 	}
 	wg.Wait()
 	// The review is running (blocked in the reviewer) when these arrive.
-	storetest.WaitFor(t, "the review to start", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "the review to start", 10*time.Second, func() bool {
 		p, _, _ := h.store.Pull(context.Background(), store.PullKey{Owner: "acme", Repo: "widgets", Number: 3})
 		return p.RunningJob != 0
 	})

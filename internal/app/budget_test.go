@@ -11,7 +11,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
-	"github.com/asterhq/aster/internal/store/storetest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // TestHeldOpenWebhookBodiesAreBounded is SECURITY H7 on the real server (Serve on a
@@ -42,7 +42,7 @@ func TestHeldOpenWebhookBodiesAreBounded(t *testing.T) {
 		unsigned = append(unsigned, githubtest.HeldDelivery(t, addr, hdr, bodyBytes, first))
 	}
 	fits := int(budget.Max() / bodyBytes)
-	storetest.WaitFor(t, "the bodies that fit to be reserved", 10*time.Second, func() bool { return budget.InUse() == int64(fits)*bodyBytes })
+	testkit.WaitFor(t, "the bodies that fit to be reserved", 10*time.Second, func() bool { return budget.InUse() == int64(fits)*bodyBytes })
 	for i, c := range unsigned {
 		if got := wait(t, c, 5*time.Second); got != http.StatusUnauthorized {
 			t.Errorf("unsigned body %d: %d, want 401", i, got)
@@ -50,7 +50,7 @@ func TestHeldOpenWebhookBodiesAreBounded(t *testing.T) {
 	}
 	// Everything past the budget is answered now, long before the body deadline.
 	answered := map[int]int{}
-	storetest.WaitFor(t, "the bodies past the budget to be answered", 3*time.Second, func() bool {
+	testkit.WaitFor(t, "the bodies past the budget to be answered", 3*time.Second, func() bool {
 		for i, c := range held {
 			select {
 			case got := <-c:
@@ -79,7 +79,7 @@ func TestHeldOpenWebhookBodiesAreBounded(t *testing.T) {
 	body := h.prEvent("opened", 1, head, base, "")
 	status := h.deliver("pull_request", "signed", body)
 	if status == http.StatusTooManyRequests {
-		storetest.WaitFor(t, "the held reservations to time out", 10*time.Second, func() bool { return budget.InUse() == 0 })
+		testkit.WaitFor(t, "the held reservations to time out", 10*time.Second, func() bool { return budget.InUse() == 0 })
 		status = h.deliver("pull_request", "signed", body)
 	}
 	if status != http.StatusAccepted {
@@ -90,7 +90,7 @@ func TestHeldOpenWebhookBodiesAreBounded(t *testing.T) {
 			t.Errorf("held body %d: %d, want 408 after the body deadline", i, got)
 		}
 	}
-	storetest.WaitFor(t, "every reservation to be given back", 5*time.Second, func() bool { return budget.InUse() == 0 })
+	testkit.WaitFor(t, "every reservation to be given back", 5*time.Second, func() bool { return budget.InUse() == 0 })
 	if p := budget.Peak(); p > budget.Max() {
 		t.Fatalf("peak reservation %d over the budget %d", p, budget.Max())
 	}

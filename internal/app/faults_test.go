@@ -12,7 +12,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/store"
-	"github.com/asterhq/aster/internal/store/storetest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // TestFailuresRetryAndPostOnce makes GitHub fail at every posting step once (and rate-limit
@@ -91,7 +91,7 @@ func TestPermanentFailureIsReportedOnce(t *testing.T) {
 	if recs[0].Outcome != store.OutcomeFailed || !strings.Contains(recs[0].Reason, "not found") {
 		t.Fatalf("record: %+v", recs[0])
 	}
-	storetest.WaitFor(t, "the job to be cancelled", 10*time.Second, func() bool {
+	testkit.WaitFor(t, "the job to be cancelled", 10*time.Second, func() bool {
 		jobs, _ := h.store.Jobs(context.Background())
 		return len(jobs) == 1 && jobs[0].State == "cancelled" && jobs[0].Attempt == 1
 	})

@@ -26,6 +26,7 @@ import (
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/store"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // harness is a running App against the fake GitHub: a real store, the real HTTP endpoint on
@@ -73,23 +74,8 @@ func (g wrappedGitHub) Repo(installationID int64, owner, repo string) (RepoAPI, 
 	return g.wrap(api), nil
 }
 
-// syncBuffer collects log output from many goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects output from many goroutines while the test reads it.
+type syncBuffer = testkit.SyncBuffer
 
 const testSecret = "webhook-secret-for-tests-0123456789"
 

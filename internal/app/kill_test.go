@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -19,35 +18,13 @@ import (
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/store"
-	"github.com/asterhq/aster/internal/store/storetest"
-)
-
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // asterBinary builds cmd/aster once per test process.
 func asterBinary(t *testing.T) string {
 	t.Helper()
-	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "aster-bin-")
-		if err != nil {
-			binErr = err
-			return
-		}
-		binPath = filepath.Join(dir, "aster")
-		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/aster")
-		cmd.Dir = sandboxtest.RepoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
+	return sandboxtest.AsterBinary(t)
 }
 
 // server is one `aster app serve` process.
@@ -78,7 +55,7 @@ func startServer(t *testing.T, args []string, env []string, logs *syncBuffer, ur
 			}
 		}
 	})
-	storetest.WaitFor(t, "aster app serve to answer /healthz", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "aster app serve to answer /healthz", 30*time.Second, func() bool {
 		resp, err := http.Get(url + "/healthz")
 		if err != nil {
 			return false
@@ -166,7 +143,7 @@ func TestKillMidJobThenRestart(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("delivery: %d", resp.StatusCode)
 	}
-	storetest.WaitFor(t, "the review to be in its static checks", 60*time.Second, func() bool {
+	testkit.WaitFor(t, "the review to be in its static checks", 60*time.Second, func() bool {
 		runs := fake.CheckRuns("acme", "widgets")
 		return len(runs) == 1 && runs[0].Status == "in_progress"
 	})
@@ -182,7 +159,7 @@ func TestKillMidJobThenRestart(t *testing.T) {
 	t2 := time.Now()
 	startServer(t, args, env, logs, url)
 	t.Logf("second server up in %s", time.Since(t2).Round(time.Millisecond))
-	storetest.WaitFor(t, "the interrupted review to finish after the restart", 3*time.Minute, func() bool {
+	testkit.WaitFor(t, "the interrupted review to finish after the restart", 3*time.Minute, func() bool {
 		runs := fake.CheckRuns("acme", "widgets")
 		return len(runs) >= 1 && runs[len(runs)-1].Status == "completed"
 	})

@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/store/storetest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // TestTwoReplicasOnePostgres runs two real `aster app serve` processes against one
@@ -137,7 +138,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 	}
 	t.Logf("%d deliveries accepted in %s", prs+dups, time.Since(t0).Round(time.Millisecond))
 
-	storetest.WaitFor(t, "half of the reviews", 5*time.Minute, func() bool { n, _ := reviewed(); return n >= prs/2 })
+	testkit.WaitFor(t, "half of the reviews", 5*time.Minute, func() bool { n, _ := reviewed(); return n >= prs/2 })
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 	// The survivor drains what nobody held; what replica-a held waits for it.
 	var stalled int
 	last, since := -1, time.Now()
-	storetest.WaitFor(t, "replica-b to drain the queue", 5*time.Minute, func() bool {
+	testkit.WaitFor(t, "replica-b to drain the queue", 5*time.Minute, func() bool {
 		n, _ := reviewed()
 		if n != last {
 			last, since = n, time.Now()
@@ -160,7 +161,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 
 	t2 := time.Now()
 	replica("replica-a", logsA2)
-	storetest.WaitFor(t, "every pull request to be reviewed", 5*time.Minute, func() bool { n, _ := reviewed(); return n == prs })
+	testkit.WaitFor(t, "every pull request to be reviewed", 5*time.Minute, func() bool { n, _ := reviewed(); return n == prs })
 	t.Logf("all %d reviews posted %s after replica-a came back (%s in all)", prs, time.Since(t2).Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
 	time.Sleep(3 * time.Second) // a duplicate would show up now
 

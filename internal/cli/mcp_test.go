@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // runCLI runs the aster command line in-process.
@@ -55,43 +55,13 @@ func TestMCPRefusals(t *testing.T) {
 	}
 }
 
-var (
-	buildOnce sync.Once
-	asterBin  string
-	buildErr  error
-)
-
 // binary builds cmd/aster once per test process, with aster-init beside it.
 func binary(t testing.TB) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds aster and needs the engine; skipped with -short")
 	}
-	initPath := sandboxtest.InitBinary(t)
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "aster-bin-")
-		if err != nil {
-			buildErr = err
-			return
-		}
-		asterBin = filepath.Join(dir, "aster")
-		cmd := exec.Command("go", "build", "-o", asterBin, "./cmd/aster")
-		cmd.Dir = sandboxtest.RepoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			buildErr = fmt.Errorf("%v\n%s", err, out)
-			return
-		}
-		data, err := os.ReadFile(initPath)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, "aster-init"), data, 0o755)
-		}
-		buildErr = err
-		_ = os.Chmod(dir, 0o755)
-	})
-	if buildErr != nil {
-		t.Fatalf("build aster: %v", buildErr)
-	}
-	return asterBin
+	return sandboxtest.AsterBinary(t)
 }
 
 // asterCmd prepares the built binary with a clean environment: no config
@@ -264,21 +234,5 @@ func assertNoTestContainers(t *testing.T) {
 	}
 }
 
-// syncBuffer collects a command's output or logs from many goroutines while
-// the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
+// syncBuffer collects output from many goroutines while the test reads it.
+type syncBuffer = testkit.SyncBuffer

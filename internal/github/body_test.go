@@ -10,6 +10,7 @@ import (
 
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 func waitStatus(t *testing.T, c <-chan int, within time.Duration) int {
@@ -158,11 +159,5 @@ func TestWebhookChunkedBodyVerified(t *testing.T) {
 
 func waitUntilT(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, 5*time.Second, cond)
 }

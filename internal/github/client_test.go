@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 const (
@@ -25,23 +25,8 @@ const (
 	name  = "widgets"
 )
 
-// syncBuffer collects log output from concurrent goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer collects output from many goroutines while the test reads it.
+type syncBuffer = testkit.SyncBuffer
 
 type fixture struct {
 	fake       *githubtest.Server

@@ -17,6 +17,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // recorder wraps the real executor to learn each run's id (to look for its
@@ -155,17 +156,7 @@ func (e *dockerEnv) live(t *testing.T, runID string) bool {
 // waitFor polls cond every 50ms until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		select {
-		case <-t.Context().Done():
-			t.Fatal(t.Context().Err())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	testkit.WaitFor(t, what, timeout, cond)
 }
 
 func callExecute(t *testing.T, cs *mcp.ClientSession, args map[string]any) (*mcp.CallToolResult, sandbox.WireResult) {

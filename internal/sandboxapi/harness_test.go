@@ -24,6 +24,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // harness is a real Server (Serve on a loopback listener, so the timeouts
@@ -352,13 +353,7 @@ func containers(t testing.TB, label string, states ...string) int {
 // waitFor polls cond every 50ms until it holds or the timeout passes.
 func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	testkit.WaitFor(t, what, timeout, cond)
 }
 
 // metric returns the value of one sample line of /metrics, or -1.

@@ -7,29 +7,19 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
+// syncBuffer collects the server's log lines while the test reads them.
+type syncBuffer struct{ testkit.SyncBuffer }
 
 func (s *syncBuffer) records(t *testing.T) []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var out []map[string]any
-	for line := range strings.Lines(s.b.String()) {
+	for line := range strings.Lines(s.String()) {
 		var rec map[string]any
 		if err := json.Unmarshal([]byte(line), &rec); err != nil {
 			t.Fatalf("log line %q: %v", line, err)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/store/storetest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // backends runs fn once on SQLite and, when ASTER_TEST_POSTGRES_URL is set (see
@@ -195,7 +196,7 @@ func TestOneRunningOneWaiting(t *testing.T) {
 			t.Fatalf("%d runs while the first holds the pull request", runs.Load())
 		}
 		close(release)
-		storetest.WaitFor(t, "the waiting job to run", 10*time.Second, func() bool { return runs.Load() == 2 })
+		testkit.WaitFor(t, "the waiting job to run", 10*time.Second, func() bool { return runs.Load() == 2 })
 		<-seen
 		if sha := <-seen; sha != "ccc" {
 			t.Fatalf("the waiting job reviewed %q, want the newest head ccc", sha)
@@ -203,7 +204,7 @@ func TestOneRunningOneWaiting(t *testing.T) {
 		if maxRunning.Load() != 1 {
 			t.Fatalf("%d jobs of one pull request ran at once", maxRunning.Load())
 		}
-		storetest.WaitFor(t, "two history records", 5*time.Second, func() bool {
+		testkit.WaitFor(t, "two history records", 5*time.Second, func() bool {
 			h, _ := s.History(ctx, HistoryFilter{Repository: "acme/widgets", Number: 7})
 			return len(h) == 2
 		})
@@ -247,7 +248,7 @@ func TestRetryThenPermanent(t *testing.T) {
 		}
 		<-done
 		<-done
-		storetest.WaitFor(t, "jobs to settle", 5*time.Second, func() bool {
+		testkit.WaitFor(t, "jobs to settle", 5*time.Second, func() bool {
 			jobs, _ := s.Jobs(ctx)
 			states := map[int]string{}
 			for _, j := range jobs {
@@ -432,7 +433,7 @@ func TestTwoReplicas(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	storetest.WaitFor(t, "every pull request reviewed at its last push", 30*time.Second, func() bool {
+	testkit.WaitFor(t, "every pull request reviewed at its last push", 30*time.Second, func() bool {
 		for pr := 1; pr <= prs; pr++ {
 			p, _, _ := a.Pull(ctx, PullKey{"acme", "widgets", pr})
 			if p.WaitingJob != 0 || p.RunningJob != 0 || p.LastReviewedSHA == "" {
@@ -513,8 +514,8 @@ func TestReplayedCommandRunsOnce(t *testing.T) {
 		if err != nil || first.JobID == 0 {
 			t.Fatalf("command: %+v, %v", first, err)
 		}
-		storetest.WaitFor(t, "the command's run", 10*time.Second, func() bool { return runs.Load() == 1 })
-		storetest.WaitFor(t, "the run to finish", 10*time.Second, func() bool {
+		testkit.WaitFor(t, "the command's run", 10*time.Second, func() bool { return runs.Load() == 1 })
+		testkit.WaitFor(t, "the run to finish", 10*time.Second, func() bool {
 			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
 			return p.RunningJob == 0
 		})
@@ -534,7 +535,7 @@ func TestReplayedCommandRunsOnce(t *testing.T) {
 		if err != nil || edit.JobID == 0 || edit.JobID == first.JobID {
 			t.Fatalf("edited command: %+v, %v (want a new job)", edit, err)
 		}
-		storetest.WaitFor(t, "the edit's run", 10*time.Second, func() bool { return runs.Load() == 2 })
+		testkit.WaitFor(t, "the edit's run", 10*time.Second, func() bool { return runs.Load() == 2 })
 		if _, err := s.RequestReview(ctx, command("edit-replay", 7, 492700400, t0.Add(time.Second))); !errors.Is(err, ErrDuplicateCommand) {
 			t.Fatalf("replayed edit: err = %v, want ErrDuplicateCommand", err)
 		}
@@ -577,7 +578,7 @@ func TestReplayedHeadFoldsIntoItsJob(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		storetest.WaitFor(t, "the job to claim", 10*time.Second, func() bool {
+		testkit.WaitFor(t, "the job to claim", 10*time.Second, func() bool {
 			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
 			return p.RunningJob == first.JobID
 		})
@@ -586,7 +587,7 @@ func TestReplayedHeadFoldsIntoItsJob(t *testing.T) {
 			t.Fatalf("replay during the run: %+v, %v (want folded into running job %d)", during, err, first.JobID)
 		}
 		close(release)
-		storetest.WaitFor(t, "the review to finish", 10*time.Second, func() bool {
+		testkit.WaitFor(t, "the review to finish", 10*time.Second, func() bool {
 			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
 			return p.LastReviewedSHA == "aaa" && p.RunningJob == 0
 		})
@@ -601,7 +602,7 @@ func TestReplayedHeadFoldsIntoItsJob(t *testing.T) {
 		if err != nil || push.JobID == 0 || push.Coalesced || push.Reviewed {
 			t.Fatalf("a new head: %+v, %v (want a new job)", push, err)
 		}
-		storetest.WaitFor(t, "the new head's review", 10*time.Second, func() bool { return runs.Load() == 2 })
+		testkit.WaitFor(t, "the new head's review", 10*time.Second, func() bool { return runs.Load() == 2 })
 	})
 }
 
@@ -627,7 +628,7 @@ func TestReopenedDuringARunQueues(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		storetest.WaitFor(t, "the job to claim", 10*time.Second, func() bool {
+		testkit.WaitFor(t, "the job to claim", 10*time.Second, func() bool {
 			p, _, _ := s.Pull(ctx, PullKey{"acme", "widgets", 7})
 			return p.RunningJob == first.JobID
 		})

@@ -70,6 +70,44 @@ func InitBinary(t testing.TB) string {
 	return initPath
 }
 
+var (
+	asterOnce sync.Once
+	asterPath string
+	asterErr  error
+)
+
+// AsterBinary builds cmd/aster once per test process, with aster-init (from
+// InitBinary) beside it where aster looks for it, and returns its path: the
+// tests that run aster as a process (the CLI's, the App's crash tests).
+func AsterBinary(t testing.TB) string {
+	t.Helper()
+	initBin := InitBinary(t)
+	asterOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "aster-bin-")
+		if err != nil {
+			asterErr = err
+			return
+		}
+		asterPath = filepath.Join(dir, "aster")
+		cmd := exec.Command("go", "build", "-o", asterPath, "./cmd/aster")
+		cmd.Dir = RepoRoot(t)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			asterErr = &buildError{out: string(out), err: err}
+			return
+		}
+		data, err := os.ReadFile(initBin)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, "aster-init"), data, 0o755)
+		}
+		asterErr = err
+		_ = os.Chmod(dir, 0o755)
+	})
+	if asterErr != nil {
+		t.Fatalf("build aster: %v", asterErr)
+	}
+	return asterPath
+}
+
 type buildError struct {
 	out string
 	err error
