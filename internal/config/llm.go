@@ -35,6 +35,10 @@ const (
 	DefaultLLMOpenAIBaseURL = "https://api.openai.com/v1/"
 	// DefaultLLMAnthropicBaseURL is Anthropic's API (without /v1: the SDK adds it).
 	DefaultLLMAnthropicBaseURL = "https://api.anthropic.com/"
+	// DefaultLLMAnthropicRequestTimeout is handed to Anthropic's SDK, which
+	// refuses a large max_tokens on a non-streaming call without one; the
+	// per-call deadline (call_timeout) is what bounds each attempt.
+	DefaultLLMAnthropicRequestTimeout = 10 * time.Minute
 
 	DefaultAgenticMaxToolCalls   = 4
 	DefaultAgenticMaxResultBytes = 8 << 10

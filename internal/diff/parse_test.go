@@ -2,18 +2,16 @@ package diff
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/asterhq/aster/internal/testkit"
+)
 
 // TestGolden parses every testdata/*.diff (real git output, see gen.sh) and
 // compares the result with its .golden.json.
@@ -32,25 +30,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			got, err := json.MarshalIndent(files, "", "  ")
-			if err != nil {
-				t.Fatal(err)
-			}
-			got = append(got, '\n')
-			golden := strings.TrimSuffix(in, ".diff") + ".golden.json"
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go generate ./internal/diff)", err)
-			}
-			if d := cmp.Diff(string(want), string(got)); d != "" {
-				t.Errorf("golden mismatch (-want +got):\n%s", d)
-			}
+			testkit.Golden(t, strings.TrimSuffix(in, ".diff")+".golden.json", files, "go generate ./internal/diff")
 		})
 	}
 }

@@ -4,16 +4,15 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+	"github.com/asterhq/aster/internal/testkit"
+)
 
 var goldenCases = []struct {
 	file   string
@@ -52,23 +51,7 @@ func TestReadGolden(t *testing.T) {
 	for _, c := range goldenCases {
 		t.Run(c.file, func(t *testing.T) {
 			res := readFixture(t, c.file, c.format)
-			got, _ := json.MarshalIndent(res, "", "  ")
-			got = append(got, '\n')
-			golden := filepath.Join("testdata", "golden", strings.ReplaceAll(c.file, "/", "_")+".json")
-			if *update {
-				_ = os.MkdirAll(filepath.Dir(golden), 0o755)
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update)", err)
-			}
-			if d := cmp.Diff(string(want), string(got)); d != "" {
-				t.Errorf("golden mismatch (-want +got):\n%s", d)
-			}
+			testkit.Golden(t, filepath.Join("testdata", "golden", strings.ReplaceAll(c.file, "/", "_")+".json"), res, "go test -update")
 		})
 	}
 }

@@ -50,7 +50,7 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 		return nil, err
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = 10 * time.Minute
+		o.RequestTimeout = config.DefaultLLMAnthropicRequestTimeout
 	}
 	client := anthropic.NewClient(
 		option.WithoutEnvironmentDefaults(),

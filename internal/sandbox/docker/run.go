@@ -63,7 +63,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	// Demultiplex the attach stream: stdout carries init's frames, stderr its
 	// own diagnostics (capped).
 	pr, pw := io.Pipe()
-	inst.initLog = sandbox.NewCapture(16 << 10)
+	inst.initLog = sandbox.NewLockedCapture(16 << 10)
 	go func() {
 		_, err := stdcopy.StdCopy(pw, inst.initLog, attached.Reader)
 		pw.CloseWithError(err)
@@ -96,7 +96,7 @@ type instance struct {
 	destroyed atomic.Bool // the host removed it (so a SIGKILLed init is no OOM)
 	conn      client.HijackedResponse
 	frames    *initproto.Reader
-	initLog   *sandbox.Capture
+	initLog   *sandbox.LockedCapture
 	exited    chan struct{}
 	exit      container.WaitResponse
 	sandbox.InstanceState
@@ -120,11 +120,11 @@ func (i *instance) awaitHello(ctx context.Context) error {
 }
 
 func (i *instance) initDiagnostics() string {
-	out := i.initLog.Output()
-	if len(out.Data) == 0 {
+	out := i.initLog.String()
+	if out == "" {
 		return ""
 	}
-	return " (" + string(out.Data) + ")"
+	return " (" + out + ")"
 }
 
 // Run implements sandbox.Instance.
