@@ -342,3 +342,13 @@ func TestSeccompChild(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// BenchmarkSeccompFilter is what the microvm trampoline pays per job before
+// it executes the job: build the profile for this kernel and compile it.
+func BenchmarkSeccompFilter(b *testing.B) {
+	for b.Loop() {
+		if _, err := SeccompFilter(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
