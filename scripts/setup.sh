@@ -89,6 +89,19 @@ else
 	say "Go $have_go present"
 fi
 
+# --- 2b. Host pid space ---------------------------------------------------------------------------
+# gVisor's ptrace platform costs the host about 19 tasks per task of a job (a traced stub per
+# process and sentry thread), so a few concurrent fork bombs under gVisor can take thousands of
+# host pids; where the sentry cannot clone it dies with its sandbox. A host without systemd keeps
+# the kernel's default pid_max of 32768; systemd raises it to 4194304 on 64-bit hosts. Do the same.
+if [[ "$(cat /proc/sys/kernel/pid_max 2>/dev/null || echo 0)" -lt 4194304 ]] && [[ "$(getconf LONG_BIT)" == 64 ]]; then
+	if $SUDO sh -c 'echo 4194304 > /proc/sys/kernel/pid_max' 2>/dev/null; then
+		say "kernel.pid_max raised to 4194304 (as systemd sets it on 64-bit hosts)"
+	else
+		say "kernel.pid_max is $(cat /proc/sys/kernel/pid_max); could not raise it (gVisor's ptrace platform needs many host pids)"
+	fi
+fi
+
 # --- 3. Docker engine ----------------------------------------------------------------------------
 engine_up() { $SUDO docker version --format '{{.Server.Version}}' >/dev/null 2>&1; }
 if engine_up; then
