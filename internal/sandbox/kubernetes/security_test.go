@@ -287,20 +287,7 @@ func noSwap(t *testing.T) bool {
 // the API accepts and checks the Pod is hardened all the same.
 func TestNoRequestCanRelaxHardening(t *testing.T) {
 	rt := kubetest.Runtime(t)
-	ctx := t.Context()
-	l := securitytest.MostPermissiveLimits(1500)
-	if err := config.ValidateLimits(l); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: "r-relax", Image: sandboxtest.Image(), Limits: l, Deadline: time.Now().Add(time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close(context.Background())
-	res, err := inst.Run(ctx, sandbox.Job{Argv: []string{"sh", "-c", "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -d '\\t'; awk 'NR > 1 && $2 == \"00000000\"' /proc/net/route | wc -l; touch /etc/x 2>&1 | grep -c 'Read-only'"}, Limits: l})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := securitytest.RunMostPermissive(t, rt, sandboxtest.Image(), "r-relax", 1500, "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -d '\\t'; awk 'NR > 1 && $2 == \"00000000\"' /proc/net/route | wc -l; touch /etc/x 2>&1 | grep -c 'Read-only'")
 	want := "1000\nCapEff:0000000000000000\nNoNewPrivs:1\n0\n1\n"
 	if string(res.Stdout.Data) != want {
 		t.Fatalf("hardening relaxed by limits: got %q want %q", res.Stdout.Data, want)

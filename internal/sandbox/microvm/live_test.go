@@ -200,20 +200,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 // job uid instead.
 func TestNoRequestCanRelaxHardening(t *testing.T) {
 	rt := microvmtest.Runtime(t)
-	ctx := t.Context()
-	l := securitytest.MostPermissiveLimits(2000)
-	if err := config.ValidateLimits(l); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: l, Deadline: time.Now().Add(3 * time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close(context.Background())
-	res, err := inst.Run(ctx, sandbox.Job{Argv: []string{"sh", "-c", "id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\\t'; ls /sys/class/net; touch /etc/x 2>&1 | grep -c 'Read-only'"}, Limits: l})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := securitytest.RunMostPermissive(t, rt, sandboxtest.Image(), sandbox.NewRunID(), 2000, "id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status | tr -d '\\t'; ls /sys/class/net; touch /etc/x 2>&1 | grep -c 'Read-only'")
 	want := "1000\nCapEff:0000000000000000\nNoNewPrivs:1\nSeccomp:2\nlo\n1\n"
 	if got := string(res.Stdout.Data); got != want {
 		t.Fatalf("hardening relaxed by limits: got %q, want %q (stderr %q)", got, want, res.Stderr.Data)

@@ -25,25 +25,34 @@ func MostPermissiveLimits(milliCPUs int64) sandbox.Limits {
 // Kubernetes Pod has its own form (a fixed uid, the node's routes).
 func NoRequestCanRelaxHardening(t *testing.T, rt sandbox.Runtime, image, runID string) {
 	t.Helper()
-	ctx := t.Context()
-	l := MostPermissiveLimits(2000)
-	if err := config.ValidateLimits(l); err != nil {
-		t.Fatal(err)
-	}
-	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: runID, Image: image, Limits: l, Deadline: time.Now().Add(time.Minute)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inst.Close(context.Background())
-	res, err := inst.Run(ctx, sandbox.Job{Argv: []string{"sh", "-c", "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -d '\\t'; ls /sys/class/net; touch /etc/x 2>&1 | grep -c 'Read-only'"}, Limits: l})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := RunMostPermissive(t, rt, image, runID, 2000, "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -d '\\t'; ls /sys/class/net; touch /etc/x 2>&1 | grep -c 'Read-only'")
 	uid, rest, _ := strings.Cut(string(res.Stdout.Data), "\n")
 	want := "CapEff:0000000000000000\nNoNewPrivs:1\nlo\n1\n"
 	if n, err := strconv.Atoi(uid); err != nil || n < sandbox.DefaultIdentityBase || rest != want {
 		t.Fatalf("hardening relaxed by limits: got %q want a sandbox uid, then %q", res.Stdout.Data, want)
 	}
+}
+
+// RunMostPermissive prepares a sandbox on rt with MostPermissiveLimits(milliCPUs)
+// and runs script in it under the same limits: the runtimes whose sandbox
+// differs from the shared form (a Pod, a VM) check its output their own way.
+func RunMostPermissive(t *testing.T, rt sandbox.Runtime, image, runID string, milliCPUs int64, script string) sandbox.Result {
+	t.Helper()
+	ctx := t.Context()
+	l := MostPermissiveLimits(milliCPUs)
+	if err := config.ValidateLimits(l); err != nil {
+		t.Fatal(err)
+	}
+	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: runID, Image: image, Limits: l, Deadline: time.Now().Add(3 * time.Minute)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.Background())
+	res, err := inst.Run(ctx, sandbox.Job{Argv: []string{"sh", "-c", script}, Limits: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // RemoveEndsLiveRun is the reaper's other half on any runtime: a job of inst
