@@ -14,6 +14,7 @@ import (
 	"github.com/bradleyfalzon/ghinstallation/v2"
 	gh "github.com/google/go-github/v81/github"
 
+	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/config"
 )
 
@@ -81,7 +82,7 @@ func NewApp(opts AppOptions) (*App, error) {
 		baseURL:   base,
 		transport: tr,
 		jwt:       jwtClient,
-		retry:     &retrier{policy: opts.Retry.withDefaults(), log: log, sleep: sleepCtx},
+		retry:     &retrier{policy: opts.Retry.withDefaults(), log: log, sleep: backoff.Sleep},
 		log:       log,
 	}, nil
 }

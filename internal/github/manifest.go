@@ -12,6 +12,7 @@ import (
 
 	gh "github.com/google/go-github/v81/github"
 
+	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/config"
 )
 
@@ -201,7 +202,7 @@ func ConvertManifest(ctx context.Context, o ConvertOptions) (AppCredentials, err
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	r := &retrier{policy: DefaultRetryPolicy(), log: log, sleep: sleepCtx}
+	r := &retrier{policy: DefaultRetryPolicy(), log: log, sleep: backoff.Sleep}
 	var cfg *gh.AppConfig
 	err = r.doCreate(ctx, "convert app manifest", func(ctx context.Context) (resp *gh.Response, err error) {
 		cfg, resp, err = client.Apps.CompleteAppManifest(ctx, o.Code)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,6 +12,7 @@ import (
 
 	gh "github.com/google/go-github/v81/github"
 
+	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
@@ -55,18 +55,6 @@ type retrier struct {
 	sleep  func(context.Context, time.Duration) error
 }
 
-// sleepCtx waits d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
-
 // do calls fn until it succeeds, fails in a way that is not worth retrying, or the policy is
 // spent. Every error it returns is an *APIError or the context's error.
 func (r *retrier) do(ctx context.Context, op string, fn func(context.Context) (*gh.Response, error)) error {
@@ -97,7 +85,7 @@ func (r *retrier) run(ctx context.Context, op string, repeatable bool, fn func(c
 		if !retry || attempt >= r.policy.MaxAttempts {
 			return apiErr
 		}
-		wait := r.backoff(attempt)
+		wait := backoff.Delay(attempt-1, r.policy.BaseDelay, r.policy.MaxDelay, nil)
 		if apiErr.RetryAfter > 0 {
 			if apiErr.RetryAfter > r.policy.MaxRateLimitWait {
 				return apiErr
@@ -110,15 +98,6 @@ func (r *retrier) run(ctx context.Context, op string, repeatable bool, fn func(c
 			return fmt.Errorf("github %s: %w", op, err)
 		}
 	}
-}
-
-// backoff is exponential with equal jitter: half fixed, half random.
-func (r *retrier) backoff(attempt int) time.Duration {
-	d := r.policy.BaseDelay << min(attempt-1, 20)
-	if d <= 0 || d > r.policy.MaxDelay {
-		d = r.policy.MaxDelay
-	}
-	return d/2 + rand.N(d/2+1)
 }
 
 // classify is the one place that turns a go-github failure into an error class and decides
@@ -213,11 +192,11 @@ func classifyStatus(e *APIError, h http.Header) bool {
 	return false
 }
 
-// retryAfter reads Retry-After (seconds) or x-ratelimit-reset (epoch seconds); 0 means
-// "use the backoff".
+// retryAfter reads Retry-After (seconds or a date) or x-ratelimit-reset (epoch seconds); 0
+// means "use the backoff".
 func retryAfter(h http.Header) time.Duration {
-	if s, err := strconv.ParseInt(h.Get("Retry-After"), 10, 64); err == nil && s >= 0 {
-		return max(time.Duration(s)*time.Second, time.Millisecond)
+	if d, ok := backoff.RetryAfter(h, time.Now()); ok {
+		return max(d, time.Millisecond)
 	}
 	if s, err := strconv.ParseInt(h.Get("X-RateLimit-Reset"), 10, 64); err == nil {
 		return max(time.Until(time.Unix(s, 0)), time.Second)

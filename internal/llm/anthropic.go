@@ -10,6 +10,7 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
+	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
@@ -246,7 +247,7 @@ func (p *Anthropic) classify(ctx context.Context, err error) *Error {
 		}
 		e := &Error{Kind: kind, Provider: p.Name(), Status: ae.StatusCode}
 		if ae.Response != nil {
-			e.RetryAfter, e.hasRetryAfter = parseRetryAfter(ae.Response.Header, time.Now())
+			e.RetryAfter, e.hasRetryAfter = backoff.RetryAfter(ae.Response.Header, time.Now())
 		}
 		e.msg = excerpt(p.scrub.RedactString(ae.Message), 300)
 		return e

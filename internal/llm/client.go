@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/asterhq/aster/internal/backoff"
 )
 
 // ClientOptions bound what one review may spend on the model. Zero values
@@ -79,7 +81,7 @@ type Client struct {
 // NewClient returns a Client around p.
 func NewClient(p Provider, o ClientOptions) *Client {
 	if o.Sleep == nil {
-		o.Sleep = sleepCtx
+		o.Sleep = backoff.Sleep
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -213,7 +215,7 @@ func (c *Client) attempt(ctx context.Context, req Request) (Response, int, error
 		if !e.Retryable() || n >= c.o.MaxRetries {
 			return Response{}, n + 1, e
 		}
-		wait := backoff(n, c.o.BackoffBase, c.o.BackoffMax, c.o.Rand)
+		wait := backoff.Delay(n, c.o.BackoffBase, c.o.BackoffMax, c.o.Rand)
 		if e.hasRetryAfter {
 			if c.o.MaxRetryAfter > 0 && e.RetryAfter > c.o.MaxRetryAfter {
 				e.msg = fmt.Sprintf("server asked to wait %s, over the %s Aster honours", e.RetryAfter.Round(time.Millisecond), c.o.MaxRetryAfter)

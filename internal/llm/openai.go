@@ -12,6 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
+	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
@@ -196,7 +197,7 @@ func (p *OpenAI) classify(ctx context.Context, err error) *Error {
 	if errors.As(err, &ae) {
 		e := &Error{Kind: kindForStatus(ae.StatusCode), Provider: p.Name(), Status: ae.StatusCode}
 		if ae.Response != nil {
-			e.RetryAfter, e.hasRetryAfter = parseRetryAfter(ae.Response.Header, time.Now())
+			e.RetryAfter, e.hasRetryAfter = backoff.RetryAfter(ae.Response.Header, time.Now())
 		}
 		e.msg = excerpt(p.scrub.RedactString(ae.Message), 300)
 		return e

@@ -1,56 +1,12 @@
 package llm
 
 import (
-	"net/http"
 	"strings"
 	"testing"
-	"time"
 	"unicode/utf8"
 
 	"github.com/asterhq/aster/internal/review/safetext"
 )
-
-func TestParseRetryAfter(t *testing.T) {
-	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	cases := []struct {
-		name string
-		h    http.Header
-		want time.Duration
-		ok   bool
-	}{
-		{"none", http.Header{}, 0, false},
-		{"seconds", http.Header{"Retry-After": {"12"}}, 12 * time.Second, true},
-		{"fractional", http.Header{"Retry-After": {"0.5"}}, 500 * time.Millisecond, true},
-		{"zero", http.Header{"Retry-After": {"0"}}, 0, true},
-		{"ms wins", http.Header{"Retry-After": {"12"}, "Retry-After-Ms": {"250"}}, 250 * time.Millisecond, true},
-		{"bad ms falls back", http.Header{"Retry-After": {"3"}, "Retry-After-Ms": {"soon"}}, 3 * time.Second, true},
-		{"date", http.Header{"Retry-After": {now.Add(90 * time.Second).Format(http.TimeFormat)}}, 90 * time.Second, true},
-		{"past date", http.Header{"Retry-After": {now.Add(-time.Hour).Format(http.TimeFormat)}}, 0, true},
-		{"negative", http.Header{"Retry-After": {"-5"}}, 0, false},
-		{"garbage", http.Header{"Retry-After": {"later"}}, 0, false},
-		{"huge", http.Header{"Retry-After": {"1e300"}}, time.Duration(1<<63 - 1), true},
-	}
-	for _, c := range cases {
-		got, ok := parseRetryAfter(c.h, now)
-		if got != c.want || ok != c.ok {
-			t.Errorf("%s: got %v %v, want %v %v", c.name, got, ok, c.want, c.ok)
-		}
-	}
-}
-
-func TestBackoff(t *testing.T) {
-	for n := range 10 {
-		lo := backoff(n, time.Second, 8*time.Second, func() float64 { return 0 })
-		hi := backoff(n, time.Second, 8*time.Second, func() float64 { return 1 })
-		step := min(time.Second<<n, 8*time.Second)
-		if lo != step/2 || hi != step {
-			t.Errorf("n=%d: [%v, %v], want [%v, %v]", n, lo, hi, step/2, step)
-		}
-	}
-	if d := backoff(3, 0, time.Second, nil); d != 0 {
-		t.Errorf("zero base: %v", d)
-	}
-}
 
 func TestPriceLookup(t *testing.T) {
 	tab := PriceTable{
