@@ -170,8 +170,8 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 		}
 	} else {
 		live.finish(res)
-		if note := statusNote(res, spec.Limits); note != "" {
-			fmt.Fprintf(g.stdio.Stderr, "aster: %s\n", note)
+		if note := res.Explain(spec.Limits); note != "" {
+			fmt.Fprintf(g.stdio.Stderr, "aster: %s: %s\n", res.Status, note)
 		}
 	}
 	if code := res.CLIExitCode(); code != 0 {
@@ -406,23 +406,6 @@ func readCapped(path string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("larger than the workspace size %s", config.FormatBytes(limit))
 	}
 	return b, nil
-}
-
-// statusNote explains a non-ok status in one line for text mode.
-func statusNote(r sandbox.Result, l sandbox.Limits) string {
-	switch r.Status {
-	case sandbox.StatusTimeout:
-		return fmt.Sprintf("timeout: the job ran past its %s limit and was killed", l.Timeout())
-	case sandbox.StatusOOM:
-		return fmt.Sprintf("oom: the job ran out of its %s of memory and was killed", config.FormatBytes(l.MemoryBytes))
-	case sandbox.StatusOutputLimit:
-		return fmt.Sprintf("output_limit: the job wrote more than %s to one stream and was ended", config.FormatBytes(l.OutputCeilingBytes))
-	case sandbox.StatusKilled:
-		return "killed: " + r.Error
-	case sandbox.StatusError:
-		return "error: " + r.Error
-	}
-	return ""
 }
 
 // liveOutput prints the job's output as it arrives, up to the head half of the

@@ -6,7 +6,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -24,33 +23,13 @@ func renderResult(r sandbox.Result, l sandbox.Limits) string {
 	}
 	fmt.Fprintf(&b, " · %s wall · %s CPU · peak memory %s · run %s\n",
 		round(r.Duration), round(r.CPUTime), humanBytes(r.PeakMemoryBytes), r.ID)
-	if note := statusNote(r, l); note != "" {
+	if note := r.Explain(l); note != "" {
 		b.WriteString(note)
 		b.WriteByte('\n')
 	}
 	renderStream(&b, "stdout", r.Stdout, l)
 	renderStream(&b, "stderr", r.Stderr, l)
 	return b.String()
-}
-
-// statusNote explains a status that is not a plain exit.
-func statusNote(r sandbox.Result, l sandbox.Limits) string {
-	switch r.Status {
-	case sandbox.StatusTimeout:
-		return fmt.Sprintf("The job ran past its %s wall-clock limit and was killed.", l.Timeout())
-	case sandbox.StatusOOM:
-		return fmt.Sprintf("The job ran out of its %s of memory and was killed by the OOM killer.", config.FormatBytes(l.MemoryBytes))
-	case sandbox.StatusOutputLimit:
-		return fmt.Sprintf("The job wrote more than %s to one output stream and was ended (output_limit).", config.FormatBytes(l.OutputCeilingBytes))
-	case sandbox.StatusKilled:
-		if r.Error != "" {
-			return "The job was killed: " + r.Error
-		}
-		return "The job was killed by a signal."
-	case sandbox.StatusError:
-		return "The sandbox could not run the job: " + r.Error
-	}
-	return ""
 }
 
 func renderStream(b *strings.Builder, name string, o sandbox.Output, l sandbox.Limits) {

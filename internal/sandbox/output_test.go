@@ -96,6 +96,37 @@ func TestWireRoundTripAndEncoding(t *testing.T) {
 	}
 }
 
+func TestExplain(t *testing.T) {
+	l := Limits{TimeoutMS: 5000, MemoryBytes: 96 << 20, OutputCeilingBytes: 64 << 20}
+	cases := []struct {
+		r    Result
+		want []string // every one must be in the sentence; nil: no sentence
+	}{
+		{Result{Status: StatusOK}, nil},
+		{Result{Status: StatusExitNonzero, ExitCode: 3}, nil},
+		{Result{Status: StatusTimeout}, []string{"5s wall-clock limit", "killed"}},
+		{Result{Status: StatusOOM}, []string{"96MiB of memory", "OOM killer"}},
+		{Result{Status: StatusOutputLimit}, []string{"more than 64MiB", "output_limit"}},
+		{Result{Status: StatusKilled, Error: "signal KILL"}, []string{"killed: signal KILL"}},
+		{Result{Status: StatusKilled}, []string{"killed by a signal"}},
+		{Result{Status: StatusError, Error: "image gone"}, []string{"could not run the job: image gone"}},
+	}
+	for _, c := range cases {
+		got := c.r.Explain(l)
+		if c.want == nil {
+			if got != "" {
+				t.Errorf("%s: %q, want no sentence", c.r.Status, got)
+			}
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%s: %q lacks %q", c.r.Status, got, w)
+			}
+		}
+	}
+}
+
 func TestCLIExitCode(t *testing.T) {
 	cases := []struct {
 		r    Result

@@ -81,6 +81,28 @@ func FromWire(w WireResult) (Result, error) {
 	return r, nil
 }
 
+// Explain says in one sentence what a status that is not a plain exit means for the job under
+// l (which limit ended it, or why it did not run), for people reading text: `aster exec`'s
+// stderr and the MCP tool's text. It is empty for ok and exit_nonzero.
+func (r Result) Explain(l Limits) string {
+	switch r.Status {
+	case StatusTimeout:
+		return fmt.Sprintf("The job ran past its %s wall-clock limit and was killed.", l.Timeout())
+	case StatusOOM:
+		return fmt.Sprintf("The job ran out of its %s of memory and was killed by the OOM killer.", FormatBytes(l.MemoryBytes))
+	case StatusOutputLimit:
+		return fmt.Sprintf("The job wrote more than %s to one output stream and was ended (output_limit).", FormatBytes(l.OutputCeilingBytes))
+	case StatusKilled:
+		if r.Error != "" {
+			return "The job was killed: " + r.Error
+		}
+		return "The job was killed by a signal."
+	case StatusError:
+		return "The sandbox could not run the job: " + r.Error
+	}
+	return ""
+}
+
 // ExitCode is the exit status `aster exec` uses for a Result: the command's own
 // code for ok and exit_nonzero, 124 for timeout, 125 for output_limit, 137 for
 // oom, 128+n for a signal, and 126 when the sandbox could not run the job.
