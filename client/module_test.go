@@ -1,7 +1,6 @@
 package client
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // TestOutsideModule builds examples/go-client, a module of its own that can
@@ -41,18 +41,9 @@ func TestOutsideModule(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := func(args ...string) (int, string, string) {
-		var stdout, stderr bytes.Buffer
 		cmd := exec.CommandContext(t.Context(), bin, args...)
-		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-		err := cmd.Run()
-		code := 0
-		if ee, ok := err.(*exec.ExitError); ok {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatal(err)
-		}
-		return code, stdout.String(), stderr.String()
+		return testkit.Run(t, cmd)
 	}
 	if code, out, errOut := run("-server", url, "-token-file", tokenFile, "print(6 * 7)"); code != 0 || out != "42\n" || !strings.Contains(errOut, ": ok in ") {
 		t.Errorf("snippet: exit %d, stdout %q, stderr %q", code, out, errOut)

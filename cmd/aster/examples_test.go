@@ -3,7 +3,6 @@ package main_test
 // aster:env-typos (misspelt ASTER_* names on purpose)
 
 import (
-	"bytes"
 	"io"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // runBinary runs the built aster with exactly env (plus PATH and HOME).
@@ -27,23 +27,7 @@ func runWith(t *testing.T, env []string, stdin io.Reader, args ...string) (int, 
 	cmd := exec.CommandContext(t.Context(), asterBin, args...)
 	cmd.Env = env
 	cmd.Stdin = stdin
-	return runCmd(t, cmd)
-}
-
-// runCmd runs cmd and returns its exit code, stdout and stderr; a command
-// that could not be run fails the test.
-func runCmd(t *testing.T, cmd *exec.Cmd) (int, string, string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return code, out.String(), errb.String()
+	return testkit.Run(t, cmd)
 }
 
 // The real binary refuses a typo in aster.yaml or in an ASTER_* name, and a
@@ -153,7 +137,7 @@ func TestHelpExamplesRunVerbatim(t *testing.T) {
 			if img := os.Getenv("ASTER_TEST_IMAGE"); img != "" {
 				cmd.Env = append(cmd.Env, "ASTER_IMAGES="+img)
 			}
-			got, out, errb := runCmd(t, cmd)
+			got, out, errb := testkit.Run(t, cmd)
 			if got != code {
 				t.Fatalf("exit %d, want %d\nstdout %q\nstderr %q", got, code, out, errb)
 			}

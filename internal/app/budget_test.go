@@ -44,7 +44,7 @@ func TestHeldOpenWebhookBodiesAreBounded(t *testing.T) {
 	fits := int(budget.Max() / bodyBytes)
 	testkit.WaitFor(t, "the bodies that fit to be reserved", 10*time.Second, func() bool { return budget.InUse() == int64(fits)*bodyBytes })
 	for i, c := range unsigned {
-		if got := wait(t, c, 5*time.Second); got != http.StatusUnauthorized {
+		if got := testkit.Receive(t, c, 5*time.Second); got != http.StatusUnauthorized {
 			t.Errorf("unsigned body %d: %d, want 401", i, got)
 		}
 	}
@@ -86,7 +86,7 @@ func TestHeldOpenWebhookBodiesAreBounded(t *testing.T) {
 		t.Fatalf("signed delivery beside held bodies: %d, want 202", status)
 	}
 	for i, c := range pending {
-		if got := wait(t, c, 10*time.Second); got != http.StatusRequestTimeout {
+		if got := testkit.Receive(t, c, 10*time.Second); got != http.StatusRequestTimeout {
 			t.Errorf("held body %d: %d, want 408 after the body deadline", i, got)
 		}
 	}
@@ -104,15 +104,4 @@ func TestHeldOpenWebhookBodiesAreBounded(t *testing.T) {
 	}
 	t.Logf("budget %d MiB: %d held bodies reserved, %d refused with 429, peak reservation %d MiB",
 		budget.Max()>>20, fits, busy, budget.Peak()>>20)
-}
-
-func wait(t *testing.T, c <-chan int, within time.Duration) int {
-	t.Helper()
-	select {
-	case s := <-c:
-		return s
-	case <-time.After(within):
-		t.Fatalf("no answer within %s", within)
-		return 0
-	}
 }

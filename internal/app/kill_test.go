@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -66,16 +65,6 @@ func startServer(t *testing.T, args []string, env []string, logs *syncBuffer, ur
 	return s
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // TestKillMidJobThenRestart runs the real binary against the fake GitHub with real
 // sandboxes, kills it with SIGKILL while a review is in its static checks (after the check
 // run was created), and starts it again: the interrupted job runs again at once and the
@@ -108,7 +97,7 @@ func TestKillMidJobThenRestart(t *testing.T) {
 	if err := os.WriteFile(secretFile, []byte(testSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	label := "aster.test=" + sandboxtest.Label(t)
 	t.Cleanup(func() {
 		out, _ := exec.Command("docker", "ps", "-aq", "--filter", "label="+label).Output()

@@ -71,7 +71,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 		}
 	})
 	replica := func(id string, logs *syncBuffer) (*server, string) {
-		addr := freeAddr(t)
+		addr := testkit.FreeAddr(t)
 		args := []string{"app", "serve", "--addr", addr, "--app-id", fmt.Sprint(fake.AppID()), "--private-key", keyFile,
 			"--webhook-secret-file", secretFile, "--github-api-url", fake.URL(), "--init-path", initBin,
 			"--workers", "2", "--replica-id", id, "--log-level", "debug"}

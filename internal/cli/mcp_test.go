@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -127,7 +126,7 @@ func TestMCPHTTPBinary(t *testing.T) {
 	if err := os.WriteFile(tokens, []byte("# test\n"+token+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	cmd := asterCmd(t, "mcp", "--http", addr, "--token-file", tokens)
 	var stderr syncBuffer
@@ -183,16 +182,6 @@ func (tt tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+string(tt))
 	return http.DefaultTransport.RoundTrip(r)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }
 
 func waitHTTP(t *testing.T, url string, logs fmt.Stringer) {

@@ -25,6 +25,7 @@ import (
 	"github.com/asterhq/aster/internal/openapitest"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // serveProc is a running `aster sandbox serve` built from this tree.
@@ -70,7 +71,7 @@ func needEngine(t *testing.T) {
 // environment and flags, and waits until /healthz answers.
 func startServe(t *testing.T, env []string, args ...string) *serveProc {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	cmd := asterCmd(t, append([]string{"sandbox", "serve", "--addr", addr, "--log-level", "debug"}, args...)...)
 	cmd.Env = append(cmd.Env, env...)
 	logs := &syncBuffer{}

@@ -13,17 +13,6 @@ import (
 	"github.com/asterhq/aster/internal/testkit"
 )
 
-func waitStatus(t *testing.T, c <-chan int, within time.Duration) int {
-	t.Helper()
-	select {
-	case s := <-c:
-		return s
-	case <-time.After(within):
-		t.Fatalf("no answer within %s", within)
-		return 0
-	}
-}
-
 // TestWebhookBodyBudget is SECURITY H7 at the handler: a missing or malformed signature is
 // refused before the body is read, a declared size over the cap at once; declared bodies
 // reserve their length and chunked ones their buffer as it grows; whatever does not fit
@@ -49,7 +38,7 @@ func TestWebhookBodyBudget(t *testing.T) {
 		length int64
 		want   int
 	}{"unsigned": {unsigned, maxBody, 401}, "sha1": {sha1, maxBody, 401}, "oversized": {bogus, maxBody + 1, 413}} {
-		if got := waitStatus(t, githubtest.HeldDelivery(t, addr, c.header, c.length, []byte("{")), 2*time.Second); got != c.want {
+		if got := testkit.Receive(t, githubtest.HeldDelivery(t, addr, c.header, c.length, []byte("{")), 2*time.Second); got != c.want {
 			t.Errorf("%s: %d, want %d", name, got, c.want)
 		}
 	}
@@ -65,16 +54,16 @@ func TestWebhookBodyBudget(t *testing.T) {
 	}
 	waitUntilT(t, "two reservations", func() bool { return budget.InUse() == 2*maxBody })
 	third := githubtest.HeldDelivery(t, addr, bogus, maxBody, []byte("a"))
-	if got := waitStatus(t, third, 2*time.Second); got != http.StatusTooManyRequests {
+	if got := testkit.Receive(t, third, 2*time.Second); got != http.StatusTooManyRequests {
 		t.Fatalf("third maximal body: %d, want 429", got)
 	}
 	chunked := githubtest.HeldDelivery(t, addr, bogus, -1, bytes.Repeat([]byte("b"), 600<<10))
-	if got := waitStatus(t, chunked, 3*time.Second); got != http.StatusTooManyRequests {
+	if got := testkit.Receive(t, chunked, 3*time.Second); got != http.StatusTooManyRequests {
 		t.Fatalf("chunked body past the budget: %d, want 429", got)
 	}
 	// The held ones are cut off by the body deadline and give their bytes back.
 	for i, c := range held {
-		if got := waitStatus(t, c, 5*time.Second); got != http.StatusRequestTimeout {
+		if got := testkit.Receive(t, c, 5*time.Second); got != http.StatusRequestTimeout {
 			t.Errorf("held body %d: %d, want 408", i, got)
 		}
 	}
@@ -115,7 +104,7 @@ func TestWebhookBodyBudget(t *testing.T) {
 		t.Fatalf("small signed delivery beside held bodies: %d, want 202", resp.StatusCode)
 	}
 	for _, c := range fill {
-		waitStatus(t, c, 5*time.Second)
+		testkit.Receive(t, c, 5*time.Second)
 	}
 	if n := sink.count(); n != 1 {
 		t.Fatalf("%d events stored, want only the signed one", n)

@@ -1,10 +1,14 @@
 // Package testkit holds the few test helpers every package's tests need
 // alike and no domain owns: a buffer many goroutines write while the test
-// reads it, and a poll for a state no event announces. Tests only.
+// reads it, a poll for a state no event announces, a receive with a
+// deadline, a free port and a command's exit code and output. Tests only.
 package testkit
 
 import (
 	"bytes"
+	"errors"
+	"net"
+	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -47,4 +51,50 @@ func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// Receive returns the next value on c, and fails the test when none comes
+// within the wait. Call it from the test's goroutine.
+func Receive[T any](t testing.TB, c <-chan T, within time.Duration) T {
+	t.Helper()
+	select {
+	case v := <-c:
+		return v
+	case <-time.After(within):
+		t.Fatalf("no answer within %s", within)
+	case <-t.Context().Done():
+		t.Fatalf("test ended waiting for an answer")
+	}
+	var zero T
+	return zero
+}
+
+// FreeAddr returns a loopback address no one listened on a moment ago, for a
+// server the test starts as a separate process (which must bind it itself).
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// Run runs cmd with its stdout and stderr captured and returns its exit
+// code and the two streams; a command that could not be started fails the
+// test. cmd.Stdout and cmd.Stderr must be unset.
+func Run(t testing.TB, cmd *exec.Cmd) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		code = ee.ExitCode()
+	case err != nil:
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
 }
