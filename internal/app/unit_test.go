@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
 func TestPlanScope(t *testing.T) {
@@ -109,25 +109,14 @@ func TestOpenArchiveStripsTheTopDirectory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
 	var names []string
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			break
+	for _, e := range workspacetest.Entries(t, rc) {
+		names = append(names, e.Name)
+		if e.Typeflag == tar.TypeLink && e.Linkname != "src/main.go" {
+			t.Errorf("hard link target %q", e.Linkname)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		names = append(names, h.Name)
-		if h.Typeflag == tar.TypeLink && h.Linkname != "src/main.go" {
-			t.Errorf("hard link target %q", h.Linkname)
-		}
-		if h.Name == "src/main.go" {
-			b, _ := io.ReadAll(tr)
-			if string(b) != "package main\n" {
-				t.Errorf("content %q", b)
-			}
+		if e.Name == "src/main.go" && e.Data != "package main\n" {
+			t.Errorf("content %q", e.Data)
 		}
 	}
 	if strings.Join(names, ",") != "src/,src/main.go,copy.go" {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -18,6 +17,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/testkit"
+	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
 const (
@@ -227,21 +227,13 @@ func tarNames(t *testing.T, data []byte) map[string]string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := tar.NewReader(zr)
 	out := map[string]string{}
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Typeflag == tar.TypeReg {
-			b, _ := io.ReadAll(tr)
-			out[h.Name] = string(b)
+	for _, e := range workspacetest.Entries(t, zr) {
+		if e.Typeflag == tar.TypeReg {
+			out[e.Name] = e.Data
 		}
 	}
+	return out
 }
 
 func TestDownloadTarball(t *testing.T) {

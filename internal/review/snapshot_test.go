@@ -10,6 +10,7 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
 // TestPrepareSnapshot checks what is kept out of the analyzers' snapshot,
@@ -59,14 +60,9 @@ func TestPrepareSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	tr := tar.NewReader(rc)
 	var names []string
-	for {
-		h, err := tr.Next()
-		if err != nil {
-			break
-		}
-		names = append(names, h.Name)
+	for _, e := range workspacetest.Entries(t, rc) {
+		names = append(names, e.Name)
 	}
 	if d := cmp.Diff([]string{"src/", "src/main.go"}, names); d != "" {
 		t.Errorf("archive (-want +got):\n%s", d)
