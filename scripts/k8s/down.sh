@@ -21,7 +21,6 @@ export K8S_LOG_TAG=down
 source "$here/lib.sh"
 k8s_require_root
 
-PIDS="$K8S_RUN/pids"
 purge=0
 case "${1:-}" in
 --purge) purge=1 ;;
@@ -33,16 +32,6 @@ problems=0
 warn() {
 	k8s_log "warning: $*"
 	problems=$((problems + 1))
-}
-
-# Our daemon's pid if it is still alive and is still the binary we started.
-daemon_pid() {
-	local pf="$PIDS/$1.pid" pid
-	[[ -f $pf ]] || return 1
-	pid=$(cat "$pf")
-	[[ -n $pid && -d /proc/$pid ]] || return 1
-	[[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$(cat "$PIDS/$1.exe" 2>/dev/null)" ]] || return 1
-	echo "$pid"
 }
 
 stop_pid() { # stop_pid PID LABEL [SIGNAL]: SIGNAL (default TERM), wait up to 10 s, then KILL

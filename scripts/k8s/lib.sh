@@ -106,3 +106,17 @@ k8s_pack_image() {
 	mv "$out.tmp" "$out"
 	rm -rf "$tmp"
 }
+
+# Our daemons' pid files live here: NAME.pid and NAME.exe (the binary we started).
+PIDS="$K8S_RUN/pids"
+
+# daemon_pid NAME: prints the pid of our daemon NAME if it is still alive and still the binary
+# we started (a reused pid is not ours); fails otherwise.
+daemon_pid() {
+	local pf="$PIDS/$1.pid" pid
+	[[ -f $pf ]] || return 1
+	pid=$(cat "$pf")
+	[[ -n $pid && -d /proc/$pid ]] || return 1
+	[[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$(cat "$PIDS/$1.exe" 2>/dev/null)" ]] || return 1
+	echo "$pid"
+}

@@ -22,7 +22,6 @@ source "$here/lib.sh"
 k8s_require_root
 
 PKI="$K8S_STATE/pki"
-PIDS="$K8S_RUN/pids"
 CNI_CONF_DIR="$K8S_STATE/cni/net.d"
 CNI_BIN_DIR=/usr/lib/cni
 SA_IMAGE="${ASTER_K8S_SANDBOX_IMAGE:-aster-sandbox:latest}"
@@ -71,14 +70,6 @@ ensure_packages() {
 }
 
 # --- helpers -------------------------------------------------------------------------------------
-daemon_pid() { # daemon_pid NAME -> prints the pid if our daemon NAME is alive
-	local pf="$PIDS/$1.pid" pid
-	[[ -f $pf ]] || return 1
-	pid=$(cat "$pf")
-	[[ -n $pid && -d /proc/$pid ]] || return 1
-	[[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == "$(cat "$PIDS/$1.exe" 2>/dev/null)" ]] || return 1
-	echo "$pid"
-}
 
 start_daemon() { # start_daemon NAME BINARY ARGS...
 	local name=$1 bin=$2
