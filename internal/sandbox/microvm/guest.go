@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // The guest: a kernel extracted from a Debian package by
@@ -79,8 +81,7 @@ func ensureGuest(cacheDir, kernelDir, initPath string) (guest, error) {
 	dir := filepath.Join(cacheDir, "guest", sum)
 	g := guest{Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "initrd.img"), Release: release, Hash: sum}
 	if _, err := os.Stat(g.Initrd); err == nil {
-		now := time.Now()
-		_ = os.Chtimes(dir, now, now) // in use: see pruneGuests
+		sandbox.MarkUsed(dir) // in use: see the pruning below
 		return g, nil
 	}
 	// QEMU, as the sandbox's own uid, reopens these through /proc/self/fd,
@@ -108,29 +109,14 @@ func ensureGuest(cacheDir, kernelDir, initPath string) (guest, error) {
 			return guest{}, err
 		}
 	}
-	pruneGuests(filepath.Dir(dir), sum)
+	// Builds no runtime has started with for guestUnusedFor go.
+	sandbox.PruneUnused(filepath.Dir(dir), guestUnusedFor, func(name string) bool { return name == sum })
 	return g, nil
 }
 
 // guestUnusedFor is how long a guest build no runtime has started with is
 // kept (another Aster process with an older aster-init may still boot it).
 const guestUnusedFor = 7 * 24 * time.Hour
-
-// pruneGuests removes guest builds no runtime has used for guestUnusedFor.
-func pruneGuests(parent, keep string) {
-	entries, err := os.ReadDir(parent)
-	if err != nil {
-		return
-	}
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == keep || strings.HasPrefix(e.Name(), ".") {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > guestUnusedFor {
-			_ = os.RemoveAll(filepath.Join(parent, e.Name()))
-		}
-	}
-}
 
 func hashFile(h io.Writer, p string) error {
 	f, err := os.Open(p)

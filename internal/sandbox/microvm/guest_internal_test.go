@@ -5,11 +5,13 @@ import (
 	"compress/gzip"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -124,5 +126,41 @@ func TestQEMUArgsHaveNoWayOut(t *testing.T) {
 	}
 	if !bytes.Contains([]byte(strings.Join(kvm, " ")), []byte("-cpu host")) {
 		t.Errorf("kvm args without -cpu host")
+	}
+}
+
+// A new image disk removes the disks of digests no VM booted for
+// sandbox.CacheUnusedFor, and keeps the recent ones.
+func TestDiskBuildPrunesOldDisks(t *testing.T) {
+	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
+		t.Skip("mkfs.ext4 not installed (e2fsprogs)")
+	}
+	tree := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tree, "hello"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &disks{dir: t.TempDir()}
+	old := time.Now().Add(-2 * sandbox.CacheUnusedFor)
+	stale, recent := d.path("sha256:old"), d.path("sha256:recent")
+	for _, p := range []string{stale, recent} {
+		if err := os.WriteFile(p, []byte("disk"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+	p, err := d.ensure(t.Context(), "sha256:new", tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("the new disk: %v", err)
+	}
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the old digest's disk is still there (%v)", err)
+	}
+	if _, err := os.Stat(recent); err != nil {
+		t.Errorf("a recently used disk was removed: %v", err)
 	}
 }

@@ -170,6 +170,7 @@ func (r *Runtime) disk(ctx context.Context, image string) (string, error) {
 		return "", err
 	}
 	if p := r.disks.path(info.Digest); fileExists(p) {
+		sandbox.MarkUsed(p)
 		return p, nil
 	}
 	tree, err := r.trees.Rootfs(ctx, image)

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // The sandbox image reaches the guest as a read-only virtio block device
@@ -36,6 +38,7 @@ func (d *disks) path(digest string) string {
 func (d *disks) ensure(ctx context.Context, digest, tree string) (string, error) {
 	p := d.path(digest)
 	if _, err := os.Stat(p); err == nil {
+		sandbox.MarkUsed(p)
 		return p, nil
 	}
 	d.mu.Lock()
@@ -71,6 +74,9 @@ func (d *disks) ensure(ctx context.Context, digest, tree string) (string, error)
 	if err := os.Rename(tmp, p); err != nil {
 		return "", err
 	}
+	// Disks of digests no VM booted for a while (an image rebuilt since) go.
+	keep := filepath.Base(p)
+	sandbox.PruneUnused(d.dir, sandbox.CacheUnusedFor, func(name string) bool { return name == keep || strings.HasSuffix(name, ".tmp") })
 	return p, nil
 }
 

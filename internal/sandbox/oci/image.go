@@ -193,6 +193,7 @@ func (c *imageCache) refresh(image string) {
 	switch {
 	case err == nil:
 		c.byName[image] = cachedImage{digest: digest, rootfs: c.rootfsPath(digest), at: time.Now()}
+		sandbox.MarkUsed(c.rootfsPath(digest))
 	case errors.Is(err, sandbox.ErrUnknownImage):
 		delete(c.byName, image)
 	}
@@ -223,10 +224,13 @@ func (c *imageCache) resolve(ctx context.Context, image string) (sandbox.ImageIn
 	return sandbox.ImageInfo{Name: image, Digest: digest}, nil
 }
 
+// remember keeps image's digest in memory and marks its tree used (see
+// prune): a tree in use is marked at least once per resolveTTL.
 func (c *imageCache) remember(image, digest string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.byName[image] = cachedImage{digest: digest, rootfs: c.rootfsPath(digest), at: time.Now()}
+	sandbox.MarkUsed(c.rootfsPath(digest))
 }
 
 func (c *imageCache) rootfsPath(digest string) string {
@@ -309,7 +313,23 @@ func (c *imageCache) exportOnce(ctx context.Context, image, digest string) error
 			return fmt.Errorf("image cache: %w", err)
 		}
 	}
-	return c.writeIndex(image, digest)
+	if err := c.writeIndex(image, digest); err != nil {
+		return err
+	}
+	c.prune()
+	return nil
+}
+
+// prune removes the trees of digests no image name in the index points to
+// and that no run has used for sandbox.CacheUnusedFor: every rebuild of an
+// image would otherwise leave its old tree (about a gigabyte for the default
+// image) behind for good.
+func (c *imageCache) prune() {
+	current := map[string]bool{}
+	for _, d := range c.readIndex() {
+		current[digestDir(d)] = true
+	}
+	sandbox.PruneUnused(filepath.Join(c.dir, rootfsDir), sandbox.CacheUnusedFor, func(name string) bool { return current[name] })
 }
 
 // addMountpoints creates what the sandbox mounts over, so that the runtime

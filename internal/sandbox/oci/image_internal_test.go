@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -132,6 +133,7 @@ type fakeSource struct {
 	archive []byte
 	down    atomic.Bool
 	exports atomic.Int32
+	digest  atomic.Value // string; empty: sha256:abc
 }
 
 func (f *fakeSource) Resolve(_ context.Context, image string) (string, error) {
@@ -140,6 +142,9 @@ func (f *fakeSource) Resolve(_ context.Context, image string) (string, error) {
 	}
 	if image != "img:1" {
 		return "", fmt.Errorf("%w: %s", sandbox.ErrUnknownImage, image)
+	}
+	if d, _ := f.digest.Load().(string); d != "" {
+		return d, nil
 	}
 	return "sha256:abc", nil
 }
@@ -211,6 +216,57 @@ func TestImageCacheRefreshesInTheBackground(t *testing.T) {
 				t.Fatal("an unreachable engine made the image unknown")
 			}
 			break
+		}
+	}
+}
+
+// A rebuilt image leaves its old tree behind only while something may still
+// use it: once no name in the index points to it and no run marked it used
+// for sandbox.CacheUnusedFor, the next export removes it.
+func TestImageCachePrunesTreesOfOldDigests(t *testing.T) {
+	src := &fakeSource{archive: tarOf(t, entry{h: tar.Header{Typeflag: tar.TypeReg, Name: "x"}, body: "x"})}
+	dir := t.TempDir()
+	c := newImageCache(dir, src)
+	ctx := t.Context()
+	old := time.Now().Add(-2 * sandbox.CacheUnusedFor)
+	age := func(digest string) {
+		t.Helper()
+		if err := os.Chtimes(c.rootfsPath(digest), old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.rootfs(ctx, "img:1"); err != nil { // sha256:abc
+		t.Fatal(err)
+	}
+	// Another image name whose tree is old but still the name's current one.
+	if err := os.MkdirAll(c.rootfsPath("sha256:other"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.writeIndex("other:1", "sha256:other"); err != nil {
+		t.Fatal(err)
+	}
+	// A tree no name points to, but used recently.
+	if err := os.MkdirAll(c.rootfsPath("sha256:recent"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	age("sha256:abc")
+	age("sha256:other")
+
+	// img:1 is rebuilt: a new digest, exported on the next run.
+	src.digest.Store("sha256:def")
+	c.mu.Lock()
+	delete(c.byName, "img:1")
+	c.mu.Unlock()
+	root, err := c.rootfs(ctx, "img:1")
+	if err != nil || root != c.rootfsPath("sha256:def") {
+		t.Fatalf("rebuilt image: %s %v", root, err)
+	}
+	if _, err := os.Stat(c.rootfsPath("sha256:abc")); !os.IsNotExist(err) {
+		t.Errorf("the old digest's tree is still there (%v)", err)
+	}
+	for _, d := range []string{"sha256:def", "sha256:other", "sha256:recent"} {
+		if _, err := os.Stat(c.rootfsPath(d)); err != nil {
+			t.Errorf("%s was removed: %v", d, err)
 		}
 	}
 }

@@ -49,7 +49,7 @@ func InitBinary(t testing.TB) string {
 		return p
 	}
 	initOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "aster-init-test-")
+		dir, err := processDir("aster-init-test-")
 		if err != nil {
 			initErr = err
 			return
@@ -83,7 +83,7 @@ func AsterBinary(t testing.TB) string {
 	t.Helper()
 	initBin := InitBinary(t)
 	asterOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "aster-bin-")
+		dir, err := processDir("aster-bin-")
 		if err != nil {
 			asterErr = err
 			return
