@@ -2,7 +2,6 @@ package mcpserver
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -78,13 +77,13 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 		return nil, zero, toolError(err)
 	}
 	defer snap.Remove()
-	plan, err := testPlan(in, snap.Files())
+	plan, install, err := testphase.Plan(testphase.Request{
+		Command: in.Command, Format: testrun.Format(in.ReportFormat), ReportPath: in.ReportPath,
+		Report: in.ReportFormat != "" || in.ReportPath != "", Setup: in.Setup, Workdir: in.Workdir,
+		CommandField: "command", ReportField: "report_format and report_path",
+	}, snap.Files())
 	if err != nil {
 		return nil, zero, toolError(err)
-	}
-	install, err := testphase.Step(in.Setup, snap.Files(), in.Workdir, plan)
-	if err != nil {
-		return nil, zero, toolError(sandbox.Invalidf("%v", err))
 	}
 	image := in.Image
 	if image == "" {
@@ -124,29 +123,6 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 		Content: withNotice([]mcp.Content{&mcp.TextContent{Text: renderTests(out, limits)}}, notices),
 		IsError: out.Result.Status == sandbox.StatusError,
 	}, resp, nil
-}
-
-// testPlan is the command for a run: the caller's, or detected from the
-// snapshot's files relative to the working directory (as /v1/test does).
-func testPlan(in RunTestsInput, names []string) (testrun.Plan, error) {
-	if len(in.Command) > 0 {
-		p, err := testrun.Custom(in.Command, testrun.Format(in.ReportFormat), in.ReportPath)
-		if err != nil {
-			return p, sandbox.Invalidf("%v", err)
-		}
-		return p, nil
-	}
-	if in.ReportFormat != "" || in.ReportPath != "" {
-		return testrun.Plan{}, sandbox.Invalidf("report_format and report_path go with command")
-	}
-	p, err := testrun.DetectIn(names, in.Workdir)
-	if errors.Is(err, testrun.ErrNotDetected) {
-		return p, sandbox.Invalidf("%v; give command to say how to run the tests", err)
-	}
-	if err != nil {
-		return p, sandbox.Invalidf("%v", err)
-	}
-	return p, nil
 }
 
 // maxTextFailures bounds the failures written out in the text rendering

@@ -2,7 +2,6 @@ package sandboxapi
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 
@@ -75,9 +74,8 @@ func (s *Server) jobSpec(req api.JobRequest, snap *Snapshot) (sandbox.Spec, erro
 	return spec, nil
 }
 
-// testPlan decides how /v1/test runs: the request's command, or one detected
-// from the project's files in the working directory; and the install step,
-// given (setup) or detected.
+// testPlan decides how /v1/test runs (testphase.Plan): the request's
+// command, or one detected from the project's files; and the install step.
 func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, *testrun.Install, error) {
 	var names []string
 	switch {
@@ -92,41 +90,12 @@ func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, *testrun.Insta
 			names = append(names, name)
 		}
 	}
-	plan, err := commandPlan(req, names)
-	if err != nil {
-		return plan, nil, err
-	}
-	in, err := testphase.Step(req.Setup, names, req.Workdir, plan)
-	if err != nil {
-		return plan, nil, sandbox.Invalidf("%v", err)
-	}
-	return plan, in, nil
-}
-
-func commandPlan(req api.TestRequest, names []string) (testrun.Plan, error) {
-	if len(req.Command) > 0 {
-		var format testrun.Format
-		var reportPath string
-		if req.Report != nil {
-			format, reportPath = req.Report.Format, req.Report.Path
-		}
-		p, err := testrun.Custom(req.Command, format, reportPath)
-		if err != nil {
-			return p, sandbox.Invalidf("%v", err)
-		}
-		return p, nil
-	}
+	r := testphase.Request{Command: req.Command, Report: req.Report != nil, Setup: req.Setup, Workdir: req.Workdir,
+		CommandField: "command", ReportField: "report"}
 	if req.Report != nil {
-		return testrun.Plan{}, sandbox.Invalidf("report is only used with command")
+		r.Format, r.ReportPath = req.Report.Format, req.Report.Path
 	}
-	p, err := testrun.DetectIn(names, req.Workdir)
-	if errors.Is(err, testrun.ErrNotDetected) {
-		return p, sandbox.Invalidf("%v; pass \"command\" to say how to run the tests", err)
-	}
-	if err != nil {
-		return p, sandbox.Invalidf("%v", err)
-	}
-	return p, nil
+	return testphase.Plan(r, names)
 }
 
 // testJob is the two-phase job of a /v1/test request whose spec is built:
