@@ -10,7 +10,8 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/asterhq/aster/internal/cli.version=$(VERSION)
 # Integration tests must not skip in CI: a missing engine fails them.
 TEST_ENV := CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_REQUIRE_GVISOR=1 ASTER_REQUIRE_MICROVM=1 ASTER_TEST_ENGINE_RESTART=1
-GOTEST_FLAGS ?= -timeout 25m
+# -count=1: every run runs every test (a cached pass proves nothing about this machine).
+GOTEST_FLAGS ?= -count=1 -timeout 25m
 
 .PHONY: all setup build image demo test test-unit test-go test-tools test-microvm-full lint fuzz bench clean
 

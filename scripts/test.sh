@@ -18,7 +18,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
 export PATH="/usr/local/go/bin:$HOME/.cache/aster/go/bin:$PATH"
 export CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_REQUIRE_GVISOR=1 ASTER_REQUIRE_MICROVM=1 ASTER_TEST_ENGINE_RESTART=1
-GOTEST_FLAGS="${GOTEST_FLAGS:--timeout 25m}"
+# -count=1: every run runs every test (a cached pass proves nothing about this machine).
+GOTEST_FLAGS="${GOTEST_FLAGS:--count=1 -timeout 25m}"
 
 started=$(date +%s)
 step() { printf '\n\033[1m== %s\033[0m (%ss)\n' "$*" "$(($(date +%s) - started))"; }
