@@ -106,7 +106,11 @@ func TestQEMUArgsHaveNoWayOut(t *testing.T) {
 	l := sandbox.Limits{MemoryBytes: 256 << 20, MilliCPUs: 1500, Pids: 64, WorkdirBytes: 32 << 20, TmpBytes: 16 << 20}
 	args := r.qemuArgs(AccelTCG, "r-1", l.MemoryBytes+GuestOverheadBytes, l)
 	joined := strings.Join(args, " ")
-	for _, want := range []string{"-nodefaults", "-nic none", "-no-reboot",
+	// -no-reboot with panic=-1 and reboot=t: init's exit ends the VM (a
+	// triple fault is a reset QEMU turns into its exit; the kernel's other
+	// restart methods can fall through to a jump into the firmware, which
+	// boots the guest again).
+	for _, want := range []string{"-nodefaults", "-nic none", "-no-reboot", "panic=-1 reboot=t",
 		"-sandbox on,obsolete=deny,elevateprivileges=deny,spawn=deny,resourcecontrol=deny",
 		"readonly=on", "-m 384M", "-smp 2", "-accel tcg,tb-size=64", "tsc_early_khz=2100000",
 		"-- -vm -memory 268435456 -pids 64 -work 33554432 -tmp 16777216",
