@@ -42,11 +42,19 @@ func AwaitHello(ctx context.Context, r *initproto.Reader, timeout time.Duration,
 		}
 		return nil
 	case <-timer.C:
-		return fmt.Errorf("%w: aster-init did not say hello within %s", ErrProtocol, timeout)
+		more := ""
+		if diag != nil {
+			more = diag()
+		}
+		return fmt.Errorf("%w: %w within %s%s", ErrProtocol, ErrNoHello, timeout, more)
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
 }
+
+// ErrNoHello is in the error of AwaitHello when the sandbox said nothing
+// within its time: a runtime may start a fresh sandbox once.
+var ErrNoHello = errors.New("aster-init did not say hello")
 
 // ErrUsed is what Instance.Run returns the second time: a sandbox runs exactly
 // one job.

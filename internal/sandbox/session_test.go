@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -193,5 +194,14 @@ func TestSessionWorkdirSpelledOut(t *testing.T) {
 		if err != nil || res.Status != sandbox.StatusOK || strings.TrimSpace(string(res.Stdout.Data)) != work {
 			t.Fatalf("workdir %q: %v %+v, want %s", dir, err, res.Wire(), work)
 		}
+	}
+}
+
+func TestAwaitHelloTimeout(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	err := sandbox.AwaitHello(t.Context(), initproto.NewReader(pr), 20*time.Millisecond, func() string { return " (console: stuck)" })
+	if !errors.Is(err, sandbox.ErrNoHello) || !errors.Is(err, sandbox.ErrProtocol) || !strings.Contains(err.Error(), "did not say hello within 20ms (console: stuck)") {
+		t.Fatalf("silent sandbox: %v", err)
 	}
 }
