@@ -81,7 +81,10 @@ echo "zombies_after=$(ps -eo stat= | grep -c '^Z')"
 func (s *suite) c4TrapTerm(t *testing.T) {
 	start := time.Now()
 	res := s.run(t, sandbox.Spec{
-		Argv:   []string{"sh", "-c", `trap 'echo got-term' TERM; while :; do sleep 0.1; done`},
+		// `wait` is interrupted by a trapped signal at once (a foreground
+		// sleep is not: sh runs the trap only after it, which on a loaded
+		// machine could miss the grace before SIGKILL).
+		Argv:   []string{"sh", "-c", `trap 'echo got-term' TERM; while :; do sleep 1 & wait $!; done`},
 		Limits: sandbox.Limits{TimeoutMS: 2000},
 	})
 	wantStatus(t, res, sandbox.StatusTimeout)
