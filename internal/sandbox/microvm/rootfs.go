@@ -38,7 +38,6 @@ func (d *disks) path(digest string) string {
 func (d *disks) ensure(ctx context.Context, digest, tree string) (string, error) {
 	p := d.path(digest)
 	if _, err := os.Stat(p); err == nil {
-		sandbox.MarkUsed(p)
 		return p, nil
 	}
 	d.mu.Lock()
@@ -76,7 +75,7 @@ func (d *disks) ensure(ctx context.Context, digest, tree string) (string, error)
 	}
 	// Disks of digests no VM booted for a while (an image rebuilt since) go.
 	keep := filepath.Base(p)
-	sandbox.PruneUnused(d.dir, sandbox.CacheUnusedFor, func(name string) bool { return name == keep || strings.HasSuffix(name, ".tmp") })
+	sandbox.PruneUnused(d.dir, sandbox.CacheUnusedFor, func(name string) bool { return name == keep })
 	return p, nil
 }
 

@@ -192,8 +192,7 @@ func (c *imageCache) refresh(image string) {
 	delete(c.refreshing, image)
 	switch {
 	case err == nil:
-		c.byName[image] = cachedImage{digest: digest, rootfs: c.rootfsPath(digest), at: time.Now()}
-		sandbox.MarkUsed(c.rootfsPath(digest))
+		c.rememberLocked(image, digest)
 	case errors.Is(err, sandbox.ErrUnknownImage):
 		delete(c.byName, image)
 	}
@@ -229,6 +228,11 @@ func (c *imageCache) resolve(ctx context.Context, image string) (sandbox.ImageIn
 func (c *imageCache) remember(image, digest string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.rememberLocked(image, digest)
+}
+
+// rememberLocked is remember with c.mu held.
+func (c *imageCache) rememberLocked(image, digest string) {
 	c.byName[image] = cachedImage{digest: digest, rootfs: c.rootfsPath(digest), at: time.Now()}
 	sandbox.MarkUsed(c.rootfsPath(digest))
 }
