@@ -510,12 +510,12 @@ func TestToolLoopHitsCap(t *testing.T) {
 			}
 		}
 		// Every tool result sent back is truncated to the cap.
-		results := toolResults(reqs[len(reqs)-1].JSON)
+		results := reqs[len(reqs)-1].ToolResults()
 		if len(results) != 1 {
 			t.Fatalf("final request carries %d tool results", len(results))
 		}
 		for _, r := range reqs[1:] {
-			for _, text := range toolResults(r.JSON) {
+			for _, text := range r.ToolResults() {
 				if len(text) > 500 || !strings.Contains(text, "bytes cut") {
 					t.Fatalf("tool result not truncated to 500 bytes: %d", len(text))
 				}
@@ -572,36 +572,6 @@ func TestNewProviderConfigErrors(t *testing.T) {
 	if _, err := llm.NewAnthropic(llm.AnthropicOptions{Model: "m"}); !errors.Is(err, llm.ErrConfig) {
 		t.Fatalf("anthropic without key: %v", err)
 	}
-}
-
-// toolResults returns the text of the tool results in the last turn of a
-// recorded request, in either wire format.
-func toolResults(j map[string]any) []string {
-	msgs, _ := j["messages"].([]any)
-	var out []string
-	for i := len(msgs) - 1; i >= 0; i-- {
-		m := msgs[i].(map[string]any)
-		switch m["role"] {
-		case "tool":
-			out = append(out, m["content"].(string))
-			continue
-		case "user":
-			blocks, ok := m["content"].([]any)
-			if !ok {
-				return out
-			}
-			for _, b := range blocks {
-				b := b.(map[string]any)
-				if b["type"] == "tool_result" {
-					for _, c := range b["content"].([]any) {
-						out = append(out, c.(map[string]any)["text"].(string))
-					}
-				}
-			}
-		}
-		return out
-	}
-	return out
 }
 
 func TestOpenAICompatibleWithoutKey(t *testing.T) {

@@ -131,7 +131,7 @@ func TestAgenticToolsThroughTheSandbox(t *testing.T) {
 					t.Fatal("a secret from tool output reached the model")
 				}
 			}
-			results := toolResultTexts(reqs[1].JSON)
+			results := reqs[1].ToolResults()
 			if len(results) != 3 {
 				t.Fatalf("tool results = %q", results)
 			}
@@ -209,29 +209,3 @@ func TestAgentRejectsBadArguments(t *testing.T) {
 	}
 }
 
-// toolResultTexts returns the tool results in the last turn of a recorded
-// request, in either wire format.
-func toolResultTexts(j map[string]any) []string {
-	msgs, _ := j["messages"].([]any)
-	var out []string
-	for i := len(msgs) - 1; i >= 0; i-- {
-		m := msgs[i].(map[string]any)
-		switch m["role"] {
-		case "tool":
-			out = append([]string{m["content"].(string)}, out...)
-			continue
-		case "user":
-			if blocks, ok := m["content"].([]any); ok {
-				for _, b := range blocks {
-					if b := b.(map[string]any); b["type"] == "tool_result" {
-						for _, c := range b["content"].([]any) {
-							out = append(out, c.(map[string]any)["text"].(string))
-						}
-					}
-				}
-			}
-		}
-		return out
-	}
-	return out
-}

@@ -4,7 +4,6 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -14,6 +13,7 @@ import (
 	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
 // These tests hold the orchestration to its contract with a scripted RunFunc:
@@ -54,24 +54,6 @@ func tarOf(t testing.TB, entries ...entry) []byte {
 	return buf.Bytes()
 }
 
-func readTar(t testing.TB, r io.Reader) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Errorf("read workspace: %v", err)
-			return out
-		}
-		b, _ := io.ReadAll(tr)
-		out[h.Name] = string(b)
-	}
-}
-
 var repoTar = []entry{
 	{name: "package.json", body: `{"name":"p","dependencies":{"dep":"1"}}`},
 	{name: "package-lock.json", body: `{"lockfileVersion":3}`},
@@ -95,7 +77,14 @@ func (f *fake) run(ctx context.Context, phase string, spec sandbox.Spec) (sandbo
 		f.specs = map[string][]sandbox.Spec{}
 	}
 	f.specs[phase] = append(f.specs[phase], spec)
-	ws := readTar(f.t, spec.Workspace.Tar)
+	entries, err := workspacetest.Read(spec.Workspace.Tar)
+	if err != nil {
+		f.t.Errorf("the %s phase's workspace: %v", phase, err)
+	}
+	ws := map[string]string{}
+	for _, e := range entries {
+		ws[e.Name] = e.Data
+	}
 	switch phase {
 	case PhaseInstall:
 		if _, ok := ws["package.json"]; !ok {

@@ -58,6 +58,40 @@ type Request struct {
 	Problem string
 }
 
+// ToolResults returns the texts of the tool results the request sends back
+// in its last turn, in the order of the calls, in either wire format: the
+// trailing "tool" messages of OpenAI's, or the tool_result blocks of
+// Anthropic's last user message.
+func (r Request) ToolResults() []string {
+	msgs, _ := r.JSON["messages"].([]any)
+	var out []string
+	for i := len(msgs) - 1; i >= 0; i-- {
+		m, _ := msgs[i].(map[string]any)
+		switch m["role"] {
+		case "tool":
+			text, _ := m["content"].(string)
+			out = append([]string{text}, out...)
+			continue
+		case "user":
+			blocks, _ := m["content"].([]any)
+			for _, b := range blocks {
+				b, _ := b.(map[string]any)
+				if b["type"] != "tool_result" {
+					continue
+				}
+				parts, _ := b["content"].([]any)
+				for _, c := range parts {
+					c, _ := c.(map[string]any)
+					text, _ := c["text"].(string)
+					out = append(out, text)
+				}
+			}
+		}
+		return out
+	}
+	return out
+}
+
 // Server is a scripted fake model API.
 type Server struct {
 	// URL is the base URL to configure the provider with.

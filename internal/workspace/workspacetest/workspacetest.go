@@ -7,6 +7,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -38,21 +39,32 @@ type Entry struct {
 // the test on a broken archive.
 func Entries(t testing.TB, r io.Reader) []Entry {
 	t.Helper()
+	out, err := Read(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Read reads every member of the (uncompressed) tar stream r; a broken
+// archive is an error, for a caller off the test goroutine, which must not
+// call t.Fatal.
+func Read(r io.Reader) ([]Entry, error) {
 	var out []Entry
 	tr := tar.NewReader(r)
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
-			return out
+			return out, nil
 		}
 		if err != nil {
-			t.Fatalf("read the archive: %v", err)
+			return out, fmt.Errorf("read the archive: %w", err)
 		}
 		e := Entry{Header: *h}
 		if h.Typeflag == tar.TypeReg {
 			b, err := io.ReadAll(tr)
 			if err != nil {
-				t.Fatalf("read %s from the archive: %v", h.Name, err)
+				return out, fmt.Errorf("read %s from the archive: %w", h.Name, err)
 			}
 			e.Data = string(b)
 		}
