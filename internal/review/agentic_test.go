@@ -208,4 +208,3 @@ func TestAgentRejectsBadArguments(t *testing.T) {
 		t.Error("unknown tool accepted")
 	}
 }
-
