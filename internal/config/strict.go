@@ -304,6 +304,7 @@ var NonConfigEnvVars = map[string]string{
 	"ASTER_OCI_HELPER_STATE":   "oci tests: helper process state",
 	"ASTER_OCI_HELPER_GVISOR":  "oci tests: the helper process runs gVisor",
 	"ASTER_OCI_PROBE":          "oci latency probe",
+	"ASTER_MICROVM_BOOT_PROBE": "microvm boot probe: how many VMs to boot",
 	"ASTER_OCI_STATE_PARENT":   "oci tests: parent of per-test state directories",
 	"ASTER_RUNSC_CURRENT":      "scripts/setup.sh: also build the current runsc (gVisor) from the Go module proxy",
 	"ASTER_OCTOKIT_DIR":        "GitHub fake: directory of GitHub's OpenAPI description",
