@@ -113,7 +113,7 @@ id configured, the App 'aster app setup' stored in the data directory is used
 	fl.StringVar(&f.apiURL, "github-api-url", config.DefaultGitHubAPIURL, "GitHub's REST API root; GitHub Enterprise Server: https://HOST/api/v3/")
 	f.store.register(fl)
 	intStringVar(fl, &f.workers, "workers", strconv.Itoa(config.DefaultAppWorkers), "pull requests reviewed at once by this process")
-	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once within one review")
+	parallelVar(fl, &f.parallel, "analyzers run at once within one review")
 	fl.StringVar(&f.sandboxURL, "sandbox-url", "", "run sandboxes on a remote 'aster sandbox serve' at URL (default: in this process, on the local engine)")
 	fl.StringVar(&f.sandboxTokenFile, "sandbox-token-file", "", "bearer token file for --sandbox-url")
 	fl.BoolVar(&f.drafts, "review-drafts", false, "review draft pull requests too (default: skip them until ready for review)")
@@ -159,8 +159,8 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if _, err := ac.ApplyRegistration(); err != nil {
 		return usageErr("%v", err)
 	}
-	if f.parallel < 1 || f.parallel > 32 {
-		return usageErr("--parallel %d: want 1 to 32", f.parallel)
+	if err := checkParallel(f.parallel); err != nil {
+		return err
 	}
 	set, err := ac.Parse()
 	if err != nil {

@@ -59,7 +59,7 @@ benchmark says so and exits 0.`,
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of the table")
 	fl.BoolVar(&f.markdown, "markdown", false, "print the table as Markdown")
 	fl.StringVar(&f.out, "out", "", "also write the JSON report here")
-	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once (as aster review --parallel)")
+	parallelVar(fl, &f.parallel, "analyzers run at once (as aster review --parallel)")
 	return cmd
 }
 
@@ -67,8 +67,8 @@ func runBenchReview(cmd *cobra.Command, g *globals, f *benchReviewFlags) error {
 	if f.json && f.markdown {
 		return usageErr("--json and --markdown: pick one")
 	}
-	if f.parallel < 1 || f.parallel > 32 {
-		return usageErr("--parallel %d: want 1 to 32", f.parallel)
+	if err := checkParallel(f.parallel); err != nil {
+		return err
 	}
 	corpus := f.corpus
 	if corpus == "" {

@@ -61,6 +61,19 @@ func (v *numStringValue) Type() string {
 	return "int"
 }
 
+// parallelVar defines --parallel, the analyzers one review runs at once.
+func parallelVar(fl *pflag.FlagSet, p *int, usage string) {
+	fl.IntVar(p, "parallel", config.DefaultAnalyzerParallel, usage)
+}
+
+// checkParallel refuses a --parallel outside 1 to config.MaxAnalyzerParallel.
+func checkParallel(n int) error {
+	if n < 1 || n > config.MaxAnalyzerParallel {
+		return usageErr("--parallel %d: want 1 to %d", n, config.MaxAnalyzerParallel)
+	}
+	return nil
+}
+
 // egressAllowVar defines the repeatable --egress-allow HOST[:PORT] flag of
 // the commands that run install phases; its entries add to aster.yaml's
 // egress.allow (config.EgressPolicy checks them).

@@ -45,10 +45,11 @@ how it is reviewed (an edit to it is reported, not obeyed). The head revision
 is taken with git archive, so untracked files and .git never reach a sandbox;
 ignored paths, lockfiles, generated and binary files, symlinks and files over
 the size limit are left out and listed. Each analyzer (gitleaks, shellcheck,
-bandit, semgrep when the image has it and the repository has .semgrep/ rules,
-and any added in .aster.yml) runs in its own sandbox: no network, capped
-memory, CPU, processes and time. Findings are marked by the diff-aware filter
-(--filter-mode): added lines (default), diff context, changed files, or all.
+bandit, Aster's ast-grep rules, gosec, eslint, semgrep when the image has it
+and the repository has .semgrep/ rules, and any added in .aster.yml) runs in
+its own sandbox: no network, capped memory, CPU, processes and time. Findings
+are marked by the diff-aware filter (--filter-mode): added lines (default),
+diff context, changed files, or all.
 
 Exit status: 0 nothing at or above --fail-on on the change; 1 something is;
 3 incomplete (an analyzer or the tests could not finish, nothing failed);
@@ -82,7 +83,7 @@ it run the tests or a command in a sandbox to check its claims.`,
 	fl.StringVar(&f.format, "format", review.FormatMarkdown, "output: markdown, json, sarif")
 	fl.StringVar(&f.failOn, "fail-on", "", "least severity that fails: error, warning, note, never (default from .aster.yml, else error)")
 	fl.BoolVar(&f.tests, "tests", false, "also run the repository's tests in a sandbox (tests.command in .aster.yml, or detected)")
-	fl.IntVar(&f.parallel, "parallel", 4, "analyzers run at once")
+	parallelVar(fl, &f.parallel, "analyzers run at once")
 	egressAllowVar(fl, &f.egressAllow)
 	addModelFlags(fl, &f.model)
 	return cmd
@@ -99,8 +100,8 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 			return usageErr("--fail-on: %v (or never)", err)
 		}
 	}
-	if f.parallel < 1 || f.parallel > 32 {
-		return usageErr("--parallel %d: want 1 to 32", f.parallel)
+	if err := checkParallel(f.parallel); err != nil {
+		return err
 	}
 	c, err := g.load(cmd)
 	if err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -123,5 +124,18 @@ func TestReviewWithModelEndToEnd(t *testing.T) {
 	}
 	if !strings.Contains(errb.String(), "model review by openai gpt-test") {
 		t.Fatalf("stderr does not say what the model did: %s", errb.String())
+	}
+}
+
+// TestReviewParallelBounds: --parallel outside 1 to MaxAnalyzerParallel is a
+// usage error that says the range, before anything runs.
+func TestReviewParallelBounds(t *testing.T) {
+	for _, n := range []string{"0", "-1", strconv.Itoa(config.MaxAnalyzerParallel + 1)} {
+		var out, errb bytes.Buffer
+		code := Run(t.Context(), []string{"review", "--parallel", n, "."}, IO{Stdin: strings.NewReader(""), Stdout: &out, Stderr: &errb, Getenv: envMap(nil)})
+		want := "--parallel " + n + ": want 1 to " + strconv.Itoa(config.MaxAnalyzerParallel)
+		if code != ExitUsage || !strings.Contains(errb.String(), want) {
+			t.Errorf("--parallel %s: exit %d, stderr %q, want %q", n, code, errb.String(), want)
+		}
 	}
 }

@@ -65,6 +65,14 @@ type LimitsConfig struct {
 
 // Defaults of the reaper (`reaper:` in aster.yaml, --reaper-grace and
 // --reaper-period).
+// DefaultAnalyzerParallel is how many analyzers one review runs at once
+// (--parallel of aster review, app serve and bench review), at most
+// MaxAnalyzerParallel.
+const (
+	DefaultAnalyzerParallel = 4
+	MaxAnalyzerParallel     = 32
+)
+
 const (
 	DefaultReaperGrace     = 30 * time.Second // how long past its deadline label a sandbox is left alone
 	DefaultReaperPeriod    = time.Minute      // how often a long-running command reaps

@@ -91,7 +91,7 @@ type Options struct {
 	// not checked (the Manager's own validation still applies).
 	Ceilings sandbox.Limits
 	// ReadHeaderTimeout, BodyReadTimeout, WriteTimeout (per write) and
-	// IdleTimeout guard against slow clients (defaults 10s, 60s, 30s, 90s).
+	// IdleTimeout guard against slow clients (defaults 5s, 60s, 30s, 90s).
 	ReadHeaderTimeout time.Duration
 	BodyReadTimeout   time.Duration
 	WriteTimeout      time.Duration

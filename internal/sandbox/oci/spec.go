@@ -94,7 +94,8 @@ func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identit
 			User:     specs.User{UID: uint32(ident.Init), GID: uint32(ident.Init)},
 			Args:     []string{InitMountPath, ident.Flag(), "-linger=" + initLinger.String()},
 			// init gives the job only what the caller passed; this is init's own.
-			// One P: init is small, and fewer threads start and exit faster.
+			// One P while the Go runtime starts (fewer threads to start); init
+			// then sets two itself, with the threads it needs (cmd/aster-init).
 			Env: []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMAXPROCS=1"},
 			Cwd: "/work",
 			// Ambient (and so inheritable) too: init runs as a non-root uid, and
