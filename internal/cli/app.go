@@ -56,7 +56,7 @@ type appFlags struct {
 type storeFlags struct{ db, databaseURL string }
 
 func (f *storeFlags) register(fl *pflag.FlagSet) {
-	fl.StringVar(&f.db, "db", "", "SQLite database file (default <data dir>/"+config.DefaultAppDBFile+"; ASTER_DB, ASTER_DATA_DIR)")
+	fl.StringVar(&f.db, "db", "", "SQLite database file (default <data dir>/"+config.DefaultAppDBFile+"; ASTER_DB; the data dir is ASTER_DATA_DIR, else $XDG_DATA_HOME/aster, else ~/.local/share/aster)")
 	fl.StringVar(&f.databaseURL, "database-url", "", "postgres://... shared by replicas, instead of SQLite (prefer ASTER_DATABASE_URL)")
 }
 
@@ -92,8 +92,9 @@ replaces the waiting one.
 GET /healthz and /readyz answer load balancers; GET /metrics is Prometheus.
 Only /webhook needs to be reachable from GitHub.
 
-Every flag has an app: section equivalent in aster.yaml (app.addr,
-app.private_key_file, ...) and the main ones an ASTER_* variable. With no App
+Every flag but --parallel and --egress-allow (which adds to egress.allow) has
+an app: section equivalent in aster.yaml (app.addr, app.private_key_file, ...)
+and the main ones an ASTER_* variable. With no App
 id configured, the App 'aster app setup' stored in the data directory is used
 (github-app.json there names its key and webhook secret).`,
 		Example: `  aster app serve --app-id 123456 --private-key /etc/aster/app.pem \
@@ -357,8 +358,10 @@ run the pull request, the head reviewed (and the previous head for an
 incremental review), what triggered it, the outcome (posted, nothing_new,
 skipped, failed) with the reason, the check's conclusion, findings on the
 change, comments posted inline, model tokens and cost, and how long it took.
-Above them it lists the jobs not finished yet: queued, running, or waiting
-for a retry, with their attempt and the last error (--pending: only those).
+In the table, without --outcome, it first lists the jobs not finished yet:
+queued, running, or waiting for a retry, with their attempt and the last
+error. --pending lists only those, also with --json, where each state is the
+queue's own: available, pending, scheduled, retryable or running.
 It reads the same database as the server (--db or --database-url, or the
 app: section), and can run while the server does.`,
 		Example: `  aster app history

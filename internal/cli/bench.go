@@ -60,8 +60,9 @@ latency a request sees when a warm sandbox is ready. Prints a table, the
 targets of the performance issue (met or not), and writes everything with the
 machine's core count and load to --out as JSON.
 
-Needs root for the oci and gvisor rows (and runsc for the gvisor ones) and a
-Docker engine for the docker rows; a system
+Needs root for the oci, gvisor and microvm rows (and runsc for the gvisor
+ones) and a Docker engine for the docker rows and the first export of the
+image; a system
 that cannot be set up is skipped and said so. Numbers on a shared machine are
 noisy: the load average before and after is in the report.
 

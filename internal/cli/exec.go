@@ -49,7 +49,9 @@ The sandbox has no network (only loopback), no capabilities, a read-only root
 filesystem, a non-root user, and caps on memory (no swap), CPU, processes,
 output and wall time. /work (the workspace) and /tmp are size-capped tmpfs.
 The command is executed directly — there is no implicit shell — and sees only
-the environment you pass with --env. Nothing here can turn the isolation off.
+the environment you pass with --env, plus PATH, HOME=/tmp and LANG=C.UTF-8
+where you set none; the host's never reaches it. Nothing here can turn the
+isolation off.
 
 Output: in text mode the command's stdout and stderr appear on ours as they
 arrive. Past --output-limit a stream keeps its first and last halves with a
@@ -87,11 +89,11 @@ Exit status: the command's own (0 for ok), 124 timeout, 125 output_limit,
 	fl.StringVar(&f.tmpSize, "tmp-size", "", "size of the /tmp tmpfs (default 64m)")
 	fl.StringVar(&f.dir, "dir", "", "local directory copied into /work (symlinks are copied as links, never followed)")
 	fl.StringArrayVar(&f.files, "file", nil, "local file copied into /work, as LOCAL or LOCAL:DEST (repeatable)")
-	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for the command (repeatable); nothing else is passed")
+	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for the command (repeatable); nothing else of the host's is passed (PATH, HOME and LANG have defaults)")
 	fl.StringVar(&f.stdin, "stdin", "", "file to feed the command's stdin, or - for ours (default: empty stdin)")
 	fl.StringVar(&f.workdir, "workdir", "", "working directory: a directory of the workspace, relative to /work or under /work/ (default /work); checked before the run against --dir and --file")
 	fl.BoolVar(&f.json, "json", false, "print one JSON result object instead of the command's output")
-	fl.StringVar(&f.server, "server", "", "run on a remote orchestrator (aster sandbox serve) at this URL instead of the local engine")
+	fl.StringVar(&f.server, "server", "", "run on a remote orchestrator (aster sandbox serve) at this URL instead of the local engine; an --image or limit not given takes the server's default, not this machine's")
 	fl.StringVar(&f.tokenFile, "token-file", "", "with --server: file whose first line is the bearer token")
 	return cmd
 }

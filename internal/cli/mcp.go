@@ -51,8 +51,9 @@ Tools:
              snapshot: a directory under --allow-dir, files, or a tar;
              returns the parsed summary (passed, failed, failing tests)
   validate   the static-analysis gate (gitleaks, shellcheck, bandit,
-             ast-grep, gosec, eslint; semgrep where the image has it) over
-             a snapshot; returns findings and each analyzer's status
+             ast-grep, gosec, eslint; semgrep where the image has it and
+             the snapshot has .semgrep/ rules) over a snapshot; returns
+             findings and each analyzer's status
 
 By default the server speaks MCP on stdin/stdout (the client starts it as a
 subprocess). With --http ADDR it serves the streamable HTTP transport at

@@ -51,9 +51,10 @@ its own sandbox: no network, capped memory, CPU, processes and time. Findings
 are marked by the diff-aware filter (--filter-mode): added lines (default),
 diff context, changed files, or all.
 
-Exit status: 0 nothing at or above --fail-on on the change; 1 something is;
-3 incomplete (an analyzer or the tests could not finish, nothing failed);
-2 bad flags, revisions or .aster.yml; 126 no sandbox engine.
+Exit status: 0 nothing at or above --fail-on on the change; 1 something is,
+or the review itself failed (said on stderr); 3 incomplete (an analyzer or
+the tests could not finish, nothing failed); 2 bad flags, revisions or
+.aster.yml; 126 no sandbox engine or no sandbox image.
 
 With a model configured (ASTER_LLM_PROVIDER, ASTER_LLM_MODEL, ASTER_LLM_API_KEY,
 or the llm: section of aster.yaml), the diff, findings and test summary go

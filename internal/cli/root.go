@@ -248,18 +248,19 @@ Start here:
   aster sandbox reap --dry-run
 
 Configuration comes from flags, then ASTER_* environment variables, then
-aster.yaml (./aster.yaml or ~/.config/aster/aster.yaml), then defaults.`,
+aster.yaml (./aster.yaml, else $XDG_CONFIG_HOME/aster/aster.yaml, by default
+~/.config/aster/aster.yaml), then defaults.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version(),
 	}
 	root.SetVersionTemplate("aster {{.Version}}\n")
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.configPath, "config", "", "configuration file (default ./aster.yaml, then ~/.config/aster/aster.yaml)")
+	pf.StringVar(&g.configPath, "config", "", "configuration file (default ./aster.yaml, then $XDG_CONFIG_HOME/aster/aster.yaml, i.e. ~/.config/aster/aster.yaml)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (key=value lines) or json (one object per line, for log collectors)")
-	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc directly, no daemon; needs root), gvisor (the oci runtime on gVisor's runsc: its own kernel per sandbox; needs root), kubernetes (one Pod per run) or microvm (one QEMU microVM per run, its own kernel; needs root)")
-	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker engine address (default DOCKER_HOST or unix:///var/run/docker.sock)")
+	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc directly, no daemon per sandbox: images are exported once from the Docker engine; needs root), gvisor (the oci runtime on gVisor's runsc: its own kernel per sandbox; needs root), kubernetes (one Pod per run) or microvm (one QEMU microVM per run, its own kernel; needs root)")
+	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker engine address, also where the oci, gvisor and microvm runtimes export images from (default DOCKER_HOST or unix:///var/run/docker.sock)")
 	pf.StringVar(&g.initPath, "init-path", "", "path of the aster-init binary (default: next to aster, or ./bin/aster-init)")
 	pf.StringVar(&g.engineRuntime, "engine-runtime", "", "Docker engine runtime for --runtime docker, e.g. runsc (gVisor; must be registered in the engine's daemon.json, see docs/sandbox.md) or kata-runtime")
 	pf.StringVar(&g.ociRuntime, "oci-runtime", config.DefaultOCIRuntime, "OCI runtime binary for --runtime oci: crun, runc or runsc (gVisor, the same as --runtime gvisor), or a path")

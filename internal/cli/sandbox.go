@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
 )
 
@@ -67,7 +68,7 @@ With --dry-run it only lists what it would remove.`,
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
-	cmd.Flags().StringVar(&grace, "grace", "30s", "how long past its deadline a sandbox is left alone")
+	cmd.Flags().StringVar(&grace, "grace", "", "how long past its deadline a sandbox is left alone (default from config: "+config.FormatDuration(config.DefaultReaperGrace)+")")
 	return cmd
 }
 

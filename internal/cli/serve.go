@@ -50,9 +50,10 @@ lets running jobs finish for --shutdown-grace, then cancels the rest and
 destroys their sandboxes. Leaked sandboxes (after a crash) are reaped at
 start-up and every reaper period.
 
-Every flag has an aster.yaml equivalent in the serve: section (serve.addr,
-serve.max_concurrent, serve.ceilings.memory, ...) and the main ones an
-ASTER_* variable: ASTER_SERVE_ADDR, ASTER_MAX_CONCURRENT, ASTER_QUEUE,
+Every flag has an aster.yaml equivalent, most in the serve: section
+(serve.addr, serve.max_concurrent, serve.ceilings.memory, ...); --images is
+images:, --reaper-* reaper:, --warm pool.warm, and --egress-allow adds to
+egress.allow. The main ones have an ASTER_* variable: ASTER_SERVE_ADDR, ASTER_MAX_CONCURRENT, ASTER_QUEUE,
 ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE, ASTER_MAX_BODY, ASTER_MAX_SPOOL,
 ASTER_MAX_BODY_IN_FLIGHT, ASTER_IMAGES.
 

@@ -40,8 +40,8 @@ type Options struct {
 }
 
 // Run reviews a change. It fails only when the change cannot be reviewed at
-// all (the snapshot cannot be read); a failing analyzer, test run or model is
-// reported in the Report instead.
+// all (the snapshot cannot be read, an option is invalid); a failing
+// analyzer, test run or model is reported in the Report instead.
 func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	t0 := time.Now()
 	cfg := ch.Config
@@ -68,12 +68,9 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 		mode = cfg.Mode()
 	}
 	rep.FilterMode = mode
-	failOn := cfg.FailOnSeverity()
-	if opts.FailOn != "" {
-		failOn = finding.Severity(opts.FailOn)
-		if opts.FailOn == "never" {
-			failOn = ""
-		}
+	failOn, err := effectiveFailOn(cfg, opts.FailOn)
+	if err != nil {
+		return nil, err
 	}
 	rep.FailOn = string(failOn)
 	if failOn == "" {
@@ -289,6 +286,23 @@ func (o Options) stage(name string) {
 	if o.Stage != nil {
 		o.Stage(name)
 	}
+}
+
+// effectiveFailOn is the least severity that fails the review: override
+// when set (a severity as finding.ParseSeverity reads it, or "never"), else
+// the repository's. "" means never.
+func effectiveFailOn(cfg repoconfig.Config, override string) (finding.Severity, error) {
+	switch strings.TrimSpace(override) {
+	case "":
+		return cfg.FailOnSeverity(), nil
+	case "never":
+		return "", nil
+	}
+	s, err := finding.ParseSeverity(override)
+	if err != nil {
+		return "", fmt.Errorf("fail-on: %w (or never)", err)
+	}
+	return s, nil
 }
 
 func conclude(rep *Report, failOn finding.Severity) Conclusion {
