@@ -14,8 +14,12 @@ package sandbox
 // per task the job may have, by gVisor platform. Measured with a shell fork
 // bomb at the default 128: systrap peaked at 325 host tasks (about 2.5 per
 // job task), ptrace at about 2,400 (a traced stub thread per application
-// process and sentry thread). Unknown platforms get ptrace's.
-var gvisorHostTasksPerPid = map[string]int64{"systrap": 4, "ptrace": 32, "kvm": 4}
+// process and sentry thread). Under load ptrace takes more: at pids 64,
+// beside the rest of the security suite and stress-ng, 2,242 host tasks
+// (35 per job task, 88% of a bound of 32 per task plus 512), and a loaded CI
+// run lost a fork-bombed sandbox without a result, as a sentry that cannot
+// clone does. ptrace gets twice that. Unknown platforms get ptrace's.
+var gvisorHostTasksPerPid = map[string]int64{"systrap": 4, "ptrace": 64, "kvm": 4}
 
 // gvisorHostTasks is added for the sentry's and the gofer's own threads.
 const gvisorHostTasks = 512

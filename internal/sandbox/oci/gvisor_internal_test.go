@@ -67,7 +67,7 @@ func TestAdaptForGVisor(t *testing.T) {
 	for _, c := range []struct {
 		platform string
 		host     int64
-	}{{PlatformSystrap, 4*64 + 512}, {PlatformPtrace, 32*64 + 512}, {"", 32*64 + 512}} {
+	}{{PlatformSystrap, 4*64 + 512}, {PlatformPtrace, 64*64 + 512}, {"", 64*64 + 512}} {
 		s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: time.Now()}, ident, "r-1", "/cache/x", "/opt/aster-init", nil)
 		before := len(s.Process.Rlimits)
 		adaptForGVisor(s, l, c.platform)
