@@ -94,9 +94,9 @@ Only /webhook needs to be reachable from GitHub.
 
 Every flag but --parallel and --egress-allow (which adds to egress.allow) has
 an app: section equivalent in aster.yaml (app.addr, app.private_key_file, ...)
-and the main ones an ASTER_* variable. With no App
-id configured, the App 'aster app setup' stored in the data directory is used
-(github-app.json there names its key and webhook secret).`,
+and the main ones an ASTER_* variable. With no App id configured, the App
+'aster app setup' stored in the data directory is used (github-app.json there
+names its key and webhook secret).`,
 		Example: `  aster app serve --app-id 123456 --private-key /etc/aster/app.pem \
     --webhook-secret-file /etc/aster/webhook-secret
   ASTER_DATABASE_URL=postgres://aster:PASSWORD@db:5432/aster aster app serve --workers 4 \

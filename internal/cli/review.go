@@ -12,7 +12,6 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/diff"
-	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
@@ -96,8 +95,8 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 	default:
 		return usageErr("--format %q: want markdown, json or sarif", f.format)
 	}
-	if f.failOn != "" && f.failOn != "never" {
-		if _, err := finding.ParseSeverity(f.failOn); err != nil {
+	if f.failOn != "" {
+		if _, err := review.ParseFailOn(f.failOn); err != nil {
 			return usageErr("--fail-on: %v (or never)", err)
 		}
 	}

@@ -53,9 +53,9 @@ start-up and every reaper period.
 Every flag has an aster.yaml equivalent, most in the serve: section
 (serve.addr, serve.max_concurrent, serve.ceilings.memory, ...); --images is
 images:, --reaper-* reaper:, --warm pool.warm, and --egress-allow adds to
-egress.allow. The main ones have an ASTER_* variable: ASTER_SERVE_ADDR, ASTER_MAX_CONCURRENT, ASTER_QUEUE,
-ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE, ASTER_MAX_BODY, ASTER_MAX_SPOOL,
-ASTER_MAX_BODY_IN_FLIGHT, ASTER_IMAGES.
+egress.allow. The main ones have an ASTER_* variable: ASTER_SERVE_ADDR,
+ASTER_MAX_CONCURRENT, ASTER_QUEUE, ASTER_QUEUE_TIMEOUT, ASTER_TOKEN_FILE,
+ASTER_MAX_BODY, ASTER_MAX_SPOOL, ASTER_MAX_BODY_IN_FLIGHT, ASTER_IMAGES.
 
 Bodies: nothing is reserved for a request until the first byte of its body
 arrives (--first-byte-timeout); a body that then stalls (--body-idle-timeout)

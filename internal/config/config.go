@@ -63,8 +63,6 @@ type LimitsConfig struct {
 	TmpSize       string `yaml:"tmp_size"`
 }
 
-// Defaults of the reaper (`reaper:` in aster.yaml, --reaper-grace and
-// --reaper-period).
 // DefaultAnalyzerParallel is how many analyzers one review runs at once
 // (--parallel of aster review, app serve and bench review), at most
 // MaxAnalyzerParallel.
@@ -73,6 +71,8 @@ const (
 	MaxAnalyzerParallel     = 32
 )
 
+// Defaults of the reaper (`reaper:` in aster.yaml, --reaper-grace and
+// --reaper-period).
 const (
 	DefaultReaperGrace     = 30 * time.Second // how long past its deadline label a sandbox is left alone
 	DefaultReaperPeriod    = time.Minute      // how often a long-running command reaps

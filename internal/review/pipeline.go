@@ -288,17 +288,22 @@ func (o Options) stage(name string) {
 	}
 }
 
-// effectiveFailOn is the least severity that fails the review: override
-// when set (a severity as finding.ParseSeverity reads it, or "never"), else
-// the repository's. "" means never.
-func effectiveFailOn(cfg repoconfig.Config, override string) (finding.Severity, error) {
-	switch strings.TrimSpace(override) {
-	case "":
-		return cfg.FailOnSeverity(), nil
-	case "never":
+// ParseFailOn reads a --fail-on value: a severity as finding.ParseSeverity
+// reads it, or "never" ("" severity).
+func ParseFailOn(s string) (finding.Severity, error) {
+	if strings.TrimSpace(s) == "never" {
 		return "", nil
 	}
-	s, err := finding.ParseSeverity(override)
+	return finding.ParseSeverity(s)
+}
+
+// effectiveFailOn is the least severity that fails the review: override
+// when set (as ParseFailOn reads it), else the repository's. "" means never.
+func effectiveFailOn(cfg repoconfig.Config, override string) (finding.Severity, error) {
+	if strings.TrimSpace(override) == "" {
+		return cfg.FailOnSeverity(), nil
+	}
+	s, err := ParseFailOn(override)
 	if err != nil {
 		return "", fmt.Errorf("fail-on: %w (or never)", err)
 	}
