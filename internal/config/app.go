@@ -106,42 +106,34 @@ type AppConfig struct {
 	WebhookInflightBytes string `yaml:"webhook_inflight_bytes"`
 }
 
-// AppEnvVars lists the variables AppSection reads.
-var AppEnvVars = map[string]string{
-	"ASTER_APP_ADDR":                "address `aster app serve` listens on",
-	"ASTER_APP_ID":                  "the GitHub App's id",
-	"ASTER_APP_PRIVATE_KEY_FILE":    "the App's private key (PEM file)",
-	"ASTER_APP_WEBHOOK_SECRET_FILE": "file holding the App's webhook secret",
-	"ASTER_GITHUB_API_URL":          "GitHub REST API root (GitHub Enterprise Server: https://HOST/api/v3/)",
-	"ASTER_DATA_DIR":                "directory of the default SQLite database",
-	"ASTER_DB":                      "SQLite database file",
-	"ASTER_DATABASE_URL":            "postgres://... database shared by replicas (replaces the SQLite file)",
-	"ASTER_APP_WORKERS":             "reviews run at once",
-	"ASTER_SANDBOX_URL":             "remote `aster sandbox serve` to run sandboxes on",
-	"ASTER_SANDBOX_TOKEN_FILE":      "bearer token file for the remote sandbox server",
-	"ASTER_REPLICA_ID":              "this replica's name among replicas sharing one database",
+// envVars binds the ASTER_* variables of the `app:` section to the fields of a.
+func (a *AppConfig) envVars() []envVar {
+	return []envVar{
+		str("ASTER_APP_ADDR", &a.Addr, "address `aster app serve` listens on"),
+		str("ASTER_APP_ID", &a.AppID, "the GitHub App's id"),
+		str("ASTER_APP_PRIVATE_KEY_FILE", &a.PrivateKeyFile, "the App's private key (PEM file)"),
+		str("ASTER_APP_WEBHOOK_SECRET_FILE", &a.WebhookSecretFile, "file holding the App's webhook secret"),
+		str("ASTER_GITHUB_API_URL", &a.GitHubAPIURL, "GitHub REST API root (GitHub Enterprise Server: https://HOST/api/v3/)"),
+		str("ASTER_DATA_DIR", &a.DataDir, "directory of the default SQLite database"),
+		str("ASTER_DB", &a.DB, "SQLite database file"),
+		str("ASTER_DATABASE_URL", &a.DatabaseURL, "postgres://... database shared by replicas (replaces the SQLite file)"),
+		str("ASTER_APP_WORKERS", &a.Workers, "reviews run at once"),
+		str("ASTER_SANDBOX_URL", &a.SandboxURL, "remote `aster sandbox serve` to run sandboxes on"),
+		str("ASTER_SANDBOX_TOKEN_FILE", &a.SandboxTokenFile, "bearer token file for the remote sandbox server"),
+		str("ASTER_REPLICA_ID", &a.ReplicaID, "this replica's name among replicas sharing one database"),
+	}
 }
 
 // AppSection decodes the `app:` section of c (absent: all defaults) and applies the
-// ASTER_* variables above over it.
+// ASTER_* variables of envVars over it.
 func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
 	var a AppConfig
 	if err := c.decodeSection("app", &a); err != nil {
 		return a, err
 	}
-	set := envSetter(getenv)
-	set(&a.Addr, "ASTER_APP_ADDR")
-	set(&a.AppID, "ASTER_APP_ID")
-	set(&a.PrivateKeyFile, "ASTER_APP_PRIVATE_KEY_FILE")
-	set(&a.WebhookSecretFile, "ASTER_APP_WEBHOOK_SECRET_FILE")
-	set(&a.GitHubAPIURL, "ASTER_GITHUB_API_URL")
-	set(&a.DataDir, "ASTER_DATA_DIR")
-	set(&a.DB, "ASTER_DB")
-	set(&a.DatabaseURL, "ASTER_DATABASE_URL")
-	set(&a.Workers, "ASTER_APP_WORKERS")
-	set(&a.SandboxURL, "ASTER_SANDBOX_URL")
-	set(&a.SandboxTokenFile, "ASTER_SANDBOX_TOKEN_FILE")
-	set(&a.ReplicaID, "ASTER_REPLICA_ID")
+	if err := applyEnvVars(getenv, a.envVars()); err != nil {
+		return a, err
+	}
 	fill := fillBlank
 	fill(&a.Addr, DefaultAppAddr)
 	fill(&a.GitHubAPIURL, DefaultGitHubAPIURL)

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -145,7 +146,9 @@ func Load(path string, getenv func(string) string) (Config, error) {
 		}
 	}
 	fileLevel := c.LogLevel
-	applyEnv(&c, getenv)
+	if err := applyEnvVars(getenv, c.envVars()); err != nil {
+		return c, err
+	}
 	if _, err := ParseLogLevel(c.LogLevel); err != nil {
 		if v := getenv("ASTER_LOG_LEVEL"); strings.TrimSpace(v) != "" {
 			return c, fmt.Errorf("ASTER_LOG_LEVEL: %w", err)
@@ -259,74 +262,42 @@ func merge(dst *Config, src Config) {
 	}
 }
 
-// EnvVars lists the variables Load reads, for --help and the docs/ pages.
-var EnvVars = map[string]string{
-	"ASTER_RUNTIME":          "sandbox runtime (docker, oci, gvisor, kubernetes or microvm)",
-	"ASTER_OCI_RUNTIME":      "OCI runtime binary for --runtime oci: crun, runc or runsc",
-	"ASTER_OCI_STATE_DIR":    "per-sandbox bundles and run records of the oci runtime",
-	"ASTER_OCI_CACHE_DIR":    "exported image root filesystems of the oci runtime",
-	"ASTER_DOCKER_HOST":      "engine address (default: DOCKER_HOST or the local socket)",
-	"ASTER_ENGINE_RUNTIME":   "engine runtime, e.g. runsc for gVisor",
-	"ASTER_INIT_PATH":        "path of the aster-init binary",
-	"ASTER_IMAGES":           "comma-separated image allowlist; the first is the default",
-	"ASTER_TIMEOUT":          "default wall-clock timeout",
-	"ASTER_MEMORY":           "default memory limit",
-	"ASTER_CPUS":             "default CPU limit",
-	"ASTER_PIDS":             "default process limit",
-	"ASTER_OUTPUT_LIMIT":     "default bytes kept per output stream",
-	"ASTER_OUTPUT_CEILING":   "default per-stream ceiling that ends a job",
-	"ASTER_WORKDIR_SIZE":     "default size of /work",
-	"ASTER_TMP_SIZE":         "default size of /tmp",
-	"ASTER_LOG_LEVEL":        "debug, info, warn or error",
-	"ASTER_LOG_FORMAT":       "text or json",
-	"ASTER_LABELS":           "extra sandbox labels, k=v,k2=v2",
-	"ASTER_REAPER_GRACE":     "how long past its deadline a sandbox is left alone",
-	"ASTER_REAPER_PERIOD":    "how often long-running commands reap",
-	"ASTER_REAPER_ALLOWANCE": "time added to every sandbox deadline for create and teardown",
+// envVars are the variables Load reads, bound to the fields of c (the
+// runtimes' sections included).
+func (c *Config) envVars() []envVar {
+	root := []envVar{
+		str("ASTER_RUNTIME", &c.Runtime, "sandbox runtime (docker, oci, gvisor, kubernetes or microvm)"),
+		str("ASTER_DOCKER_HOST", &c.DockerHost, "engine address (default: DOCKER_HOST or the local socket)"),
+		str("ASTER_ENGINE_RUNTIME", &c.EngineRuntime, "engine runtime, e.g. runsc for gVisor"),
+		str("ASTER_INIT_PATH", &c.InitPath, "path of the aster-init binary"),
+		str("ASTER_LOG_LEVEL", &c.LogLevel, "debug, info, warn or error"),
+		str("ASTER_LOG_FORMAT", &c.LogFormat, "text or json"),
+		parsed("ASTER_IMAGES", func(v string) error { c.Images = SplitList(v); return nil },
+			"comma-separated image allowlist; the first is the default"),
+		str("ASTER_TIMEOUT", &c.Limits.Timeout, "default wall-clock timeout"),
+		str("ASTER_MEMORY", &c.Limits.Memory, "default memory limit"),
+		str("ASTER_CPUS", &c.Limits.CPUs, "default CPU limit"),
+		str("ASTER_PIDS", &c.Limits.Pids, "default process limit"),
+		str("ASTER_OUTPUT_LIMIT", &c.Limits.OutputLimit, "default bytes kept per output stream"),
+		str("ASTER_OUTPUT_CEILING", &c.Limits.OutputCeiling, "default per-stream ceiling that ends a job"),
+		str("ASTER_WORKDIR_SIZE", &c.Limits.WorkdirSize, "default size of /work"),
+		str("ASTER_TMP_SIZE", &c.Limits.TmpSize, "default size of /tmp"),
+		str("ASTER_REAPER_GRACE", &c.Reaper.Grace, "how long past its deadline a sandbox is left alone"),
+		str("ASTER_REAPER_PERIOD", &c.Reaper.Period, "how often long-running commands reap"),
+		str("ASTER_REAPER_ALLOWANCE", &c.Reaper.Allowance, "time added to every sandbox deadline for create and teardown"),
+		parsed("ASTER_LABELS", c.setLabels, "extra sandbox labels, k=v,k2=v2"),
+	}
+	return slices.Concat(root, c.OCI.envVars(), c.GVisor.envVars(), c.Kubernetes.envVars(), c.MicroVM.envVars())
 }
 
-func applyEnv(c *Config, getenv func(string) string) {
-	set := envSetter(getenv)
-	set(&c.Runtime, "ASTER_RUNTIME")
-	set(&c.DockerHost, "ASTER_DOCKER_HOST")
-	set(&c.EngineRuntime, "ASTER_ENGINE_RUNTIME")
-	applyOCIEnv(&c.OCI, getenv)
-	applyGVisorEnv(&c.GVisor, getenv)
-	applyKubernetesEnv(&c.Kubernetes, getenv)
-	applyMicroVMEnv(&c.MicroVM, getenv)
-	set(&c.InitPath, "ASTER_INIT_PATH")
-	set(&c.LogLevel, "ASTER_LOG_LEVEL")
-	set(&c.LogFormat, "ASTER_LOG_FORMAT")
-	if v := getenv("ASTER_IMAGES"); v != "" {
-		c.Images = SplitList(v)
+// setLabels replaces c's labels with those of a k=v,k2=v2 list.
+func (c *Config) setLabels(v string) error {
+	c.Labels = map[string]string{}
+	for _, kv := range SplitList(v) {
+		k, val, _ := strings.Cut(kv, "=")
+		c.Labels[strings.TrimSpace(k)] = strings.TrimSpace(val)
 	}
-	set(&c.Limits.Timeout, "ASTER_TIMEOUT")
-	set(&c.Limits.Memory, "ASTER_MEMORY")
-	set(&c.Limits.CPUs, "ASTER_CPUS")
-	set(&c.Limits.Pids, "ASTER_PIDS")
-	set(&c.Limits.OutputLimit, "ASTER_OUTPUT_LIMIT")
-	set(&c.Limits.OutputCeiling, "ASTER_OUTPUT_CEILING")
-	set(&c.Limits.WorkdirSize, "ASTER_WORKDIR_SIZE")
-	set(&c.Limits.TmpSize, "ASTER_TMP_SIZE")
-	set(&c.Reaper.Grace, "ASTER_REAPER_GRACE")
-	set(&c.Reaper.Period, "ASTER_REAPER_PERIOD")
-	set(&c.Reaper.Allowance, "ASTER_REAPER_ALLOWANCE")
-	if v := getenv("ASTER_LABELS"); v != "" {
-		c.Labels = map[string]string{}
-		for _, kv := range SplitList(v) {
-			k, val, _ := strings.Cut(kv, "=")
-			c.Labels[strings.TrimSpace(k)] = strings.TrimSpace(val)
-		}
-	}
-}
-
-// envSetter returns a function that copies a non-blank variable over a field.
-func envSetter(getenv func(string) string) func(dst *string, key string) {
-	return func(dst *string, key string) {
-		if v := strings.TrimSpace(getenv(key)); v != "" {
-			*dst = v
-		}
-	}
+	return nil
 }
 
 // setNonEmpty sets *dst to v unless v is empty: a layer merged over another.

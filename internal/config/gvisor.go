@@ -27,12 +27,6 @@ type GVisorConfig struct {
 	Platform string `yaml:"platform"`
 }
 
-// GVisorEnvVars lists the variables the gvisor section reads.
-var GVisorEnvVars = map[string]string{
-	"ASTER_GVISOR_RUNSC":    "runsc binary for --runtime gvisor (default runsc from PATH)",
-	"ASTER_GVISOR_PLATFORM": "gVisor platform: systrap, ptrace or kvm (default: systrap where runsc has it, else ptrace)",
-}
-
 // DefaultGVisor returns the gvisor section with every default filled in.
 func DefaultGVisor() GVisorConfig {
 	return GVisorConfig{Runsc: DefaultGVisorRunsc, Platform: DefaultGVisorPlatform}
@@ -47,10 +41,12 @@ func mergeGVisor(dst *GVisorConfig, src GVisorConfig) {
 	}
 }
 
-func applyGVisorEnv(g *GVisorConfig, getenv func(string) string) {
-	set := envSetter(getenv)
-	set(&g.Runsc, "ASTER_GVISOR_RUNSC")
-	set(&g.Platform, "ASTER_GVISOR_PLATFORM")
+// envVars binds the ASTER_* variables of the `gvisor:` section to the fields of g.
+func (g *GVisorConfig) envVars() []envVar {
+	return []envVar{
+		str("ASTER_GVISOR_RUNSC", &g.Runsc, "runsc binary for --runtime gvisor (default runsc from PATH)"),
+		str("ASTER_GVISOR_PLATFORM", &g.Platform, "gVisor platform: systrap, ptrace or kvm (default: systrap where runsc has it, else ptrace)"),
+	}
 }
 
 // Validate checks the platform name (whether the binary offers it is checked

@@ -57,17 +57,6 @@ type KubernetesSettings struct {
 	MaxPods         int
 }
 
-// KubernetesEnvVars lists the variables the kubernetes section reads.
-var KubernetesEnvVars = map[string]string{
-	"ASTER_KUBECONFIG":            "kubeconfig for --runtime kubernetes (default: in-cluster, then $KUBECONFIG)",
-	"ASTER_K8S_NAMESPACE":         "namespace of the sandbox Pods",
-	"ASTER_K8S_RUNTIME_CLASS":     "RuntimeClass of the sandbox Pods (gVisor, Kata)",
-	"ASTER_K8S_INIT_IMAGE":        "image carrying /aster-init, copied into every Pod",
-	"ASTER_K8S_IMAGE_PULL_POLICY": "Always, IfNotPresent or Never",
-	"ASTER_K8S_SCHEDULE_TIMEOUT":  "how long a sandbox Pod may stay unschedulable",
-	"ASTER_K8S_MAX_PODS":          "live sandbox Pods allowed in the namespace across replicas (0: no cap)",
-}
-
 // DefaultKubernetes returns the kubernetes section with every default filled in.
 func DefaultKubernetes() KubernetesConfig {
 	return KubernetesConfig{
@@ -90,15 +79,17 @@ func mergeKubernetes(dst *KubernetesConfig, src KubernetesConfig) {
 	set(&dst.MaxPods, src.MaxPods)
 }
 
-func applyKubernetesEnv(k *KubernetesConfig, getenv func(string) string) {
-	set := envSetter(getenv)
-	set(&k.Kubeconfig, "ASTER_KUBECONFIG")
-	set(&k.Namespace, "ASTER_K8S_NAMESPACE")
-	set(&k.RuntimeClass, "ASTER_K8S_RUNTIME_CLASS")
-	set(&k.InitImage, "ASTER_K8S_INIT_IMAGE")
-	set(&k.ImagePullPolicy, "ASTER_K8S_IMAGE_PULL_POLICY")
-	set(&k.ScheduleTimeout, "ASTER_K8S_SCHEDULE_TIMEOUT")
-	set(&k.MaxPods, "ASTER_K8S_MAX_PODS")
+// envVars binds the ASTER_* variables of the `kubernetes:` section to the fields of k.
+func (k *KubernetesConfig) envVars() []envVar {
+	return []envVar{
+		str("ASTER_KUBECONFIG", &k.Kubeconfig, "kubeconfig for --runtime kubernetes (default: in-cluster, then $KUBECONFIG)"),
+		str("ASTER_K8S_NAMESPACE", &k.Namespace, "namespace of the sandbox Pods"),
+		str("ASTER_K8S_RUNTIME_CLASS", &k.RuntimeClass, "RuntimeClass of the sandbox Pods (gVisor, Kata)"),
+		str("ASTER_K8S_INIT_IMAGE", &k.InitImage, "image carrying /aster-init, copied into every Pod"),
+		str("ASTER_K8S_IMAGE_PULL_POLICY", &k.ImagePullPolicy, "Always, IfNotPresent or Never"),
+		str("ASTER_K8S_SCHEDULE_TIMEOUT", &k.ScheduleTimeout, "how long a sandbox Pod may stay unschedulable"),
+		str("ASTER_K8S_MAX_PODS", &k.MaxPods, "live sandbox Pods allowed in the namespace across replicas (0: no cap)"),
+	}
 }
 
 var (

@@ -150,13 +150,23 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(strconv.Quote(s.St
 // MarshalYAML keeps the secret out of YAML.
 func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
 
-// LLMEnvVars lists the variables LLMSection reads.
-var LLMEnvVars = map[string]string{
-	"ASTER_LLM_PROVIDER":     "model provider: openai (any OpenAI-compatible server) or anthropic; unset: no model review",
-	"ASTER_LLM_MODEL":        "model name",
-	"ASTER_LLM_BASE_URL":     "API base URL (e.g. http://localhost:11434/v1 for Ollama)",
-	"ASTER_LLM_API_KEY":      "API key (else OPENAI_API_KEY or ANTHROPIC_API_KEY, by provider)",
-	"ASTER_LLM_MAX_COST_USD": "cost cap per review in US dollars (priced models only)",
+// envVars binds the ASTER_* variables of the `llm:` section to the fields of l.
+func (l *LLMConfig) envVars() []envVar {
+	return []envVar{
+		str("ASTER_LLM_PROVIDER", &l.Provider, "model provider: openai (any OpenAI-compatible server) or anthropic; unset: no model review"),
+		str("ASTER_LLM_MODEL", &l.Model, "model name"),
+		str("ASTER_LLM_BASE_URL", &l.BaseURL, "API base URL (e.g. http://localhost:11434/v1 for Ollama)"),
+		parsed("ASTER_LLM_API_KEY", func(v string) error { l.APIKey = Secret(v); return nil },
+			"API key (else OPENAI_API_KEY or ANTHROPIC_API_KEY, by provider)"),
+		parsed("ASTER_LLM_MAX_COST_USD", func(v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return fmt.Errorf("ASTER_LLM_MAX_COST_USD: %q is not a number", v)
+			}
+			l.MaxCostUSD = f
+			return nil
+		}, "cost cap per review in US dollars (priced models only)"),
+	}
 }
 
 // LLMSection decodes the `llm:` section of c (absent: all defaults) and
@@ -167,14 +177,10 @@ func (c Config) LLMSection(getenv func(string) string) (LLMConfig, error) {
 	if err := c.decodeSection("llm", &l); err != nil {
 		return l, err
 	}
-	set := envSetter(getenv)
-	set(&l.Provider, "ASTER_LLM_PROVIDER")
-	set(&l.Model, "ASTER_LLM_MODEL")
-	set(&l.BaseURL, "ASTER_LLM_BASE_URL")
-	l.Provider = strings.ToLower(strings.TrimSpace(l.Provider))
-	if v := strings.TrimSpace(getenv("ASTER_LLM_API_KEY")); v != "" {
-		l.APIKey = Secret(v)
+	if err := applyEnvVars(getenv, l.envVars()); err != nil {
+		return l, err
 	}
+	l.Provider = strings.ToLower(strings.TrimSpace(l.Provider))
 	if l.APIKey == "" {
 		switch l.Provider {
 		case ProviderOpenAI:
@@ -182,13 +188,6 @@ func (c Config) LLMSection(getenv func(string) string) (LLMConfig, error) {
 		case ProviderAnthropic:
 			l.APIKey = Secret(strings.TrimSpace(getenv("ANTHROPIC_API_KEY")))
 		}
-	}
-	if v := strings.TrimSpace(getenv("ASTER_LLM_MAX_COST_USD")); v != "" {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return l, fmt.Errorf("ASTER_LLM_MAX_COST_USD: %q is not a number", v)
-		}
-		l.MaxCostUSD = f
 	}
 	return l, nil
 }

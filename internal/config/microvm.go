@@ -44,20 +44,13 @@ func mergeMicroVM(dst *MicroVMConfig, src MicroVMConfig) {
 	set(&dst.Accel, src.Accel)
 }
 
-// MicroVMEnvVars lists the variables applyMicroVMEnv reads.
-var MicroVMEnvVars = map[string]string{
-	"ASTER_MICROVM_QEMU":       "qemu-system-x86_64 binary for --runtime microvm",
-	"ASTER_MICROVM_KERNEL_DIR": "guest kernel directory of the microvm runtime (scripts/microvm-kernel.sh)",
-	"ASTER_MICROVM_STATE_DIR":  "per-VM directories and records of the microvm runtime",
-	"ASTER_MICROVM_CACHE_DIR":  "guest builds, image trees and disks of the microvm runtime",
-	"ASTER_MICROVM_ACCEL":      "microvm accelerator: auto, kvm or tcg",
-}
-
-func applyMicroVMEnv(m *MicroVMConfig, getenv func(string) string) {
-	set := envSetter(getenv)
-	set(&m.QEMU, "ASTER_MICROVM_QEMU")
-	set(&m.KernelDir, "ASTER_MICROVM_KERNEL_DIR")
-	set(&m.StateDir, "ASTER_MICROVM_STATE_DIR")
-	set(&m.CacheDir, "ASTER_MICROVM_CACHE_DIR")
-	set(&m.Accel, "ASTER_MICROVM_ACCEL")
+// envVars binds the ASTER_* variables of the `microvm:` section to the fields of m.
+func (m *MicroVMConfig) envVars() []envVar {
+	return []envVar{
+		str("ASTER_MICROVM_QEMU", &m.QEMU, "qemu-system-x86_64 binary for --runtime microvm"),
+		str("ASTER_MICROVM_KERNEL_DIR", &m.KernelDir, "guest kernel directory of the microvm runtime (scripts/microvm-kernel.sh)"),
+		str("ASTER_MICROVM_STATE_DIR", &m.StateDir, "per-VM directories and records of the microvm runtime"),
+		str("ASTER_MICROVM_CACHE_DIR", &m.CacheDir, "guest builds, image trees and disks of the microvm runtime"),
+		str("ASTER_MICROVM_ACCEL", &m.Accel, "microvm accelerator: auto, kvm or tcg"),
+	}
 }

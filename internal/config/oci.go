@@ -47,9 +47,11 @@ func mergeOCI(dst *OCIConfig, src OCIConfig) {
 	set(&dst.CacheDir, src.CacheDir)
 }
 
-func applyOCIEnv(o *OCIConfig, getenv func(string) string) {
-	set := envSetter(getenv)
-	set(&o.Runtime, "ASTER_OCI_RUNTIME")
-	set(&o.StateDir, "ASTER_OCI_STATE_DIR")
-	set(&o.CacheDir, "ASTER_OCI_CACHE_DIR")
+// envVars binds the ASTER_* variables of the `oci:` section to the fields of o.
+func (o *OCIConfig) envVars() []envVar {
+	return []envVar{
+		str("ASTER_OCI_RUNTIME", &o.Runtime, "OCI runtime binary for --runtime oci: crun, runc or runsc"),
+		str("ASTER_OCI_STATE_DIR", &o.StateDir, "per-sandbox bundles and run records of the oci runtime"),
+		str("ASTER_OCI_CACHE_DIR", &o.CacheDir, "exported image root filesystems of the oci runtime"),
+	}
 }

@@ -29,9 +29,11 @@ type PoolConfig struct {
 	RefillPerSecond string `yaml:"refill_per_second"`
 }
 
-// PoolEnvVars lists the variables PoolSection reads.
-var PoolEnvVars = map[string]string{
-	"ASTER_WARM": "sandboxes kept ready per image by `aster sandbox serve` (0: no pool)",
+// envVars binds the ASTER_* variables of the `pool:` section to the fields of p.
+func (p *PoolConfig) envVars() []envVar {
+	return []envVar{
+		str("ASTER_WARM", &p.Warm, "sandboxes kept ready per image by `aster sandbox serve` (0: no pool)"),
+	}
 }
 
 // PoolSection decodes the `pool:` section of c (absent: defaults) and applies
@@ -41,10 +43,7 @@ func (c Config) PoolSection(getenv func(string) string) (PoolConfig, error) {
 	if err := c.decodeSection("pool", &p); err != nil {
 		return p, err
 	}
-	if v := strings.TrimSpace(getenv("ASTER_WARM")); v != "" {
-		p.Warm = v
-	}
-	return p, nil
+	return p, applyEnvVars(getenv, p.envVars())
 }
 
 // Parse validates p into the Manager's pool options (BackgroundClose is the

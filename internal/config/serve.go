@@ -86,34 +86,30 @@ type ServeConfig struct {
 	Ceilings            LimitsConfig `yaml:"ceilings"`
 }
 
-// ServeEnvVars lists the variables ServeSection reads.
-var ServeEnvVars = map[string]string{
-	"ASTER_SERVE_ADDR":         "address `aster sandbox serve` listens on",
-	"ASTER_MAX_CONCURRENT":     "sandboxes alive at once (auto: from host memory)",
-	"ASTER_QUEUE":              "runs waiting behind them (default 4 × max-concurrent)",
-	"ASTER_QUEUE_TIMEOUT":      "how long a run may wait in the queue",
-	"ASTER_TOKEN_FILE":         "bearer tokens, one a line",
-	"ASTER_MAX_BODY":           "largest request body",
-	"ASTER_MAX_SPOOL":          "disk all spooled snapshots may take at once (default 4 × max-workdir-size)",
-	"ASTER_MAX_BODY_IN_FLIGHT": "request-body bytes held in memory at once (default 4 × max-body)",
+// envVars binds the ASTER_* variables of the `serve:` section to the fields of s.
+func (s *ServeConfig) envVars() []envVar {
+	return []envVar{
+		str("ASTER_SERVE_ADDR", &s.Addr, "address `aster sandbox serve` listens on"),
+		str("ASTER_MAX_CONCURRENT", &s.MaxConcurrent, "sandboxes alive at once (auto: from host memory)"),
+		str("ASTER_QUEUE", &s.Queue, "runs waiting behind them (default 4 × max-concurrent)"),
+		str("ASTER_QUEUE_TIMEOUT", &s.QueueTimeout, "how long a run may wait in the queue"),
+		str("ASTER_TOKEN_FILE", &s.TokenFile, "bearer tokens, one a line"),
+		str("ASTER_MAX_BODY", &s.MaxBody, "largest request body"),
+		str("ASTER_MAX_SPOOL", &s.MaxSpool, "disk all spooled snapshots may take at once (default 4 × max-workdir-size)"),
+		str("ASTER_MAX_BODY_IN_FLIGHT", &s.MaxBodyInFlight, "request-body bytes held in memory at once (default 4 × max-body)"),
+	}
 }
 
 // ServeSection decodes the `serve:` section of c (absent: all defaults) and
-// applies the ASTER_* variables above over it.
+// applies the ASTER_* variables of envVars over it.
 func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	var s ServeConfig
 	if err := c.decodeSection("serve", &s); err != nil {
 		return s, err
 	}
-	set := envSetter(getenv)
-	set(&s.Addr, "ASTER_SERVE_ADDR")
-	set(&s.MaxConcurrent, "ASTER_MAX_CONCURRENT")
-	set(&s.Queue, "ASTER_QUEUE")
-	set(&s.QueueTimeout, "ASTER_QUEUE_TIMEOUT")
-	set(&s.TokenFile, "ASTER_TOKEN_FILE")
-	set(&s.MaxBody, "ASTER_MAX_BODY")
-	set(&s.MaxSpool, "ASTER_MAX_SPOOL")
-	set(&s.MaxBodyInFlight, "ASTER_MAX_BODY_IN_FLIGHT")
+	if err := applyEnvVars(getenv, s.envVars()); err != nil {
+		return s, err
+	}
 	def := DefaultCeilings()
 	fill := fillBlank
 	fill(&s.Addr, DefaultServeAddr)

@@ -328,13 +328,14 @@ var serviceLink = regexp.MustCompile(`^ASTER_[A-Z0-9_]*_(SERVICE_HOST|SERVICE_PO
 // ConfigEnvVars returns every ASTER_* variable that is configuration, with
 // its meaning: the union of this package's variable lists.
 func ConfigEnvVars() map[string]string {
-	out := map[string]string{}
-	for _, m := range []map[string]string{EnvVars, ServeEnvVars, AppEnvVars, KubernetesEnvVars, GVisorEnvVars, LLMEnvVars, PoolEnvVars, MicroVMEnvVars} {
-		for k, v := range m {
-			out[k] = v
-		}
-	}
-	return out
+	var (
+		c    Config
+		serv ServeConfig
+		app  AppConfig
+		llm  LLMConfig
+		pool PoolConfig
+	)
+	return describe(c.envVars(), serv.envVars(), app.envVars(), llm.envVars(), pool.envVars())
 }
 
 // CheckEnv reports every ASTER_* variable of environ (os.Environ's form,
