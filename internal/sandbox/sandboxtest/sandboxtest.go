@@ -28,15 +28,13 @@ func Image() string {
 	return config.DefaultImage
 }
 
-var (
-	initOnce sync.Once
-	initPath string
-	initErr  error
-)
-
 // RepoRoot returns the module root (the directory holding go.mod).
 func RepoRoot(t testing.TB) string {
 	t.Helper()
+	return repoRoot()
+}
+
+func repoRoot() string {
 	_, file, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..", "..")
 }
@@ -45,67 +43,90 @@ func RepoRoot(t testing.TB) string {
 // its path. ASTER_INIT_PATH, when set, is used instead.
 func InitBinary(t testing.TB) string {
 	t.Helper()
-	if p := os.Getenv("ASTER_INIT_PATH"); p != "" {
-		return p
+	p, err := InitBinaryPath()
+	if err != nil {
+		t.Fatalf("build aster-init: %v", err)
 	}
-	initOnce.Do(func() {
-		dir, err := processDir("aster-init-test-")
-		if err != nil {
-			initErr = err
-			return
-		}
-		initPath = filepath.Join(dir, "aster-init")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", initPath, "./cmd/aster-init")
-		cmd.Dir = RepoRoot(t)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			initErr = &buildError{out: string(out), err: err}
-		}
-		// Docker bind-mounts the file, so it must be readable by the engine.
-		_ = os.Chmod(dir, 0o755)
-	})
-	if initErr != nil {
-		t.Fatalf("build aster-init: %v", initErr)
-	}
-	return initPath
+	return p
 }
 
-var (
-	asterOnce sync.Once
-	asterPath string
-	asterErr  error
-)
+// InitBinaryPath is InitBinary for a caller with no test at hand (a helper
+// that builds on it once per process): the path, or why it could not be built.
+func InitBinaryPath() (string, error) {
+	if p := os.Getenv("ASTER_INIT_PATH"); p != "" {
+		return p, nil
+	}
+	return buildInit()
+}
+
+// buildInit builds cmd/aster-init once per test process.
+var buildInit = sync.OnceValues(func() (string, error) {
+	dir, err := processDir("aster-init-test-")
+	if err != nil {
+		return "", err
+	}
+	// Docker bind-mounts the file, so it must be readable by the engine.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "aster-init")
+	return path, goBuild(path, "./cmd/aster-init", true)
+})
 
 // AsterBinary builds cmd/aster once per test process, with aster-init (from
 // InitBinary) beside it where aster looks for it, and returns its path: the
 // tests that run aster as a process (the CLI's, the App's crash tests).
 func AsterBinary(t testing.TB) string {
 	t.Helper()
-	initBin := InitBinary(t)
-	asterOnce.Do(func() {
-		dir, err := processDir("aster-bin-")
-		if err != nil {
-			asterErr = err
-			return
-		}
-		asterPath = filepath.Join(dir, "aster")
-		cmd := exec.Command("go", "build", "-o", asterPath, "./cmd/aster")
-		cmd.Dir = RepoRoot(t)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			asterErr = &buildError{out: string(out), err: err}
-			return
-		}
-		data, err := os.ReadFile(initBin)
-		if err == nil {
-			err = os.WriteFile(filepath.Join(dir, "aster-init"), data, 0o755)
-		}
-		asterErr = err
-		_ = os.Chmod(dir, 0o755)
-	})
-	if asterErr != nil {
-		t.Fatalf("build aster: %v", asterErr)
+	InitBinary(t) // its own failure, in its own words
+	p, err := buildAster()
+	if err != nil {
+		t.Fatalf("build aster: %v", err)
 	}
-	return asterPath
+	return p
+}
+
+// buildAster builds cmd/aster once per test process and copies aster-init
+// beside it.
+var buildAster = sync.OnceValues(func() (string, error) {
+	initBin, err := InitBinaryPath()
+	if err != nil {
+		return "", err
+	}
+	dir, err := processDir("aster-bin-")
+	if err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "aster")
+	if err := goBuild(path, "./cmd/aster", false); err != nil {
+		return "", err
+	}
+	data, err := os.ReadFile(initBin)
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(filepath.Join(dir, "aster-init"), data, 0o755)
+})
+
+// goBuild builds the package pkg of this module into out; static: with
+// -trimpath and without cgo, as aster-init must be to run in any image.
+func goBuild(out, pkg string, static bool) error {
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	if static {
+		cmd = exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+	}
+	cmd.Dir = repoRoot()
+	cmd.Env = os.Environ()
+	if static {
+		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
+	}
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return &buildError{out: string(b), err: err}
+	}
+	return nil
 }
 
 type buildError struct {

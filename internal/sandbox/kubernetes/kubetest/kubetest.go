@@ -130,12 +130,6 @@ func Namespace(t testing.TB, cfg *rest.Config) string {
 	return name
 }
 
-var (
-	imageOnce sync.Once
-	imageRef  string
-	imageErr  error
-)
-
 // InitImage returns the aster-init image of the code under test, imported into
 // the test cluster's containerd once (named by its content, so a changed
 // aster-init is a new image). ASTER_K8S_INIT_IMAGE names an image to use
@@ -145,13 +139,22 @@ func InitImage(t testing.TB) string {
 	if v := os.Getenv("ASTER_K8S_INIT_IMAGE"); v != "" {
 		return v
 	}
-	bin := sandboxtest.InitBinary(t)
-	imageOnce.Do(func() { imageRef, imageErr = importInitImage(bin, ContainerdSocket()) })
-	if imageErr != nil {
-		Skip(t, "cannot put the aster-init image into the test cluster: %v", imageErr)
+	sandboxtest.InitBinary(t) // a build failure fails; a cluster that cannot take the image skips
+	ref, err := initImage()
+	if err != nil {
+		Skip(t, "cannot put the aster-init image into the test cluster: %v", err)
 	}
-	return imageRef
+	return ref
 }
+
+// initImage imports the aster-init image once per test process.
+var initImage = sync.OnceValues(func() (string, error) {
+	bin, err := sandboxtest.InitBinaryPath()
+	if err != nil {
+		return "", err
+	}
+	return importInitImage(bin, ContainerdSocket())
+})
 
 func importInitImage(bin, sock string) (string, error) {
 	data, err := os.ReadFile(bin)
