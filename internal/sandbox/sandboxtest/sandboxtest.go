@@ -61,12 +61,8 @@ func InitBinaryPath() (string, error) {
 
 // buildInit builds cmd/aster-init once per test process.
 var buildInit = sync.OnceValues(func() (string, error) {
-	dir, err := processDir("aster-init-test-")
+	dir, err := binDir("aster-init-test-")
 	if err != nil {
-		return "", err
-	}
-	// Docker bind-mounts the file, so it must be readable by the engine.
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, "aster-init")
@@ -93,11 +89,8 @@ var buildAster = sync.OnceValues(func() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dir, err := processDir("aster-bin-")
+	dir, err := binDir("aster-bin-")
 	if err != nil {
-		return "", err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
 		return "", err
 	}
 	path := filepath.Join(dir, "aster")
@@ -110,6 +103,17 @@ var buildAster = sync.OnceValues(func() (string, error) {
 	}
 	return path, os.WriteFile(filepath.Join(dir, "aster-init"), data, 0o755)
 })
+
+// binDir makes this process's directory for a built binary (processDir),
+// readable by all: Docker bind-mounts aster-init from it, and the engine
+// must be able to read it.
+func binDir(prefix string) (string, error) {
+	dir, err := processDir(prefix)
+	if err != nil {
+		return "", err
+	}
+	return dir, os.Chmod(dir, 0o755)
+}
 
 // goBuild builds the package pkg of this module into out; static: with
 // -trimpath and without cgo, as aster-init must be to run in any image.
