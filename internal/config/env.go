@@ -24,16 +24,14 @@ func parsed(name string, set func(v string) error, help string) envVar {
 
 // applyEnvVars applies each variable of vars that getenv gives a non-blank
 // value, in order; the first value that does not parse is the error.
-func applyEnvVars(getenv func(string) string, vars ...[]envVar) error {
-	for _, list := range vars {
-		for _, e := range list {
-			v := strings.TrimSpace(getenv(e.name))
-			if v == "" {
-				continue
-			}
-			if err := e.set(v); err != nil {
-				return err
-			}
+func applyEnvVars(getenv func(string) string, vars []envVar) error {
+	for _, e := range vars {
+		v := strings.TrimSpace(getenv(e.name))
+		if v == "" {
+			continue
+		}
+		if err := e.set(v); err != nil {
+			return err
 		}
 	}
 	return nil

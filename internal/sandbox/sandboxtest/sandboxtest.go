@@ -118,15 +118,12 @@ func binDir(prefix string) (string, error) {
 // goBuild builds the package pkg of this module into out; static: with
 // -trimpath and without cgo, as aster-init must be to run in any image.
 func goBuild(out, pkg string, static bool) error {
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	args, env := []string{"build", "-o", out, pkg}, os.Environ()
 	if static {
-		cmd = exec.Command("go", "build", "-trimpath", "-o", out, pkg)
+		args, env = []string{"build", "-trimpath", "-o", out, pkg}, append(env, "CGO_ENABLED=0")
 	}
-	cmd.Dir = repoRoot()
-	cmd.Env = os.Environ()
-	if static {
-		cmd.Env = append(cmd.Env, "CGO_ENABLED=0")
-	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir, cmd.Env = repoRoot(), env
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return &buildError{out: string(b), err: err}
 	}
