@@ -7,7 +7,6 @@ import (
 	"errors"
 	"html"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,6 +21,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 var (
@@ -257,12 +257,7 @@ func TestAppSetupManifestFlow(t *testing.T) {
 // as the registered App.
 func serveFromRegistration(t *testing.T, getenv func(string) string, fake *githubtest.Server) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	stderr := &syncBuffer{}

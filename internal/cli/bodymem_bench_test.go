@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // BenchmarkPeakRSSMaximalBodies measures SECURITY L3: the peak resident
@@ -89,15 +89,6 @@ func (c *child) nextID() int {
 	return 100 + c.id
 }
 
-func benchAddr(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 func startChild(b *testing.B, bin string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(b.Context(), bin, args...)
 	cmd.Env = os.Environ()
@@ -141,7 +132,7 @@ func waitHealthy(b *testing.B, url string) {
 }
 
 func serveChild(b *testing.B, bin string) *child {
-	addr := benchAddr(b)
+	addr := testkit.FreeAddr(b)
 	cmd := startChild(b, bin, "sandbox", "serve", "--addr", addr, "--max-concurrent", "8", "--queue", "16")
 	c := &child{cmd: cmd, base: "http://" + addr}
 	waitHealthy(b, c.base+"/healthz")
@@ -149,7 +140,7 @@ func serveChild(b *testing.B, bin string) *child {
 }
 
 func mcpChild(b *testing.B, bin string) *child {
-	addr := benchAddr(b)
+	addr := testkit.FreeAddr(b)
 	cmd := startChild(b, bin, "mcp", "--http", addr, "--max-concurrent", "8", "--queue", "16")
 	c := &child{cmd: cmd, base: "http://" + addr}
 	waitHealthy(b, c.base+"/healthz")

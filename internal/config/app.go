@@ -128,10 +128,7 @@ func (a *AppConfig) envVars() []envVar {
 // ASTER_* variables of envVars over it.
 func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
 	var a AppConfig
-	if err := c.decodeSection("app", &a); err != nil {
-		return a, err
-	}
-	if err := applyEnvVars(getenv, a.envVars()); err != nil {
+	if err := c.loadSection("app", &a, getenv); err != nil {
 		return a, err
 	}
 	fill := fillBlank

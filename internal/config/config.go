@@ -327,6 +327,18 @@ func (c Config) decodeSection(name string, v any) error {
 	return nil
 }
 
+// envSection is a section of aster.yaml whose fields ASTER_* variables can set.
+type envSection interface{ envVars() []envVar }
+
+// loadSection decodes the named section into v, then applies v's ASTER_*
+// variables over it: the file first, the environment over the file.
+func (c Config) loadSection(name string, v envSection, getenv func(string) string) error {
+	if err := c.decodeSection(name, v); err != nil {
+		return err
+	}
+	return applyEnvVars(getenv, v.envVars())
+}
+
 // SplitList splits a comma-separated list, dropping blanks.
 func SplitList(s string) []string {
 	var out []string

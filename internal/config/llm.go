@@ -174,10 +174,7 @@ func (l *LLMConfig) envVars() []envVar {
 // provider's usual variable.
 func (c Config) LLMSection(getenv func(string) string) (LLMConfig, error) {
 	var l LLMConfig
-	if err := c.decodeSection("llm", &l); err != nil {
-		return l, err
-	}
-	if err := applyEnvVars(getenv, l.envVars()); err != nil {
+	if err := c.loadSection("llm", &l, getenv); err != nil {
 		return l, err
 	}
 	l.Provider = strings.ToLower(strings.TrimSpace(l.Provider))

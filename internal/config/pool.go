@@ -40,10 +40,8 @@ func (p *PoolConfig) envVars() []envVar {
 // ASTER_WARM over it.
 func (c Config) PoolSection(getenv func(string) string) (PoolConfig, error) {
 	var p PoolConfig
-	if err := c.decodeSection("pool", &p); err != nil {
-		return p, err
-	}
-	return p, applyEnvVars(getenv, p.envVars())
+	err := c.loadSection("pool", &p, getenv)
+	return p, err
 }
 
 // Parse validates p into the Manager's pool options (BackgroundClose is the

@@ -104,10 +104,7 @@ func (s *ServeConfig) envVars() []envVar {
 // applies the ASTER_* variables of envVars over it.
 func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	var s ServeConfig
-	if err := c.decodeSection("serve", &s); err != nil {
-		return s, err
-	}
-	if err := applyEnvVars(getenv, s.envVars()); err != nil {
+	if err := c.loadSection("serve", &s, getenv); err != nil {
 		return s, err
 	}
 	def := DefaultCeilings()
