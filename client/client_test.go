@@ -2,7 +2,6 @@ package client
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"net"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/testkit"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -40,15 +40,7 @@ func server(t *testing.T, maxConcurrent, queue int, tokens *sandboxapi.Tokens) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); srv.Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "http://" + ln.Addr().String(), mgr
+	return testkit.Serve(t, srv.Serve).URL, mgr
 }
 
 func newClient(t *testing.T, url, token string) *Client {

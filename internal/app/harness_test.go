@@ -39,8 +39,7 @@ type harness struct {
 	url    string
 	secret []byte
 	logs   *syncBuffer
-	stop   context.CancelFunc
-	done   chan error
+	server *testkit.Server
 	owner  string
 	repo   string
 	// comments numbers the comments commentEvent makes: each is a new comment on GitHub.
@@ -115,24 +114,18 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	h.url = "http://" + ln.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	h.stop, h.done = cancel, make(chan error, 1)
 	var gh GitHub = AppGitHub{App: app}
 	if o.wrap != nil {
 		gh = wrappedGitHub{GitHub: gh, wrap: o.wrap}
 	}
 	tmp := t.TempDir() // may t.Fatal: on the test goroutine
-	go func() {
-		h.done <- Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: gh,
+	h.server = testkit.Serve(t, func(ctx context.Context, ln net.Listener) error {
+		return Serve(ctx, ServeOptions{Listener: ln, WebhookSecret: h.secret, Store: st, GitHub: gh,
 			Reviewer: o.reviewer, ReviewDrafts: o.drafts, TempDir: tmp, Secrets: [][]byte{fake.PrivateKeyPEM()},
 			WebhookBudget: o.budget, WebhookBodyTimeout: o.bodyTimeout, ShutdownGrace: 5 * time.Second, Logger: log,
 			Metrics: o.metrics})
-	}()
+	})
+	h.url = h.server.URL
 	t.Cleanup(func() {
 		h.shutdown()
 		st.Close()
@@ -143,21 +136,9 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	return h
 }
 
-func (h *harness) shutdown() {
-	if h.stop == nil {
-		return
-	}
-	h.stop()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			h.t.Errorf("serve: %v", err)
-		}
-	case <-time.After(30 * time.Second):
-		h.t.Error("serve did not stop")
-	}
-	h.stop = nil
-}
+// shutdown stops the App before the store closes; testkit reports an error
+// of its Serve.
+func (h *harness) shutdown() { h.server.Stop(30 * time.Second) }
 
 // deliver posts a signed delivery and returns the status.
 func (h *harness) deliver(event, id string, body []byte) int {

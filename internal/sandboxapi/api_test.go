@@ -594,7 +594,9 @@ func TestGracefulShutdown(t *testing.T) {
 		queued <- resp
 	}()
 	waitFor(t, 10*time.Second, "the second run to queue", func() bool { return h.mgr.Stats().Queued == 1 })
-	h.stop()
+	if err := h.server.Stop(time.Minute); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
 	if resp := <-queued; resp.Header.Get("Retry-After") == "" {
 		t.Error("503 without Retry-After")
 	}
@@ -619,12 +621,8 @@ func TestGracefulShutdown(t *testing.T) {
 	waitFor(t, 30*time.Second, "the sandbox to run", func() bool { return containers(t, h2.label, "running") == 1 })
 	time.Sleep(time.Second)
 	t0 := time.Now()
-	h2.stop()
-	select {
-	case err := <-h2.served:
-		h2.served <- err // for the cleanup
-	case <-time.After(30 * time.Second):
-		t.Fatal("Serve did not return after the grace period")
+	if err := h2.server.Stop(30 * time.Second); err != nil {
+		t.Fatalf("Serve after the grace period: %v", err)
 	}
 	res := <-killed
 	if res.Status != sandbox.StatusKilled || !strings.Contains(res.Error, "shutting down") {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -36,8 +35,7 @@ type harness struct {
 	metrics *Metrics
 	base    string
 	label   string
-	stop    context.CancelFunc
-	served  chan error
+	server  *testkit.Server
 	http    *http.Client
 	token   string
 }
@@ -94,27 +92,15 @@ func newHarness(t testing.TB, o harnessOpts) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
+	server := testkit.Serve(t, srv.Serve)
 	h := &harness{
-		t: t, mgr: mgr, srv: srv, metrics: metrics, base: "http://" + ln.Addr().String(),
-		label: label, stop: cancel, served: make(chan error, 1),
+		t: t, mgr: mgr, srv: srv, metrics: metrics, base: server.URL, label: label, server: server,
 		http: &http.Client{Transport: apiSpec(t).Transport(t, nil)},
 	}
-	go func() { h.served <- srv.Serve(ctx, ln) }()
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-h.served:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Error("Serve did not return")
-		}
+		// The server stops before the manager closes; testkit reports
+		// an error of its Serve.
+		server.Stop(time.Minute)
 		cctx, ccancel := context.WithTimeout(context.Background(), time.Minute)
 		defer ccancel()
 		if err := mgr.Close(cctx); err != nil {

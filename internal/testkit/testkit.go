@@ -1,12 +1,15 @@
 // Package testkit holds the few test helpers every package's tests need
 // alike and no domain owns: a buffer many goroutines write while the test
 // reads it, a poll for a state no event announces, a receive with a
-// deadline, a free port and a command's exit code and output. Tests only.
+// deadline, a free port, a server run until the test ends and a command's
+// exit code and output. Tests only.
 package testkit
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"sync"
@@ -79,6 +82,52 @@ func FreeAddr(t testing.TB) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// Server is a server a test runs in its own goroutine on a loopback port.
+type Server struct {
+	// URL is "http://" and the address it listens on.
+	URL    string
+	cancel context.CancelFunc
+	done   chan error
+	once   sync.Once
+	err    error
+}
+
+// Serve listens on a free loopback port and runs serve there with a
+// context that Stop cancels. Unless the test stopped it first, it is stopped
+// when the test ends, and an error from serve (which must return nil once its
+// context is cancelled) fails the test. Call it on the test goroutine.
+func Serve(t testing.TB, serve func(ctx context.Context, ln net.Listener) error) *Server {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{URL: "http://" + ln.Addr().String(), cancel: cancel, done: make(chan error, 1)}
+	go func() { s.done <- serve(ctx, ln) }()
+	t.Cleanup(func() {
+		if err := s.Stop(time.Minute); err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return s
+}
+
+// Stop cancels the server's context and waits up to within for serve to
+// return, and returns its error, or one saying it did not return in time.
+// Later calls return the first call's answer at once.
+func (s *Server) Stop(within time.Duration) error {
+	s.once.Do(func() {
+		s.cancel()
+		select {
+		case s.err = <-s.done:
+		case <-time.After(within):
+			s.err = fmt.Errorf("did not return within %s of its context's end", within)
+		}
+	})
+	return s.err
 }
 
 // Run runs cmd with its stdout and stderr captured and returns its exit
