@@ -3,9 +3,11 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -53,6 +55,51 @@ func TestFailuresRetryAndPostOnce(t *testing.T) {
 		t.Fatalf("the reviewer ran %d times across retries, want 1", n)
 	}
 	h.assertNoSecrets()
+}
+
+// checkRunAnswerLost is GitHub creating a check run whose answer never reaches the App (the
+// connection drops, or the process dies before it records the id), once.
+type checkRunAnswerLost struct {
+	RepoAPI
+	lost *atomic.Bool
+}
+
+func (r checkRunAnswerLost) CreateCheckRun(ctx context.Context, o github.CheckRunOptions) (github.CheckRun, error) {
+	cr, err := r.RepoAPI.CreateCheckRun(ctx, o)
+	if err == nil && r.lost.CompareAndSwap(false, true) {
+		return github.CheckRun{}, fmt.Errorf("create check run: %w", io.ErrUnexpectedEOF)
+	}
+	return cr, err
+}
+
+// TestCheckRunCreatedButNotRecorded: when the attempt that created the check run fails
+// before it records the run's id, the retry finds that run by its external id (the job)
+// and completes it: one check run on the head, none left in progress (the window the
+// two-replica test hit when a replica was killed right after creating one).
+func TestCheckRunCreatedButNotRecorded(t *testing.T) {
+	rv := &scripted{}
+	lost := &atomic.Bool{}
+	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(a RepoAPI) RepoAPI { return checkRunAnswerLost{a, lost} }})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head := h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// TODO x\n"})
+	h.openPR(5, base, head)
+	h.deliver("pull_request", "d-1", h.prEvent("opened", 5, head, base, ""))
+	if r := h.waitHistory(5, 1, 60*time.Second)[0]; r.Outcome != store.OutcomePosted || r.Attempt != 2 {
+		t.Fatalf("record: %+v (want posted on the second attempt)", r)
+	}
+	if !lost.Load() {
+		t.Fatal("the check run's answer was never lost: the test tested nothing")
+	}
+	runs := h.fake.CheckRuns("acme", "widgets")
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].HeadSHA != head {
+		t.Fatalf("check runs: %+v (want one, completed)", runs)
+	}
+	if n := len(h.fake.Reviews("acme", "widgets", 5)); n != 1 {
+		t.Fatalf("%d reviews, want 1", n)
+	}
+	if !strings.Contains(h.logs.String(), "check run of an earlier attempt found") {
+		t.Fatalf("the retry did not say it found the earlier check run:\n%s", h.logs.String())
+	}
 }
 
 // TestManyFindings: annotations go in batches of 50 with the conclusion on the last; inline

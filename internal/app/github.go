@@ -26,6 +26,8 @@ type RepoAPI interface {
 	github.ReviewAPI
 	github.SummaryAPI
 	github.ChecksAPI
+	// ListCheckRuns lists the App's check runs named name on head, newest first.
+	ListCheckRuns(ctx context.Context, head, name string) ([]github.CheckRun, error)
 }
 
 var _ RepoAPI = (*github.Client)(nil)

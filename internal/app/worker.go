@@ -273,6 +273,18 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	}
 
 	r.supersede(ctx, head)
+	if r.state.CheckRunID == 0 && job.Attempt > 1 {
+		id, err := r.earlierCheckRun(ctx, head)
+		if err != nil {
+			return store.Finish{}, err
+		}
+		if id != 0 {
+			r.state.CheckRunID = id
+			if err := r.save(ctx); err != nil {
+				return store.Finish{}, err
+			}
+		}
+	}
 	if r.state.CheckRunID == 0 {
 		cr, err := api.CreateCheckRun(ctx, github.CheckRunOptions{
 			Name: CheckRunName, HeadSHA: head, Status: "in_progress", StartedAt: r.started, ExternalID: fmt.Sprint(job.ID),
@@ -433,6 +445,24 @@ func (r *run) supersede(ctx context.Context, head string) {
 			r.log.Warn("record superseded check run", "err", err)
 		}
 	}
+}
+
+// earlierCheckRun finds the check run an earlier attempt of this job created on head but
+// could not record (the process died, or GitHub's answer was lost, between the create and
+// the save), so a retry carries on with it instead of leaving it in progress beside a
+// second one. It returns 0 when there is none.
+func (r *run) earlierCheckRun(ctx context.Context, head string) (int64, error) {
+	runs, err := r.api.ListCheckRuns(ctx, head, CheckRunName)
+	if err != nil {
+		return 0, fmt.Errorf("list check runs: %w", err)
+	}
+	for _, cr := range runs { // newest first
+		if cr.ExternalID == fmt.Sprint(r.job.ID) {
+			r.log.Info("check run of an earlier attempt found: carrying on with it", "check_run", cr.ID, "status", cr.Status)
+			return cr.ID, nil
+		}
+	}
+	return 0, nil
 }
 
 // abandon completes the check run of a job that gives up, so it does not spin forever.

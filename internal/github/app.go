@@ -157,6 +157,7 @@ func (a *App) Client(opts ClientOptions) (*Client, error) {
 		repo:     opts.Repo,
 		retry:    &retrier{policy: a.retry.policy, log: log, sleep: a.retry.sleep},
 		log:      log,
+		appID:    a.appID,
 	}, nil
 }
 

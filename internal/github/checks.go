@@ -43,6 +43,11 @@ type CheckRun struct {
 	ID         int64
 	Status     string
 	Conclusion string
+	ExternalID string // what the creator set: Aster's job id
+}
+
+func checkRunOf(run *gh.CheckRun) CheckRun {
+	return CheckRun{ID: run.GetID(), Status: run.GetStatus(), Conclusion: run.GetConclusion(), ExternalID: run.GetExternalID()}
 }
 
 func (o CheckRunOptions) output() (*gh.CheckRunOutput, error) {
@@ -105,7 +110,7 @@ func (c *Client) CreateCheckRun(ctx context.Context, opts CheckRunOptions) (Chec
 	if err != nil {
 		return CheckRun{}, err
 	}
-	return CheckRun{ID: run.GetID(), Status: run.GetStatus(), Conclusion: run.GetConclusion()}, nil
+	return checkRunOf(run), nil
 }
 
 // UpdateCheckRun updates a check run; opts.Name is required (GitHub renames otherwise).
@@ -131,5 +136,33 @@ func (c *Client) UpdateCheckRun(ctx context.Context, id int64, opts CheckRunOpti
 	if err != nil {
 		return CheckRun{}, err
 	}
-	return CheckRun{ID: run.GetID(), Status: run.GetStatus(), Conclusion: run.GetConclusion()}, nil
+	return checkRunOf(run), nil
+}
+
+// ListCheckRuns returns the check runs named name on the commit head that this client's App
+// created (all of them, not only the latest), so that a retried job can find the run an
+// earlier attempt created before it could record its id.
+func (c *Client) ListCheckRuns(ctx context.Context, head, name string) ([]CheckRun, error) {
+	opts := gh.ListCheckRunsOptions{CheckName: gh.Ptr(name), Filter: gh.Ptr("all")}
+	if c.appID > 0 {
+		opts.AppID = gh.Ptr(c.appID)
+	}
+	runs, err := listAll(ctx, c, "list check runs",
+		func(ctx context.Context, lo gh.ListOptions) ([]*gh.CheckRun, *gh.Response, error) {
+			o := opts
+			o.ListOptions = lo
+			res, resp, err := c.api.Checks.ListCheckRunsForRef(ctx, c.owner, c.repo, head, &o)
+			if err != nil {
+				return nil, resp, err
+			}
+			return res.CheckRuns, resp, nil
+		})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]CheckRun, 0, len(runs))
+	for _, r := range runs {
+		out = append(out, checkRunOf(r))
+	}
+	return out, nil
 }

@@ -19,6 +19,7 @@ type Client struct {
 	repo     string
 	retry    *retrier
 	log      *slog.Logger
+	appID    int64 // the App the client acts for; ListCheckRuns lists only its runs
 }
 
 // Repo returns the owner and name the client is scoped to.

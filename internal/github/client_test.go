@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -458,6 +459,43 @@ func TestCheckRunCreateUpdate(t *testing.T) {
 	tooMany := make([]github.Annotation, 51)
 	if _, err := f.client.CreateCheckRun(t.Context(), github.CheckRunOptions{Name: "aster", HeadSHA: f.head, Title: "t", Annotations: tooMany}); !errors.Is(err, github.ErrInvalid) {
 		t.Errorf("51 annotations in one request: %v, want ErrInvalid before sending", err)
+	}
+}
+
+// TestListCheckRuns lists every run of one name on one commit, newest first, over pages,
+// with the external id each was created with; runs on other commits or of other names are
+// left out.
+func TestListCheckRuns(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	var want []int64
+	for i := range 120 {
+		run, err := f.client.CreateCheckRun(t.Context(), github.CheckRunOptions{Name: "aster", HeadSHA: f.head, Status: "in_progress",
+			ExternalID: fmt.Sprint(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append([]int64{run.ID}, want...)
+	}
+	for _, o := range []github.CheckRunOptions{{Name: "aster", HeadSHA: f.base}, {Name: "other", HeadSHA: f.head}} {
+		if _, err := f.client.CreateCheckRun(t.Context(), o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := f.client.ListCheckRuns(t.Context(), f.head, "aster")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != len(want) {
+		t.Fatalf("%d runs, want %d", len(runs), len(want))
+	}
+	for i, r := range runs {
+		if r.ID != want[i] || r.ExternalID != fmt.Sprint(len(want)-1-i) || r.Status != "in_progress" {
+			t.Fatalf("run %d: %+v, want id %d, external id %d", i, r, want[i], len(want)-1-i)
+		}
+	}
+	if pages := f.fake.Calls("checks/list-for-ref"); pages != 2 {
+		t.Errorf("%d page requests, want 2 (100 a page)", pages)
 	}
 }
 

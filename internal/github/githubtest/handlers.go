@@ -50,6 +50,7 @@ var handlers = map[string]handler{
 	"issues/update-comment":                   {perm: "pull_requests", level: "write", fn: (*Server).updateIssueComment},
 	"checks/create":                           {perm: "checks", level: "write", fn: (*Server).createCheckRun},
 	"checks/update":                           {perm: "checks", level: "write", fn: (*Server).updateCheckRun},
+	"checks/list-for-ref":                     {perm: "checks", level: "read", fn: (*Server).listCheckRuns},
 }
 
 func (s *Server) account(login string) map[string]any {
@@ -375,6 +376,11 @@ func (s *Server) getPermission(w http.ResponseWriter, req *apiRequest) {
 
 // paginate writes one page of items with GitHub's Link header.
 func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) {
+	paginateAs(w, r, items, func(page []T) any { return page })
+}
+
+// paginateAs is paginate for a listing whose page GitHub wraps in an object.
+func paginateAs[T any](w http.ResponseWriter, r *http.Request, items []T, body func(page []T) any) {
 	q := r.URL.Query()
 	per, _ := strconv.Atoi(q.Get("per_page"))
 	if per <= 0 {
@@ -405,7 +411,7 @@ func paginate[T any](w http.ResponseWriter, r *http.Request, items []T) {
 	if len(links) > 0 {
 		w.Header().Set("Link", strings.Join(links, ", "))
 	}
-	writeJSON(w, http.StatusOK, items[start:end])
+	writeJSON(w, http.StatusOK, body(items[start:end]))
 }
 
 func (s *Server) reviewCommentJSON(c Comment) map[string]any {
@@ -618,6 +624,7 @@ type checkRunInput struct {
 	HeadSHA    string `json:"head_sha"`
 	Status     string `json:"status"`
 	Conclusion string `json:"conclusion"`
+	ExternalID string `json:"external_id"`
 	Output     *struct {
 		Title       string       `json:"title"`
 		Summary     string       `json:"summary"`
@@ -644,6 +651,9 @@ func (s *Server) applyCheckRun(w http.ResponseWriter, run *CheckRun, in checkRun
 	if in.Conclusion != "" {
 		run.Status, run.Conclusion = "completed", in.Conclusion
 	}
+	if in.ExternalID != "" {
+		run.ExternalID = in.ExternalID
+	}
 	if in.Output != nil {
 		run.Title, run.Summary, run.Text = in.Output.Title, in.Output.Summary, in.Output.Text
 		run.Annotations = append(run.Annotations, in.Output.Annotations...)
@@ -658,7 +668,41 @@ func (s *Server) checkRunJSON(run *CheckRun) map[string]any {
 		conclusion = run.Conclusion
 	}
 	return map[string]any{"id": run.ID, "name": run.Name, "head_sha": run.HeadSHA, "status": run.Status, "conclusion": conclusion,
+		"external_id": run.ExternalID, "app": map[string]any{"id": s.opts.AppID, "slug": s.opts.AppSlug},
 		"output": map[string]any{"title": run.Title, "summary": run.Summary, "annotations_count": len(run.Annotations)}}
+}
+
+// listCheckRuns lists the check runs on a commit, newest first, with GitHub's filters:
+// check_name, status, app_id (every run here is the App's) and filter (latest keeps the
+// newest run of each name).
+func (s *Server) listCheckRuns(w http.ResponseWriter, req *apiRequest) {
+	sha, ok := resolve(req.r.Context(), req.repo, req.params["ref"])
+	if !ok {
+		writeError(w, http.StatusNotFound, "Not Found")
+		return
+	}
+	q := req.r.URL.Query()
+	latest := q.Get("filter") != "all"
+	s.mu.Lock()
+	var items []map[string]any
+	seen := map[string]bool{}
+	for i := len(req.repo.checkRuns) - 1; i >= 0; i-- {
+		run := req.repo.checkRuns[i]
+		switch {
+		case run.HeadSHA != sha,
+			q.Has("check_name") && run.Name != q.Get("check_name"),
+			q.Has("status") && run.Status != q.Get("status"),
+			q.Has("app_id") && q.Get("app_id") != strconv.FormatInt(s.opts.AppID, 10),
+			latest && seen[run.Name]:
+			continue
+		}
+		seen[run.Name] = true
+		items = append(items, s.checkRunJSON(run))
+	}
+	s.mu.Unlock()
+	paginateAs(w, req.r, items, func(page []map[string]any) any {
+		return map[string]any{"total_count": len(items), "check_runs": page}
+	})
 }
 
 func (s *Server) createCheckRun(w http.ResponseWriter, req *apiRequest) {

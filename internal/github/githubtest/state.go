@@ -60,6 +60,7 @@ type CheckRun struct {
 	HeadSHA     string
 	Status      string
 	Conclusion  string
+	ExternalID  string
 	Title       string
 	Summary     string
 	Text        string
