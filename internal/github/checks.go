@@ -147,7 +147,7 @@ func (c *Client) ListCheckRuns(ctx context.Context, head, name string) ([]CheckR
 	if c.appID > 0 {
 		opts.AppID = gh.Ptr(c.appID)
 	}
-	runs, err := listAll(ctx, c, "list check runs",
+	return listAll(ctx, c, "list check runs",
 		func(ctx context.Context, lo gh.ListOptions) ([]*gh.CheckRun, *gh.Response, error) {
 			o := opts
 			o.ListOptions = lo
@@ -156,13 +156,5 @@ func (c *Client) ListCheckRuns(ctx context.Context, head, name string) ([]CheckR
 				return nil, resp, err
 			}
 			return res.CheckRuns, resp, nil
-		})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]CheckRun, 0, len(runs))
-	for _, r := range runs {
-		out = append(out, checkRunOf(r))
-	}
-	return out, nil
+		}, checkRunOf)
 }

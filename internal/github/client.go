@@ -28,10 +28,11 @@ func (c *Client) Repo() (owner, name string) { return c.owner, c.repo }
 // maxListPages bounds every paginated listing (100 items a page).
 const maxListPages = 100
 
-// listAll pages through a listing until GitHub reports no next page.
-func listAll[T any](ctx context.Context, c *Client, op string,
-	fetch func(ctx context.Context, opts gh.ListOptions) ([]T, *gh.Response, error)) ([]T, error) {
-	var all []T
+// listAll pages through a listing until GitHub reports no next page, converting each item
+// with conv.
+func listAll[T, U any](ctx context.Context, c *Client, op string,
+	fetch func(ctx context.Context, opts gh.ListOptions) ([]T, *gh.Response, error), conv func(T) U) ([]U, error) {
+	var all []U
 	opts := gh.ListOptions{PerPage: 100, Page: 1}
 	for range maxListPages {
 		var (
@@ -48,7 +49,9 @@ func listAll[T any](ctx context.Context, c *Client, op string,
 		if err != nil {
 			return nil, err
 		}
-		all = append(all, page...)
+		for _, it := range page {
+			all = append(all, conv(it))
+		}
 		if next == 0 {
 			return all, nil
 		}

@@ -56,36 +56,24 @@ const reviewEvent = "COMMENT"
 
 // ListReviewComments returns every inline comment on the pull request (all pages).
 func (c *Client) ListReviewComments(ctx context.Context, number int) ([]ReviewComment, error) {
-	items, err := listAll(ctx, c, "list review comments",
+	return listAll(ctx, c, "list review comments",
 		func(ctx context.Context, lo gh.ListOptions) ([]*gh.PullRequestComment, *gh.Response, error) {
 			return c.api.PullRequests.ListComments(ctx, c.owner, c.repo, number,
 				&gh.PullRequestListCommentsOptions{ListOptions: lo})
-		})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]ReviewComment, 0, len(items))
-	for _, it := range items {
-		out = append(out, ReviewComment{ID: it.GetID(), Author: it.GetUser().GetLogin(), Body: it.GetBody(),
-			Path: it.GetPath(), Line: it.GetLine(), CommitID: it.GetCommitID()})
-	}
-	return out, nil
+		}, reviewCommentOf)
+}
+
+func reviewCommentOf(it *gh.PullRequestComment) ReviewComment {
+	return ReviewComment{ID: it.GetID(), Author: it.GetUser().GetLogin(), Body: it.GetBody(),
+		Path: it.GetPath(), Line: it.GetLine(), CommitID: it.GetCommitID()}
 }
 
 // ListReviews returns every review on the pull request (all pages).
 func (c *Client) ListReviews(ctx context.Context, number int) ([]Review, error) {
-	items, err := listAll(ctx, c, "list reviews",
+	return listAll(ctx, c, "list reviews",
 		func(ctx context.Context, lo gh.ListOptions) ([]*gh.PullRequestReview, *gh.Response, error) {
 			return c.api.PullRequests.ListReviews(ctx, c.owner, c.repo, number, &lo)
-		})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]Review, 0, len(items))
-	for _, it := range items {
-		out = append(out, reviewOf(it))
-	}
-	return out, nil
+		}, reviewOf)
 }
 
 func reviewOf(r *gh.PullRequestReview) Review {
@@ -95,18 +83,10 @@ func reviewOf(r *gh.PullRequestReview) Review {
 
 // ListIssueComments returns every conversation comment on the pull request (all pages).
 func (c *Client) ListIssueComments(ctx context.Context, number int) ([]IssueComment, error) {
-	items, err := listAll(ctx, c, "list issue comments",
+	return listAll(ctx, c, "list issue comments",
 		func(ctx context.Context, lo gh.ListOptions) ([]*gh.IssueComment, *gh.Response, error) {
 			return c.api.Issues.ListComments(ctx, c.owner, c.repo, number, &gh.IssueListCommentsOptions{ListOptions: lo})
-		})
-	if err != nil {
-		return nil, err
-	}
-	out := make([]IssueComment, 0, len(items))
-	for _, it := range items {
-		out = append(out, issueCommentOf(it))
-	}
-	return out, nil
+		}, issueCommentOf)
 }
 
 func issueCommentOf(c *gh.IssueComment) IssueComment {
