@@ -58,15 +58,16 @@ func TestFailuresRetryAndPostOnce(t *testing.T) {
 }
 
 // checkRunAnswerLost is GitHub creating a check run whose answer never reaches the App (the
-// connection drops, or the process dies before it records the id), once.
+// connection drops, or the process dies before it records the id): once, or every time.
 type checkRunAnswerLost struct {
 	RepoAPI
-	lost *atomic.Bool
+	lost   *atomic.Bool
+	always bool
 }
 
 func (r checkRunAnswerLost) CreateCheckRun(ctx context.Context, o github.CheckRunOptions) (github.CheckRun, error) {
 	cr, err := r.RepoAPI.CreateCheckRun(ctx, o)
-	if err == nil && r.lost.CompareAndSwap(false, true) {
+	if err == nil && (r.lost.CompareAndSwap(false, true) || r.always) {
 		return github.CheckRun{}, fmt.Errorf("create check run: %w", io.ErrUnexpectedEOF)
 	}
 	return cr, err
@@ -79,7 +80,7 @@ func (r checkRunAnswerLost) CreateCheckRun(ctx context.Context, o github.CheckRu
 func TestCheckRunCreatedButNotRecorded(t *testing.T) {
 	rv := &scripted{}
 	lost := &atomic.Bool{}
-	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(a RepoAPI) RepoAPI { return checkRunAnswerLost{a, lost} }})
+	h := newHarness(t, harnessOptions{reviewer: rv, wrap: func(a RepoAPI) RepoAPI { return checkRunAnswerLost{RepoAPI: a, lost: lost} }})
 	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
 	head := h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// TODO x\n"})
 	h.openPR(5, base, head)
@@ -97,8 +98,27 @@ func TestCheckRunCreatedButNotRecorded(t *testing.T) {
 	if n := len(h.fake.Reviews("acme", "widgets", 5)); n != 1 {
 		t.Fatalf("%d reviews, want 1", n)
 	}
-	if !strings.Contains(h.logs.String(), "check run of an earlier attempt found") {
+	if !strings.Contains(h.logs.String(), "found the check run an attempt created but did not record") {
 		t.Fatalf("the retry did not say it found the earlier check run:\n%s", h.logs.String())
+	}
+}
+
+// TestGivingUpCompletesAnUnrecordedCheckRun: a job that gives up completes, as neutral, the
+// check run it created but never learnt the id of, rather than leaving it spinning.
+func TestGivingUpCompletesAnUnrecordedCheckRun(t *testing.T) {
+	lost := &atomic.Bool{}
+	h := newHarness(t, harnessOptions{reviewer: &scripted{}, queue: store.QueueOptions{MaxAttempts: 1},
+		wrap: func(a RepoAPI) RepoAPI { return checkRunAnswerLost{RepoAPI: a, lost: lost, always: true} }})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head := h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// TODO x\n"})
+	h.openPR(5, base, head)
+	h.deliver("pull_request", "d-1", h.prEvent("opened", 5, head, base, ""))
+	if r := h.waitHistory(5, 1, 60*time.Second)[0]; r.Outcome != store.OutcomeFailed {
+		t.Fatalf("record: %+v (want failed)", r)
+	}
+	runs := h.fake.CheckRuns("acme", "widgets")
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != ConclusionNeutral {
+		t.Fatalf("check runs: %+v (want one, completed as neutral)", runs)
 	}
 }
 

@@ -447,10 +447,10 @@ func (r *run) supersede(ctx context.Context, head string) {
 	}
 }
 
-// earlierCheckRun finds the check run an earlier attempt of this job created on head but
-// could not record (the process died, or GitHub's answer was lost, between the create and
-// the save), so a retry carries on with it instead of leaving it in progress beside a
-// second one. It returns 0 when there is none.
+// earlierCheckRun finds the check run an attempt of this job created on head but could not
+// record (the process died, or GitHub's answer was lost, between the create and the save),
+// so a retry carries on with it, and a job that gives up completes it, instead of leaving
+// it in progress. It returns 0 when there is none.
 func (r *run) earlierCheckRun(ctx context.Context, head string) (int64, error) {
 	runs, err := r.api.ListCheckRuns(ctx, head, CheckRunName)
 	if err != nil {
@@ -458,7 +458,7 @@ func (r *run) earlierCheckRun(ctx context.Context, head string) (int64, error) {
 	}
 	for _, cr := range runs { // newest first
 		if cr.ExternalID == fmt.Sprint(r.job.ID) {
-			r.log.Info("check run of an earlier attempt found: carrying on with it", "check_run", cr.ID, "status", cr.Status)
+			r.log.Info("found the check run an attempt created but did not record", "check_run", cr.ID, "status", cr.Status)
 			return cr.ID, nil
 		}
 	}
@@ -467,7 +467,18 @@ func (r *run) earlierCheckRun(ctx context.Context, head string) (int64, error) {
 
 // abandon completes the check run of a job that gives up, so it does not spin forever.
 func (r *run) abandon(ctx context.Context, cause error) {
-	if r.api == nil || r.state.CheckRunID == 0 || r.state.CheckDone {
+	if r.api == nil || r.state.CheckDone {
+		return
+	}
+	if r.state.CheckRunID == 0 && r.state.HeadSHA != "" {
+		// The run this attempt (or an earlier one) created but never recorded.
+		id, err := r.earlierCheckRun(ctx, r.state.HeadSHA)
+		if err != nil {
+			r.log.Warn("look for the check run of a failed review", "err", err)
+		}
+		r.state.CheckRunID = id
+	}
+	if r.state.CheckRunID == 0 {
 		return
 	}
 	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
