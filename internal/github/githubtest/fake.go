@@ -55,11 +55,15 @@ type Server struct {
 	tokens     map[string]TokenGrant
 	codeload   map[string]archiveGrant
 	faults     []*Fault
-	requests   []Request
 	nextID     int64
 	installed  []string // repositories of the installation, "owner/name"
 	created    []*CreatedApp
 	hookSecret string
+
+	// reqMu guards requests alone: a request is recorded when its answer starts, which a
+	// handler may write while it holds mu.
+	reqMu    sync.Mutex
+	requests []Request
 }
 
 // Request is one request the fake received.
@@ -142,16 +146,16 @@ func (s *Server) PrivateKeyPEM() []byte { return pemOf(appKey()) }
 
 // Requests returns every request received so far.
 func (s *Server) Requests() []Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
 	return append([]Request(nil), s.requests...)
 }
 
 // Calls counts the requests received so far for one operation (its OpenAPI operation id,
 // e.g. "issues/list-comments").
 func (s *Server) Calls(operation string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
 	n := 0
 	for _, r := range s.requests {
 		if r.Operation == operation {
@@ -173,9 +177,9 @@ func (s *Server) Tokens() []TokenGrant {
 }
 
 func (s *Server) record(r Request) {
-	s.mu.Lock()
+	s.reqMu.Lock()
 	s.requests = append(s.requests, r)
-	s.mu.Unlock()
+	s.reqMu.Unlock()
 }
 
 func (s *Server) newID() int64 {
@@ -227,8 +231,8 @@ type apiRequest struct {
 func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	rel := strings.TrimPrefix(r.URL.EscapedPath(), APIPrefix)
 	rec := Request{Method: r.Method, Path: rel, Auth: "none"}
-	sw := &statusWriter{ResponseWriter: w}
-	defer func() { rec.Status = sw.status; s.record(rec) }()
+	sw := &statusWriter{ResponseWriter: w, answered: func(status int) { rec.Status = status; s.record(rec) }}
+	defer sw.finish()
 
 	op, params, ok := s.spec.Match(r.Method, rel)
 	if !ok {
@@ -270,24 +274,33 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 	h.fn(s, sw, req)
 }
 
+// statusWriter calls answered with the status before the first byte of the answer goes
+// out, so a client that has its answer always finds its request recorded (Calls,
+// Requests); finish does it for a handler that wrote nothing.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
+	status   int
+	answered func(status int)
 }
 
 func (w *statusWriter) WriteHeader(code int) {
-	if w.status == 0 {
-		w.status = code
-	}
+	w.answer(code)
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
+	w.answer(http.StatusOK)
 	return w.ResponseWriter.Write(b)
 }
+
+func (w *statusWriter) answer(code int) {
+	if w.status == 0 {
+		w.status = code
+		w.answered(code)
+	}
+}
+
+func (w *statusWriter) finish() { w.answer(http.StatusOK) }
 
 func (s *Server) checkJWT(w http.ResponseWriter, r *http.Request) bool {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")

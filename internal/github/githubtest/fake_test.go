@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -167,5 +168,45 @@ func TestDiffLines(t *testing.T) {
 	got := diffLines([]byte(diff))["x"]
 	if !got["RIGHT"][1] || !got["RIGHT"][3] || got["RIGHT"][4] || !got["LEFT"][10] || got["RIGHT"][11] {
 		t.Errorf("lines %v", got)
+	}
+}
+
+// answerProbe calls before when the first byte of an answer (its status) is written.
+type answerProbe struct {
+	*httptest.ResponseRecorder
+	before func()
+}
+
+func (p *answerProbe) WriteHeader(code int) { p.before(); p.ResponseRecorder.WriteHeader(code) }
+func (p *answerProbe) Write(b []byte) (int, error) {
+	p.before()
+	return p.ResponseRecorder.Write(b)
+}
+
+// TestRequestRecordedBeforeItsAnswer: a request is in Calls and Requests, with its status,
+// before any of its answer leaves the fake, so a test that has its answer never counts
+// short (a long answer is sent while the handler still runs).
+func TestRequestRecordedBeforeItsAnswer(t *testing.T) {
+	t.Parallel()
+	s := New(t, Options{})
+	now := time.Now().Unix()
+	jwt := signJWT(t, appKey(), "RS256", map[string]any{"iss": fmt.Sprint(s.AppID()), "iat": now - 30, "exp": now + 90})
+	for i := 1; i <= 3; i++ {
+		calls, status := -1, -1
+		w := &answerProbe{ResponseRecorder: httptest.NewRecorder(), before: func() {
+			if calls < 0 {
+				calls, status = s.Calls("apps/get-authenticated"), 0
+				if reqs := s.Requests(); len(reqs) > 0 {
+					status = reqs[len(reqs)-1].Status
+				}
+			}
+		}}
+		r := httptest.NewRequest(http.MethodGet, APIPrefix+"/app", nil)
+		r.Header.Set("Authorization", "Bearer "+jwt)
+		s.serveAPI(w, r)
+		if w.Code != http.StatusOK || calls != i || status != http.StatusOK {
+			t.Fatalf("request %d answered %d; when its answer started the fake had recorded %d call(s), the last with status %d",
+				i, w.Code, calls, status)
+		}
 	}
 }

@@ -286,8 +286,10 @@ func (s *Server) tarballLink(w http.ResponseWriter, req *apiRequest) {
 
 // serveCodeload serves archive downloads for links handed out by tarballLink.
 func (s *Server) serveCodeload(w http.ResponseWriter, r *http.Request) {
-	sw := &statusWriter{ResponseWriter: w}
-	defer func() { s.record(Request{Method: r.Method, Path: r.URL.Path, Status: sw.status, Auth: "link"}) }()
+	sw := &statusWriter{ResponseWriter: w, answered: func(status int) {
+		s.record(Request{Method: r.Method, Path: r.URL.Path, Status: status, Auth: "link"})
+	}}
+	defer sw.finish()
 	if r.Header.Get("Authorization") != "" {
 		s.reject(sw, http.StatusBadRequest, "an archive link was fetched with an Authorization header: credentials leak to the archive host")
 		return
