@@ -145,6 +145,63 @@ func TestManyFindings(t *testing.T) {
 	}
 }
 
+// annotationsAnswerLost is GitHub taking the check-run update that carries annotation batch
+// number lose (from 1) but its answer never reaching the App, once.
+type annotationsAnswerLost struct {
+	RepoAPI
+	lose  int
+	seen  *atomic.Int32
+	fired *atomic.Bool
+}
+
+func (r annotationsAnswerLost) UpdateCheckRun(ctx context.Context, id int64, o github.CheckRunOptions) (github.CheckRun, error) {
+	cr, err := r.RepoAPI.UpdateCheckRun(ctx, id, o)
+	if err == nil && len(o.Annotations) > 0 && int(r.seen.Add(1)) == r.lose && r.fired.CompareAndSwap(false, true) {
+		return github.CheckRun{}, fmt.Errorf("update check run: %w", io.ErrUnexpectedEOF)
+	}
+	return cr, err
+}
+
+// TestAnnotationBatchNotSentTwice: GitHub adds each update's annotations to the run's, so
+// an update whose answer was lost must not be sent again: the retry reads the run's
+// annotation count and carries on after the batches it holds — a middle batch, and the
+// last one (which also completes the run).
+func TestAnnotationBatchNotSentTwice(t *testing.T) {
+	for _, lose := range []int{2, 3} {
+		t.Run(fmt.Sprintf("batch %d of 3", lose), func(t *testing.T) {
+			fired := &atomic.Bool{}
+			h := newHarness(t, harnessOptions{reviewer: &scripted{}, wrap: func(a RepoAPI) RepoAPI {
+				return annotationsAnswerLost{RepoAPI: a, lose: lose, seen: &atomic.Int32{}, fired: fired}
+			}})
+			base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+			var b strings.Builder
+			for i := range 120 {
+				fmt.Fprintf(&b, "// TODO item %d\n", i)
+			}
+			head := h.git.Commit(base, "change", map[string]string{"todo.go": "package main\n" + b.String()})
+			h.openPR(2, base, head)
+			h.deliver("pull_request", "d-1", h.prEvent("opened", 2, head, base, ""))
+			if r := h.waitHistory(2, 1, 30*time.Second)[0]; r.Outcome != store.OutcomePosted || r.Attempt != 2 {
+				t.Fatalf("record: %+v (want posted on the second attempt)", r)
+			}
+			if !fired.Load() {
+				t.Fatal("no update's answer was lost: the test tested nothing")
+			}
+			runs := h.fake.CheckRuns("acme", "widgets")
+			if len(runs) != 1 || len(runs[0].Annotations) != 120 || runs[0].Status != "completed" {
+				t.Fatalf("check runs: %d, the first with %d annotations (want 120), %s", len(runs), len(runs[0].Annotations), runs[0].Status)
+			}
+			seen := map[string]bool{}
+			for _, a := range runs[0].Annotations {
+				if seen[a.Message] {
+					t.Fatalf("annotation twice: %q", a.Message)
+				}
+				seen[a.Message] = true
+			}
+		})
+	}
+}
+
 // TestPermanentFailureIsReportedOnce: a pull request GitHub does not know (404) is not
 // retried: one failed history record, the job cancelled.
 func TestPermanentFailureIsReportedOnce(t *testing.T) {

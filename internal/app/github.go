@@ -28,6 +28,7 @@ type RepoAPI interface {
 	github.ChecksAPI
 	// ListCheckRuns lists the App's check runs named name on head, newest first.
 	ListCheckRuns(ctx context.Context, head, name string) ([]github.CheckRun, error)
+	GetCheckRun(ctx context.Context, id int64) (github.CheckRun, error)
 }
 
 var _ RepoAPI = (*github.Client)(nil)

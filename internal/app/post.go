@@ -81,7 +81,17 @@ func (r *run) completeCheck(ctx context.Context, shown *review.Report, anns []gi
 	if len(batches) == 0 {
 		batches = [][]github.Annotation{nil}
 	}
-	for i := r.stored.CheckBatches; i < len(batches); i++ {
+	sent := r.stored.CheckBatches
+	if r.job.Attempt > 1 {
+		sent = max(sent, r.batchesOnGitHub(ctx, batches))
+	}
+	if sent == len(batches) {
+		// Every annotation is on the run, but the completing update may not have been: send
+		// it again without them (GitHub would add them a second time).
+		sent--
+		batches = append(slices.Clone(batches[:sent]), nil)
+	}
+	for i := sent; i < len(batches); i++ {
 		opts := github.CheckRunOptions{Name: CheckRunName, Title: title, Summary: summary, Text: text, Annotations: batches[i]}
 		if i == len(batches)-1 {
 			opts.Status, opts.Conclusion, opts.CompletedAt = "completed", shown.Conclusion.CheckConclusion(), time.Now()
@@ -98,4 +108,26 @@ func (r *run) completeCheck(ctx context.Context, shown *review.Report, anns []gi
 		}
 	}
 	return nil
+}
+
+// batchesOnGitHub counts the annotation batches the check run already holds, for a retry
+// whose earlier attempt sent a batch and died before it saved that: GitHub adds the
+// annotations of every update to the run's, so sending one again would show it twice. It
+// reads the run's annotation count and returns how many whole non-empty batches, from the
+// first, make up exactly that count; 0 when none do or the run cannot be read.
+func (r *run) batchesOnGitHub(ctx context.Context, batches [][]github.Annotation) int {
+	cr, err := r.api.GetCheckRun(ctx, r.state.CheckRunID)
+	if err != nil {
+		r.log.Warn("read the check run's annotations", "err", err)
+		return 0
+	}
+	k, sum := 0, 0
+	for k < len(batches) && len(batches[k]) > 0 && sum+len(batches[k]) <= cr.Annotations {
+		sum += len(batches[k])
+		k++
+	}
+	if sum != cr.Annotations {
+		return 0
+	}
+	return k
 }

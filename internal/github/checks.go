@@ -44,10 +44,13 @@ type CheckRun struct {
 	Status     string
 	Conclusion string
 	ExternalID string // what the creator set: Aster's job id
+	// Annotations counts the annotations the run holds (GitHub's output.annotations_count).
+	Annotations int
 }
 
 func checkRunOf(run *gh.CheckRun) CheckRun {
-	return CheckRun{ID: run.GetID(), Status: run.GetStatus(), Conclusion: run.GetConclusion(), ExternalID: run.GetExternalID()}
+	return CheckRun{ID: run.GetID(), Status: run.GetStatus(), Conclusion: run.GetConclusion(), ExternalID: run.GetExternalID(),
+		Annotations: run.GetOutput().GetAnnotationsCount()}
 }
 
 func (o CheckRunOptions) output() (*gh.CheckRunOutput, error) {
@@ -131,6 +134,19 @@ func (c *Client) UpdateCheckRun(ctx context.Context, id int64, opts CheckRunOpti
 	var run *gh.CheckRun
 	err = c.retry.do(ctx, "update check run", func(ctx context.Context) (resp *gh.Response, err error) {
 		run, resp, err = c.api.Checks.UpdateCheckRun(ctx, c.owner, c.repo, id, req)
+		return resp, err
+	})
+	if err != nil {
+		return CheckRun{}, err
+	}
+	return checkRunOf(run), nil
+}
+
+// GetCheckRun reads one check run.
+func (c *Client) GetCheckRun(ctx context.Context, id int64) (CheckRun, error) {
+	var run *gh.CheckRun
+	err := c.retry.do(ctx, "get check run", func(ctx context.Context) (resp *gh.Response, err error) {
+		run, resp, err = c.api.Checks.GetCheckRun(ctx, c.owner, c.repo, id)
 		return resp, err
 	})
 	if err != nil {

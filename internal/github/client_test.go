@@ -456,6 +456,12 @@ func TestCheckRunCreateUpdate(t *testing.T) {
 	if len(runs) != 1 || runs[0].Conclusion != "success" || len(runs[0].Annotations) != 1 || runs[0].Annotations[0].EndLine != 6 {
 		t.Fatalf("check runs %+v", runs)
 	}
+	if got, err := f.client.GetCheckRun(t.Context(), run.ID); err != nil || got.Status != "completed" || got.Annotations != 1 {
+		t.Fatalf("get check run: %+v, %v (want completed with 1 annotation)", got, err)
+	}
+	if _, err := f.client.GetCheckRun(t.Context(), run.ID+1000); !errors.Is(err, github.ErrNotFound) {
+		t.Fatalf("get a check run that does not exist: %v, want ErrNotFound", err)
+	}
 	tooMany := make([]github.Annotation, 51)
 	if _, err := f.client.CreateCheckRun(t.Context(), github.CheckRunOptions{Name: "aster", HeadSHA: f.head, Title: "t", Annotations: tooMany}); !errors.Is(err, github.ErrInvalid) {
 		t.Errorf("51 annotations in one request: %v, want ErrInvalid before sending", err)

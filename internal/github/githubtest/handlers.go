@@ -51,6 +51,7 @@ var handlers = map[string]handler{
 	"checks/create":                           {perm: "checks", level: "write", fn: (*Server).createCheckRun},
 	"checks/update":                           {perm: "checks", level: "write", fn: (*Server).updateCheckRun},
 	"checks/list-for-ref":                     {perm: "checks", level: "read", fn: (*Server).listCheckRuns},
+	"checks/get":                              {perm: "checks", level: "read", fn: (*Server).getCheckRun},
 }
 
 func (s *Server) account(login string) map[string]any {
@@ -672,6 +673,19 @@ func (s *Server) checkRunJSON(run *CheckRun) map[string]any {
 	return map[string]any{"id": run.ID, "name": run.Name, "head_sha": run.HeadSHA, "status": run.Status, "conclusion": conclusion,
 		"external_id": run.ExternalID, "app": map[string]any{"id": s.opts.AppID, "slug": s.opts.AppSlug},
 		"output": map[string]any{"title": run.Title, "summary": run.Summary, "annotations_count": len(run.Annotations)}}
+}
+
+func (s *Server) getCheckRun(w http.ResponseWriter, req *apiRequest) {
+	id, _ := strconv.ParseInt(req.params["check_run_id"], 10, 64)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, run := range req.repo.checkRuns {
+		if run.ID == id {
+			writeJSON(w, http.StatusOK, s.checkRunJSON(run))
+			return
+		}
+	}
+	writeError(w, http.StatusNotFound, "Not Found")
 }
 
 // listCheckRuns lists the check runs on a commit, newest first, with GitHub's filters:
