@@ -105,15 +105,11 @@ func (c *Client) CreateCheckRun(ctx context.Context, opts CheckRunOptions) (Chec
 		ExternalID: strPtr(opts.ExternalID), DetailsURL: strPtr(opts.DetailsURL),
 		StartedAt: timestamp(opts.StartedAt), CompletedAt: timestamp(opts.CompletedAt), Output: output,
 	}
-	var run *gh.CheckRun
-	err = c.retry.do(ctx, "create check run", func(ctx context.Context) (resp *gh.Response, err error) {
-		run, resp, err = c.api.Checks.CreateCheckRun(ctx, c.owner, c.repo, req)
-		return resp, err
-	})
-	if err != nil {
-		return CheckRun{}, err
-	}
-	return checkRunOf(run), nil
+	// Not repeated on a 5xx, which may come after GitHub created the run: the job's retry
+	// finds that run by its external id instead of creating a second.
+	return call(ctx, c, "create check run", false, func(ctx context.Context) (*gh.CheckRun, *gh.Response, error) {
+		return c.api.Checks.CreateCheckRun(ctx, c.owner, c.repo, req)
+	}, checkRunOf)
 }
 
 // UpdateCheckRun updates a check run; opts.Name is required (GitHub renames otherwise).
@@ -131,28 +127,18 @@ func (c *Client) UpdateCheckRun(ctx context.Context, id int64, opts CheckRunOpti
 		ExternalID: strPtr(opts.ExternalID), DetailsURL: strPtr(opts.DetailsURL),
 		CompletedAt: timestamp(opts.CompletedAt), Output: output,
 	}
-	var run *gh.CheckRun
-	err = c.retry.do(ctx, "update check run", func(ctx context.Context) (resp *gh.Response, err error) {
-		run, resp, err = c.api.Checks.UpdateCheckRun(ctx, c.owner, c.repo, id, req)
-		return resp, err
-	})
-	if err != nil {
-		return CheckRun{}, err
-	}
-	return checkRunOf(run), nil
+	// An update that adds annotations is not repeated on a 5xx (GitHub may have added them):
+	// the job's retry counts what the run holds and sends the rest.
+	return call(ctx, c, "update check run", len(opts.Annotations) == 0, func(ctx context.Context) (*gh.CheckRun, *gh.Response, error) {
+		return c.api.Checks.UpdateCheckRun(ctx, c.owner, c.repo, id, req)
+	}, checkRunOf)
 }
 
 // GetCheckRun reads one check run.
 func (c *Client) GetCheckRun(ctx context.Context, id int64) (CheckRun, error) {
-	var run *gh.CheckRun
-	err := c.retry.do(ctx, "get check run", func(ctx context.Context) (resp *gh.Response, err error) {
-		run, resp, err = c.api.Checks.GetCheckRun(ctx, c.owner, c.repo, id)
-		return resp, err
-	})
-	if err != nil {
-		return CheckRun{}, err
-	}
-	return checkRunOf(run), nil
+	return call(ctx, c, "get check run", true, func(ctx context.Context) (*gh.CheckRun, *gh.Response, error) {
+		return c.api.Checks.GetCheckRun(ctx, c.owner, c.repo, id)
+	}, checkRunOf)
 }
 
 // ListCheckRuns returns the check runs named name on the commit head that this client's App

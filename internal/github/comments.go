@@ -111,40 +111,22 @@ func (c *Client) CreateReview(ctx context.Context, number int, r NewReview) (Rev
 		}
 		req.Comments = append(req.Comments, d)
 	}
-	var out *gh.PullRequestReview
-	err := c.retry.doCreate(ctx, "create review", func(ctx context.Context) (resp *gh.Response, err error) {
-		out, resp, err = c.api.PullRequests.CreateReview(ctx, c.owner, c.repo, number, req)
-		return resp, err
-	})
-	if err != nil {
-		return Review{}, err
-	}
-	return reviewOf(out), nil
+	return call(ctx, c, "create review", false, func(ctx context.Context) (*gh.PullRequestReview, *gh.Response, error) {
+		return c.api.PullRequests.CreateReview(ctx, c.owner, c.repo, number, req)
+	}, reviewOf)
 }
 
 // CreateIssueComment posts a conversation comment on the pull request (a 5xx is returned, not
 // resent: see CreateReview).
 func (c *Client) CreateIssueComment(ctx context.Context, number int, body string) (IssueComment, error) {
-	var out *gh.IssueComment
-	err := c.retry.doCreate(ctx, "create issue comment", func(ctx context.Context) (resp *gh.Response, err error) {
-		out, resp, err = c.api.Issues.CreateComment(ctx, c.owner, c.repo, number, &gh.IssueComment{Body: gh.Ptr(body)})
-		return resp, err
-	})
-	if err != nil {
-		return IssueComment{}, err
-	}
-	return issueCommentOf(out), nil
+	return call(ctx, c, "create issue comment", false, func(ctx context.Context) (*gh.IssueComment, *gh.Response, error) {
+		return c.api.Issues.CreateComment(ctx, c.owner, c.repo, number, &gh.IssueComment{Body: gh.Ptr(body)})
+	}, issueCommentOf)
 }
 
 // EditIssueComment replaces the body of a conversation comment.
 func (c *Client) EditIssueComment(ctx context.Context, id int64, body string) (IssueComment, error) {
-	var out *gh.IssueComment
-	err := c.retry.do(ctx, "edit issue comment", func(ctx context.Context) (resp *gh.Response, err error) {
-		out, resp, err = c.api.Issues.EditComment(ctx, c.owner, c.repo, id, &gh.IssueComment{Body: gh.Ptr(body)})
-		return resp, err
-	})
-	if err != nil {
-		return IssueComment{}, err
-	}
-	return issueCommentOf(out), nil
+	return call(ctx, c, "edit issue comment", true, func(ctx context.Context) (*gh.IssueComment, *gh.Response, error) {
+		return c.api.Issues.EditComment(ctx, c.owner, c.repo, id, &gh.IssueComment{Body: gh.Ptr(body)})
+	}, issueCommentOf)
 }

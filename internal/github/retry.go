@@ -69,6 +69,22 @@ func (r *retrier) doCreate(ctx context.Context, op string, fn func(context.Conte
 	return r.run(ctx, op, false, fn)
 }
 
+// call makes one request that answers one item, converted by conv, through the retrier: as
+// do when repeatable, else as doCreate.
+func call[T, U any](ctx context.Context, c *Client, op string, repeatable bool,
+	fn func(context.Context) (T, *gh.Response, error), conv func(T) U) (U, error) {
+	var item T
+	err := c.retry.run(ctx, op, repeatable, func(ctx context.Context) (resp *gh.Response, err error) {
+		item, resp, err = fn(ctx)
+		return resp, err
+	})
+	if err != nil {
+		var zero U
+		return zero, err
+	}
+	return conv(item), nil
+}
+
 func (r *retrier) run(ctx context.Context, op string, repeatable bool, fn func(context.Context) (*gh.Response, error)) error {
 	for attempt := 1; ; attempt++ {
 		resp, err := fn(ctx)

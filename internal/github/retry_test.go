@@ -140,3 +140,31 @@ func TestCreatesAreNotResentAfter5xx(t *testing.T) {
 		t.Errorf("%d reviews stored, want 1", n)
 	}
 }
+
+// TestCheckRunWritesThatAddAreNotResent: creating a check run, and an update that adds
+// annotations (GitHub appends them), are not sent again after a 5xx; an update without
+// annotations, which GitHub applies the same way twice, is.
+func TestCheckRunWritesThatAddAreNotResent(t *testing.T) {
+	t.Parallel()
+	f := setup(t)
+	f.fake.InjectFault(githubtest.ServerError("checks/create", http.StatusBadGateway))
+	opts := github.CheckRunOptions{Name: "aster", HeadSHA: f.head, Status: "in_progress"}
+	if _, err := f.client.CreateCheckRun(t.Context(), opts); !errors.Is(err, github.ErrUnavailable) || countOp(f, "checks/create") != 1 {
+		t.Fatalf("create: err = %v after %d requests, want ErrUnavailable after 1", err, countOp(f, "checks/create"))
+	}
+	run, err := f.client.CreateCheckRun(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	add := github.CheckRunOptions{Name: "aster", Title: "t", Summary: "s",
+		Annotations: []github.Annotation{{Path: "main.go", StartLine: 6, Level: "notice", Message: "m"}}}
+	f.fake.InjectFault(githubtest.ServerError("checks/update", http.StatusBadGateway))
+	if _, err := f.client.UpdateCheckRun(t.Context(), run.ID, add); !errors.Is(err, github.ErrUnavailable) || countOp(f, "checks/update") != 1 {
+		t.Fatalf("update with annotations: err = %v after %d requests, want ErrUnavailable after 1", err, countOp(f, "checks/update"))
+	}
+	f.fake.InjectFault(githubtest.ServerError("checks/update", http.StatusBadGateway))
+	done := github.CheckRunOptions{Name: "aster", Status: "completed", Conclusion: "success"}
+	if _, err := f.client.UpdateCheckRun(t.Context(), run.ID, done); err != nil || countOp(f, "checks/update") != 3 {
+		t.Fatalf("update without annotations: err = %v after %d requests in all, want success after 3", err, countOp(f, "checks/update"))
+	}
+}
