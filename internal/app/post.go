@@ -85,14 +85,14 @@ func (r *run) completeCheck(ctx context.Context, shown *review.Report, anns []gi
 	if r.job.Attempt > 1 {
 		sent = max(sent, r.batchesOnGitHub(ctx, batches))
 	}
-	if sent == len(batches) {
-		// Every annotation is on the run, but the completing update may not have been: send
-		// it again without them (GitHub would add them a second time).
-		sent--
-		batches = append(slices.Clone(batches[:sent]), nil)
-	}
-	for i := sent; i < len(batches); i++ {
-		opts := github.CheckRunOptions{Name: CheckRunName, Title: title, Summary: summary, Text: text, Annotations: batches[i]}
+	// When every batch is on the run the completing update may still be missing: the last
+	// one is sent again without its annotations (GitHub would add them a second time).
+	for i := min(sent, len(batches)-1); i < len(batches); i++ {
+		anns := batches[i]
+		if i < sent {
+			anns = nil
+		}
+		opts := github.CheckRunOptions{Name: CheckRunName, Title: title, Summary: summary, Text: text, Annotations: anns}
 		if i == len(batches)-1 {
 			opts.Status, opts.Conclusion, opts.CompletedAt = "completed", shown.Conclusion.CheckConclusion(), time.Now()
 		}

@@ -273,28 +273,8 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	}
 
 	r.supersede(ctx, head)
-	if r.state.CheckRunID == 0 && job.Attempt > 1 {
-		id, err := r.earlierCheckRun(ctx, head)
-		if err != nil {
-			return store.Finish{}, err
-		}
-		if id != 0 {
-			r.state.CheckRunID = id
-			if err := r.save(ctx); err != nil {
-				return store.Finish{}, err
-			}
-		}
-	}
 	if r.state.CheckRunID == 0 {
-		cr, err := api.CreateCheckRun(ctx, github.CheckRunOptions{
-			Name: CheckRunName, HeadSHA: head, Status: "in_progress", StartedAt: r.started, ExternalID: fmt.Sprint(job.ID),
-			Title: "Reviewing", Summary: fmt.Sprintf("Aster is reviewing %s.", safetext.Code(short(head), 0)),
-		})
-		if err != nil {
-			return store.Finish{}, fmt.Errorf("create check run: %w", err)
-		}
-		r.state.CheckRunID = cr.ID
-		if err := r.save(ctx); err != nil {
+		if err := r.openCheckRun(ctx, head); err != nil {
 			return store.Finish{}, err
 		}
 	}
@@ -447,6 +427,33 @@ func (r *run) supersede(ctx context.Context, head string) {
 	}
 }
 
+// openCheckRun gives the run its check run and records it: on a retry, the one an earlier
+// attempt created but did not record, if there is one; else a new one, in progress.
+func (r *run) openCheckRun(ctx context.Context, head string) error {
+	var id int64
+	if r.job.Attempt > 1 {
+		var err error
+		if id, err = r.earlierCheckRun(ctx, head); err != nil {
+			return err
+		}
+	}
+	if id == 0 {
+		cr, err := r.api.CreateCheckRun(ctx, github.CheckRunOptions{
+			Name: CheckRunName, HeadSHA: head, Status: "in_progress", StartedAt: r.started, ExternalID: r.externalID(),
+			Title: "Reviewing", Summary: fmt.Sprintf("Aster is reviewing %s.", safetext.Code(short(head), 0)),
+		})
+		if err != nil {
+			return fmt.Errorf("create check run: %w", err)
+		}
+		id = cr.ID
+	}
+	r.state.CheckRunID = id
+	return r.save(ctx)
+}
+
+// externalID is the check run's external id: the job, which earlierCheckRun looks for.
+func (r *run) externalID() string { return fmt.Sprint(r.job.ID) }
+
 // earlierCheckRun finds the check run an attempt of this job created on head but could not
 // record (the process died, or GitHub's answer was lost, between the create and the save),
 // so a retry carries on with it, and a job that gives up completes it, instead of leaving
@@ -457,7 +464,7 @@ func (r *run) earlierCheckRun(ctx context.Context, head string) (int64, error) {
 		return 0, fmt.Errorf("list check runs: %w", err)
 	}
 	for _, cr := range runs { // newest first
-		if cr.ExternalID == fmt.Sprint(r.job.ID) {
+		if cr.ExternalID == r.externalID() {
 			r.log.Info("found the check run an attempt created but did not record", "check_run", cr.ID, "status", cr.Status)
 			return cr.ID, nil
 		}
