@@ -675,17 +675,24 @@ func (s *Server) checkRunJSON(run *CheckRun) map[string]any {
 		"output": map[string]any{"title": run.Title, "summary": run.Summary, "annotations_count": len(run.Annotations)}}
 }
 
-func (s *Server) getCheckRun(w http.ResponseWriter, req *apiRequest) {
+// checkRun is the request's check run (check_run_id), or nil after a 404; s.mu is held.
+func checkRun(w http.ResponseWriter, req *apiRequest) *CheckRun {
 	id, _ := strconv.ParseInt(req.params["check_run_id"], 10, 64)
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	for _, run := range req.repo.checkRuns {
 		if run.ID == id {
-			writeJSON(w, http.StatusOK, s.checkRunJSON(run))
-			return
+			return run
 		}
 	}
 	writeError(w, http.StatusNotFound, "Not Found")
+	return nil
+}
+
+func (s *Server) getCheckRun(w http.ResponseWriter, req *apiRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if run := checkRun(w, req); run != nil {
+		writeJSON(w, http.StatusOK, s.checkRunJSON(run))
+	}
 }
 
 // listCheckRuns lists the check runs on a commit, newest first, with GitHub's filters:
@@ -742,7 +749,6 @@ func (s *Server) createCheckRun(w http.ResponseWriter, req *apiRequest) {
 }
 
 func (s *Server) updateCheckRun(w http.ResponseWriter, req *apiRequest) {
-	id, _ := strconv.ParseInt(req.params["check_run_id"], 10, 64)
 	var in checkRunInput
 	if err := json.Unmarshal(req.body, &in); err != nil {
 		writeError(w, http.StatusBadRequest, "Problems parsing JSON")
@@ -750,13 +756,7 @@ func (s *Server) updateCheckRun(w http.ResponseWriter, req *apiRequest) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, run := range req.repo.checkRuns {
-		if run.ID == id {
-			if s.applyCheckRun(w, run, in) {
-				writeJSON(w, http.StatusOK, s.checkRunJSON(run))
-			}
-			return
-		}
+	if run := checkRun(w, req); run != nil && s.applyCheckRun(w, run, in) {
+		writeJSON(w, http.StatusOK, s.checkRunJSON(run))
 	}
-	writeError(w, http.StatusNotFound, "Not Found")
 }
