@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/store"
 	"github.com/asterhq/aster/internal/testkit"
 )
@@ -65,14 +67,23 @@ type checkRunAnswerLost struct {
 	RepoAPI
 	lost   *atomic.Bool
 	always bool
+	// then, when set, runs as the first answer is lost.
+	then func()
 }
 
 func (r checkRunAnswerLost) CreateCheckRun(ctx context.Context, o github.CheckRunOptions) (github.CheckRun, error) {
 	cr, err := r.RepoAPI.CreateCheckRun(ctx, o)
-	if err == nil && (r.lost.CompareAndSwap(false, true) || r.always) {
+	if err != nil {
+		return cr, err
+	}
+	first := r.lost.CompareAndSwap(false, true)
+	if first && r.then != nil {
+		r.then()
+	}
+	if first || r.always {
 		return github.CheckRun{}, fmt.Errorf("create check run: %w", io.ErrUnexpectedEOF)
 	}
-	return cr, err
+	return cr, nil
 }
 
 // TestCheckRunCreatedButNotRecorded: when the attempt that created the check run fails
@@ -117,6 +128,88 @@ func TestGivingUpCompletesAnUnrecordedCheckRun(t *testing.T) {
 	runs := h.fake.CheckRuns("acme", "widgets")
 	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != ConclusionNeutral {
 		t.Fatalf("check runs: %+v (want one, completed as neutral)", runs)
+	}
+}
+
+// TestUnrecordedCheckRunOfASupersededHead: the attempt that created the check run loses
+// its answer, and before the retry the pull request moves to a newer head. The retry
+// reviews the newer head and completes the older head's run (found by its external id) as
+// superseded: none is left in progress.
+func TestUnrecordedCheckRunOfASupersededHead(t *testing.T) {
+	lost := &atomic.Bool{}
+	var h *harness
+	var base, head, newer string
+	h = newHarness(t, harnessOptions{reviewer: &scripted{}, wrap: func(a RepoAPI) RepoAPI {
+		return checkRunAnswerLost{RepoAPI: a, lost: lost, then: func() { h.openPR(5, base, newer) }}
+	}})
+	base = h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head = h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// TODO x\n"})
+	newer = h.git.Commit(head, "more", map[string]string{"main.go": baseMain + "// TODO x\n// TODO y\n"})
+	h.push("d-1", "opened", 5, base, head, "")
+	h.wantPostedOnRetry(5)
+	if !lost.Load() {
+		t.Fatal("the check run's answer was never lost: the test tested nothing")
+	}
+	runs := h.fake.CheckRuns("acme", "widgets")
+	byHead := map[string]githubtest.CheckRun{}
+	for _, cr := range runs {
+		byHead[cr.HeadSHA] = cr
+	}
+	if len(runs) != 2 || len(byHead) != 2 {
+		t.Fatalf("check runs: %+v (want one on each head)", runs)
+	}
+	if old := byHead[head]; old.Status != "completed" || old.Conclusion != ConclusionNeutral || old.Title != "Superseded" {
+		t.Fatalf("the older head's run: %+v (want completed, neutral, superseded)", old)
+	}
+	if cur := byHead[newer]; cur.Status != "completed" {
+		t.Fatalf("the newer head's run: %+v (want completed)", cur)
+	}
+	if rs := h.fake.Reviews("acme", "widgets", 5); len(rs) != 1 || rs[0].CommitID != newer {
+		t.Fatalf("reviews: %+v (want one, on the newer head)", rs)
+	}
+}
+
+// reviewerFunc is a Reviewer made of a function.
+type reviewerFunc func(context.Context, ReviewInput) (*review.Report, error)
+
+func (f reviewerFunc) Review(ctx context.Context, in ReviewInput) (*review.Report, error) {
+	return f(ctx, in)
+}
+
+// TestHeadThatComesBackIsReviewed: a job's first attempt fails on one head, the pull
+// request moves to another (the second attempt fails there too, completing the first
+// head's run as superseded) and back (a force-push). The third attempt reviews and posts
+// on that head: the superseded run is not taken for a finished review.
+func TestHeadThatComesBackIsReviewed(t *testing.T) {
+	var h *harness
+	var base, head, other string
+	var calls atomic.Int32
+	rv := &scripted{}
+	h = newHarness(t, harnessOptions{reviewer: reviewerFunc(func(ctx context.Context, in ReviewInput) (*review.Report, error) {
+		switch calls.Add(1) {
+		case 1:
+			h.openPR(5, base, other)
+			return nil, errors.New("model unavailable")
+		case 2:
+			h.openPR(5, base, head)
+			return nil, errors.New("model unavailable")
+		}
+		return rv.Review(ctx, in)
+	})})
+	base = h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head = h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// TODO x\n"})
+	other = h.git.Commit(head, "more", map[string]string{"main.go": baseMain + "// TODO y\n"})
+	h.push("d-1", "opened", 5, base, head, "")
+	if r := h.waitHistory(5, 1, 60*time.Second)[0]; r.Outcome != store.OutcomePosted || r.Attempt != 3 || r.HeadSHA != head {
+		t.Fatalf("record: %+v (want posted on the third attempt, on the first head)", r)
+	}
+	if rs := h.fake.Reviews("acme", "widgets", 5); len(rs) != 1 || rs[0].CommitID != head {
+		t.Fatalf("reviews: %+v (want one, on the first head)", rs)
+	}
+	for _, cr := range h.fake.CheckRuns("acme", "widgets") {
+		if cr.Status != "completed" {
+			t.Fatalf("check run left %s: %+v", cr.Status, cr)
+		}
 	}
 }
 

@@ -135,6 +135,9 @@ type run struct {
 	api     RepoAPI
 	state   store.Run
 	stored  storedResult
+	// unrecordedBy is the job whose attempt saved this head's run before creating its
+	// check run and never recorded the run's id (see openCheckRun); 0 when none did.
+	unrecordedBy int64
 }
 
 // storedResult is what a run keeps between attempts in store.Run.Result.
@@ -231,9 +234,15 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	if err != nil {
 		return store.Finish{}, err
 	}
-	if found && state.CheckDone && state.JobID == job.ID {
+	if found && !state.CheckDone && state.CheckRunID == 0 {
+		// Saved without a check run id: an attempt of that job got as far as creating one,
+		// and may have, without learning its id.
+		r.unrecordedBy = state.JobID
+	}
+	if found && state.CheckDone && state.ReviewPosted && state.JobID == job.ID {
 		// This very job finished every step, and the process died before the queue
-		// recorded it: record it now and post nothing again.
+		// recorded it: record it now and post nothing again. (A run this job completed
+		// without posting, superseded by a newer head it then left, is reviewed afresh.)
 		r.state = state
 		if state.Result != nil {
 			stored, err := readStored(state.Result)
@@ -404,7 +413,8 @@ func (r *run) gather(ctx context.Context, pr github.PullRequest, since string) (
 }
 
 // supersede completes the check runs of older heads that never finished (their job gave
-// way to this newer head), so none is left spinning.
+// way to this newer head), so none is left spinning: a recorded one by its id, one that was
+// created but never recorded by its external id.
 func (r *run) supersede(ctx context.Context, head string) {
 	open, err := r.w.opts.Jobs.OpenCheckRuns(ctx, r.job.Pull, head)
 	if err != nil {
@@ -412,34 +422,48 @@ func (r *run) supersede(ctx context.Context, head string) {
 		return
 	}
 	for _, old := range open {
-		_, err := r.api.UpdateCheckRun(ctx, old.CheckRunID, github.CheckRunOptions{
-			Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
-			Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", safetext.Code(short(head), 0)),
-		})
-		if err != nil {
-			r.log.Warn("close superseded check run", "head", short(old.HeadSHA), "err", err)
-			continue
+		id := old.CheckRunID
+		if id == 0 {
+			if id, err = r.checkRunOf(ctx, old.HeadSHA, old.JobID); err != nil {
+				r.log.Warn("look for the unrecorded check run of a superseded head", "head", short(old.HeadSHA), "err", err)
+				continue
+			}
 		}
-		old.CheckDone = true
+		if id != 0 {
+			_, err := r.api.UpdateCheckRun(ctx, id, github.CheckRunOptions{
+				Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
+				Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", safetext.Code(short(head), 0)),
+			})
+			if err != nil {
+				r.log.Warn("close superseded check run", "head", short(old.HeadSHA), "err", err)
+				continue
+			}
+		}
+		old.CheckRunID, old.CheckDone = id, true
 		if err := r.w.opts.Jobs.SaveRun(ctx, old); err != nil {
 			r.log.Warn("record superseded check run", "err", err)
 		}
 	}
 }
 
-// openCheckRun gives the run its check run and records it: on a retry, the one an earlier
-// attempt created but did not record, if there is one; else a new one, in progress.
+// openCheckRun gives the run its check run and records it: the one an earlier attempt
+// created but did not record, if there is one; else a new one, in progress. The run is
+// saved before the create, so that a crash between the create and the record leaves a
+// trace: the retry, or a job reviewing a newer head (supersede), looks the run up then.
 func (r *run) openCheckRun(ctx context.Context, head string) error {
 	var id int64
-	if r.job.Attempt > 1 {
+	if r.unrecordedBy != 0 || r.job.Attempt > 1 {
 		var err error
-		if id, err = r.earlierCheckRun(ctx, head); err != nil {
+		if id, err = r.checkRunOf(ctx, head, r.job.ID, r.unrecordedBy); err != nil {
 			return err
 		}
 	}
 	if id == 0 {
+		if err := r.save(ctx); err != nil {
+			return err
+		}
 		cr, err := r.api.CreateCheckRun(ctx, github.CheckRunOptions{
-			Name: CheckRunName, HeadSHA: head, Status: "in_progress", StartedAt: r.started, ExternalID: r.externalID(),
+			Name: CheckRunName, HeadSHA: head, Status: "in_progress", StartedAt: r.started, ExternalID: externalID(r.job.ID),
 			Title: "Reviewing", Summary: fmt.Sprintf("Aster is reviewing %s.", safetext.Code(short(head), 0)),
 		})
 		if err != nil {
@@ -451,22 +475,25 @@ func (r *run) openCheckRun(ctx context.Context, head string) error {
 	return r.save(ctx)
 }
 
-// externalID is the check run's external id: the job, which earlierCheckRun looks for.
-func (r *run) externalID() string { return fmt.Sprint(r.job.ID) }
+// externalID is the external id of the check runs a job creates: the job's id, which
+// checkRunOf looks for.
+func externalID(job int64) string { return fmt.Sprint(job) }
 
-// earlierCheckRun finds the check run an attempt of this job created on head but could not
-// record (the process died, or GitHub's answer was lost, between the create and the save),
-// so a retry carries on with it, and a job that gives up completes it, instead of leaving
-// it in progress. It returns 0 when there is none.
-func (r *run) earlierCheckRun(ctx context.Context, head string) (int64, error) {
+// checkRunOf finds the check run one of jobs created on head but could not record (the
+// process died, or GitHub's answer was lost, between the create and the save), so a retry
+// carries on with it, and a job that gives up or reviews a newer head completes it,
+// instead of leaving it in progress. It returns 0 when there is none.
+func (r *run) checkRunOf(ctx context.Context, head string, jobs ...int64) (int64, error) {
 	runs, err := r.api.ListCheckRuns(ctx, head, CheckRunName)
 	if err != nil {
 		return 0, fmt.Errorf("list check runs: %w", err)
 	}
 	for _, cr := range runs { // newest first
-		if cr.ExternalID == r.externalID() {
-			r.log.Info("found the check run an attempt created but did not record", "check_run", cr.ID, "status", cr.Status)
-			return cr.ID, nil
+		for _, job := range jobs {
+			if job != 0 && cr.ExternalID == externalID(job) {
+				r.log.Info("found the check run an attempt created but did not record", "check_run", cr.ID, "status", cr.Status, "head", short(head))
+				return cr.ID, nil
+			}
 		}
 	}
 	return 0, nil
@@ -479,7 +506,7 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	}
 	if r.state.CheckRunID == 0 && r.state.HeadSHA != "" {
 		// The run this attempt (or an earlier one) created but never recorded.
-		id, err := r.earlierCheckRun(ctx, r.state.HeadSHA)
+		id, err := r.checkRunOf(ctx, r.state.HeadSHA, r.job.ID, r.unrecordedBy)
 		if err != nil {
 			r.log.Warn("look for the check run of a failed review", "err", err)
 		}

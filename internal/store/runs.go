@@ -89,11 +89,12 @@ func (s *Store) SaveRun(ctx context.Context, run Run) error {
 	return nil
 }
 
-// OpenCheckRuns lists the runs of a pull request whose check run was created and not yet
-// completed, other than the one of head: older heads a newer push superseded.
+// OpenCheckRuns lists the runs of a pull request whose check run is not completed, other
+// than the one of head: older heads a newer push superseded. A run with CheckRunID 0 was
+// saved just before its check run was created, which may have happened unrecorded.
 func (s *Store) OpenCheckRuns(ctx context.Context, k PullKey, head string) ([]Run, error) {
 	rs, err := s.db.Query(ctx, `SELECT `+runColumns+` FROM aster_runs
-		WHERE owner = $1 AND repo = $2 AND number = $3 AND head_sha <> $4 AND check_run_id <> 0 AND check_done = 0`,
+		WHERE owner = $1 AND repo = $2 AND number = $3 AND head_sha <> $4 AND check_done = 0`,
 		k.Owner, k.Repo, k.Number, head)
 	if err != nil {
 		return nil, fmt.Errorf("open check runs: %w", err)

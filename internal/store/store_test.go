@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -299,6 +300,19 @@ func TestRunProgressAndHistory(t *testing.T) {
 		}
 		if stale, _ := s.OpenCheckRuns(ctx, k, "h1"); len(stale) != 0 {
 			t.Fatalf("the current head is not a superseded run: %+v", stale)
+		}
+		if err := s.SaveRun(ctx, Run{Pull: k, HeadSHA: "h3", JobID: 9}); err != nil {
+			t.Fatal(err)
+		}
+		stale, _ = s.OpenCheckRuns(ctx, k, "h2")
+		if len(stale) != 2 || !slices.ContainsFunc(stale, func(r Run) bool { return r.HeadSHA == "h3" && r.CheckRunID == 0 && r.JobID == 9 }) {
+			t.Fatalf("a run saved before its check run was created is open too: %+v", stale)
+		}
+		if err := s.SaveRun(ctx, Run{Pull: k, HeadSHA: "h3", JobID: 9, CheckDone: true}); err != nil {
+			t.Fatal(err)
+		}
+		if stale, _ := s.OpenCheckRuns(ctx, k, "h2"); len(stale) != 1 {
+			t.Fatalf("a completed run is not open: %+v", stale)
 		}
 
 		for i, outcome := range []string{OutcomePosted, OutcomeSkipped, OutcomeFailed} {
