@@ -92,3 +92,10 @@ func CPUUsage(path string) (d time.Duration, ok bool) {
 	}
 	return 0, false
 }
+
+// PidsLimitHits reads how many times a task could not be created in the pids
+// cgroup in dir because of its pids.max (the "max" line of pids.events). ok is
+// false when it cannot be read.
+func PidsLimitHits(dir string) (n int64, ok bool) {
+	return keyedInt(filepath.Join(dir, "pids.events"), "max")
+}

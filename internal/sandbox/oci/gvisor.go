@@ -4,17 +4,21 @@ import (
 	"bytes"
 	"context"
 	"debug/buildinfo"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
+	"golang.org/x/sys/unix"
 
+	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -204,4 +208,68 @@ func (r *Runtime) hasState(id string) bool {
 	}
 	m, err := filepath.Glob(filepath.Join(r.rootDir, "*_sandbox:"+id+".state"))
 	return err == nil && len(m) > 0
+}
+
+// The host pids cgroup of a gVisor sandbox, on a cgroup v1 host, is made by
+// Aster rather than by runsc. When the sentry cannot create a host thread it
+// needs (the bound of adaptForGVisor reached), the whole sandbox ends without
+// a result and runsc removes the cgroups it made, with the counter that says
+// why, before anyone can read it; runsc neither changes nor removes a cgroup
+// that was there before it (it only joins it), so this one outlives the
+// sandbox: Aster sets its bound, reads pids.events for the error, and removes
+// it in Close (and the reaper, after a crash). A v2 host is left to runsc: a
+// cgroup made beforehand there would be one runsc sets no limit on at all.
+
+// gvisorPidsRoot is the parent of those cgroups.
+const gvisorPidsRoot = "/sys/fs/cgroup/pids/aster"
+
+// createGVisorPidsCgroup makes the sandbox's pids cgroup with its bound and
+// returns its directory ("" on a v2 host, where runsc makes it).
+func createGVisorPidsCgroup(id string, limit int64) (string, error) {
+	if cgroupstat.V2() {
+		return "", nil
+	}
+	dir := filepath.Join(gvisorPidsRoot, id)
+	if err := os.MkdirAll(gvisorPidsRoot, 0o755); err != nil {
+		return "", fmt.Errorf("create pids cgroup: %w", err)
+	}
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create pids cgroup: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "pids.max"), []byte(strconv.FormatInt(limit, 10)), 0o644); err != nil {
+		os.Remove(dir)
+		return "", fmt.Errorf("set the pids cgroup's bound: %w", err)
+	}
+	return dir, nil
+}
+
+// removeGVisorPidsCgroup removes the pids cgroup of sandbox id, if there is one,
+// waiting briefly for the last of the sandbox's tasks to leave it.
+func removeGVisorPidsCgroup(id string) error {
+	dir := filepath.Join(gvisorPidsRoot, id)
+	deadline := time.Now().Add(killWait)
+	for {
+		err := unix.Rmdir(dir)
+		if err == nil || errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("remove pids cgroup: %w", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// hostPidsNote says, for an error, whether the sandbox's host pids bound was
+// reached ("" when it was not, or cannot be told).
+func hostPidsNote(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	if n, ok := cgroupstat.PidsLimitHits(dir); !ok || n == 0 {
+		return ""
+	}
+	limit, _ := os.ReadFile(filepath.Join(dir, "pids.max"))
+	return fmt.Sprintf(" (the sandbox hit its host bound of %s tasks: gVisor's kernel could not create a thread it needed, which ends the whole sandbox)",
+		strings.TrimSpace(string(limit)))
 }

@@ -102,6 +102,32 @@ func TestGVisorRunThroughManager(t *testing.T) {
 	t.Logf("kernel release inside: %s", lines[1])
 }
 
+// TestGVisorHostBoundIsNamed: a sandbox whose sentry reaches the host pids
+// bound ends without a result (gVisor's kernel cannot create a thread it
+// needs); the error says that bound was reached, and the cgroup Aster made
+// for it is gone after the run. The bound is lowered far below what Aster
+// sets, so that a few sleeping processes reach it.
+func TestGVisorHostBoundIsNamed(t *testing.T) {
+	opts := ocitest.GVisorOptions(t)
+	rt := ocitest.NewGVisor(t, oci.WithGVisorHostTasks(opts, 40))
+	info, _ := rt.GVisor()
+	mgr := sandboxtest.Manager(t, rt, 1)
+	res, err := mgr.Run(t.Context(), sandbox.Spec{
+		Argv:   []string{"sh", "-c", "for i in $(seq 28); do sleep 30 & done; wait"},
+		Limits: sandbox.Limits{Pids: 32, TimeoutMS: 90_000},
+	})
+	t.Logf("%s on %s: status %s, err %v: %s", info.Version, info.Platform, res.Status, err, res.Error)
+	if res.Status != sandbox.StatusError || !strings.Contains(res.Error, "sandbox ended without a result") {
+		t.Fatalf("status %s, error %q: want a sandbox that ended without a result", res.Status, res.Error)
+	}
+	if !strings.Contains(res.Error, "hit its host bound of 40 tasks") {
+		t.Fatalf("the error does not name the host bound: %q", res.Error)
+	}
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/pids/aster", res.ID)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("the sandbox's pids cgroup is left: %v", err)
+	}
+}
+
 // TestGVisorWarmPool: a warm pool of gVisor sandboxes serves a request from
 // a sandbox started before it, once, and refills.
 func TestGVisorWarmPool(t *testing.T) {

@@ -125,6 +125,11 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 	if left, _ := filepath.Glob(filepath.Join(state, "runsc", "*"+id+"*")); len(left) != 0 {
 		t.Fatalf("runsc state left: %v", left)
 	}
+	// Aster's own pids cgroup of a gVisor sandbox (cgroup v1) outlives the
+	// crash; the reaper removes it.
+	if _, err := os.Stat(filepath.Join("/sys/fs/cgroup/pids/aster", id)); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("pids cgroup left after the reaper: %v", err)
+	}
 }
 
 // TestRemoveKillsALiveSandbox is the reaper's other half: a sandbox still

@@ -56,6 +56,10 @@ type Options struct {
 	// picks systrap where the build has it, else ptrace.
 	GVisorPlatform string
 	Logger         *slog.Logger
+
+	// gvisorHostTasks, when positive, replaces every gVisor sandbox's host
+	// pids bound (tests only: WithGVisorHostTasks).
+	gvisorHostTasks int64
 }
 
 // Runtime is the direct OCI implementation of sandbox.Runtime.
@@ -301,6 +305,9 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	}
 	if err := os.RemoveAll(r.runDir(id)); err != nil {
 		return fmt.Errorf("remove sandbox state: %w", err)
+	}
+	if r.kind == "runsc" {
+		return removeGVisorPidsCgroup(id)
 	}
 	return nil
 }

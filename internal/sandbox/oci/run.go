@@ -83,6 +83,11 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	if err := os.WriteFile(filepath.Join(dir, configFile), b, 0o600); err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)
 	}
+	if r.kind == "runsc" && spec.Linux.Resources != nil && spec.Linux.Resources.Pids != nil {
+		if inst.pidsCgroup, err = createGVisorPidsCgroup(id, *spec.Linux.Resources.Pids.Limit); err != nil {
+			return nil, err
+		}
+	}
 	inst.SetTiming("create", time.Since(t0))
 
 	if err := inst.start(); err != nil {
@@ -106,8 +111,11 @@ type instance struct {
 	dir   string
 	ident sandbox.Identity
 	// cgroup is the host directory of the sandbox's memory cgroup.
-	cgroup    string
-	destroyed atomic.Bool // the host killed it (so a SIGKILLed init is no OOM)
+	cgroup string
+	// pidsCgroup is the host directory of a gVisor sandbox's pids cgroup when
+	// Aster made it (see createGVisorPidsCgroup), else "".
+	pidsCgroup string
+	destroyed  atomic.Bool // the host killed it (so a SIGKILLed init is no OOM)
 
 	cmd     *os.Process
 	stdin   *os.File // host end: frames to init
@@ -191,12 +199,13 @@ func (i *instance) diagnostics() string {
 	case <-i.logDone:
 	case <-time.After(time.Second):
 	}
+	note := hostPidsNote(i.pidsCgroup)
 	out := i.initLog.Output()
 	s := strings.TrimSpace(string(out.Data))
 	if s == "" {
-		return ""
+		return note
 	}
-	return " (" + s + ")"
+	return note + " (" + s + ")"
 }
 
 // openPidfd pins the sandbox's init process. After hello init is alive and
@@ -326,6 +335,11 @@ func (i *instance) Close(ctx context.Context) error {
 		}
 		if err := os.RemoveAll(i.dir); err != nil && closeErr == nil {
 			closeErr = fmt.Errorf("remove bundle: %w", err)
+		}
+		if i.pidsCgroup != "" {
+			if err := removeGVisorPidsCgroup(i.id); err != nil && closeErr == nil {
+				closeErr = err
+			}
 		}
 		if closeErr != nil {
 			i.rt.log.Warn("remove sandbox", "sandbox", i.id, "err", closeErr)

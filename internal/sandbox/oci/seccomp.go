@@ -29,6 +29,9 @@ func (r *Runtime) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identity
 	spec := r.base.bundleSpec(opts, ident, id, rootfs, r.initAbs, r.opts.Annotations)
 	if r.kind == "runsc" {
 		adaptForGVisor(spec, opts.Limits, r.gvisor.Platform)
+		if n := r.opts.gvisorHostTasks; n > 0 && spec.Linux.Resources != nil && spec.Linux.Resources.Pids != nil {
+			spec.Linux.Resources.Pids.Limit = &n // a test of what happens at the bound
+		}
 	}
 	if r.kind != "crun" {
 		return spec
