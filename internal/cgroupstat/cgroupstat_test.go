@@ -25,3 +25,14 @@ func TestReadV1AndV2(t *testing.T) {
 		t.Errorf("peaks %d %d %d", PeakBytes(v2), PeakBytes(v1), PeakBytes(none))
 	}
 }
+
+func TestPidsLimitHits(t *testing.T) {
+	hit, none := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(hit, "pids.events"), []byte("max 12\n"), 0o644)
+	if n, ok := PidsLimitHits(hit); !ok || n != 12 {
+		t.Errorf("pids.events \"max 12\": %d %v", n, ok)
+	}
+	if _, ok := PidsLimitHits(none); ok {
+		t.Error("a directory without pids.events reads as known")
+	}
+}
