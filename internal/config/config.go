@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -203,7 +204,7 @@ func decodeFile(name string, b []byte, c *Config) (logLine int, err error) {
 	if err := doc.Decode(&file); err != nil {
 		return 0, err
 	}
-	merge(c, file)
+	overlay(reflect.ValueOf(c).Elem(), reflect.ValueOf(file))
 	return keyLine(&doc, "log_level"), nil
 }
 
@@ -221,43 +222,23 @@ func keyLine(doc *yaml.Node, key string) int {
 	return 0
 }
 
-// merge copies every non-zero field of src into dst.
-func merge(dst *Config, src Config) {
-	set := setNonEmpty
-	set(&dst.Runtime, src.Runtime)
-	set(&dst.DockerHost, src.DockerHost)
-	set(&dst.EngineRuntime, src.EngineRuntime)
-	mergeOCI(&dst.OCI, src.OCI)
-	mergeGVisor(&dst.GVisor, src.GVisor)
-	mergeKubernetes(&dst.Kubernetes, src.Kubernetes)
-	mergeMicroVM(&dst.MicroVM, src.MicroVM)
-	set(&dst.InitPath, src.InitPath)
-	set(&dst.LogLevel, src.LogLevel)
-	set(&dst.LogFormat, src.LogFormat)
-	if len(src.Images) > 0 {
-		dst.Images = src.Images
-	}
-	l, s := &dst.Limits, src.Limits
-	set(&l.Timeout, s.Timeout)
-	set(&l.Memory, s.Memory)
-	set(&l.CPUs, s.CPUs)
-	set(&l.Pids, s.Pids)
-	set(&l.OutputLimit, s.OutputLimit)
-	set(&l.OutputCeiling, s.OutputCeiling)
-	set(&l.WorkdirSize, s.WorkdirSize)
-	set(&l.TmpSize, s.TmpSize)
-	set(&dst.Reaper.Grace, src.Reaper.Grace)
-	set(&dst.Reaper.Period, src.Reaper.Period)
-	set(&dst.Reaper.Allowance, src.Reaper.Allowance)
-	if len(src.Labels) > 0 {
-		dst.Labels = src.Labels
-	}
-	if len(src.Extra) > 0 {
-		if dst.Extra == nil {
-			dst.Extra = map[string]yaml.Node{}
-		}
-		for k, v := range src.Extra {
-			dst.Extra[k] = v
+// overlay copies every field of src that is set over the same field of dst,
+// section by section: a non-empty string, list or map replaces dst's. It
+// walks the struct, so a field added to Config or to one of its sections
+// needs no line here; a field of a kind it has no rule for panics at once
+// (the config tests load a file that sets every section).
+func overlay(dst, src reflect.Value) {
+	for i := range src.NumField() {
+		d, s := dst.Field(i), src.Field(i)
+		switch s.Kind() {
+		case reflect.Struct:
+			overlay(d, s)
+		case reflect.String, reflect.Slice, reflect.Map:
+			if s.Len() > 0 {
+				d.Set(s)
+			}
+		default:
+			panic("config: overlay has no rule for " + src.Type().Field(i).Name + " (" + s.Type().String() + ")")
 		}
 	}
 }
@@ -298,13 +279,6 @@ func (c *Config) setLabels(v string) error {
 		c.Labels[strings.TrimSpace(k)] = strings.TrimSpace(val)
 	}
 	return nil
-}
-
-// setNonEmpty sets *dst to v unless v is empty: a layer merged over another.
-func setNonEmpty(dst *string, v string) {
-	if v != "" {
-		*dst = v
-	}
 }
 
 // fillBlank sets *dst to v where *dst is blank: a default under what was set.

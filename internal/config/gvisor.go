@@ -32,15 +32,6 @@ func DefaultGVisor() GVisorConfig {
 	return GVisorConfig{Runsc: DefaultGVisorRunsc, Platform: DefaultGVisorPlatform}
 }
 
-func mergeGVisor(dst *GVisorConfig, src GVisorConfig) {
-	if src.Runsc != "" {
-		dst.Runsc = src.Runsc
-	}
-	if src.Platform != "" {
-		dst.Platform = src.Platform
-	}
-}
-
 // envVars binds the ASTER_* variables of the `gvisor:` section to the fields of g.
 func (g *GVisorConfig) envVars() []envVar {
 	return []envVar{

@@ -68,17 +68,6 @@ func DefaultKubernetes() KubernetesConfig {
 	}
 }
 
-func mergeKubernetes(dst *KubernetesConfig, src KubernetesConfig) {
-	set := setNonEmpty
-	set(&dst.Kubeconfig, src.Kubeconfig)
-	set(&dst.Namespace, src.Namespace)
-	set(&dst.RuntimeClass, src.RuntimeClass)
-	set(&dst.InitImage, src.InitImage)
-	set(&dst.ImagePullPolicy, src.ImagePullPolicy)
-	set(&dst.ScheduleTimeout, src.ScheduleTimeout)
-	set(&dst.MaxPods, src.MaxPods)
-}
-
 // envVars binds the ASTER_* variables of the `kubernetes:` section to the fields of k.
 func (k *KubernetesConfig) envVars() []envVar {
 	return []envVar{

@@ -35,15 +35,6 @@ func DefaultMicroVM() MicroVMConfig {
 	return MicroVMConfig{QEMU: DefaultMicroVMQEMU, KernelDir: DefaultMicroVMKernelDir, StateDir: state, CacheDir: DefaultMicroVMCacheDir, Accel: DefaultMicroVMAccel}
 }
 
-func mergeMicroVM(dst *MicroVMConfig, src MicroVMConfig) {
-	set := setNonEmpty
-	set(&dst.QEMU, src.QEMU)
-	set(&dst.KernelDir, src.KernelDir)
-	set(&dst.StateDir, src.StateDir)
-	set(&dst.CacheDir, src.CacheDir)
-	set(&dst.Accel, src.Accel)
-}
-
 // envVars binds the ASTER_* variables of the `microvm:` section to the fields of m.
 func (m *MicroVMConfig) envVars() []envVar {
 	return []envVar{

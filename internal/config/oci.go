@@ -40,13 +40,6 @@ func isTmpfs(path string) bool {
 	return unix.Statfs(path, &st) == nil && st.Type == unix.TMPFS_MAGIC
 }
 
-func mergeOCI(dst *OCIConfig, src OCIConfig) {
-	set := setNonEmpty
-	set(&dst.Runtime, src.Runtime)
-	set(&dst.StateDir, src.StateDir)
-	set(&dst.CacheDir, src.CacheDir)
-}
-
 // envVars binds the ASTER_* variables of the `oci:` section to the fields of o.
 func (o *OCIConfig) envVars() []envVar {
 	return []envVar{
