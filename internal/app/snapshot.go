@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/asterhq/aster/internal/workspace"
 )
 
 // GitHub's tarball of a commit is gzip-compressed and puts every path under one top
@@ -65,6 +67,11 @@ func stripTop(tr *tar.Reader, w io.Writer) error {
 		}
 		if !ok || rest == "" {
 			continue // the top directory itself
+		}
+		if workspace.IsSparse(h) {
+			// Its records are dropped below: the copy would be a regular
+			// file as large as the holes, written out in zeros.
+			return fmt.Errorf("archive: %q is a sparse file; a repository archive holds none", h.Name)
 		}
 		h.Name = rest
 		if h.Typeflag == tar.TypeLink {

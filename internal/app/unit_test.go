@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/testkit"
 	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
@@ -134,6 +135,36 @@ func TestOpenArchiveStripsTheTopDirectory(t *testing.T) {
 	rc, _ = openArchive(path)
 	if _, err := io.ReadAll(rc); err == nil {
 		t.Fatal("an archive with two top directories was accepted")
+	}
+}
+
+// A sparse file in a repository archive is refused, not expanded: stripTop
+// drops PAX records, so copying one would write its holes out as a regular
+// file of zeros, here 1 GiB from a few kilobytes of download.
+func TestOpenArchiveRefusesSparse(t *testing.T) {
+	for name, bomb := range testkit.SparseBombs("acme-widgets-abc1234/bomb", 1<<30) {
+		t.Run(name, func(t *testing.T) {
+			var gz bytes.Buffer
+			zw := gzip.NewWriter(&gz)
+			_, _ = zw.Write(bomb)
+			zw.Close()
+			path := filepath.Join(t.TempDir(), "a.tar.gz")
+			if err := os.WriteFile(path, gz.Bytes(), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			rc, err := openArchive(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer rc.Close()
+			n, err := io.Copy(io.Discard, rc)
+			if err == nil || !strings.Contains(err.Error(), `"acme-widgets-abc1234/bomb" is a sparse file`) {
+				t.Fatalf("read %d bytes, %v; want the sparse refusal", n, err)
+			}
+			if n > 64<<10 {
+				t.Errorf("%d bytes came through before the refusal", n)
+			}
+		})
 	}
 }
 

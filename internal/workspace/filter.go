@@ -173,18 +173,22 @@ func checkType(hdr *tar.Header) error {
 	default:
 		return fmt.Errorf("%w: entry %s of unsupported type %q", ErrUnsafe, Quote(hdr.Name), hdr.Typeflag)
 	}
-	if isSparse(hdr) {
+	if IsSparse(hdr) {
 		return errSparse(hdr)
 	}
 	return nil
 }
 
-// isSparse reports whether hdr describes a GNU sparse file in one of the PAX
-// encodings (GNU.sparse.* records, versions 0.0, 0.1 and 1.0). archive/tar
-// presents such a file as a regular one of its declared, logical size and
-// fills the holes with zeros as it is read, so a few kilobytes of archive can
-// stand for gigabytes of data; the old GNU encoding keeps typeflag 'S'.
-func isSparse(hdr *tar.Header) bool {
+// IsSparse reports whether hdr describes a GNU sparse file, in the old GNU
+// encoding (typeflag 'S') or one of the PAX ones (GNU.sparse.* records,
+// versions 0.0, 0.1 and 1.0). archive/tar presents a PAX one as a regular
+// file of its declared, logical size and fills the holes with zeros as it is
+// read, so a few kilobytes of archive can stand for gigabytes of data. Every
+// extractor of an archive Aster did not write refuses them.
+func IsSparse(hdr *tar.Header) bool {
+	if hdr.Typeflag == tar.TypeGNUSparse {
+		return true
+	}
 	for k := range hdr.PAXRecords {
 		if strings.HasPrefix(k, "GNU.sparse.") {
 			return true

@@ -4,109 +4,20 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 const (
 	sparseSize = 1 << 30          // what each sparse bomb declares
 	dataAt     = sparseSize - 512 // where its only 512 bytes of data sit
 )
-
-// rawHeader is one 512-byte tar header block written by hand, for the entry
-// kinds archive/tar's Writer refuses to produce (PAX headers with GNU.sparse.*
-// records, old GNU sparse headers).
-func rawHeader(name string, typ byte, size int64, gnu bool) []byte {
-	b := make([]byte, 512)
-	copy(b[0:100], name)
-	copy(b[100:108], "0000644\x00")
-	copy(b[108:116], "0000000\x00")
-	copy(b[116:124], "0000000\x00")
-	copy(b[124:136], fmt.Sprintf("%011o\x00", size))
-	copy(b[136:148], "14723450000\x00")
-	b[156] = typ
-	if gnu {
-		copy(b[257:265], "ustar  \x00")
-	} else {
-		copy(b[257:265], "ustar\x0000")
-	}
-	return b
-}
-
-func setChecksum(b []byte) {
-	copy(b[148:156], "        ")
-	var sum int64
-	for _, c := range b {
-		sum += int64(c)
-	}
-	copy(b[148:156], fmt.Sprintf("%06o\x00 ", sum))
-}
-
-func pad(b []byte) []byte {
-	if r := len(b) % 512; r != 0 {
-		b = append(b, make([]byte, 512-r)...)
-	}
-	return b
-}
-
-// paxRecords encodes PAX records ("%d key=value\n", the length counting itself).
-func paxRecords(kv ...string) []byte {
-	var out []byte
-	for i := 0; i < len(kv); i += 2 {
-		rec := " " + kv[i] + "=" + kv[i+1] + "\n"
-		n := len(rec) + len(strconv.Itoa(len(rec)))
-		if len(strconv.Itoa(n)) != len(strconv.Itoa(len(rec))) {
-			n++
-		}
-		out = append(out, strconv.Itoa(n)+rec...)
-	}
-	return out
-}
-
-// paxSparse is a PAX archive of one GNU sparse file: the extended header with
-// records, then the file's header and its physical data (data, then 512 'x').
-func paxSparse(name string, data []byte, kv ...string) []byte {
-	recs := paxRecords(kv...)
-	h := rawHeader("PaxHeaders.0/"+name, tar.TypeXHeader, int64(len(recs)), false)
-	setChecksum(h)
-	out := append(h, pad(recs)...)
-	body := append(append([]byte(nil), data...), bytes.Repeat([]byte("x"), 512)...)
-	h = rawHeader(name, tar.TypeReg, int64(len(body)), false)
-	setChecksum(h)
-	out = append(out, h...)
-	out = append(out, pad(body)...)
-	return append(out, make([]byte, 1024)...)
-}
-
-// gnuSparse is the old GNU encoding: typeflag 'S', the map in the header.
-func gnuSparse(name string) []byte {
-	h := rawHeader(name, tar.TypeGNUSparse, 512, true)
-	copy(h[386:398], fmt.Sprintf("%011o\x00", dataAt))
-	copy(h[398:410], fmt.Sprintf("%011o\x00", 512))
-	copy(h[483:495], fmt.Sprintf("%011o\x00", sparseSize))
-	setChecksum(h)
-	out := append(h, bytes.Repeat([]byte("x"), 512)...)
-	return append(out, make([]byte, 1024)...)
-}
-
-func sparseBombs() map[string][]byte {
-	size, at := strconv.Itoa(sparseSize), strconv.Itoa(dataAt)
-	return map[string][]byte{
-		"GNU old ('S')": gnuSparse("bomb"),
-		"PAX 0.0": paxSparse("bomb", nil, "GNU.sparse.size", size, "GNU.sparse.numblocks", "1",
-			"GNU.sparse.offset", at, "GNU.sparse.numbytes", "512"),
-		"PAX 0.1": paxSparse("bomb", nil, "GNU.sparse.size", size, "GNU.sparse.numblocks", "1",
-			"GNU.sparse.map", at+",512"),
-		"PAX 1.0": paxSparse("GNUSparseFile.0/bomb", pad([]byte("1\n"+at+"\n512\n")),
-			"GNU.sparse.major", "1", "GNU.sparse.minor", "0", "GNU.sparse.name", "bomb", "GNU.sparse.realsize", size),
-	}
-}
 
 // countWriter counts what it is given and keeps none of it.
 type countWriter struct{ n int64 }
@@ -116,7 +27,7 @@ func (w *countWriter) Write(p []byte) (int, error) { w.n += int64(len(p)); retur
 // A sparse entry declaring 1 GiB in a few kilobytes is refused before anything
 // is written (SECURITY.md L1), by Filter and by Unpack, in every encoding.
 func TestSparseRefused(t *testing.T) {
-	for name, bomb := range sparseBombs() {
+	for name, bomb := range testkit.SparseBombs("bomb", sparseSize) {
 		t.Run(name, func(t *testing.T) {
 			checkSparseBomb(t, bomb)
 		})
@@ -199,8 +110,7 @@ func (e *endless) Read(p []byte) (int, error) {
 // its data is read or written, so what Filter writes (the spool) never holds
 // more file data than the cap its caller gives.
 func TestFilterCountsDeclaredSizeFirst(t *testing.T) {
-	h := rawHeader("huge", tar.TypeReg, 1<<40, false)
-	setChecksum(h)
+	h := testkit.TarHeaderBlock("huge", tar.TypeReg, 1<<40)
 	data := &endless{}
 	var out countWriter
 	_, err := Filter(io.MultiReader(bytes.NewReader(h), data), &out, Caps{MaxBytes: 1 << 20})

@@ -44,7 +44,7 @@ func Unpack(r io.Reader, root *os.Root, caps Caps) (Stats, error) {
 		if st.Files > caps.MaxFiles {
 			return st, fmt.Errorf("%w: more than %d entries", ErrTooLarge, caps.MaxFiles)
 		}
-		if hdr.Typeflag == tar.TypeGNUSparse || isSparse(hdr) {
+		if IsSparse(hdr) {
 			return st, errSparse(hdr)
 		}
 		name, err := CleanName(hdr.Name)

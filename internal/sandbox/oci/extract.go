@@ -10,6 +10,8 @@ import (
 	"path"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/workspace"
 )
 
 // extractStats counts what an extraction wrote and what it left out.
@@ -27,7 +29,9 @@ type extractStats struct {
 // Ownership and permission bits are kept so the tree looks as the image does,
 // but setuid and setgid bits are dropped: no_new_privs makes them inert in a
 // sandbox, while on the host they would give any user who reaches the cache a
-// root-owned setuid binary (SECURITY.md M3).
+// root-owned setuid binary (SECURITY.md M3). A sparse file is refused (no
+// engine writes one; archive/tar would expand its holes, a few kilobytes of
+// archive into gigabytes of cache).
 func extractRootfs(r io.Reader, dir string) (extractStats, error) {
 	var st extractStats
 	root, err := os.OpenRoot(dir)
@@ -54,6 +58,9 @@ func extractRootfs(r io.Reader, dir string) (extractStats, error) {
 		name, ok := cleanEntry(h.Name)
 		if !ok {
 			return st, fmt.Errorf("archive entry %q: path leaves the root", h.Name)
+		}
+		if workspace.IsSparse(h) {
+			return st, fmt.Errorf("archive entry %q is a sparse file: image trees hold regular files only", h.Name)
 		}
 		if name == "." {
 			continue

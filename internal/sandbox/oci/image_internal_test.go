@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 type entry struct {
@@ -79,6 +80,24 @@ func TestExtractRootfs(t *testing.T) {
 	}
 	if fi, _ := os.Stat(filepath.Join(dir, "ro")); fi.Mode().Perm() != 0o555 {
 		t.Errorf("directory mode %v", fi.Mode())
+	}
+}
+
+// A sparse file in an image export is refused before a byte of it is
+// written: archive/tar would expand its holes, here 1 GiB from a few
+// kilobytes of archive (the fuzzer found the image cache filling its disk).
+func TestExtractRootfsRefusesSparse(t *testing.T) {
+	for name, bomb := range testkit.SparseBombs("bomb", 1<<30) {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, err := extractRootfs(bytes.NewReader(bomb), dir)
+			if err == nil || !strings.Contains(err.Error(), `"bomb" is a sparse file`) {
+				t.Fatalf("extractRootfs: %v, want the sparse refusal", err)
+			}
+			if _, err := os.Lstat(filepath.Join(dir, "bomb")); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("the sparse file was written: %v", err)
+			}
+		})
 	}
 }
 
