@@ -534,7 +534,9 @@ func FuzzVerifySignature(f *testing.F) {
 	f.Add([]byte(""), "sha1=")
 	f.Fuzz(func(t *testing.T, body []byte, header string) {
 		err := github.VerifySignature(secret, body, header)
-		if err == nil && header != github.Sign(secret, body) {
+		// Hex digits in upper case carry the same digest (the fuzzer's find in
+		// testdata/fuzz): what must never pass is another digest.
+		if err == nil && strings.ToLower(header) != github.Sign(secret, body) {
 			t.Fatalf("accepted %q for a body it does not sign", header)
 		}
 		if err != nil && !errors.Is(err, github.ErrBadSignature) {
