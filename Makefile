@@ -63,12 +63,15 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-## fuzz: run every fuzz target for FUZZTIME each (default 15s)
+## fuzz: run every fuzz target for FUZZTIME each (default 15s), minimising
+## each new input for at most FUZZMINIMIZETIME (Go's own default, 60s, would
+## spend a short run on one input of the targets that write files)
 FUZZTIME ?= 15s
+FUZZMINIMIZETIME ?= 3s
 fuzz:
 	@for pkg in $$($(GO) list ./...); do \
 		for f in $$($(GO) test -list 'Fuzz.*' $$pkg 2>/dev/null | grep '^Fuzz'); do \
-			echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) || exit 1; \
+			echo "== $$pkg $$f"; $(GO) test $$pkg -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) -fuzzminimizetime $(FUZZMINIMIZETIME) || exit 1; \
 		done; \
 	done
 

@@ -78,10 +78,31 @@ func TestPlanScope(t *testing.T) {
 	}
 }
 
+// openGzipped gzips a tar archive into a file, as DownloadTarball leaves
+// GitHub's, and opens it with openArchive.
+func openGzipped(t *testing.T, archive []byte) io.ReadCloser {
+	t.Helper()
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	_, _ = zw.Write(archive)
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "a.tar.gz")
+	if err := os.WriteFile(path, gz.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	rc, err := openArchive(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rc.Close() })
+	return rc
+}
+
 func TestOpenArchiveStripsTheTopDirectory(t *testing.T) {
 	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
+	tw := tar.NewWriter(&buf)
 	write := func(h *tar.Header, body string) {
 		h.Size = int64(len(body))
 		if h.Typeflag == tar.TypeDir || h.Typeflag == tar.TypeLink || h.Typeflag == tar.TypeXGlobalHeader {
@@ -100,18 +121,8 @@ func TestOpenArchiveStripsTheTopDirectory(t *testing.T) {
 	write(&tar.Header{Typeflag: tar.TypeReg, Name: "acme-widgets-abc1234/src/main.go", Mode: 0o644}, "package main\n")
 	write(&tar.Header{Typeflag: tar.TypeLink, Name: "acme-widgets-abc1234/copy.go", Linkname: "acme-widgets-abc1234/src/main.go"}, "")
 	tw.Close()
-	zw.Close()
-	path := filepath.Join(t.TempDir(), "a.tar.gz")
-	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rc, err := openArchive(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rc.Close()
 	var names []string
-	for _, e := range workspacetest.Entries(t, rc) {
+	for _, e := range workspacetest.Entries(t, openGzipped(t, buf.Bytes())) {
 		names = append(names, e.Name)
 		if e.Typeflag == tar.TypeLink && e.Linkname != "src/main.go" {
 			t.Errorf("hard link target %q", e.Linkname)
@@ -125,15 +136,11 @@ func TestOpenArchiveStripsTheTopDirectory(t *testing.T) {
 	}
 	// An entry outside the top directory is refused.
 	var bad bytes.Buffer
-	zw = gzip.NewWriter(&bad)
-	tw = tar.NewWriter(zw)
+	tw = tar.NewWriter(&bad)
 	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "top/a", Size: 0})
 	_ = tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: "other/b", Size: 0})
 	tw.Close()
-	zw.Close()
-	_ = os.WriteFile(path, bad.Bytes(), 0o600)
-	rc, _ = openArchive(path)
-	if _, err := io.ReadAll(rc); err == nil {
+	if _, err := io.ReadAll(openGzipped(t, bad.Bytes())); err == nil {
 		t.Fatal("an archive with two top directories was accepted")
 	}
 }
@@ -144,20 +151,7 @@ func TestOpenArchiveStripsTheTopDirectory(t *testing.T) {
 func TestOpenArchiveRefusesSparse(t *testing.T) {
 	for name, bomb := range testkit.SparseBombs("acme-widgets-abc1234/bomb", 1<<30) {
 		t.Run(name, func(t *testing.T) {
-			var gz bytes.Buffer
-			zw := gzip.NewWriter(&gz)
-			_, _ = zw.Write(bomb)
-			zw.Close()
-			path := filepath.Join(t.TempDir(), "a.tar.gz")
-			if err := os.WriteFile(path, gz.Bytes(), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			rc, err := openArchive(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rc.Close()
-			n, err := io.Copy(io.Discard, rc)
+			n, err := io.Copy(io.Discard, openGzipped(t, bomb))
 			if err == nil || !strings.Contains(err.Error(), `"acme-widgets-abc1234/bomb" is a sparse file`) {
 				t.Fatalf("read %d bytes, %v; want the sparse refusal", n, err)
 			}
