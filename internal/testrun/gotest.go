@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -20,6 +21,7 @@ type goEvent struct {
 type goTest struct {
 	out         []byte // the tail of its output
 	hasChildren bool   // a subtest ran under it: count the subtests, not it
+	seq         int    // the order it started in: tests left running are reported in it
 }
 
 // goParser summarises a `go test -json` stream fed to it in chunks of any
@@ -33,6 +35,7 @@ type goParser struct {
 	badLines   int
 	longLines  int
 	tests      map[string]*goTest
+	runs       int // "run" events so far
 	pkgOut     map[string][]byte
 	pkgFailed  map[string]int
 	pkgResults map[string]string // package → "pass" / "fail"
@@ -98,8 +101,9 @@ func (g *goParser) handleLine(line []byte) {
 	key := ev.Package + "\x00" + ev.Test
 	switch ev.Action {
 	case "run":
+		g.runs++
 		if len(g.tests) < maxTracked {
-			g.tests[key] = &goTest{}
+			g.tests[key] = &goTest{seq: g.runs}
 		}
 		if parent := g.parentOf(ev.Package, ev.Test); parent != nil {
 			parent.hasChildren = true
@@ -153,10 +157,17 @@ func (g *goParser) packageEvent(ev goEvent) {
 // failure named after the package.
 func (g *goParser) finishFailedPackage(pkg string) {
 	prefix := pkg + "\x00"
-	for key, t := range g.tests {
-		if !strings.HasPrefix(key, prefix) {
-			continue
+	var left []string
+	for key := range g.tests {
+		if strings.HasPrefix(key, prefix) {
+			left = append(left, key)
 		}
+	}
+	// In the order they started, not the map's: the same stream must give
+	// the same report (a review posted twice would differ otherwise).
+	slices.SortFunc(left, func(a, b string) int { return g.tests[a].seq - g.tests[b].seq })
+	for _, key := range left {
+		t := g.tests[key]
 		delete(g.tests, key)
 		if t.hasChildren {
 			continue

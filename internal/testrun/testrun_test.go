@@ -262,6 +262,30 @@ func TestCustom(t *testing.T) {
 	}
 }
 
+// Tests a crashed binary left running fail in the order they started, every
+// time: the fuzzer found them listed in map order, so one stream gave
+// reports that differed from run to run.
+func TestGoTestJSONUnreportedInStartOrder(t *testing.T) {
+	var b strings.Builder
+	names := []string{"TestZeta", "TestAlpha", "TestMid", "TestMid/sub", "TestBeta"}
+	for _, n := range names {
+		fmt.Fprintf(&b, `{"Action":"run","Package":"p","Test":%q}`+"\n", n)
+	}
+	b.WriteString(`{"Action":"output","Package":"p","Output":"panic: boom\n"}` + "\n")
+	b.WriteString(`{"Action":"fail","Package":"p"}` + "\n")
+	want := []string{"TestZeta", "TestAlpha", "TestMid/sub", "TestBeta"}
+	for range 20 {
+		s := ParseGoTestJSON(strings.NewReader(b.String()))
+		var got []string
+		for _, f := range s.Failures {
+			got = append(got, f.Name)
+		}
+		if d := cmp.Diff(want, got); d != "" {
+			t.Fatalf("failures (-want +got):\n%s", d)
+		}
+	}
+}
+
 func FuzzParseGoTestJSON(f *testing.F) {
 	f.Add(fixture(f, "gopass.jsonl"))
 	f.Add(fixture(f, "gofail.jsonl"))
