@@ -32,8 +32,8 @@ func fillEvery(t *testing.T, v reflect.Value, path string) {
 }
 
 // A file that sets every field of the root configuration and its runtime
-// sections reaches Load's result whole: no field is lost between decoding
-// and the defaults.
+// sections comes through decodeFile whole: no field is lost between decoding
+// and the overlay on the defaults.
 func TestFileSetsEveryField(t *testing.T) {
 	var want Config
 	fillEvery(t, reflect.ValueOf(&want).Elem(), "")

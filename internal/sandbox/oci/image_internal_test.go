@@ -85,7 +85,7 @@ func TestExtractRootfs(t *testing.T) {
 
 // A sparse file in an image export is refused before a byte of it is
 // written: archive/tar would expand its holes, here 1 GiB from a few
-// kilobytes of archive (the fuzzer found the image cache filling its disk).
+// kilobytes of archive (found looking into a stalled FuzzExtractRootfs).
 func TestExtractRootfsRefusesSparse(t *testing.T) {
 	for name, bomb := range testkit.SparseBombs("bomb", 1<<30) {
 		t.Run(name, func(t *testing.T) {
