@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // Every code names its class and back, and answers with its own status.
@@ -127,4 +129,15 @@ func FuzzEvent(f *testing.F) {
 			t.Errorf("error event without error: %s", b)
 		}
 	})
+}
+
+// Of several unknown keys in a file object, the same one is named every time.
+func TestFileNamesUnknownKeyInOneOrder(t *testing.T) {
+	got := testkit.Same(t, func() string {
+		var f File
+		return fmt.Sprint(json.Unmarshal([]byte(`{"zz":1,"content":"x","mode":"0755","aa":2,"mm":3}`), &f))
+	})
+	if want := `json: unknown field "aa"`; got != want {
+		t.Errorf("error %q, want %q", got, want)
+	}
 }

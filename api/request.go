@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 )
 
@@ -137,7 +139,7 @@ func (f *File) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &keys); err != nil {
 		return err
 	}
-	for k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
 		if k != "content" && k != "encoding" {
 			return fmt.Errorf("json: unknown field %q", k)
 		}

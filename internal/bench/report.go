@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"runtime"
@@ -159,8 +160,8 @@ func (r *Report) PrintTable(w io.Writer) {
 	for _, p := range r.Pairs {
 		fmt.Fprintf(w, "\n%s\n", p)
 	}
-	for name, why := range r.Skipped {
-		fmt.Fprintf(w, "skipped %s: %s\n", name, why)
+	for _, name := range slices.Sorted(maps.Keys(r.Skipped)) {
+		fmt.Fprintf(w, "skipped %s: %s\n", name, r.Skipped[name])
 	}
 	fmt.Fprintln(w, "\nTargets (issue 8):")
 	for _, t := range r.Targets {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // vocabularyLimits are what "timeout 5s, memory 256m, cpus 0.5, pids 64,
@@ -67,5 +69,16 @@ func TestLimitFlagsAreTheVocabulary(t *testing.T) {
 	c.Limits.Pids = "3"
 	if _, _, err := (&execFlags{}).spec(c, []string{"true"}, IO{}); err == nil || err.Error() != "limits.pids 3 is out of range (8 to 32768)" {
 		t.Errorf("refused configured limit: %v", err)
+	}
+}
+
+// An unknown runtime is answered with the runtimes there are, in one order.
+func TestUnknownRuntimeListsRuntimesSorted(t *testing.T) {
+	got := testkit.Same(t, func() string {
+		_, _, err := openRuntime(config.Config{Runtime: "lxc"}, nil)
+		return fmt.Sprint(err)
+	})
+	if want := `unknown runtime "lxc" (have docker, gvisor, kubernetes, microvm, oci)`; got != want {
+		t.Errorf("error %q, want %q", got, want)
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/asterhq/aster/internal/cli/wire"
@@ -37,11 +40,7 @@ func newDockerRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(
 func openRuntime(c config.Config, log *slog.Logger) (sandbox.Runtime, func(), error) {
 	f, ok := runtimeFactories[c.Runtime]
 	if !ok {
-		names := make([]string, 0, len(runtimeFactories))
-		for n := range runtimeFactories {
-			names = append(names, n)
-		}
-		return nil, nil, usageErr("unknown runtime %q (have %v)", c.Runtime, names)
+		return nil, nil, usageErr("unknown runtime %q (have %s)", c.Runtime, strings.Join(slices.Sorted(maps.Keys(runtimeFactories)), ", "))
 	}
 	return f(c, log)
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"strconv"
@@ -356,8 +357,8 @@ func (l LLMConfig) Parse() (LLMSettings, error) {
 	}
 	s.MaxResponseBytes = size("max_response_bytes", l.MaxResponseBytes, DefaultLLMMaxResponseBytes, 64<<10, 256<<20)
 	s.AgenticMaxResultBytes = int(size("agentic.max_result_bytes", l.Agentic.MaxResultBytes, DefaultAgenticMaxResultBytes, 512, 1<<20))
-	for model, p := range l.Prices {
-		if p.InputPerMTok < 0 || p.OutputPerMTok < 0 || p.CachedInputPerMTok < 0 {
+	for _, model := range slices.Sorted(maps.Keys(l.Prices)) {
+		if p := l.Prices[model]; p.InputPerMTok < 0 || p.OutputPerMTok < 0 || p.CachedInputPerMTok < 0 {
 			bad("prices[%q]: prices must not be negative", model)
 		}
 	}

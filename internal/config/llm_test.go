@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/internal/testkit"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -135,6 +136,23 @@ func TestLLMParseErrors(t *testing.T) {
 		if strings.Contains(err.Error(), llmTestKey) {
 			t.Errorf("%s: error shows the key: %v", name, err)
 		}
+	}
+}
+
+// Several bad prices are named in one order, not the map's.
+func TestLLMParsePriceErrorsSorted(t *testing.T) {
+	l := LLMConfig{Provider: "openai", Model: "m", APIKey: Secret(llmTestKey), Prices: map[string]LLMPrice{
+		"c": {InputPerMTok: -1}, "a": {OutputPerMTok: -1}, "d": {CachedInputPerMTok: -1}, "b": {InputPerMTok: -2}, "ok": {InputPerMTok: 1}}}
+	got := testkit.Same(t, func() string {
+		_, err := l.Parse()
+		return fmt.Sprint(err)
+	})
+	var want []string
+	for _, m := range []string{"a", "b", "c", "d"} {
+		want = append(want, fmt.Sprintf("llm prices[%q]: prices must not be negative", m))
+	}
+	if got != strings.Join(want, "\n") {
+		t.Errorf("error:\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
 }
 

@@ -7,6 +7,7 @@ package gate
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -172,8 +173,8 @@ func (a Analyzer) Validate() error {
 	if len(a.Env) > MaxEnv {
 		return errf("more than %d environment variables", MaxEnv)
 	}
-	for k, v := range a.Env {
-		if !envKeyRE.MatchString(k) || len(v) > MaxCommandArgBytes || strings.ContainsRune(v, 0) {
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
+		if v := a.Env[k]; !envKeyRE.MatchString(k) || len(v) > MaxCommandArgBytes || strings.ContainsRune(v, 0) {
 			return errf("environment variable %q is not valid", k)
 		}
 	}

@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testkit"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -249,5 +251,15 @@ func TestSpoolSnapshotRejectsHostileTar(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("spool file left behind: %v", left)
+	}
+}
+
+// With several bad environment variables the same one is named every time.
+func TestValidateNamesBadEnvInOneOrder(t *testing.T) {
+	a := Analyzer{Name: "x", Command: []string{"tool"}, Format: finding.FormatSARIF,
+		Env: map[string]string{"OK": "1", "Z-Z": "x", "B B": "x", "NUL": "a\x00b", "9X": "x"}}
+	got := testkit.Same(t, func() string { return fmt.Sprint(a.Validate()) })
+	if want := `environment variable "9X" is not valid`; !strings.Contains(got, want) {
+		t.Errorf("Validate: %s, want %s", got, want)
 	}
 }

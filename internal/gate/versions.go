@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
@@ -55,8 +57,11 @@ func ParseVersions(r io.Reader) (map[string]string, error) {
 	if dec.More() {
 		return nil, fmt.Errorf("%w: more than one JSON value", ErrInvalidVersions)
 	}
+	// Keys in sorted order, so that past maxVersions the same entries are
+	// kept on every read of the same file.
 	out := map[string]string{}
-	for k, v := range raw {
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		v := raw[k]
 		s, ok := v.(string)
 		if !ok || !nameRE.MatchString(k) || len(s) > maxVersionBytes || !versionRE.MatchString(s) {
 			continue

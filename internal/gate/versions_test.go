@@ -3,9 +3,13 @@ package gate
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/asterhq/aster/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -47,4 +51,32 @@ func FuzzParseVersions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Past maxVersions entries the same ones are kept on every read: the first
+// in sorted order, not whichever the map yields.
+func TestParseVersionsKeepsTheSameEntries(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range maxVersions + 36 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"tool%03d": "1.%d"`, i, i)
+	}
+	b.WriteString("}")
+	got := testkit.Same(t, func() string {
+		v, err := ParseVersions(strings.NewReader(b.String()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(slices.Sorted(maps.Keys(v)), " ")
+	})
+	want := make([]string, maxVersions)
+	for i := range want {
+		want[i] = fmt.Sprintf("tool%03d", i)
+	}
+	if got != strings.Join(want, " ") {
+		t.Errorf("kept %s", got)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -127,13 +129,14 @@ func (s *Server) executeArgs(in ExecuteInput, limits sandbox.Limits) (sandbox.Sp
 		files[clean] = data
 		return nil
 	}
-	for name, content := range in.Files {
-		if err := add(name, []byte(content)); err != nil {
+	// Sorted names: with several bad files, the same one is named each time.
+	for _, name := range slices.Sorted(maps.Keys(in.Files)) {
+		if err := add(name, []byte(in.Files[name])); err != nil {
 			return spec, err
 		}
 	}
-	for name, content := range in.BinaryFiles {
-		data, err := base64.StdEncoding.DecodeString(content)
+	for _, name := range slices.Sorted(maps.Keys(in.BinaryFiles)) {
+		data, err := base64.StdEncoding.DecodeString(in.BinaryFiles[name])
 		if err != nil {
 			return spec, sandbox.Invalidf("binary_files[%q] is not valid base64: %v", name, err)
 		}

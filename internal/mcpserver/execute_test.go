@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 func TestToolsListSchemas(t *testing.T) {
@@ -183,5 +185,40 @@ func TestLimitsVocabulary(t *testing.T) {
 	}
 	if spec, _ := fe.last(t); spec.Limits.TimeoutMS != 45_000 {
 		t.Errorf("run_tests timeout %d", spec.Limits.TimeoutMS)
+	}
+}
+
+// With several bad files the same one is named every time, text files
+// first, then binary ones.
+func TestExecuteNamesBadFilesInOneOrder(t *testing.T) {
+	s := newTestServer(t, &fakeExecutor{}, nil)
+	for _, c := range []struct {
+		in   ExecuteInput
+		want string
+	}{
+		{ExecuteInput{Argv: []string{"true"}, Files: map[string]string{"ok": "", "../c": "", "/b": "", "../a": ""}}, `file "../a"`},
+		{ExecuteInput{Argv: []string{"true"}, BinaryFiles: map[string]string{"ok": "AA==", "z": "!", "m": "?", "k": "*"}}, `binary_files["k"]`},
+		{ExecuteInput{Argv: []string{"true"}, Files: map[string]string{"b": "", "./a": ""}, BinaryFiles: map[string]string{"a": "", "./b": ""}}, `file "./b" is given twice`},
+	} {
+		got := testkit.Same(t, func() string {
+			_, _, err := s.executeSpec(c.in)
+			return fmt.Sprint(err)
+		})
+		if !strings.Contains(got, c.want) {
+			t.Errorf("executeSpec(%+v): %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+// A snapshot's bad binary files are named in one order too.
+func TestSnapshotNamesBadFilesInOneOrder(t *testing.T) {
+	s := newTestServer(t, &fakeExecutor{}, nil)
+	in := SnapshotInput{Files: map[string]string{"a": ""}, BinaryFiles: map[string]string{"ok": "AA==", "z": "!", "m": "?", "k": "*"}}
+	got := testkit.Same(t, func() string {
+		_, err := s.spoolSnapshot(in, 1<<20)
+		return fmt.Sprint(err)
+	})
+	if want := `binary_files["k"]`; !strings.Contains(got, want) {
+		t.Errorf("spoolSnapshot: %s, want %s", got, want)
 	}
 }

@@ -3,8 +3,10 @@ package mcpserver
 import (
 	"encoding/base64"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/asterhq/aster/internal/gate"
@@ -58,8 +60,8 @@ func (s *Server) spoolSnapshot(in SnapshotInput, maxBytes int64) (*gate.Snapshot
 		for name, content := range in.Files {
 			files[name] = []byte(content)
 		}
-		for name, content := range in.BinaryFiles {
-			data, err := base64.StdEncoding.DecodeString(content)
+		for _, name := range slices.Sorted(maps.Keys(in.BinaryFiles)) {
+			data, err := base64.StdEncoding.DecodeString(in.BinaryFiles[name])
 			if err != nil {
 				return nil, sandbox.Invalidf("binary_files[%q] is not valid base64: %v", name, err)
 			}

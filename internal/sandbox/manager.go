@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"sync"
@@ -174,7 +175,7 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	if err := m.opts.Bounds.Check(spec.Limits); err != nil {
 		return spec, err
 	}
-	for k := range spec.Env {
+	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
 		if !envKey.MatchString(k) {
 			return spec, Invalidf("environment variable name %q is not valid", k)
 		}

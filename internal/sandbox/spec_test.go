@@ -2,11 +2,14 @@ package sandbox_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // specOnly are the Spec fields that name the sandbox rather than the run in
@@ -94,4 +97,17 @@ func nonZero(t *testing.T, typ reflect.Type) reflect.Value {
 		t.Fatalf("no non-zero test value for %v (kind %v): add one to nonZero", typ, typ.Kind())
 	}
 	return v
+}
+
+// With several bad environment names the same one is named every time.
+func TestNormalizeNamesBadEnvInOneOrder(t *testing.T) {
+	m := newPoolManager(t, newFake(), 1, sandbox.PoolOptions{})
+	env := map[string]string{"OK": "1", "9LIVES": "x", "A-B": "x", "has space": "x", "=": "x"}
+	got := testkit.Same(t, func() string {
+		_, err := m.Normalize(sandbox.Spec{Argv: []string{"true"}, Env: env})
+		return fmt.Sprint(err)
+	})
+	if want := `environment variable name "9LIVES" is not valid`; !strings.Contains(got, want) {
+		t.Errorf("Normalize: %s, want %s", got, want)
+	}
 }

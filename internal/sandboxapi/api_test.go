@@ -21,6 +21,7 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 func TestHealthReadyMetrics(t *testing.T) {
@@ -157,6 +158,21 @@ func TestExecuteStreamOrder(t *testing.T) {
 	}
 	if events < 8 {
 		t.Errorf("only %d events", events)
+	}
+}
+
+// With several files that do not decode, the same one is named every time.
+func TestJobSpecNamesBadFilesInOneOrder(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	bad := api.File{Content: "!!", Encoding: "base64"}
+	req := api.JobRequest{Files: map[string]api.File{"ok": {Content: "x"}, "z": bad, "k": bad, "m": bad, "q": bad}}
+	got := testkit.Same(t, func() string {
+		_, err := h.srv.jobSpec(req, nil)
+		return fmt.Sprint(err)
+	})
+	if want := `files["k"]`; !strings.Contains(got, want) {
+		t.Errorf("jobSpec: %s, want %s", got, want)
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
@@ -45,7 +47,8 @@ func (s *Server) jobSpec(req api.JobRequest, snap *Snapshot) (sandbox.Spec, erro
 		return spec, sandbox.Invalidf("give files or a snapshot, not both")
 	case len(req.Files) > 0:
 		files := make(map[string][]byte, len(req.Files))
-		for name, f := range req.Files {
+		for _, name := range slices.Sorted(maps.Keys(req.Files)) {
+			f := req.Files[name]
 			b, err := f.Bytes()
 			if err != nil {
 				return spec, sandbox.Invalidf("files[%s]: %v", workspace.Quote(name), err)

@@ -147,3 +147,18 @@ func Run(t testing.TB, cmd *exec.Cmd) (code int, stdout, stderr string) {
 	}
 	return code, out.String(), errb.String()
 }
+
+// Same calls f twenty times and fails the test unless every call gave the
+// same text; it returns that text. It is for output built from a map, where
+// Go's random iteration order makes a missing sort show within a few calls.
+func Same(t testing.TB, f func() string) string {
+	t.Helper()
+	first := f()
+	for i := 1; i < 20; i++ {
+		if got := f(); got != first {
+			t.Errorf("call %d gave\n%s\nthe first gave\n%s", i+1, got, first)
+			return first
+		}
+	}
+	return first
+}

@@ -81,3 +81,15 @@ func TestStopGivesUpOnAServerThatDoesNotReturn(t *testing.T) {
 		t.Errorf("second Stop: %v, want the first answer %v", again, err)
 	}
 }
+
+func TestSame(t *testing.T) {
+	r := &recorder{TB: t}
+	if got := Same(r, func() string { return "a" }); got != "a" || len(r.errs) != 0 {
+		t.Errorf("steady: %q, errors %q", got, r.errs)
+	}
+	n := 0
+	Same(r, func() string { n++; return fmt.Sprint(n / 5) })
+	if len(r.errs) != 1 || !strings.Contains(r.errs[0], "call 5 gave") {
+		t.Errorf("changing output: errors %q", r.errs)
+	}
+}

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
-	"sort"
+	"slices"
 	"time"
 )
 
@@ -122,9 +123,11 @@ func writeFiles(tw *tar.Writer, files map[string][]byte, caps Caps) (Stats, erro
 	if caps.MaxFiles <= 0 || caps.MaxBytes < 0 {
 		return Stats{}, fmt.Errorf("%w: no room left for files", ErrTooLarge)
 	}
+	// The given names in sorted order, so a bad or doubled name is reported
+	// the same way on every call with the same files.
 	names := make([]string, 0, len(files))
 	clean := make(map[string]string, len(files))
-	for name := range files {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		c, err := CleanName(name)
 		if err != nil {
 			return Stats{}, err
@@ -138,7 +141,7 @@ func writeFiles(tw *tar.Writer, files map[string][]byte, caps Caps) (Stats, erro
 		clean[c] = name
 		names = append(names, c)
 	}
-	sort.Strings(names)
+	slices.Sort(names)
 	var st Stats
 	dirs := map[string]bool{}
 	now := time.Now().Truncate(time.Second)

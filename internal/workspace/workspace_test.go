@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/asterhq/aster/internal/testkit"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -216,6 +218,26 @@ func TestPackFilesAndUnpackRoundTrip(t *testing.T) {
 	for _, bad := range []map[string][]byte{{"../x": nil}, {"/abs": nil}, {"a": nil, "./a": nil}, {".": nil}} {
 		if _, err := PackFiles(bad, io.Discard, Caps{}); !errors.Is(err, ErrUnsafe) {
 			t.Errorf("PackFiles(%v): %v", bad, err)
+		}
+	}
+}
+
+// With several bad or doubled names the error is the same on every call: the
+// names are taken in sorted order, not the map's.
+func TestPackFilesErrorsInOneOrder(t *testing.T) {
+	for _, c := range []struct {
+		files map[string][]byte
+		want  string
+	}{
+		{map[string][]byte{"b": nil, "./b": nil, "b/": nil, "x/../b": nil}, `"./b" and "b" name the same file`},
+		{map[string][]byte{"z/../../up": nil, "/abs": nil, "ok": nil}, `"/abs"`},
+	} {
+		got := testkit.Same(t, func() string {
+			_, err := PackFiles(c.files, io.Discard, Caps{})
+			return fmt.Sprint(err)
+		})
+		if !strings.Contains(got, c.want) {
+			t.Errorf("PackFiles(%v): %s, want it to say %s", c.files, got, c.want)
 		}
 	}
 }

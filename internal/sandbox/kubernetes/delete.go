@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -88,10 +90,7 @@ func (d *deleter) loop() {
 		case <-time.After(wait):
 		}
 		d.mu.Lock()
-		names := make([]string, 0, len(d.pending))
-		for n := range d.pending {
-			names = append(names, n)
-		}
+		names := slices.Sorted(maps.Keys(d.pending))
 		d.mu.Unlock()
 		failed := false
 		for _, n := range names {
@@ -121,10 +120,7 @@ func (d *deleter) loop() {
 func (d *deleter) close() {
 	d.mu.Lock()
 	started := d.started
-	names := make([]string, 0, len(d.pending))
-	for n := range d.pending {
-		names = append(names, n)
-	}
+	names := slices.Sorted(maps.Keys(d.pending))
 	d.mu.Unlock()
 	d.cancel()
 	if started {
