@@ -275,12 +275,24 @@ type cmdReader struct {
 
 func (c *cmdReader) Read(p []byte) (int, error) { return c.r.Read(p) }
 
+// closeDrainBytes is what Close reads past the end of the tar it was read to:
+// git pads the archive to a 10 KiB record. More left than that means the
+// reader stopped early.
+const closeDrainBytes = 64 << 10
+
+// Close ends the archive. Read to its end, it waits for git and reports a
+// failure; left with more unread, it stops git rather than read the rest,
+// which the reader did not want.
 func (c *cmdReader) Close() error {
 	if c.done {
 		return nil
 	}
 	c.done = true
-	_, _ = io.Copy(io.Discard, c.r)
+	if n, _ := io.CopyN(io.Discard, c.r, closeDrainBytes); n == closeDrainBytes {
+		_ = c.cmd.Process.Kill()
+		_ = c.cmd.Wait()
+		return nil
+	}
 	if err := c.cmd.Wait(); err != nil {
 		return fmt.Errorf("%w: git archive: %s", ErrGit, strings.TrimSpace(c.stderr.String()))
 	}

@@ -35,6 +35,9 @@ type Options struct {
 	TempDir string
 	// SnapshotCaps bound the analyzers' snapshot.
 	SnapshotCaps workspace.Caps
+	// SnapshotReadBytes bounds how much of the archive the snapshot reads
+	// (0 is config.DefaultSnapshotReadBytes).
+	SnapshotReadBytes int64
 	// Stage, when set, is told as each step starts ("gate", "tests", "model").
 	Stage func(name string)
 }
@@ -142,7 +145,11 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
-	snap, snapPath, info, err := PrepareSnapshot(raw, opts.TempDir, SnapshotRules{Ignore: ignore, MaxFileBytes: cfg.MaxFileSize(), Caps: opts.SnapshotCaps})
+	underReview := make(map[string]bool, len(reviewed))
+	for _, f := range reviewed {
+		underReview[f.Path()] = true
+	}
+	snap, snapPath, info, err := PrepareSnapshot(raw, opts.TempDir, SnapshotRules{Ignore: ignore, MaxFileBytes: cfg.MaxFileSize(), Caps: opts.SnapshotCaps, MaxReadBytes: opts.SnapshotReadBytes, Changed: underReview})
 	cerr := raw.Close()
 	if err == nil && cerr != nil {
 		err = cerr
@@ -172,6 +179,9 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 			continue
 		}
 		reason := skippedIn[f.Path()]
+		if reason == "" && info.Unread != "" {
+			reason = ReasonUnread
+		}
 		if reason == "" {
 			reason = "not in the snapshot"
 			if ch.HeadFiles != nil && slices.Contains(ch.HeadFiles, f.Path()) {
@@ -186,6 +196,9 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	}
 	// Deleted files reach the filter too (nothing can be found in them).
 	rep.Files.Reviewed = len(kept)
+	if info.Unread != "" {
+		rep.Notes = append(rep.Notes, "the analyzers saw only the start of the head revision: "+info.Unread)
+	}
 	if n := skippedTotal(info); n > len(info.SkippedSample) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d files of the head revision were not given to the analyzers (%s); the report lists %d of them", n, reasonsText(info.Skipped), len(info.SkippedSample)))
 	} else if n > 0 {

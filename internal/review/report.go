@@ -99,6 +99,9 @@ type SnapshotInfo struct {
 	// per reason; SkippedSample lists some of them.
 	Skipped       map[string]int `json:"skipped"`
 	SkippedSample []OmittedFile  `json:"skipped_sample"`
+	// Unread says why the end of the archive was not read (it held more
+	// than the snapshot reads in all); empty when it was read to its end.
+	Unread string `json:"unread"`
 }
 
 // TestsReport is the test step's result.

@@ -1,8 +1,11 @@
 package review
 
 import (
+	"archive/tar"
 	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,5 +211,54 @@ func TestInlineShowsEveryHiddenCharacter(t *testing.T) {
 	}
 	if got := inline("plain é ü"); got != "plain é ü" {
 		t.Errorf("inline changed plain text: %q", got)
+	}
+}
+
+// An archive read to its end waits for git; one left with more unread stops
+// git instead of reading the rest (a snapshot that stopped at its read bound
+// would otherwise still pay for the whole tree).
+func TestArchiveCloseStopsGit(t *testing.T) {
+	r := newGitRepo(t, "big")
+	r.commit("base", map[string]string{"a.txt": "one\n", "big.bin": strings.Repeat("\x00", 8<<20)})
+
+	whole, err := archive(t.Context(), r.dir, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(whole)
+	for {
+		if _, err := tr.Next(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := whole.Close(); err != nil {
+		t.Fatalf("close after the end: %v", err)
+	}
+	if st := whole.(*cmdReader).cmd.ProcessState; !st.Success() {
+		t.Errorf("git after the whole archive was read: %v", st)
+	}
+
+	part, err := archive(t.Context(), r.dir, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(part, make([]byte, 1024)); err != nil {
+		t.Fatal(err)
+	}
+	if err := part.Close(); err != nil {
+		t.Fatalf("close early: %v", err)
+	}
+	if st := part.(*cmdReader).cmd.ProcessState; st.Success() {
+		t.Errorf("git ran to its end although 8 MiB were left unread: %v", st)
+	}
+
+	bad, err := archive(t.Context(), r.dir, "no-such-revision")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := bad.Close(); !errors.Is(err, ErrGit) {
+		t.Errorf("close of a failed archive: %v, want ErrGit", err)
 	}
 }

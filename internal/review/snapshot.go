@@ -27,6 +27,7 @@ const (
 	ReasonTooLarge  = "too large"
 	ReasonSymlink   = "symlink (not followed)"
 	ReasonCap       = "snapshot cap reached"
+	ReasonUnread    = "past the part of the archive the snapshot reads"
 	ReasonDeleted   = "deleted"
 	ReasonTruncated = "diff too large"
 	ReasonSpecial   = "not a regular file"
@@ -133,7 +134,17 @@ type SnapshotRules struct {
 	MaxFileBytes int64
 	// Caps bound the whole snapshot (files and bytes).
 	Caps workspace.Caps
+	// MaxReadBytes bounds the archive read in all, headers and the content
+	// of kept and skipped files (default config.DefaultSnapshotReadBytes).
+	// Past it the rest of the archive is not read.
+	MaxReadBytes int64
+	// Changed are the paths under review: when one is skipped it is listed
+	// in SkippedSample even past maxSkippedSample, so its reason is known.
+	Changed map[string]bool
 }
+
+// tarBlock is the size of a tar header.
+const tarBlock = 512
 
 // maxSkippedSample bounds the skipped files listed by name.
 const maxSkippedSample = 100
@@ -155,6 +166,9 @@ func PrepareSnapshot(r io.Reader, dir string, rules SnapshotRules) (*gate.Snapsh
 	if rules.Caps.MaxFiles <= 0 {
 		rules.Caps.MaxFiles = 50_000
 	}
+	if rules.MaxReadBytes <= 0 {
+		rules.MaxReadBytes = config.DefaultSnapshotReadBytes
+	}
 	f, err := os.CreateTemp(dir, "aster-review-*.tar")
 	if err != nil {
 		return nil, "", info, fmt.Errorf("snapshot: %w", err)
@@ -166,7 +180,7 @@ func PrepareSnapshot(r io.Reader, dir string, rules SnapshotRules) (*gate.Snapsh
 	}
 	skip := func(name, reason string) {
 		info.Skipped[reason]++
-		if len(info.SkippedSample) < maxSkippedSample {
+		if len(info.SkippedSample) < maxSkippedSample || rules.Changed[name] {
 			info.SkippedSample = append(info.SkippedSample, OmittedFile{Path: name, Reason: reason})
 		}
 	}
@@ -176,6 +190,7 @@ func PrepareSnapshot(r io.Reader, dir string, rules SnapshotRules) (*gate.Snapsh
 	var st workspace.Stats
 	dirs := map[string]bool{}
 	buf := make([]byte, 0, 64<<10)
+	var read int64
 	for {
 		h, err := tr.Next()
 		if errors.Is(err, io.EOF) {
@@ -183,6 +198,14 @@ func PrepareSnapshot(r io.Reader, dir string, rules SnapshotRules) (*gate.Snapsh
 		}
 		if err != nil {
 			return fail(fmt.Errorf("snapshot: read archive: %w", err))
+		}
+		// What the stream holds for this entry: a header block and the
+		// content, which the next call to Next reads past even when it is
+		// skipped. The check comes before that read.
+		read += tarBlock + h.Size
+		if read > rules.MaxReadBytes {
+			info.Unread = fmt.Sprintf("the archive holds more than %s (from %s on, nothing was read)", config.FormatBytes(rules.MaxReadBytes), workspace.Quote(h.Name))
+			break
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {
 			continue

@@ -3,11 +3,17 @@ package review
 import (
 	"archive/tar"
 	"bytes"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/workspace/workspacetest"
@@ -110,3 +116,101 @@ func TestConclusion(t *testing.T) {
 }
 
 func findingSeverity(s string) finding.Severity { return finding.Severity(s) }
+
+// endlessArchive streams a tar of small source files followed by 2 MiB
+// files of zeros without end, as a gzip bomb unpacks, until the reader is
+// closed.
+func endlessArchive(head map[string]string) *io.PipeReader {
+	pr, pw := io.Pipe()
+	go func() {
+		tw := tar.NewWriter(pw)
+		for _, name := range slices.Sorted(maps.Keys(head)) {
+			if tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o644, Size: int64(len(head[name]))}) != nil {
+				return
+			}
+			if _, err := tw.Write([]byte(head[name])); err != nil {
+				return
+			}
+		}
+		zeros := make([]byte, 2<<20)
+		for i := 0; ; i++ {
+			if tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: fmt.Sprintf("zeros/%d.bin", i), Mode: 0o644, Size: int64(len(zeros))}) != nil {
+				return
+			}
+			if _, err := tw.Write(zeros); err != nil {
+				return
+			}
+		}
+	}()
+	return pr
+}
+
+// countingReader counts what was read through it.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// A snapshot stops reading where the archive passes MaxReadBytes: skipping
+// a file still reads it, so without the bound an archive that unpacks to far
+// more than the snapshot keeps would be read to its end.
+func TestPrepareSnapshotStopsAtReadBound(t *testing.T) {
+	head := map[string]string{"main.go": "package main\n", "passwd.go": ""}
+	for i := range maxSkippedSample + 20 {
+		head[fmt.Sprintf("a/%03d.png", i)] = "\x89PNG\x00"
+	}
+	pr := endlessArchive(head)
+	defer pr.Close()
+	src := &countingReader{r: pr}
+	const bound = 16 << 20
+	snap, path, info, err := PrepareSnapshot(src, t.TempDir(), SnapshotRules{MaxReadBytes: bound, Changed: map[string]bool{"a/110.png": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(path)
+	if d := cmp.Diff([]string{"main.go", "passwd.go"}, snap.Files()); d != "" {
+		t.Errorf("kept (-want +got):\n%s", d)
+	}
+	if src.n > bound+64<<10 {
+		t.Errorf("read %d bytes of the archive, bound %d", src.n, bound)
+	}
+	if !strings.Contains(info.Unread, "more than 16MiB") || !strings.Contains(info.Unread, `"zeros/`) {
+		t.Errorf("unread %q", info.Unread)
+	}
+	// The changed file is listed although the sample was full before it.
+	if n := len(info.SkippedSample); n != maxSkippedSample+1 || info.SkippedSample[n-1].Path != "a/110.png" {
+		t.Errorf("sample of %d ends %+v", n, info.SkippedSample[n-1])
+	}
+}
+
+// A review whose archive is longer than the read bound says so: the changed
+// file past the bound is omitted with ReasonUnread, not "not in the snapshot",
+// and a note tells the reader the analyzers saw only the start.
+func TestRunReportsTheUnreadArchive(t *testing.T) {
+	files, err := diff.ParseString("diff --git a/zz.go b/zz.go\nnew file mode 100644\n--- /dev/null\n+++ b/zz.go\n@@ -0,0 +1 @@\n+package zz\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := &Change{Diff: files, OpenSnapshot: func() (io.ReadCloser, error) {
+		return endlessArchive(map[string]string{"main.go": "package main\n"}), nil
+	}}
+	rep, err := Run(t.Context(), ch, Options{TempDir: t.TempDir(), SnapshotReadBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Snapshot.Unread == "" {
+		t.Fatal("snapshot read to the end of an endless archive?")
+	}
+	if !slices.Contains(rep.Files.Omitted, OmittedFile{Path: "zz.go", Reason: ReasonUnread}) {
+		t.Errorf("omitted %+v, want zz.go %q", rep.Files.Omitted, ReasonUnread)
+	}
+	if !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "saw only the start") }) {
+		t.Errorf("notes %q say nothing of the unread archive", rep.Notes)
+	}
+}
