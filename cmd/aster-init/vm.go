@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -104,8 +106,8 @@ func vmBoot(c vmConfig) error {
 	}
 	// The guest kernel is the sandbox's own, but what an unprivileged job
 	// can ask of it is kept small all the same.
-	for k, v := range vmSysctls {
-		if err := os.WriteFile("/proc/sys/"+k, []byte(v), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
+	for _, k := range slices.Sorted(maps.Keys(vmSysctls)) {
+		if err := os.WriteFile("/proc/sys/"+k, []byte(vmSysctls[k]), 0); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("sysctl %s: %w", k, err)
 		}
 	}
@@ -280,8 +282,8 @@ func vmMounts(root string, c vmConfig) error {
 		}
 		_ = os.Chmod(dev+"/"+n.name, 0o666)
 	}
-	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"} {
-		if err := os.Symlink(target, dev+"/"+name); err != nil {
+	for _, l := range [][2]string{{"fd", "/proc/self/fd"}, {"stdin", "/proc/self/fd/0"}, {"stdout", "/proc/self/fd/1"}, {"stderr", "/proc/self/fd/2"}, {"ptmx", "pts/ptmx"}} {
+		if err := os.Symlink(l[1], dev+"/"+l[0]); err != nil {
 			return err
 		}
 	}
@@ -348,11 +350,12 @@ func vmCgroup(root string, c vmConfig) error {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return err
 	}
-	for name, v := range map[string]string{
-		"memory.max":      strconv.FormatInt(c.memory, 10),
-		"memory.swap.max": "0",
-		"pids.max":        strconv.FormatInt(c.pids, 10),
+	for _, f := range [][2]string{
+		{"memory.max", strconv.FormatInt(c.memory, 10)},
+		{"memory.swap.max", "0"},
+		{"pids.max", strconv.FormatInt(c.pids, 10)},
 	} {
+		name, v := f[0], f[1]
 		if err := os.WriteFile(dir+"/"+name, []byte(v), 0); err != nil && !(name == "memory.swap.max" && errors.Is(err, os.ErrNotExist)) {
 			return fmt.Errorf("%s: %w", name, err)
 		}
