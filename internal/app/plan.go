@@ -31,34 +31,26 @@ func short(sha string) string { return review.ShortSHA(sha) }
 // among the same; the first occurrence keeps the value that scheme always had.
 func findingFingerprints(fs []gate.Marked) []string {
 	out := make([]string, len(fs))
-	type keyed struct {
-		key string
-		i   int
-	}
-	var bare []keyed
+	var bare []int // the indexes in fs of the findings without a fingerprint
+	var keys []string
 	for i, f := range fs {
 		if f.Fingerprint != "" {
 			out[i] = github.Fingerprint("finding", f.Fingerprint)
 			continue
 		}
-		bare = append(bare, keyed{key: f.Analyzer + "\x00" + f.RuleID + "\x00" + f.Path + "\x00" + strings.Join(strings.Fields(f.Message), " "), i: i})
+		bare = append(bare, i)
+		keys = append(keys, f.Analyzer+"\x00"+f.RuleID+"\x00"+f.Path+"\x00"+strings.Join(strings.Fields(f.Message), " "))
 	}
-	slices.SortStableFunc(bare, func(a, b keyed) int {
-		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(fs[a.i].StartLine, fs[b.i].StartLine))
+	occ := finding.Occurrences(keys, func(a, b int) int {
+		return cmp.Compare(fs[bare[a]].StartLine, fs[bare[b]].StartLine)
 	})
-	n := 0
-	for j, k := range bare {
-		if j > 0 && bare[j-1].key == k.key {
-			n++
-		} else {
-			n = 0
-		}
-		f := fs[k.i]
+	for j, i := range bare {
+		f := fs[i]
 		parts := []string{"finding", f.Analyzer, f.RuleID, f.Path, strings.Join(strings.Fields(f.Message), " ")}
-		if n > 0 {
-			parts = append(parts, "#"+strconv.Itoa(n))
+		if occ[j] > 0 {
+			parts = append(parts, "#"+strconv.Itoa(occ[j]))
 		}
-		out[k.i] = github.Fingerprint(parts...)
+		out[i] = github.Fingerprint(parts...)
 	}
 	return out
 }

@@ -155,33 +155,44 @@ const (
 // a new identical line above older ones takes the first index, so the finding
 // reported as new is the last of them rather than the one added.
 func AssignFingerprints(fs []Finding, src LineSource) {
-	type keyed struct {
-		key string
-		i   int
-	}
-	ks := make([]keyed, len(fs))
+	keys := make([]string, len(fs))
 	for i, f := range fs {
-		ks[i] = keyed{key: fingerprintKey(f, src), i: i}
+		keys[i] = fingerprintKey(f, src)
 	}
 	// File order within a key: by place, then message, so the index does not
 	// depend on the order an analyzer printed its results in.
-	slices.SortStableFunc(ks, func(a, b keyed) int {
-		fa, fb := fs[a.i], fs[b.i]
-		return cmp.Or(strings.Compare(a.key, b.key), cmp.Compare(fa.StartLine, fb.StartLine),
+	occ := Occurrences(keys, func(a, b int) int {
+		fa, fb := fs[a], fs[b]
+		return cmp.Or(cmp.Compare(fa.StartLine, fb.StartLine),
 			cmp.Compare(fa.StartColumn, fb.StartColumn), cmp.Compare(fa.Message, fb.Message))
 	})
-	n := 0
-	for j, k := range ks {
-		if j > 0 && ks[j-1].key == k.key {
-			n++
-		} else {
-			n = 0
-		}
+	for i, key := range keys {
 		h := sha256.New()
-		h.Write([]byte(k.key))
-		h.Write([]byte(strconv.Itoa(n)))
-		fs[k.i].Fingerprint = fingerprintPrefix + hex.EncodeToString(h.Sum(nil)[:12])
+		h.Write([]byte(key))
+		h.Write([]byte(strconv.Itoa(occ[i])))
+		fs[i].Fingerprint = fingerprintPrefix + hex.EncodeToString(h.Sum(nil)[:12])
 	}
+}
+
+// Occurrences gives each of keys its occurrence index among the equal keys:
+// 0 for the first, 1 for the second, and so on. Equal keys are counted in the
+// order place (a comparison of the items at two indexes of keys) puts them;
+// ties keep their order in keys.
+func Occurrences(keys []string, place func(i, j int) int) []int {
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(strings.Compare(keys[a], keys[b]), place(a, b))
+	})
+	occ := make([]int, len(keys))
+	for j := 1; j < len(order); j++ {
+		if keys[order[j]] == keys[order[j-1]] {
+			occ[order[j]] = occ[order[j-1]] + 1
+		}
+	}
+	return occ
 }
 
 // fingerprintPrefix marks the current scheme, so a fingerprint is never

@@ -140,3 +140,20 @@ func TestLegacyFingerprint(t *testing.T) {
 		t.Error("the new fingerprint equals the legacy one")
 	}
 }
+
+// Occurrences counts each key's repeats in the order place gives, whatever order they come
+// in; ties keep their input order.
+func TestOccurrences(t *testing.T) {
+	keys := []string{"b", "a", "b", "a", "c", "b", "a"}
+	lines := []int{30, 20, 10, 5, 1, 10, 20}
+	got := Occurrences(keys, func(i, j int) int { return lines[i] - lines[j] })
+	// The a's count in the order of indexes 3 (line 5), 1 and 6 (both line 20, input order);
+	// the b's in the order 2, 5 (both line 10), 0 (line 30).
+	want := []int{2, 1, 0, 0, 0, 1, 2}
+	if !slices.Equal(got, want) {
+		t.Errorf("Occurrences = %v, want %v", got, want)
+	}
+	if got := Occurrences(nil, nil); len(got) != 0 {
+		t.Errorf("Occurrences(nil) = %v", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -163,13 +164,8 @@ func dropUnjudged(fs []finding.Finding, undeclared []string, skipped map[string]
 
 // skippedText renders per-reason file counts: "zsh (3 files), fish (1 file)".
 func skippedText(skipped map[string]int) string {
-	keys := make([]string, 0, len(skipped))
-	for k := range skipped {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
+	parts := make([]string, 0, len(skipped))
+	for _, k := range slices.Sorted(maps.Keys(skipped)) {
 		unit := "files"
 		if skipped[k] == 1 {
 			unit = "file"

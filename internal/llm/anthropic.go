@@ -10,7 +10,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
@@ -241,16 +240,8 @@ func (p *Anthropic) response(res *anthropic.Message) (Response, error) {
 func (p *Anthropic) classify(ctx context.Context, err error) *Error {
 	var ae *anthropic.Error
 	if errors.As(err, &ae) {
-		kind := kindForStatus(ae.StatusCode)
-		if ae.StatusCode == 529 { // overloaded
-			kind = KindUnavailable
-		}
-		e := &Error{Kind: kind, Provider: p.Name(), Status: ae.StatusCode}
-		if ae.Response != nil {
-			e.RetryAfter, e.hasRetryAfter = backoff.RetryAfter(ae.Response.Header, time.Now())
-		}
-		e.msg = excerpt(p.scrub.RedactString(ae.Message), 300)
-		return e
+		// 529 (overloaded) is a 5xx: unavailable, retried.
+		return statusError(p.Name(), p.scrub, ae.StatusCode, ae.Response, ae.Message)
 	}
 	return transportError(p.Name(), p.scrub, ctx, err)
 }

@@ -3,9 +3,11 @@ package llm
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
 
@@ -128,6 +130,18 @@ func kindForStatus(status int) Kind {
 		return KindBadRequest
 	}
 	return KindBadResponse
+}
+
+// statusError classifies an error answer of the API: by its status, with the
+// wait the server asked for (when it answered at all) and a short, scrubbed
+// excerpt of its message.
+func statusError(provider string, scrub *safetext.Redactor, status int, res *http.Response, message string) *Error {
+	e := &Error{Kind: kindForStatus(status), Provider: provider, Status: status}
+	if res != nil {
+		e.RetryAfter, e.hasRetryAfter = backoff.RetryAfter(res.Header, time.Now())
+	}
+	e.msg = excerpt(scrub.RedactString(message), 300)
+	return e
 }
 
 // excerpt keeps error text short and on one line: provider messages can echo request

@@ -6,13 +6,11 @@ import (
 	"net"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
@@ -195,12 +193,7 @@ func (p *OpenAI) response(res *openai.ChatCompletion) (Response, error) {
 func (p *OpenAI) classify(ctx context.Context, err error) *Error {
 	var ae *openai.Error
 	if errors.As(err, &ae) {
-		e := &Error{Kind: kindForStatus(ae.StatusCode), Provider: p.Name(), Status: ae.StatusCode}
-		if ae.Response != nil {
-			e.RetryAfter, e.hasRetryAfter = backoff.RetryAfter(ae.Response.Header, time.Now())
-		}
-		e.msg = excerpt(p.scrub.RedactString(ae.Message), 300)
-		return e
+		return statusError(p.Name(), p.scrub, ae.StatusCode, ae.Response, ae.Message)
 	}
 	return transportError(p.Name(), p.scrub, ctx, err)
 }

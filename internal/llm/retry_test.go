@@ -1,8 +1,10 @@
 package llm
 
 import (
+	"net/http"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
 	"github.com/asterhq/aster/internal/review/safetext"
@@ -62,5 +64,20 @@ func TestExcerptAndScrub(t *testing.T) {
 	e := excerpt(strings.Repeat("ü", 400), 101)
 	if !utf8.ValidString(e) || len(e) > 101+len("…") {
 		t.Fatalf("excerpt %d bytes", len(e))
+	}
+}
+
+func TestStatusError(t *testing.T) {
+	scrub := safetext.NewRedactor([]string{"secret-value"})
+	res := &http.Response{Header: http.Header{"Retry-After": {"3"}}}
+	e := statusError("p", scrub, 529, res, "overloaded secret-value\nagain")
+	if e.Kind != KindUnavailable || e.Status != 529 || e.RetryAfter != 3*time.Second || !e.hasRetryAfter {
+		t.Fatalf("%#v", e)
+	}
+	if strings.Contains(e.Error(), "secret-value") || strings.Contains(e.Error(), "\n") {
+		t.Fatalf("message %q", e.Error())
+	}
+	if e := statusError("p", scrub, 429, nil, "slow down"); e.Kind != KindRateLimited || e.hasRetryAfter || e.msg != "slow down" {
+		t.Fatalf("without a response: %#v", e)
 	}
 }
