@@ -19,23 +19,29 @@ import (
 )
 
 type execFlags struct {
-	image         string
-	timeout       string
-	memory        string
-	cpus          string
-	pids          string
-	outputLimit   string
-	outputCeiling string
-	workdirSize   string
-	tmpSize       string
-	dir           string
-	files         []string
-	env           []string
-	stdin         string
-	workdir       string
-	json          bool
-	server        string // run on a remote `aster sandbox serve` (exec_remote.go)
-	tokenFile     string
+	image     string
+	limit     limitFlags
+	dir       string
+	files     []string
+	env       []string
+	stdin     string
+	workdir   string
+	json      bool
+	server    string // run on a remote `aster sandbox serve` (exec_remote.go)
+	tokenFile string
+}
+
+// execLimitUsage is the usage of each limit flag of aster exec, by the
+// limit's aster.yaml name; the flag's help adds the default.
+var execLimitUsage = map[string]string{
+	"timeout":        "wall-clock limit, e.g. 30s, 2m",
+	"memory":         "memory limit, no swap, e.g. 512m, 1g",
+	"cpus":           "CPU limit, e.g. 1, 0.5",
+	"pids":           "process/thread limit",
+	"output_limit":   "bytes kept per output stream, head and tail",
+	"output_ceiling": "per-stream bytes after which the job is ended",
+	"workdir_size":   "size of the /work tmpfs",
+	"tmp_size":       "size of the /tmp tmpfs",
 }
 
 func newExecCmd(g *globals) *cobra.Command {
@@ -79,14 +85,11 @@ Exit status: the command's own (0 for ok), 124 timeout, 125 output_limit,
 	// -- before it.
 	fl.SetInterspersed(false)
 	fl.StringVar(&f.image, "image", "", "sandbox image (default from config: "+config.DefaultImage+")")
-	fl.StringVar(&f.timeout, "timeout", "", "wall-clock limit, e.g. 30s, 2m (default 30s)")
-	fl.StringVar(&f.memory, "memory", "", "memory limit, no swap, e.g. 512m, 1g (default 512m)")
-	fl.Var(floatString(&f.cpus), "cpus", "CPU limit, e.g. 1, 0.5 (default 1)")
-	fl.Var(intString(&f.pids), "pids", "process/thread limit (default 128)")
-	fl.StringVar(&f.outputLimit, "output-limit", "", "bytes kept per output stream, head and tail (default 1m)")
-	fl.StringVar(&f.outputCeiling, "output-ceiling", "", "per-stream bytes after which the job is ended (default 64m)")
-	fl.StringVar(&f.workdirSize, "workdir-size", "", "size of the /work tmpfs (default 256m)")
-	fl.StringVar(&f.tmpSize, "tmp-size", "", "size of the /tmp tmpfs (default 64m)")
+	// Not given, a limit is the configuration's: the flags default to empty.
+	def := config.DefaultLimitsConfig()
+	f.limit.register(fl, "", config.LimitsConfig{}, func(limit string) string {
+		return execLimitUsage[limit] + " (default " + *def.Field(limit) + ")"
+	})
 	fl.StringVar(&f.dir, "dir", "", "local directory copied into /work (symlinks are copied as links, never followed)")
 	fl.StringArrayVar(&f.files, "file", nil, "local file copied into /work, as LOCAL or LOCAL:DEST (repeatable)")
 	fl.StringArrayVar(&f.env, "env", nil, "environment variable K=V for the command (repeatable); nothing else of the host's is passed (PATH, HOME and LANG have defaults)")
@@ -184,8 +187,7 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 
 // limits are the limit flags as given (empty: not given).
 func (f *execFlags) limits() config.LimitsConfig {
-	return config.LimitsConfig{Timeout: f.timeout, Memory: f.memory, CPUs: f.cpus, Pids: f.pids,
-		OutputLimit: f.outputLimit, OutputCeiling: f.outputCeiling, WorkdirSize: f.workdirSize, TmpSize: f.tmpSize}
+	return config.LimitsConfig(f.limit)
 }
 
 // resolveFlagLimits resolves the limit flags over the configuration's limits

@@ -39,7 +39,7 @@ func TestLimitFlagsAreTheVocabulary(t *testing.T) {
 			}
 		}
 	}
-	fl := &execFlags{timeout: "5s", memory: "256m", cpus: "0.5", pids: "64", outputLimit: "2m", workdirSize: "128m"}
+	fl := &execFlags{limit: limitFlags{Timeout: "5s", Memory: "256m", CPUs: "0.5", Pids: "64", OutputLimit: "2m", WorkdirSize: "128m"}}
 	spec, cleanup, err := fl.spec(config.Default(), []string{"true"}, IO{})
 	if cleanup != nil {
 		defer cleanup()
@@ -62,7 +62,7 @@ func TestLimitFlagsAreTheVocabulary(t *testing.T) {
 	}
 	// A flag over the file: the flag wins, and a refused flag is named as
 	// the flag, in human units.
-	fl = &execFlags{memory: "99999999999"}
+	fl = &execFlags{limit: limitFlags{Memory: "99999999999"}}
 	if _, _, err := fl.spec(c, []string{"true"}, IO{}); err == nil || err.Error() != "--memory 93.1GiB is out of range (16MiB to 64GiB)" {
 		t.Errorf("refused flag: %v", err)
 	}

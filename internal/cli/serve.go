@@ -75,7 +75,7 @@ client has the proxy's address: raise it there).`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.addr, "addr", config.DefaultServeAddr, "listen address")
 	fl.StringVar(&f.maxConcurrent, "max-concurrent", "auto", "sandboxes alive at once, or auto (80% of host memory / default memory limit)")
-	intStringVar(fl, &f.queue, "queue", "", "runs that may wait for a slot (default 4 × max-concurrent)")
+	intStringVar(fl, &f.queue, "queue", "", fmt.Sprintf("runs that may wait for a slot (default %d × max-concurrent)", config.DefaultQueuePerSlot))
 	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a run may wait in the queue before a 429")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file of bearer tokens, one a line; required to listen on a non-loopback address")
 	fl.StringVar(&f.images, "images", "", "comma-separated image allowlist; the first is the default (default "+config.DefaultImage+")")
@@ -91,8 +91,8 @@ client has the proxy's address: raise it there).`,
 	intStringVar(fl, &f.maxUploadsPerClient, "max-uploads-per-client", "", "snapshot uploads in progress from one remote address (default: half of max-concurrent + queue; 0: no limit)")
 	fl.StringVar(&f.writeTimeout, "write-timeout", config.DefaultWriteTimeout.String(), "time each write of a response may take before the client is dropped")
 	fl.StringVar(&f.idleTimeout, "idle-timeout", config.DefaultIdleTimeout.String(), "how long an idle keep-alive connection stays open")
-	fl.StringVar(&f.reaperPeriod, "reaper-period", "", "how often leaked sandboxes are reaped (default from config: 1m)")
-	fl.StringVar(&f.reaperGrace, "reaper-grace", "", "how long past its deadline a sandbox is left alone (default from config: 30s)")
+	fl.StringVar(&f.reaperPeriod, "reaper-period", "", "how often leaked sandboxes are reaped (default from config: "+config.FormatDuration(config.DefaultReaperPeriod)+")")
+	fl.StringVar(&f.reaperGrace, "reaper-grace", "", "how long past its deadline a sandbox is left alone (default from config: "+config.FormatDuration(config.DefaultReaperGrace)+")")
 	f.ceilings.register(fl, func(limit string) string {
 		return "largest " + map[string]string{"timeout": "timeout", "memory": "memory limit", "cpus": "CPU limit",
 			"pids": "process limit", "output_limit": "output_limit", "output_ceiling": "output_ceiling",

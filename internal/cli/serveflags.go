@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"strings"
+
 	"github.com/spf13/pflag"
 
 	"github.com/asterhq/aster/internal/config"
@@ -27,49 +29,52 @@ func (f *serveSectionFlags) apply(fl *pflag.FlagSet, sc *config.ServeConfig) {
 	f.ceilings.apply(fl, &sc.Ceilings)
 }
 
+// limitFlags are the flags of the limits, one per sandbox.LimitFields name
+// (--timeout, --output-limit, ...), as given: aster exec's, and with the
+// prefix max- the ceilings. A CPU count is a number flag, a plain count a
+// whole-number one, the rest text.
+type limitFlags config.LimitsConfig
+
+// limitFlagName is the flag of limit f with prefix before its name.
+func limitFlagName(prefix string, f sandbox.LimitField) string {
+	return prefix + strings.TrimPrefix(f.Flag(), "--")
+}
+
+// register defines the flags, named with prefix, def their defaults; help
+// gives each one's usage from the limit's aster.yaml name ("timeout").
+func (f *limitFlags) register(fl *pflag.FlagSet, prefix string, def config.LimitsConfig, help func(limit string) string) {
+	for _, lf := range sandbox.LimitFields() {
+		name, p, d := limitFlagName(prefix, lf), (*config.LimitsConfig)(f).Field(lf.Name), *def.Field(lf.Name)
+		switch lf.Unit {
+		case sandbox.UnitCount:
+			intStringVar(fl, p, name, d, help(lf.Name))
+		case sandbox.UnitCPUs:
+			floatStringVar(fl, p, name, d, help(lf.Name))
+		default:
+			fl.StringVar(p, name, d, help(lf.Name))
+		}
+	}
+}
+
 // ceilingFlags are the --max-* flags: the largest limits a request may ask
 // for (serve.ceilings in aster.yaml).
-type ceilingFlags config.LimitsConfig
+type ceilingFlags struct{ limitFlags }
 
-// ceilingFlagList lists the --max-* flags: each one's name, the limit's
-// aster.yaml name, its field, and whether it is a number.
-var ceilingFlagList = []struct {
-	flag, limit string
-	field       func(*config.LimitsConfig) *string
-	kind        byte // 's' text, 'i' whole number, 'f' number
-}{
-	{"max-timeout", "timeout", func(l *config.LimitsConfig) *string { return &l.Timeout }, 's'},
-	{"max-memory", "memory", func(l *config.LimitsConfig) *string { return &l.Memory }, 's'},
-	{"max-cpus", "cpus", func(l *config.LimitsConfig) *string { return &l.CPUs }, 'f'},
-	{"max-pids", "pids", func(l *config.LimitsConfig) *string { return &l.Pids }, 'i'},
-	{"max-output-limit", "output_limit", func(l *config.LimitsConfig) *string { return &l.OutputLimit }, 's'},
-	{"max-output-ceiling", "output_ceiling", func(l *config.LimitsConfig) *string { return &l.OutputCeiling }, 's'},
-	{"max-workdir-size", "workdir_size", func(l *config.LimitsConfig) *string { return &l.WorkdirSize }, 's'},
-	{"max-tmp-size", "tmp_size", func(l *config.LimitsConfig) *string { return &l.TmpSize }, 's'},
-}
+// ceilingPrefix starts the name of every ceiling flag: --max-timeout.
+const ceilingPrefix = "max-"
 
 // register defines the flags, config.DefaultCeilings their defaults; help
 // gives each one's usage from the limit's aster.yaml name ("timeout").
 func (f *ceilingFlags) register(fl *pflag.FlagSet, help func(limit string) string) {
-	def := config.DefaultCeilings()
-	for _, c := range ceilingFlagList {
-		p, d := c.field((*config.LimitsConfig)(f)), *c.field(&def)
-		switch c.kind {
-		case 'i':
-			intStringVar(fl, p, c.flag, d, help(c.limit))
-		case 'f':
-			floatStringVar(fl, p, c.flag, d, help(c.limit))
-		default:
-			fl.StringVar(p, c.flag, d, help(c.limit))
-		}
-	}
+	f.limitFlags.register(fl, ceilingPrefix, config.DefaultCeilings(), help)
 }
 
 // apply copies the flags given over dst.
 func (f *ceilingFlags) apply(fl *pflag.FlagSet, dst *config.LimitsConfig) {
 	str := changedSetter(fl)
-	for _, c := range ceilingFlagList {
-		str(c.flag, c.field(dst), *c.field((*config.LimitsConfig)(f)))
+	given := (*config.LimitsConfig)(&f.limitFlags)
+	for _, lf := range sandbox.LimitFields() {
+		str(limitFlagName(ceilingPrefix, lf), dst.Field(lf.Name), *given.Field(lf.Name))
 	}
 }
 

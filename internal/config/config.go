@@ -65,6 +65,21 @@ type LimitsConfig struct {
 	TmpSize       string `yaml:"tmp_size"`
 }
 
+// DefaultLimitsConfig returns DefaultLimits as a person writes them: the
+// limits: section of Default, and the defaults aster exec's help states.
+func DefaultLimitsConfig() LimitsConfig {
+	return LimitsConfig{
+		Timeout:       "30s",
+		Memory:        "512m",
+		CPUs:          "1",
+		Pids:          "128",
+		OutputLimit:   "1m",
+		OutputCeiling: "64m",
+		WorkdirSize:   "256m",
+		TmpSize:       "64m",
+	}
+}
+
 // DefaultAnalyzerParallel is how many analyzers one review runs at once
 // (--parallel of aster review, app serve and bench review), at most
 // MaxAnalyzerParallel.
@@ -97,19 +112,10 @@ func Default() Config {
 		Images:    []string{DefaultImage},
 		LogLevel:  "info",
 		LogFormat: "text",
-		Limits: LimitsConfig{
-			Timeout:       "30s",
-			Memory:        "512m",
-			CPUs:          "1",
-			Pids:          "128",
-			OutputLimit:   "1m",
-			OutputCeiling: "64m",
-			WorkdirSize:   "256m",
-			TmpSize:       "64m",
-		},
-		Reaper: ReaperConfig{Grace: FormatDuration(DefaultReaperGrace), Period: FormatDuration(DefaultReaperPeriod), Allowance: FormatDuration(DefaultReaperAllowance)},
-		OCI:    DefaultOCI(),
-		GVisor: DefaultGVisor(),
+		Limits:    DefaultLimitsConfig(),
+		Reaper:    ReaperConfig{Grace: FormatDuration(DefaultReaperGrace), Period: FormatDuration(DefaultReaperPeriod), Allowance: FormatDuration(DefaultReaperAllowance)},
+		OCI:       DefaultOCI(),
+		GVisor:    DefaultGVisor(),
 
 		Kubernetes: DefaultKubernetes(),
 		MicroVM:    DefaultMicroVM(),

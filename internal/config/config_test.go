@@ -134,3 +134,19 @@ func TestFormatDuration(t *testing.T) {
 		t.Errorf("reaper defaults %+v", r)
 	}
 }
+
+// DefaultLimitsConfig writes every limit of DefaultLimits, and the same
+// values: aster exec's help states them as the defaults.
+func TestDefaultLimitsConfigIsDefaultLimits(t *testing.T) {
+	lc, want := DefaultLimitsConfig(), DefaultLimits()
+	for _, f := range sandbox.LimitFields() {
+		text := *lc.Field(f.Name)
+		if text == "" {
+			t.Errorf("no default for %s", f.Name)
+			continue
+		}
+		if v, err := ParseLimit(f, text); err != nil || v != *f.Of(&want) {
+			t.Errorf("%s %q = %d, %v; want %d", f.Name, text, v, err, *f.Of(&want))
+		}
+	}
+}

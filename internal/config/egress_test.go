@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,11 +9,7 @@ import (
 
 func loadYAML(t *testing.T, doc string) (Config, error) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "aster.yaml")
-	if err := os.WriteFile(p, []byte(doc), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return Load(p, func(string) string { return "" })
+	return Load(writeConfig(t, doc), func(string) string { return "" })
 }
 
 func TestEgressPolicy(t *testing.T) {

@@ -303,37 +303,15 @@ func (l LLMConfig) Parse() (LLMSettings, error) {
 		}
 		s.MaxRetries = *l.MaxRetries
 	}
-	intIn := func(name string, v, def, lo, hi int, dst *int) {
-		*dst = def
-		if v == 0 {
-			return
-		}
-		if v < lo || v > hi {
-			bad("%s %d: want %d to %d", name, v, lo, hi)
-			return
-		}
-		*dst = v
-	}
-	intIn("max_calls", l.MaxCalls, DefaultLLMMaxCalls, 1, MaxLLMCalls, &s.MaxCalls)
-	intIn("max_chunks", l.MaxChunks, DefaultLLMMaxChunks, 1, MaxLLMChunks, &s.MaxChunks)
-	intIn("max_comments", l.MaxComments, DefaultLLMMaxComments, 1, 200, &s.MaxComments)
-	intIn("max_comment_bytes", l.MaxCommentBytes, DefaultLLMMaxCommentBytes, 200, 60_000, &s.MaxCommentBytes)
-	intIn("max_summary_bytes", l.MaxSummaryBytes, DefaultLLMMaxSummaryBytes, 200, 60_000, &s.MaxSummaryBytes)
-	intIn("agentic.max_tool_calls", l.Agentic.MaxToolCalls, DefaultAgenticMaxToolCalls, 1, MaxAgenticCalls, &s.AgenticMaxToolCalls)
-	tokens := func(name string, v, def, lo, hi int64, dst *int64) {
-		*dst = def
-		if v == 0 {
-			return
-		}
-		if v < lo || v > hi {
-			bad("%s %d: want %d to %d", name, v, lo, hi)
-			return
-		}
-		*dst = v
-	}
-	tokens("max_input_tokens", l.MaxInputTokens, DefaultLLMMaxInputTokens, 2_000, 2_000_000, &s.MaxInputTokens)
-	tokens("max_output_tokens", l.MaxOutputTokens, DefaultLLMMaxOutputTokens, 256, MaxLLMOutputTokens, &s.MaxOutputTokens)
-	tokens("max_total_tokens", l.MaxTotalTokens, DefaultLLMMaxTotalTokens, 2_000, 100_000_000, &s.MaxTotalTokens)
+	intIn(bad, "max_calls", l.MaxCalls, DefaultLLMMaxCalls, 1, MaxLLMCalls, &s.MaxCalls)
+	intIn(bad, "max_chunks", l.MaxChunks, DefaultLLMMaxChunks, 1, MaxLLMChunks, &s.MaxChunks)
+	intIn(bad, "max_comments", l.MaxComments, DefaultLLMMaxComments, 1, 200, &s.MaxComments)
+	intIn(bad, "max_comment_bytes", l.MaxCommentBytes, DefaultLLMMaxCommentBytes, 200, 60_000, &s.MaxCommentBytes)
+	intIn(bad, "max_summary_bytes", l.MaxSummaryBytes, DefaultLLMMaxSummaryBytes, 200, 60_000, &s.MaxSummaryBytes)
+	intIn(bad, "agentic.max_tool_calls", l.Agentic.MaxToolCalls, DefaultAgenticMaxToolCalls, 1, MaxAgenticCalls, &s.AgenticMaxToolCalls)
+	intIn(bad, "max_input_tokens", l.MaxInputTokens, DefaultLLMMaxInputTokens, 2_000, 2_000_000, &s.MaxInputTokens)
+	intIn(bad, "max_output_tokens", l.MaxOutputTokens, DefaultLLMMaxOutputTokens, 256, MaxLLMOutputTokens, &s.MaxOutputTokens)
+	intIn(bad, "max_total_tokens", l.MaxTotalTokens, DefaultLLMMaxTotalTokens, 2_000, 100_000_000, &s.MaxTotalTokens)
 	if s.MaxTotalTokens < s.MaxInputTokens+s.MaxOutputTokens && l.MaxTotalTokens != 0 {
 		bad("max_total_tokens %d is less than one call (max_input_tokens + max_output_tokens = %d)", s.MaxTotalTokens, s.MaxInputTokens+s.MaxOutputTokens)
 	}
@@ -377,4 +355,18 @@ func (l LLMConfig) Parse() (LLMSettings, error) {
 		return s, errors.Join(errs...)
 	}
 	return s, nil
+}
+
+// intIn sets *dst to v, or to def where v is 0 (not set) or outside lo to
+// hi, which it reports to bad as "NAME V: want LO to HI".
+func intIn[T int | int64](bad func(format string, args ...any), name string, v, def, lo, hi T, dst *T) {
+	*dst = def
+	if v == 0 {
+		return
+	}
+	if v < lo || v > hi {
+		bad("%s %d: want %d to %d", name, v, lo, hi)
+		return
+	}
+	*dst = v
 }

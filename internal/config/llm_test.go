@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -38,8 +36,6 @@ func TestLLMSectionDefaultsOff(t *testing.T) {
 }
 
 func TestLLMSectionFileThenEnv(t *testing.T) {
-	dir := t.TempDir()
-	p := filepath.Join(dir, "aster.yaml")
 	yml := `
 llm:
   provider: openai
@@ -59,9 +55,7 @@ llm:
     max_tool_calls: 2
     max_result_bytes: 4k
 `
-	if err := os.WriteFile(p, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := writeConfig(t, yml)
 	env := map[string]string{"ASTER_LLM_MODEL": "qwen2.5-coder", "OPENAI_API_KEY": llmTestKey, "MY_DB_PASSWORD": "hunter2-but-longer"}
 	c, err := Load(p, envOf(env))
 	if err != nil {
@@ -153,6 +147,24 @@ func TestLLMParsePriceErrorsSorted(t *testing.T) {
 	}
 	if got != strings.Join(want, "\n") {
 		t.Errorf("error:\n%s\nwant\n%s", got, strings.Join(want, "\n"))
+	}
+}
+
+// intIn keeps a value in range, takes the default for 0 and for a value out
+// of range, and names only the latter.
+func TestIntIn(t *testing.T) {
+	var said []string
+	bad := func(format string, args ...any) { said = append(said, fmt.Sprintf(format, args...)) }
+	for _, c := range []struct {
+		v, want int64
+		said    string
+	}{{0, 7, ""}, {5, 5, ""}, {1, 1, ""}, {10, 10, ""}, {11, 7, "n 11: want 1 to 10"}, {-3, 7, "n -3: want 1 to 10"}} {
+		said = nil
+		dst := int64(-1)
+		intIn(bad, "n", c.v, 7, 1, 10, &dst)
+		if dst != c.want || strings.Join(said, "; ") != c.said {
+			t.Errorf("intIn(%d) = %d, said %q; want %d, %q", c.v, dst, said, c.want, c.said)
+		}
 	}
 }
 

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -16,11 +14,7 @@ func TestLogFormat(t *testing.T) {
 	if _, err := ParseLogFormat("jsno"); err == nil || !strings.Contains(err.Error(), `did you mean "json"?`) {
 		t.Errorf("jsno: %v", err)
 	}
-	dir := t.TempDir()
-	p := filepath.Join(dir, "aster.yaml")
-	if err := os.WriteFile(p, []byte("log_format: yaml\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := writeConfig(t, "log_format: yaml\n")
 	if _, err := Load(p, func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "log_format") {
 		t.Errorf("log_format: yaml accepted: %v", err)
 	}

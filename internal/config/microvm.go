@@ -28,10 +28,7 @@ type MicroVMConfig struct {
 
 // DefaultMicroVM returns the microvm section with every default filled in.
 func DefaultMicroVM() MicroVMConfig {
-	state := DefaultMicroVMStateDir
-	if !isTmpfs("/run") && isTmpfs("/dev/shm") {
-		state = FallbackMicroVMStateDir
-	}
+	state := stateDir(DefaultMicroVMStateDir, FallbackMicroVMStateDir)
 	return MicroVMConfig{QEMU: DefaultMicroVMQEMU, KernelDir: DefaultMicroVMKernelDir, StateDir: state, CacheDir: DefaultMicroVMCacheDir, Accel: DefaultMicroVMAccel}
 }
 

@@ -28,11 +28,17 @@ type OCIConfig struct {
 
 // DefaultOCI returns the oci section with every default filled in.
 func DefaultOCI() OCIConfig {
-	state := DefaultOCIStateDir
-	if !isTmpfs("/run") && isTmpfs("/dev/shm") {
-		state = FallbackOCIStateDir
-	}
+	state := stateDir(DefaultOCIStateDir, FallbackOCIStateDir)
 	return OCIConfig{Runtime: DefaultOCIRuntime, StateDir: state, CacheDir: DefaultOCICacheDir}
+}
+
+// stateDir is a runtime's state directory: dir, on /run, or fallback, on
+// /dev/shm, when /run is not a tmpfs and /dev/shm is.
+func stateDir(dir, fallback string) string {
+	if !isTmpfs("/run") && isTmpfs("/dev/shm") {
+		return fallback
+	}
+	return dir
 }
 
 func isTmpfs(path string) bool {

@@ -1,19 +1,13 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 )
 
 func TestPoolSection(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "aster.yaml")
-	if err := os.WriteFile(file, []byte("pool:\n  warm: 3\n  max_idle: 2m\n  refill_per_second: 5\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, "pool:\n  warm: 3\n  max_idle: 2m\n  refill_per_second: 5\n")
 	env := map[string]string{}
 	getenv := func(k string) string { return env[k] }
 	c, err := Load(file, getenv)
@@ -44,11 +38,7 @@ func TestPoolSection(t *testing.T) {
 }
 
 func TestOCISection(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "aster.yaml")
-	if err := os.WriteFile(file, []byte("oci:\n  runtime: runc\n  cache_dir: /srv/aster\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, "oci:\n  runtime: runc\n  cache_dir: /srv/aster\n")
 	env := map[string]string{"ASTER_OCI_STATE_DIR": "/run/x"}
 	c, err := Load(file, func(k string) string { return env[k] })
 	if err != nil {
@@ -64,11 +54,7 @@ func TestOCISection(t *testing.T) {
 }
 
 func TestGVisorSection(t *testing.T) {
-	dir := t.TempDir()
-	file := filepath.Join(dir, "aster.yaml")
-	if err := os.WriteFile(file, []byte("runtime: gvisor\ngvisor:\n  runsc: /opt/gvisor/runsc\n  platform: ptrace\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, "runtime: gvisor\ngvisor:\n  runsc: /opt/gvisor/runsc\n  platform: ptrace\n")
 	env := map[string]string{}
 	c, err := Load(file, func(k string) string { return env[k] })
 	if err != nil {

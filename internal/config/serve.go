@@ -120,14 +120,9 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	fill(&s.FirstByteTimeout, DefaultFirstByteTimeout.String())
 	fill(&s.BodyIdleTimeout, DefaultBodyIdleTimeout.String())
 	fill(&s.MinBodyRate, FormatBytes(DefaultMinBodyRate))
-	fill(&s.Ceilings.Timeout, def.Timeout)
-	fill(&s.Ceilings.Memory, def.Memory)
-	fill(&s.Ceilings.CPUs, def.CPUs)
-	fill(&s.Ceilings.Pids, def.Pids)
-	fill(&s.Ceilings.OutputLimit, def.OutputLimit)
-	fill(&s.Ceilings.OutputCeiling, def.OutputCeiling)
-	fill(&s.Ceilings.WorkdirSize, def.WorkdirSize)
-	fill(&s.Ceilings.TmpSize, def.TmpSize)
+	for _, f := range sandbox.LimitFields() {
+		fill(s.Ceilings.Field(f.Name), *def.Field(f.Name))
+	}
 	return s, nil
 }
 

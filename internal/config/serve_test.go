@@ -2,8 +2,6 @@ package config
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -43,12 +41,8 @@ func TestParseMemTotal(t *testing.T) {
 
 func TestServeSectionFileEnvAndDefaults(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	p := filepath.Join(dir, "aster.yaml")
 	yaml := "serve:\n  addr: 0.0.0.0:9000\n  queue: 3\n  ceilings:\n    memory: 1g\n"
-	if err := os.WriteFile(p, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	p := writeConfig(t, yaml)
 	env := map[string]string{"ASTER_MAX_CONCURRENT": "5"}
 	c, err := Load(p, func(k string) string { return env[k] })
 	if err != nil {
