@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,16 +104,9 @@ func New(opts Options) (*Runtime, error) {
 	if opts.InitPath == "" {
 		return nil, errors.New("docker runtime: no aster-init path")
 	}
-	abs, err := filepath.Abs(opts.InitPath)
+	abs, err := sandbox.CheckInitBinary(opts.InitPath)
 	if err != nil {
-		return nil, fmt.Errorf("aster-init path: %w", err)
-	}
-	fi, err := os.Stat(abs)
-	if err != nil {
-		return nil, fmt.Errorf("aster-init: %w (build it with `make build`, or pass --init-path)", err)
-	}
-	if fi.Mode()&0o111 == 0 {
-		return nil, fmt.Errorf("aster-init at %s is not executable", abs)
+		return nil, err
 	}
 	seccompJSON := hardening.SeccompJSON
 	if IsGVisorRuntime(opts.EngineRuntime) {

@@ -104,16 +104,9 @@ func New(opts Options) (*Runtime, error) {
 	if bin, err = filepath.Abs(bin); err != nil {
 		return nil, err
 	}
-	initAbs, err := filepath.Abs(opts.InitPath)
+	initAbs, err := sandbox.CheckInitBinary(opts.InitPath)
 	if err != nil {
-		return nil, fmt.Errorf("aster-init path: %w", err)
-	}
-	fi, err := os.Stat(initAbs)
-	if err != nil {
-		return nil, fmt.Errorf("aster-init: %w (build it with `make build`, or pass --init-path)", err)
-	}
-	if fi.Mode()&0o111 == 0 {
-		return nil, fmt.Errorf("aster-init at %s is not executable", initAbs)
+		return nil, err
 	}
 	kind := binaryKind(bin)
 	if opts.GVisor {

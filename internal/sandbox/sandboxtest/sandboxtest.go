@@ -5,6 +5,7 @@
 package sandboxtest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -22,10 +23,7 @@ import (
 
 // Image is the image integration tests run (ASTER_TEST_IMAGE overrides).
 func Image() string {
-	if v := os.Getenv("ASTER_TEST_IMAGE"); v != "" {
-		return v
-	}
-	return config.DefaultImage
+	return cmp.Or(os.Getenv("ASTER_TEST_IMAGE"), config.DefaultImage)
 }
 
 // RepoRoot returns the module root (the directory holding go.mod).

@@ -9,6 +9,7 @@ package kubetest
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -39,19 +40,13 @@ func Required() bool { return os.Getenv("ASTER_REQUIRE_K8S") == "1" }
 // KubeconfigPath is the test cluster's kubeconfig (ASTER_K8S_KUBECONFIG
 // overrides the one scripts/k8s/up.sh writes).
 func KubeconfigPath() string {
-	if v := os.Getenv("ASTER_K8S_KUBECONFIG"); v != "" {
-		return v
-	}
-	return "/var/lib/aster-k8s/kubeconfig"
+	return cmp.Or(os.Getenv("ASTER_K8S_KUBECONFIG"), "/var/lib/aster-k8s/kubeconfig")
 }
 
 // ContainerdSocket is the test cluster's containerd, where the init image of
 // the code under test is imported (ASTER_K8S_CONTAINERD_SOCK overrides).
 func ContainerdSocket() string {
-	if v := os.Getenv("ASTER_K8S_CONTAINERD_SOCK"); v != "" {
-		return v
-	}
-	return "/run/aster-k8s/containerd/containerd.sock"
+	return cmp.Or(os.Getenv("ASTER_K8S_CONTAINERD_SOCK"), "/run/aster-k8s/containerd/containerd.sock")
 }
 
 // Skip skips the test, or fails it when Required.

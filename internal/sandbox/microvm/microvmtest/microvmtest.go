@@ -6,6 +6,7 @@
 package microvmtest
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -25,10 +26,7 @@ func Required() bool { return os.Getenv("ASTER_REQUIRE_MICROVM") == "1" }
 // CacheDir is where tests keep the guest, image trees and disks
 // (ASTER_MICROVM_CACHE_DIR overrides).
 func CacheDir() string {
-	if v := os.Getenv("ASTER_MICROVM_CACHE_DIR"); v != "" {
-		return v
-	}
-	return filepath.Join(os.TempDir(), "aster-microvm-test-cache")
+	return cmp.Or(os.Getenv("ASTER_MICROVM_CACHE_DIR"), filepath.Join(os.TempDir(), "aster-microvm-test-cache"))
 }
 
 // Options returns runtime options for a test: a fresh state directory, the
@@ -47,14 +45,8 @@ func Options(t testing.TB) microvm.Options {
 	}
 	t.Cleanup(func() { os.RemoveAll(state) })
 	d := config.DefaultMicroVM()
-	kernel := d.KernelDir
-	if v := os.Getenv("ASTER_MICROVM_KERNEL_DIR"); v != "" {
-		kernel = v
-	}
-	accel := d.Accel
-	if v := os.Getenv("ASTER_MICROVM_ACCEL"); v != "" {
-		accel = v
-	}
+	kernel := cmp.Or(os.Getenv("ASTER_MICROVM_KERNEL_DIR"), d.KernelDir)
+	accel := cmp.Or(os.Getenv("ASTER_MICROVM_ACCEL"), d.Accel)
 	return microvm.Options{
 		QEMU:      d.QEMU,
 		KernelDir: kernel,

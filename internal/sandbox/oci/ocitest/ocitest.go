@@ -5,6 +5,7 @@
 package ocitest
 
 import (
+	"cmp"
 	"context"
 	"os"
 	"path/filepath"
@@ -21,18 +22,12 @@ import (
 // CacheDir is where tests keep exported images (ASTER_OCI_CACHE_DIR
 // overrides): exporting the test image takes seconds, so it is done once.
 func CacheDir() string {
-	if v := os.Getenv("ASTER_OCI_CACHE_DIR"); v != "" {
-		return v
-	}
-	return filepath.Join(os.TempDir(), "aster-oci-test-cache")
+	return cmp.Or(os.Getenv("ASTER_OCI_CACHE_DIR"), filepath.Join(os.TempDir(), "aster-oci-test-cache"))
 }
 
 // Binary is the OCI runtime binary tests use (ASTER_OCI_RUNTIME overrides).
 func Binary() string {
-	if v := os.Getenv("ASTER_OCI_RUNTIME"); v != "" {
-		return v
-	}
-	return config.DefaultOCIRuntime
+	return cmp.Or(os.Getenv("ASTER_OCI_RUNTIME"), config.DefaultOCIRuntime)
 }
 
 // Required reports whether a host that cannot run the oci runtime must fail
@@ -73,10 +68,7 @@ func Runtime(t testing.TB) *oci.Runtime {
 // GVisorBinary is the runsc the gVisor tests use: ASTER_GVISOR_RUNSC (the
 // variable `--runtime gvisor` reads), else runsc from PATH.
 func GVisorBinary() string {
-	if v := os.Getenv("ASTER_GVISOR_RUNSC"); v != "" {
-		return v
-	}
-	return config.DefaultGVisorRunsc
+	return cmp.Or(os.Getenv("ASTER_GVISOR_RUNSC"), config.DefaultGVisorRunsc)
 }
 
 // GVisorRequired reports whether a host without a working runsc must fail
