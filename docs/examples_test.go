@@ -11,10 +11,8 @@ import (
 	"testing"
 
 	"github.com/asterhq/aster/internal/cli"
+	"github.com/asterhq/aster/internal/testkit"
 )
-
-// assignment matches a variable assignment before a command (K=V cmd).
-var assignment = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=`)
 
 // shellBlock matches the opening fence of a block of shell commands.
 var shellBlock = regexp.MustCompile("^\\s*(`{3,}|~{3,})\\s*(sh|shell|bash|console)?\\s*$")
@@ -38,6 +36,7 @@ func TestExamplesUseRealCommands(t *testing.T) {
 	if len(all) < 20 {
 		t.Fatalf("found only %d aster examples; the scanner is broken", len(all))
 	}
+	t.Logf("%d aster examples", len(all))
 	for _, ex := range all {
 		var out, errOut bytes.Buffer
 		args := append(append([]string{}, ex.args...), "--help")
@@ -110,60 +109,18 @@ func examples(t *testing.T, file string) []example {
 	return out
 }
 
-// asterCommands splits a shell line into commands (at |, &&, ||, ; and &,
-// dropping a # comment) and returns the arguments of each that runs aster
-// (aster, bin/aster or any path ending in /aster; after variable assignments
-// and sudo), up to a "--" separator.
+// asterCommands returns the arguments of each command of a shell line that
+// runs aster (aster, bin/aster or any path ending in /aster; after variable
+// assignments and sudo), up to a "--" separator. A line a shell would not
+// read (an open quote: a command that goes on over lines) runs nothing.
 func asterCommands(line string) [][]string {
-	line = strings.TrimPrefix(strings.TrimSpace(line), "$ ")
-	var cmds [][]string
-	var words []string
-	flush := func() {
-		if len(words) > 0 {
-			cmds = append(cmds, words)
-		}
-		words = nil
+	cmds, err := testkit.ShellCommands(strings.TrimPrefix(strings.TrimSpace(line), "$ "))
+	if err != nil {
+		return nil
 	}
-	var w strings.Builder
-	inWord, quote := false, byte(0)
-	end := func() {
-		if inWord {
-			words = append(words, w.String())
-		}
-		w.Reset()
-		inWord = false
-	}
-	for i := 0; i < len(line); i++ {
-		c := line[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0
-			} else {
-				w.WriteByte(c)
-			}
-		case c == '\'' || c == '"':
-			quote, inWord = c, true
-		case c == ' ' || c == '\t':
-			end()
-		case c == '#' && !inWord:
-			i = len(line)
-		case c == '|' || c == '&' || c == ';':
-			end()
-			flush()
-		default:
-			w.WriteByte(c)
-			inWord = true
-		}
-	}
-	end()
-	flush()
 	var out [][]string
 	for _, words := range cmds {
-		for len(words) > 0 && (words[0] == "sudo" || assignment.MatchString(words[0])) {
-			words = words[1:]
-		}
-		if len(words) == 0 || (words[0] != "aster" && !strings.HasSuffix(words[0], "/aster")) {
+		if words[0] != "aster" && !strings.HasSuffix(words[0], "/aster") {
 			continue
 		}
 		args := words[1:]

@@ -8,6 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // allCommands is every command of a fresh tree, root first.
@@ -76,70 +78,6 @@ func TestHelpTexts(t *testing.T) {
 	}
 }
 
-// shellWords splits one line as a POSIX shell would (quotes, backslashes),
-// into pipeline stages; redirections (> FILE) are dropped.
-func shellWords(t *testing.T, line string) [][]string {
-	t.Helper()
-	var stages [][]string
-	var words []string
-	var cur strings.Builder
-	inWord, redirect := false, false
-	end := func() {
-		if inWord {
-			if redirect {
-				redirect = false
-			} else {
-				words = append(words, cur.String())
-			}
-		}
-		cur.Reset()
-		inWord = false
-	}
-	for i := 0; i < len(line); i++ {
-		ch := line[i]
-		switch {
-		case ch == ' ' || ch == '\t':
-			end()
-		case ch == '|':
-			end()
-			stages = append(stages, words)
-			words = nil
-		case ch == '>':
-			end()
-			redirect = true
-		case ch == '\'':
-			j := strings.IndexByte(line[i+1:], '\'')
-			if j < 0 {
-				t.Fatalf("unterminated ' in %q", line)
-			}
-			cur.WriteString(line[i+1 : i+1+j])
-			i += j + 1
-			inWord = true
-		case ch == '"':
-			i++
-			for ; i < len(line) && line[i] != '"'; i++ {
-				if line[i] == '\\' && i+1 < len(line) && strings.IndexByte(`"\$`+"`", line[i+1]) >= 0 {
-					i++
-				}
-				cur.WriteByte(line[i])
-			}
-			if i >= len(line) {
-				t.Fatalf("unterminated \" in %q", line)
-			}
-			inWord = true
-		case ch == '\\' && i+1 < len(line):
-			i++
-			cur.WriteByte(line[i])
-			inWord = true
-		default:
-			cur.WriteByte(ch)
-			inWord = true
-		}
-	}
-	end()
-	return append(stages, words)
-}
-
 // helpExamples returns the example command lines of c, continuation lines
 // (ending in \) joined.
 func helpExamples(c *cobra.Command) []string {
@@ -196,13 +134,11 @@ func TestHelpExamplesParse(t *testing.T) {
 					t.Fatalf("%s: placeholder ... in an example", path)
 				}
 				ran := false
-				for _, words := range shellWords(t, line) {
-					for len(words) > 0 && (strings.Contains(words[0], "=") || words[0] == "sudo") {
-						words = words[1:] // VAR=value, sudo
-					}
-					if len(words) == 0 {
-						t.Fatalf("empty pipeline stage in %q", line)
-					}
+				cmds, err := testkit.ShellCommands(line)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, words := range cmds {
 					switch words[0] {
 					case "aster":
 						parseExample(t, path, words[1:])
