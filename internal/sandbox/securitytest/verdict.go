@@ -227,7 +227,14 @@ func (s *suite) k5CallerGone(t *testing.T) {
 			t.Errorf("status %s, want killed: %s", res.Status, short(res))
 		}
 	case <-time.After(15 * time.Second):
-		t.Fatal("the run did not end within 15s of the caller going away")
+		// Say how late it was and where the time went (the Manager's and the
+		// runtime's timings), so that a slow run can be told from a stuck one.
+		select {
+		case res := <-done:
+			t.Fatalf("the run did not end within 15s of the caller going away: it ended later, %s: %s (timings %v)", res.Status, short(res), res.Timings)
+		case <-time.After(time.Minute):
+			t.Fatal("the run did not end within 75s of the caller going away")
+		}
 	}
 	s.assertGone(t, id)
 }
