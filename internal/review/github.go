@@ -56,11 +56,20 @@ func ShortSHA(sha string) string {
 	return sha
 }
 
-// bySeverity returns the findings most severe first, in their order within each severity.
-func bySeverity(fs []gate.Marked) []gate.Marked {
-	out := slices.Clone(fs)
-	slices.SortStableFunc(out, func(a, b gate.Marked) int { return b.Severity.Rank() - a.Severity.Rank() })
-	return out
+// reportedBySeverity returns the findings reported on the change, most
+// severe first and in their order within each severity, at most max of them,
+// and how many more there are: what a report lists, and its "and N more".
+func reportedBySeverity(fs []gate.Marked, max int) (shown []gate.Marked, more int) {
+	for _, f := range fs {
+		if f.Reported {
+			shown = append(shown, f)
+		}
+	}
+	slices.SortStableFunc(shown, func(a, b gate.Marked) int { return b.Severity.Rank() - a.Severity.Rank() })
+	if len(shown) > max {
+		return shown[:max], len(shown) - max
+	}
+	return shown, 0
 }
 
 // FindingComment is the body of the inline comment on a finding.
@@ -202,18 +211,13 @@ func Summary(rep *Report, o SummaryOptions) string {
 	}
 	if s.Reported > 0 {
 		p("### Findings on the change\n\n")
-		shown := 0
-		for _, f := range bySeverity(rep.Findings) {
-			if !f.Reported {
-				continue
-			}
-			if shown == maxSummaryFindings {
-				p("- …and %d more (see the check run's annotations)\n", s.Reported-shown)
-				break
-			}
-			shown++
+		shown, more := reportedBySeverity(rep.Findings, maxSummaryFindings)
+		for _, f := range shown {
 			p("- **%s** %s %s/%s — %s\n", esc(string(f.Severity), 20), code(fmt.Sprintf("%s:%d", f.Path, f.StartLine), 200),
 				esc(f.Analyzer, 60), code(f.RuleID, 120), esc(f.Message, 300))
+		}
+		if more > 0 {
+			p("- …and %d more (see the check run's annotations)\n", more)
 		}
 		p("\n")
 	}

@@ -127,19 +127,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	b.WriteString("\n")
 
 	p("## Findings on the change (%d)\n\n", s.Reported)
-	shown := 0
 	// Most severe first: errors, then warnings, then notes; file order within each.
-	byRank := slices.Clone(rep.Findings)
-	slices.SortStableFunc(byRank, func(a, b gate.Marked) int { return b.Severity.Rank() - a.Severity.Rank() })
-	for _, m := range byRank {
-		if !m.Reported {
-			continue
-		}
-		if shown == maxMarkdownFindings {
-			p("- … and %d more (see --format json)\n", s.Reported-shown)
-			break
-		}
-		shown++
+	shown, more := reportedBySeverity(rep.Findings, maxMarkdownFindings)
+	for _, m := range shown {
 		cwe := ""
 		if len(m.CWE) > 0 {
 			cwe = " (" + inline(strings.Join(m.CWE, ", ")) + ")"
@@ -152,6 +142,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		if m.HelpURI != "" {
 			p("  (%s)\n", inline(m.HelpURI))
 		}
+	}
+	if more > 0 {
+		p("- … and %d more (see --format json)\n", more)
 	}
 	if s.Reported == 0 {
 		b.WriteString("No finding on the change.\n")

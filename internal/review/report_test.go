@@ -262,3 +262,53 @@ func TestArchiveCloseStopsGit(t *testing.T) {
 		t.Errorf("close of a failed archive: %v, want ErrGit", err)
 	}
 }
+
+// The Markdown report and the GitHub summary list the reported findings most
+// severe first, each up to its cap, then say how many more there are; findings
+// not reported are neither listed nor counted.
+func TestFindingListsCapped(t *testing.T) {
+	rep := &Report{}
+	n := maxMarkdownFindings + 3
+	for i := range n {
+		sev := finding.Note
+		if i%10 == 9 {
+			sev = finding.Error
+		}
+		rep.Findings = append(rep.Findings, gate.Marked{Reported: true, Finding: finding.Finding{
+			Analyzer: "a", RuleID: "r", Severity: sev, Path: "f.go", StartLine: i + 1, Message: fmt.Sprintf("m%d", i)}})
+	}
+	rep.Findings = append(rep.Findings, gate.Marked{Finding: finding.Finding{Analyzer: "a", RuleID: "r", Severity: finding.Error, Path: "f.go", StartLine: 1, Message: "unreported"}})
+	rep.Files.Changed, rep.Summary = 1, gate.Summarize(rep.Findings)
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]struct {
+		text, more string
+		max        int
+	}{
+		"markdown": {md.String(), "- … and 3 more (see --format json)\n", maxMarkdownFindings},
+		"summary":  {Summary(rep, SummaryOptions{Head: "abc"}), fmt.Sprintf("- …and %d more (see the check run's annotations)\n", n-maxSummaryFindings), maxSummaryFindings},
+	} {
+		var listed []string
+		for _, l := range strings.Split(c.text, "\n") {
+			if strings.HasPrefix(l, "- **") {
+				listed = append(listed, l)
+			}
+		}
+		if len(listed) != c.max {
+			t.Errorf("%s: %d findings listed, want %d", name, len(listed), c.max)
+			continue
+		}
+		// 20 errors (every tenth of 203) come first, then the notes in file order.
+		if !strings.Contains(listed[0], "m9") || !strings.Contains(listed[19], "m199") || !strings.Contains(listed[20], "m0") {
+			t.Errorf("%s: not most severe first: %q, %q, %q", name, listed[0], listed[19], listed[20])
+		}
+		if !strings.Contains(c.text, listed[len(listed)-1]+"\n"+c.more) {
+			t.Errorf("%s: the list does not end with %q", name, c.more)
+		}
+		if strings.Contains(c.text, "unreported") {
+			t.Errorf("%s: lists a finding that is not reported", name)
+		}
+	}
+}
