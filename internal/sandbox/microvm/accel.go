@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // The accelerator. With Accel auto, KVM is tried when /dev/kvm is open to a
@@ -127,8 +129,5 @@ func (r *Runtime) Accel() string { return r.accelerator() }
 
 func firstLine(s string) string {
 	s, _, _ = strings.Cut(s, "\n")
-	if len(s) > 300 {
-		s = s[:300]
-	}
-	return s
+	return textclip.Head(s, 300, "")
 }

@@ -168,3 +168,17 @@ func TestDiskBuildPrunesOldDisks(t *testing.T) {
 		t.Errorf("a recently used disk was removed: %v", err)
 	}
 }
+
+// firstLine keeps QEMU's first line, at most 300 bytes, never half a character.
+func TestFirstLine(t *testing.T) {
+	long := strings.Repeat("é", 200) // 400 bytes
+	for in, want := range map[string]string{
+		"kvm: no\nsecond": "kvm: no",
+		long + "\nnext":   strings.Repeat("é", 150),
+		"x" + long:        "x" + strings.Repeat("é", 149),
+	} {
+		if got := firstLine(in); got != want {
+			t.Errorf("firstLine(%.20q…) = %d bytes %.20q…, want %d bytes", in, len(got), got, len(want))
+		}
+	}
+}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Target is the runtime under test.
@@ -316,7 +317,7 @@ func short(r sandbox.Result) string {
 	w := r.Wire()
 	cut := func(s string) string {
 		if len(s) > 600 {
-			return s[:300] + "…" + s[len(s)-300:]
+			return textclip.Head(s, 300, "…") + textclip.Tail(s, 300, "")
 		}
 		return s
 	}
