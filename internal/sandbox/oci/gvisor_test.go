@@ -48,7 +48,7 @@ var gvisorOldGaps = map[string]string{
 // gvisorTarget is the suite's target for a gVisor runtime.
 func gvisorTarget(rt *oci.Runtime, opts oci.Options) securitytest.Target {
 	tgt := securitytest.Target{Runtime: rt, Image: sandboxtest.Image(), StripsSetuid: true, OwnKernel: true,
-		Footprint: footprint(opts), Replaced: gvisorReplaced}
+		WholeSandboxOOM: true, Footprint: footprint(opts), Replaced: gvisorReplaced}
 	if info, _ := rt.GVisor(); !strings.Contains(strings.Join(info.Platforms, ","), oci.PlatformSystrap) {
 		tgt.Gaps = gvisorOldGaps
 	}

@@ -38,11 +38,10 @@ func RunAdapted(t *testing.T, tgt Target, names ...string) {
 // B2, where the sandbox's kernel is one host process (gVisor's sentry): past
 // the memory limit the host's OOM killer ends that process, so the sandbox
 // ends as a whole and no signal of the job is seen. The verdict is still
-// oom (the host reads the sandbox's cgroup), the output written before is
-// kept, and a job beside it is unaffected.
+// oom (the host reads the sandbox's cgroup), the output that had reached the
+// host is kept, and a job beside it is unaffected.
 func (s *suite) b2WholeSandbox(t *testing.T) {
-	res := s.memoryHog(t, `
-print("before", flush=True)`)
+	res := s.memoryHog(t, true)
 	wantOOMWithOutput(t, res)
 	s.assertGone(t, res.ID)
 }

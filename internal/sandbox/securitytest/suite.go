@@ -15,11 +15,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -69,6 +71,12 @@ type Target struct {
 	// storage is out of reach (a Kubernetes node): the in-sandbox checks of
 	// the same cases still run.
 	Footprint func(ctx context.Context, id string) (Footprint, error)
+	// WholeSandboxOOM says an OOM kill ends the whole sandbox, aster-init
+	// with it (gVisor: the sentry is one host process). Output aster-init had
+	// not yet passed to the host is lost then, so the cases that check the
+	// output kept past an OOM let the job's first line reach the host before
+	// it goes on (heardFirst).
+	WholeSandboxOOM bool
 }
 
 // Footprint is the host storage one sandbox holds.
@@ -272,6 +280,47 @@ func (s *suite) must(t *testing.T, o outcome) sandbox.Result {
 func (s *suite) py(t *testing.T, prog string, l sandbox.Limits) sandbox.Result {
 	t.Helper()
 	return s.run(t, sandbox.Spec{Argv: []string{"python3", "-c", prog}, Limits: l})
+}
+
+// heardFirst makes spec's job wait, once it has written its first line of
+// stdout, until that line has reached the host: the job reads a line of stdin
+// next (`read _`, `sys.stdin.readline()`), and the host sends it only then.
+// Where the sandbox's end takes aster-init with it, what init had not yet
+// passed on is lost whatever the runtime does; without the wait a case that
+// checks the output kept past such an end would measure that race (a loaded
+// machine lost it). A job run without heardFirst reads an empty stdin and
+// goes straight on.
+func heardFirst(t *testing.T, spec sandbox.Spec) sandbox.Spec {
+	heard := make(chan struct{})
+	var once sync.Once
+	spec.OnOutput = func(st sandbox.Stream, b []byte) {
+		if st == sandbox.Stdout && bytes.IndexByte(b, '\n') >= 0 {
+			once.Do(func() { close(heard) })
+		}
+	}
+	spec.Stdin = &gatedReader{open: heard, done: t.Context().Done(), data: []byte("go\n")}
+	return spec
+}
+
+// gatedReader gives data once open is closed, EOF after it, or EOF at once
+// when done is closed first.
+type gatedReader struct {
+	open, done <-chan struct{}
+	data       []byte
+}
+
+func (r *gatedReader) Read(p []byte) (int, error) {
+	if len(r.data) == 0 {
+		return 0, io.EOF
+	}
+	select {
+	case <-r.open:
+	case <-r.done:
+		return 0, io.EOF
+	}
+	n := copy(p, r.data)
+	r.data = r.data[n:]
+	return n, nil
 }
 
 // assertHealthy proves the service still runs a normal job correctly.

@@ -18,6 +18,18 @@ import (
 // SECURITY.md section K: the job is hostile to aster-init and to the verdict,
 // and section M2: no two sandboxes share a kernel user.
 
+// pastOOM runs spec, whose job prints "before", reads a line of stdin and
+// then runs out of memory, letting its first line reach the host first
+// (heardFirst) where the OOM kill takes aster-init with it: on a target whose
+// sandbox dies whole (Target.WholeSandboxOOM), or always with initDies.
+func (s *suite) pastOOM(t *testing.T, spec sandbox.Spec, initDies bool) sandbox.Result {
+	t.Helper()
+	if initDies || s.tgt.WholeSandboxOOM {
+		spec = heardFirst(t, spec)
+	}
+	return s.run(t, spec)
+}
+
 // wantOOMWithOutput checks a run that must end oom and keep what it printed
 // before the kill.
 func wantOOMWithOutput(t *testing.T, res sandbox.Result) {
@@ -35,9 +47,10 @@ func wantOOMWithOutput(t *testing.T, res sandbox.Result) {
 // They must be alive together: each holds its memory for a second (longer
 // where the target's CPU is emulated and forks are slow).
 func (s *suite) k1ManyProcesses(t *testing.T) {
-	res := s.py(t, `
+	res := s.pastOOM(t, sandbox.Spec{Argv: []string{"python3", "-c", `
 import os, sys, time
 print("before", flush=True)
+sys.stdin.readline()
 kids = []
 for i in range(30):
     pid = os.fork()
@@ -45,36 +58,36 @@ for i in range(30):
         b = bytearray(3 << 20)
         for j in range(0, len(b), 4096):
             b[j] = 1
-        time.sleep(`+strconv.FormatInt(s.slow(1), 10)+`)
+        time.sleep(` + strconv.FormatInt(s.slow(1), 10) + `)
         os._exit(0)
     kids.append(pid)
 for p in kids:
     os.waitpid(p, 0)
-`, sandbox.Limits{MemoryBytes: 64 << 20, Pids: 64, TimeoutMS: s.slow(60_000)})
+`}, Limits: sandbox.Limits{MemoryBytes: 64 << 20, Pids: 64, TimeoutMS: s.slow(60_000)}}, false)
 	wantOOMWithOutput(t, res)
 }
 
 // K1: tmpfs pages belong to no process: /tmp filled past the memory limit.
 func (s *suite) k1Tmpfs(t *testing.T) {
-	res := s.run(t, sandbox.Spec{Argv: []string{"sh", "-c", "echo before; dd if=/dev/zero of=/tmp/fill bs=1M count=400 2>/dev/null; echo after"},
-		Limits: sandbox.Limits{MemoryBytes: 64 << 20, TmpBytes: 512 << 20, TimeoutMS: 60_000}})
+	res := s.pastOOM(t, sandbox.Spec{Argv: []string{"sh", "-c", "echo before; read _; dd if=/dev/zero of=/tmp/fill bs=1M count=400 2>/dev/null; echo after"},
+		Limits: sandbox.Limits{MemoryBytes: 64 << 20, TmpBytes: 512 << 20, TimeoutMS: 60_000}}, false)
 	wantOOMWithOutput(t, res)
 }
 
 // K1: /dev/shm pages, the same way.
 func (s *suite) k1Shm(t *testing.T) {
-	res := s.run(t, sandbox.Spec{Argv: []string{"sh", "-c", "echo before; dd if=/dev/zero of=/dev/shm/fill bs=1M count=15 2>/dev/null; echo after"},
-		Limits: sandbox.Limits{MemoryBytes: 16 << 20, TimeoutMS: 60_000}})
+	res := s.pastOOM(t, sandbox.Spec{Argv: []string{"sh", "-c", "echo before; read _; dd if=/dev/zero of=/dev/shm/fill bs=1M count=15 2>/dev/null; echo after"},
+		Limits: sandbox.Limits{MemoryBytes: 16 << 20, TimeoutMS: 60_000}}, false)
 	wantOOMWithOutput(t, res)
 }
 
 // K1: the job lowers its own OOM score back to init's, so that under tmpfs
 // pressure init (then the largest process) is the OOM killer's choice. Init
 // dies without a result; the host still learns the OOM, from a source the job
-// cannot touch, and keeps the output.
+// cannot touch, and keeps the output that had reached it.
 func (s *suite) k1InitVictim(t *testing.T) {
-	res := s.run(t, sandbox.Spec{Argv: []string{"sh", "-c", "echo 0 > /proc/self/oom_score_adj; echo before; exec dd if=/dev/zero of=/tmp/fill bs=1M count=400"},
-		Limits: sandbox.Limits{MemoryBytes: 64 << 20, TmpBytes: 512 << 20, TimeoutMS: 60_000}})
+	res := s.pastOOM(t, sandbox.Spec{Argv: []string{"sh", "-c", "echo 0 > /proc/self/oom_score_adj; echo before; read _; exec dd if=/dev/zero of=/tmp/fill bs=1M count=400"},
+		Limits: sandbox.Limits{MemoryBytes: 64 << 20, TmpBytes: 512 << 20, TimeoutMS: 60_000}}, true)
 	wantOOMWithOutput(t, res)
 }
 
@@ -149,15 +162,17 @@ exit 1`}, Limits: sandbox.Limits{TimeoutMS: 60_000}})
 	if len(res.Stdout.Data) != 0 {
 		t.Fatalf("the job can write under /sys:\n%s", res.Stdout.Data)
 	}
-	hidden := s.py(t, `
+	hidden := s.pastOOM(t, sandbox.Spec{Argv: []string{"python3", "-c", `
+import sys
 for f in ["/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"]:
     try:
         open(f, "w").write("oom_kill 0\n")
     except OSError:
         pass
 print("before", flush=True)
+sys.stdin.readline()
 b = bytearray(512 << 20)
-`, sandbox.Limits{MemoryBytes: 64 << 20, TimeoutMS: 60_000})
+`}, Limits: sandbox.Limits{MemoryBytes: 64 << 20, TimeoutMS: 60_000}}, false)
 	wantOOMWithOutput(t, hidden)
 }
 
