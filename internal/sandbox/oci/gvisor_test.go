@@ -106,7 +106,9 @@ func TestGVisorRunThroughManager(t *testing.T) {
 // bound ends without a result (gVisor's kernel cannot create a thread it
 // needs); the error says that bound was reached, and the cgroup Aster made
 // for it is gone after the run. The bound is lowered far below what Aster
-// sets, so that a few sleeping processes reach it.
+// sets, so that a few sleeping processes reach it; on a loaded machine the
+// sentry's own threads can reach it before aster-init has started, which
+// must be named the same way.
 func TestGVisorHostBoundIsNamed(t *testing.T) {
 	opts := ocitest.GVisorOptions(t)
 	rt := ocitest.NewGVisor(t, oci.WithGVisorHostTasks(opts, 40))
@@ -117,8 +119,8 @@ func TestGVisorHostBoundIsNamed(t *testing.T) {
 		Limits: sandbox.Limits{Pids: 32, TimeoutMS: 90_000},
 	})
 	t.Logf("%s on %s: status %s, err %v: %s", info.Version, info.Platform, res.Status, err, res.Error)
-	if res.Status != sandbox.StatusError || !strings.Contains(res.Error, "sandbox ended without a result") {
-		t.Fatalf("status %s, error %q: want a sandbox that ended without a result", res.Status, res.Error)
+	if res.Status != sandbox.StatusError || !strings.Contains(res.Error, "sandbox ended without a result") && !strings.Contains(res.Error, "aster-init did not start") {
+		t.Fatalf("status %s, error %q: want a sandbox that ended without a result, or before its init started", res.Status, res.Error)
 	}
 	if !strings.Contains(res.Error, "hit its host bound of 40 tasks") {
 		t.Fatalf("the error does not name the host bound: %q", res.Error)
