@@ -41,7 +41,7 @@ func RunAdapted(t *testing.T, tgt Target, names ...string) {
 // oom (the host reads the sandbox's cgroup), the output that had reached the
 // host is kept, and a job beside it is unaffected.
 func (s *suite) b2WholeSandbox(t *testing.T) {
-	res := s.memoryHog(t, true)
+	res := s.memoryHog(t)
 	wantOOMWithOutput(t, res)
 	s.assertGone(t, res.ID)
 }

@@ -80,37 +80,31 @@ func (s *suite) b1ForkBombPython(t *testing.T) {
 
 // B2: allocating far past the memory limit is an OOM kill, reported as such.
 func (s *suite) b2Memory(t *testing.T) {
-	res := s.memoryHog(t, false)
+	res := s.memoryHog(t)
 	wantStatus(t, res, sandbox.StatusOOM)
 	if !res.OOMKilled || res.Signal != "SIGKILL" {
 		t.Fatalf("oom not reported with its signal: %s oom=%v", short(res), res.OOMKilled)
 	}
 }
 
-// memoryHog runs a program that allocates far past a 96 MiB memory limit,
-// with a small job beside it that must be unaffected; it returns the hog's
-// result (B2 and its adapted form). With before, the hog first prints
-// "before" and waits until the host has it (heardFirst).
-func (s *suite) memoryHog(t *testing.T, before bool) sandbox.Result {
+// memoryHog runs a program that prints "before", reads a line of stdin and
+// then allocates far past a 96 MiB memory limit, with a small job beside it
+// that must be unaffected; it returns the hog's result (B2 and its adapted
+// form), run through pastOOM.
+func (s *suite) memoryHog(t *testing.T) sandbox.Result {
 	t.Helper()
 	side := make(chan outcome, 1)
 	go func() {
 		side <- s.tryRun(t.Context(), sandbox.Spec{Argv: []string{"python3", "-c", "print(sum(range(1000)))"}})
 	}()
-	spec := sandbox.Spec{Argv: []string{"python3", "-c", `
+	res := s.pastOOM(t, sandbox.Spec{Argv: []string{"python3", "-c", `
 import sys
-if sys.argv[1:] == ["before"]:
-    print("before", flush=True)
-    sys.stdin.readline()
+print("before", flush=True)
+sys.stdin.readline()
 chunks = []
 while True:
     chunks.append(bytearray(16 << 20))
-`}, Limits: sandbox.Limits{MemoryBytes: 96 << 20, TimeoutMS: 30000}}
-	if before {
-		spec.Argv = append(spec.Argv, "before")
-		spec = heardFirst(t, spec)
-	}
-	res := s.run(t, spec)
+`}, Limits: sandbox.Limits{MemoryBytes: 96 << 20, TimeoutMS: 30000}}, false)
 	beside := s.must(t, <-side)
 	if beside.Status != sandbox.StatusOK || string(beside.Stdout.Data) != "499500\n" {
 		t.Fatalf("job beside the memory hog was affected: %s", short(beside))
