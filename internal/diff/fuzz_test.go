@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParse checks that no input panics, that errors are classified, and that
@@ -38,6 +39,9 @@ func FuzzParse(f *testing.F) {
 					}
 					if len(l.Content) > 256 {
 						t.Fatalf("content of %d bytes past the cap", len(l.Content))
+					}
+					if utf8.Valid(data) && !utf8.ValidString(l.Content) {
+						t.Fatalf("valid input, invalid content %q: a cut split a character", l.Content)
 					}
 				}
 			}

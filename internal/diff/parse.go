@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // ErrMalformed marks input that is not a unified diff the parser understands.
@@ -567,11 +569,11 @@ func (lr *lineReader) read1() (string, error) {
 	}
 }
 
+// trimEOL drops the line ending and cuts the line to maxLine bytes on a
+// character boundary, so a cut line's Content stays valid UTF-8 where the
+// line was.
 func trimEOL(b []byte, maxLine int) string {
 	b = bytes.TrimSuffix(b, []byte("\n"))
 	b = bytes.TrimSuffix(b, []byte("\r"))
-	if len(b) > maxLine {
-		b = b[:maxLine]
-	}
-	return string(b)
+	return textclip.Head(string(b), maxLine, "")
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -256,5 +257,16 @@ func TestCaps(t *testing.T) {
 	}
 	if n := len(files[0].Hunks[0].Lines[0].Content); n > 1000 {
 		t.Errorf("line content kept %d bytes", n)
+	}
+
+	// The cut falls on a character boundary: a two-byte "é" straddling the
+	// cap is dropped whole, not split into an invalid byte.
+	accented := "--- a/x\n+++ b/x\n@@ -0,0 +1 @@\n+" + strings.Repeat("y", 998) + "éé\n"
+	files, err = Parse(strings.NewReader(accented), Options{MaxLineBytes: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := files[0].Hunks[0].Lines[0].Content; !utf8.ValidString(c) || c != strings.Repeat("y", 998) {
+		t.Errorf("cut line: %d bytes, valid UTF-8 %v, ends %q", len(c), utf8.ValidString(c), c[max(len(c)-4, 0):])
 	}
 }
