@@ -55,10 +55,10 @@ type Policy struct {
 	AllowAddr func(netip.Addr) bool
 	// Resolver resolves names; nil is net.DefaultResolver.
 	Resolver Resolver
-	// dialHook, set only by this package's tests, replaces the dial of a
-	// checked address, so a test of refusals never reaches the network even
-	// when the check it tests is broken.
-	dialHook func(ctx context.Context, addr netip.AddrPort) (net.Conn, error)
+	// Dial, when set, replaces the dial of a checked address. It is for
+	// tests of refusals, so that they never reach the network even when the
+	// check they test is broken; no configuration file or flag can set it.
+	Dial func(ctx context.Context, addr netip.AddrPort) (*net.TCPConn, error)
 	// Logger gets one line per tunnel; nil is slog.Default().
 	Logger *slog.Logger
 	// Counters, when set, counts every run's tunnels (the server's metrics).
@@ -235,13 +235,15 @@ func (r *Run) dial(ctx context.Context, name string, port int) (*net.TCPConn, er
 	var d net.Dialer
 	var last error
 	for _, a := range ok {
-		var c net.Conn
-		var err error
-		if r.policy.dialHook != nil {
-			c, err = r.policy.dialHook(ctx, netip.AddrPortFrom(a, uint16(port)))
-		} else {
-			c, err = d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		if r.policy.Dial != nil {
+			c, err := r.policy.Dial(ctx, netip.AddrPortFrom(a, uint16(port)))
+			if err == nil {
+				return c, nil
+			}
+			last = err
+			continue
 		}
+		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
 			return c.(*net.TCPConn), nil
 		}

@@ -153,7 +153,7 @@ func TestDialRefusesSpecialPurposeRanges(t *testing.T) {
 	}
 	res := resolver{}
 	var dialled []netip.AddrPort
-	p := &Policy{Resolver: res, dialHook: func(_ context.Context, a netip.AddrPort) (net.Conn, error) {
+	p := &Policy{Resolver: res, Dial: func(_ context.Context, a netip.AddrPort) (*net.TCPConn, error) {
 		dialled = append(dialled, a) // never the network, whatever the check says
 		return nil, errors.New("the test dials nothing")
 	}}
