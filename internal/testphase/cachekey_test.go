@@ -248,3 +248,20 @@ func FuzzCacheKeyParsers(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkScanTree is the cost of a key by the whole tree: one pass over a
+// 64 MiB archive of 1,024 files.
+func BenchmarkScanTree(b *testing.B) {
+	files := map[string]file{}
+	body := strings.Repeat("x", 64<<10)
+	for i := range 1024 {
+		files["src/"+strings.Repeat("d", i%7)+"/f"+string(rune('a'+i%26))+strings.Repeat("0", i/26)] = file{body: body}
+	}
+	tree := treeTar(b, files)
+	b.SetBytes(int64(len(tree)))
+	for b.Loop() {
+		if _, err := scanTree(bytes.NewReader(tree), ""); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
