@@ -58,6 +58,12 @@ type TestRequest struct {
 	// is used only when the operator lets callers name one, and an entry is
 	// only ever offered to the same key.
 	CacheKey string `json:"cache_key,omitempty"`
+	// CacheScope, with CacheKey, is where in the repository the tree comes
+	// from ("pr:12", "ref:refs/heads/x"): the install's entry is written
+	// there and offered only to it; a run reads its own scope's entry, else
+	// the default scope's. Empty: the default scope ("default", the default
+	// branch), whose entries every scope reads.
+	CacheScope string `json:"cache_scope,omitempty"`
 	JobRequest
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/gate"
@@ -54,13 +55,17 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.
 		return nil, err
 	}
 	// The dependency cache is the repository's; a fork's pull requests run
-	// their author's code, so they get a cache of their own.
+	// their author's code, so they get a cache of their own. Within it, the
+	// pull request is the scope: its installs are never offered to another
+	// pull request, and it reads only its own entries and the default
+	// branch's (which the App, reviewing pull requests only, does not write).
 	cacheID := "github:" + in.Repository
 	if in.Fork {
 		cacheID += "#fork:" + in.Author
 	}
 	ch := &review.Change{
-		Repository: in.Repository, CacheID: cacheID, Title: in.Title, Body: in.Body, Base: in.Base, Head: in.Head,
+		Repository: in.Repository, CacheID: cacheID, CacheScope: "pr:" + strconv.Itoa(in.Number),
+		Title: in.Title, Body: in.Body, Base: in.Base, Head: in.Head,
 		Diff: files, DiffTruncated: truncated || in.DiffTruncated,
 		Config: cfg, ConfigSource: source, OpenSnapshot: in.OpenSnapshot,
 	}

@@ -1,10 +1,14 @@
 // Package depcache keeps the dependencies an install phase produced, so the
-// next test run of the same repository with the same manifests skips the
+// next test run of the same repository, on what the install reads, skips the
 // download. An entry is a tar archive of the dependency directories, written
 // by a sandbox and therefore untrusted: it is only ever streamed back into a
 // sandbox through the workspace filter, never unpacked on the host. Entries
 // are keyed by repository, so one repository's archive is never offered to
-// another; the directory is size-capped with least-recently-used eviction.
+// another, and scoped within it: an entry written for a branch or a pull
+// request is offered only to that branch or pull request, one written from
+// the default branch to all of the repository. The key holds everything the
+// install could read (internal/testphase decides what that is). The
+// directory is size-capped with least-recently-used eviction.
 package depcache
 
 import (
@@ -26,11 +30,24 @@ import (
 	"time"
 )
 
+// DefaultScope is the scope of entries written from a repository's default
+// branch: content its maintainers accepted. Only these are offered to the
+// repository's other scopes.
+const DefaultScope = "default"
+
+// MaxScopeBytes bounds a scope's name.
+const MaxScopeBytes = 256
+
 // Key names one cache entry. Every field takes part in the entry's name.
 type Key struct {
 	// Repo is the repository's identity (the App's repository id, a
 	// review's origin, an operator-enabled caller key). Empty: no caching.
 	Repo string
+	// Scope is where in the repository the entry comes from: DefaultScope,
+	// or a branch or pull request ("pr:12", "ref:refs/heads/x"). An entry
+	// is read back by its own scope, and by every scope when it is the
+	// default one. Empty: no caching.
+	Scope string
 	// ImageDigest is the digest of the image the dependencies were built in.
 	ImageDigest string
 	// Install is the install command, Workdir the directory it ran in.
@@ -38,9 +55,19 @@ type Key struct {
 	Workdir string
 	// Env holds the settings that change what is downloaded (registries).
 	Env []string
-	// Manifests are name → SHA-256 (hex) of the files that decide the
-	// dependencies (lockfiles, manifests); a missing file is absent.
-	Manifests map[string]string
+	// Inputs are name → digest of everything the install may read, so that
+	// two installs with the same key ran the same code on the same files
+	// (the manifests alone are not that: an install runs scripts).
+	Inputs map[string]string
+}
+
+// ValidScope checks a scope's shape: 1 to MaxScopeBytes bytes of printable
+// text.
+func ValidScope(s string) error {
+	if s == "" || len(s) > MaxScopeBytes || strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+		return fmt.Errorf("depcache: a scope is 1 to %d bytes of printable text", MaxScopeBytes)
+	}
+	return nil
 }
 
 // ID is the entry's file name stem: a SHA-256 over every field.
@@ -52,8 +79,11 @@ func (k Key) ID() string {
 		h.Write(n[:])
 		h.Write([]byte(s))
 	}
-	field("aster-depcache-v1")
+	// v2: scopes, and inputs beyond the manifests. Entries of v1 are never
+	// looked up again (their keys could be poisoned) and age out.
+	field("aster-depcache-v2")
 	field(k.Repo)
+	field(k.Scope)
 	field(k.ImageDigest)
 	field(k.Workdir)
 	field(fmt.Sprint(len(k.Install)))
@@ -65,15 +95,15 @@ func (k Key) ID() string {
 	for _, e := range env {
 		field(e)
 	}
-	names := make([]string, 0, len(k.Manifests))
-	for n := range k.Manifests {
+	names := make([]string, 0, len(k.Inputs))
+	for n := range k.Inputs {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	field(fmt.Sprint(len(names)))
 	for _, n := range names {
 		field(n)
-		field(k.Manifests[n])
+		field(k.Inputs[n])
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }
@@ -144,6 +174,7 @@ func (c *Cache) MaxBytes() int64 { return c.maxBytes }
 // own length (8 bytes, big-endian), so one rename publishes both.
 type trailer struct {
 	Repo    string    `json:"repo"`
+	Scope   string    `json:"scope"`
 	Bytes   int64     `json:"bytes"`
 	SHA256  string    `json:"sha256"`
 	Created time.Time `json:"created"`
@@ -155,6 +186,8 @@ type Entry struct {
 	size int64
 	// Created is when the entry was written.
 	Created time.Time
+	// Scope is the scope it was written for: the key's own, or DefaultScope.
+	Scope string
 }
 
 // Size is the archive's size in bytes.
@@ -167,12 +200,25 @@ func (e *Entry) Reader() io.Reader { return io.NewSectionReader(e.f, 0, e.size) 
 func (e *Entry) Close() error { return e.f.Close() }
 
 // Get returns the entry for key, verified against its checksum, and marks it
-// used. A missing, unreadable or corrupt entry is a miss; a corrupt one is
-// removed. An entry written for another repository is never returned.
+// used: the one of key's own scope, else the default scope's. A missing,
+// unreadable or corrupt entry is a miss; a corrupt one is removed. An entry
+// written for another repository, or for another scope than those two, is
+// never returned.
 func (c *Cache) Get(key Key) (*Entry, bool) {
-	if key.Repo == "" {
+	if key.Repo == "" || ValidScope(key.Scope) != nil {
 		return nil, false
 	}
+	if e, ok := c.get(key); ok {
+		return e, true
+	}
+	if key.Scope == DefaultScope {
+		return nil, false
+	}
+	key.Scope = DefaultScope
+	return c.get(key)
+}
+
+func (c *Cache) get(key Key) (*Entry, bool) {
 	p := filepath.Join(c.dir, key.ID()+entrySuffix)
 	f, err := os.Open(p)
 	if err != nil {
@@ -185,6 +231,9 @@ func (c *Cache) Get(key Key) (*Entry, bool) {
 	if err == nil && t.Repo != key.Repo {
 		err = errors.New("entry belongs to another repository")
 	}
+	if err == nil && t.Scope != key.Scope {
+		err = errors.New("entry belongs to another scope")
+	}
 	if err != nil {
 		f.Close()
 		c.log.Warn("dependency cache: dropping a bad entry", "entry", filepath.Base(p), "err", err)
@@ -193,7 +242,7 @@ func (c *Cache) Get(key Key) (*Entry, bool) {
 	}
 	now := time.Now()
 	_ = os.Chtimes(p, now, now) // least recently used is by modification time
-	return &Entry{f: f, size: t.Bytes, Created: t.Created}, true
+	return &Entry{f: f, size: t.Bytes, Created: t.Created, Scope: t.Scope}, true
 }
 
 // verify reads an entry's trailer and checks the archive against it.
@@ -240,11 +289,14 @@ func verify(f *os.File) (trailer, error) {
 // ErrTooLarge says an archive is over the cache's size cap (it is not stored).
 var ErrTooLarge = errors.New("dependency archive larger than the cache")
 
-// Put stores r's archive as key's entry and evicts the least recently used
-// entries past the size cap. It reads at most the cap.
+// Put stores r's archive as key's entry, in key's scope only, and evicts the
+// least recently used entries past the size cap. It reads at most the cap.
 func (c *Cache) Put(key Key, r io.Reader) error {
 	if key.Repo == "" {
 		return errors.New("depcache: no repository")
+	}
+	if err := ValidScope(key.Scope); err != nil {
+		return err
 	}
 	f, err := os.CreateTemp(c.dir, tmpPrefix+"*")
 	if err != nil {
@@ -259,7 +311,7 @@ func (c *Cache) Put(key Key, r io.Reader) error {
 		err = fmt.Errorf("%w (cap %d bytes)", ErrTooLarge, c.maxBytes)
 	}
 	if err == nil {
-		err = writeTrailer(f, trailer{Repo: key.Repo, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)), Created: time.Now().UTC()})
+		err = writeTrailer(f, trailer{Repo: key.Repo, Scope: key.Scope, Bytes: n, SHA256: hex.EncodeToString(h.Sum(nil)), Created: time.Now().UTC()})
 	}
 	if err == nil {
 		err = f.Sync()

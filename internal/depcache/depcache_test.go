@@ -13,7 +13,7 @@ import (
 )
 
 func key(repo string) Key {
-	return Key{Repo: repo, ImageDigest: "sha256:abc", Install: []string{"npm", "ci"}, Manifests: map[string]string{"package-lock.json": "00ff"}}
+	return Key{Repo: repo, Scope: DefaultScope, ImageDigest: "sha256:abc", Install: []string{"npm", "ci"}, Inputs: map[string]string{"package-lock.json": "00ff"}}
 }
 
 func open(t *testing.T, max int64) *Cache {
@@ -64,15 +64,17 @@ func TestKeyFieldsAllCount(t *testing.T) {
 		"install":  func(k *Key) { k.Install = []string{"npm", "install"} },
 		"workdir":  func(k *Key) { k.Workdir = "web" },
 		"env":      func(k *Key) { k.Env = []string{"GOPROXY=x"} },
-		"manifest": func(k *Key) { k.Manifests = map[string]string{"package-lock.json": "00fe"} },
-		"renamed":  func(k *Key) { k.Manifests = map[string]string{"npm-shrinkwrap.json": "00ff"} },
+		"scope":    func(k *Key) { k.Scope = "pr:1" },
+		"manifest": func(k *Key) { k.Inputs = map[string]string{"package-lock.json": "00fe"} },
+		"renamed":  func(k *Key) { k.Inputs = map[string]string{"npm-shrinkwrap.json": "00ff"} },
+		"script":   func(k *Key) { k.Inputs = map[string]string{"package-lock.json": "00ff", "scripts/install.sh": "01"} },
 		// Fields are length-prefixed: moving a byte between them changes the key.
 		"split": func(k *Key) { k.Install = []string{"npmc", "i"} },
 	}
 	seen := map[string]string{base.ID(): "base"}
 	for name, change := range variants {
 		k := key("a")
-		k.Manifests = map[string]string{"package-lock.json": "00ff"}
+		k.Inputs = map[string]string{"package-lock.json": "00ff"}
 		change(&k)
 		id := k.ID()
 		if prev, ok := seen[id]; ok {
@@ -250,5 +252,62 @@ func TestConcurrent(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+func scoped(scope string) Key {
+	k := key("org/a")
+	k.Scope = scope
+	return k
+}
+
+// Issue 35: an entry written for a branch or pull request is offered only
+// to it; one written from the default branch to every scope; a scope's own
+// entry comes before the default one.
+func TestScopes(t *testing.T) {
+	c := open(t, 1<<20)
+	if err := c.Put(scoped("pr:1"), bytes.NewReader([]byte("from pr 1"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range []string{DefaultScope, "pr:2", "ref:refs/heads/main", "pr:10"} {
+		if e, ok := c.Get(scoped(other)); ok {
+			t.Errorf("scope %s got pr:1's entry %q", other, read(t, e))
+			e.Close()
+		}
+	}
+	hit := func(scope, want, wantScope string) {
+		t.Helper()
+		e, ok := c.Get(scoped(scope))
+		if !ok {
+			t.Fatalf("scope %s: miss, want %q", scope, want)
+		}
+		defer e.Close()
+		if got := read(t, e); string(got) != want || e.Scope != wantScope {
+			t.Fatalf("scope %s: got %q from %s, want %q from %s", scope, got, e.Scope, want, wantScope)
+		}
+	}
+	hit("pr:1", "from pr 1", "pr:1")
+	if err := c.Put(scoped(DefaultScope), bytes.NewReader([]byte("from the default branch"))); err != nil {
+		t.Fatal(err)
+	}
+	hit("pr:2", "from the default branch", DefaultScope)
+	hit(DefaultScope, "from the default branch", DefaultScope)
+	hit("pr:1", "from pr 1", "pr:1")
+
+	// A pull request's entry placed where the default one lives is dropped:
+	// the trailer names the scope it was written for.
+	if err := os.Rename(filepath.Join(c.dir, scoped("pr:1").ID()+entrySuffix), filepath.Join(c.dir, scoped(DefaultScope).ID()+entrySuffix)); err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := c.Get(scoped("pr:3")); ok {
+		t.Fatalf("pr:3 got a misplaced entry %q (scope %s)", read(t, e), e.Scope)
+	}
+	for _, bad := range []string{"", "pr\n1", string(make([]byte, MaxScopeBytes+1))} {
+		if _, ok := c.Get(scoped(bad)); ok {
+			t.Errorf("scope %q hit", bad)
+		}
+		if err := c.Put(scoped(bad), bytes.NewReader(nil)); err == nil {
+			t.Errorf("put with scope %q", bad)
+		}
 	}
 }

@@ -4,7 +4,8 @@
 //
 // A tunnel is opened only to a host name on the list (exact match, port 443
 // unless the rule says otherwise), never to an IP literal; the relay resolves
-// the name itself, refuses every address that is not public unicast, and dials
+// the name itself, refuses every address that is not globally reachable
+// unicast (the IANA special-purpose registries, special.go), and dials
 // the address it checked, so a DNS answer cannot change between the check and
 // the connection. Each run has caps on tunnels and bytes.
 package egress
@@ -54,6 +55,10 @@ type Policy struct {
 	AllowAddr func(netip.Addr) bool
 	// Resolver resolves names; nil is net.DefaultResolver.
 	Resolver Resolver
+	// Dial, when set, replaces the dial of a checked address. It is for
+	// tests of refusals, so that they never reach the network even when the
+	// check they test is broken; no configuration file or flag can set it.
+	Dial func(ctx context.Context, addr netip.AddrPort) (*net.TCPConn, error)
 	// Logger gets one line per tunnel; nil is slog.Default().
 	Logger *slog.Logger
 	// Counters, when set, counts every run's tunnels (the server's metrics).
@@ -215,7 +220,7 @@ func (r *Run) dial(ctx context.Context, name string, port int) (*net.TCPConn, er
 	var why string
 	for _, a := range addrs {
 		a = a.Unmap()
-		if reason := refusedAddr(a); reason != "" && (r.policy.AllowAddr == nil || !r.policy.AllowAddr(a)) {
+		if _, reason, refused := refusedRange(a); refused && (r.policy.AllowAddr == nil || !r.policy.AllowAddr(a)) {
 			why = reason
 			continue
 		}
@@ -230,6 +235,14 @@ func (r *Run) dial(ctx context.Context, name string, port int) (*net.TCPConn, er
 	var d net.Dialer
 	var last error
 	for _, a := range ok {
+		if r.policy.Dial != nil {
+			c, err := r.policy.Dial(ctx, netip.AddrPortFrom(a, uint16(port)))
+			if err == nil {
+				return c, nil
+			}
+			last = err
+			continue
+		}
 		c, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
 		if err == nil {
 			return c.(*net.TCPConn), nil
@@ -420,62 +433,6 @@ func numeric(l string) bool {
 		}
 	}
 	return true
-}
-
-// refusedRanges are the address ranges a tunnel may never reach, beyond
-// what netip's predicates cover: shared (CGNAT) space, "this network",
-// protocol assignments, benchmarking, reserved and broadcast space, and the
-// IPv6 prefixes that embed an IPv4 address or tunnel to one.
-var refusedRanges = []struct {
-	p    netip.Prefix
-	name string
-}{
-	{netip.MustParsePrefix("0.0.0.0/8"), "this network"},
-	{netip.MustParsePrefix("100.64.0.0/10"), "shared address space (CGNAT)"},
-	{netip.MustParsePrefix("192.0.0.0/24"), "IETF protocol assignments"},
-	{netip.MustParsePrefix("192.0.2.0/24"), "documentation"},
-	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
-	{netip.MustParsePrefix("198.51.100.0/24"), "documentation"},
-	{netip.MustParsePrefix("203.0.113.0/24"), "documentation"},
-	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
-	{netip.MustParsePrefix("::/96"), "IPv4-compatible IPv6"},
-	{netip.MustParsePrefix("64:ff9b::/96"), "NAT64"},
-	{netip.MustParsePrefix("64:ff9b:1::/48"), "NAT64"},
-	{netip.MustParsePrefix("2001::/32"), "Teredo"},
-	{netip.MustParsePrefix("2001:db8::/32"), "documentation"},
-	{netip.MustParsePrefix("2002::/16"), "6to4"},
-	{netip.MustParsePrefix("100::/64"), "discard"},
-}
-
-// refusedAddr says why a resolved address may not be dialled ("" = it may).
-// It is a pure function of the address, applied after IPv4-mapped IPv6
-// addresses are unmapped.
-func refusedAddr(a netip.Addr) string {
-	a = a.Unmap()
-	switch {
-	case !a.IsValid():
-		return "invalid address"
-	case a.IsUnspecified():
-		return "unspecified address"
-	case a.IsLoopback():
-		return "loopback"
-	case a == netip.AddrFrom4([4]byte{169, 254, 169, 254}):
-		return "cloud metadata address"
-	case a.IsLinkLocalUnicast(), a.IsLinkLocalMulticast():
-		return "link-local"
-	case a.IsMulticast(), a.IsInterfaceLocalMulticast():
-		return "multicast"
-	case a.IsPrivate():
-		return "private address"
-	case a.Is4() && a == netip.AddrFrom4([4]byte{255, 255, 255, 255}):
-		return "broadcast"
-	}
-	for _, r := range refusedRanges {
-		if r.p.Contains(a) {
-			return r.name
-		}
-	}
-	return ""
 }
 
 // ParseRule reads one "host[:port]" allow entry of the operator's

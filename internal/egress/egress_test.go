@@ -39,23 +39,29 @@ func TestNormalizeHost(t *testing.T) {
 	}
 }
 
-func TestRefusedAddr(t *testing.T) {
+func TestRefusedRange(t *testing.T) {
 	refused := []string{
 		"127.0.0.1", "127.255.0.9", "::1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "169.254.1.1",
 		"100.64.0.1", "100.127.255.254", "0.0.0.0", "0.1.2.3", "::", "224.0.0.1", "239.1.1.1", "ff02::1", "fe80::1",
 		"fc00::1", "fd00:ec2::254", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254", "::127.0.0.1",
 		"64:ff9b::a00:1", "2002:a00:1::", "2001:0:1::", "255.255.255.255", "240.0.0.1", "198.18.0.1", "192.0.2.1",
-		"192.0.0.8", "2001:db8::1",
+		"192.0.0.8", "2001:db8::1", "fec0::1", "3fff::1", "2001:10::1", "2001:20::1", "192.88.99.1", "5f00::1",
+		"100:0:0:1::1", "2001:1ff::1", "4000::1", "fe80::1%eth0",
 	}
 	for _, s := range refused {
-		if refusedAddr(netip.MustParseAddr(s)) == "" {
-			t.Errorf("%s admitted", s)
+		a := netip.MustParseAddr(s)
+		if p, why, ok := refusedRange(a); !ok || why == "" || (p.IsValid() && !p.Contains(a.Unmap().WithZone(""))) {
+			t.Errorf("%s: refused=%v by %v (%q)", s, ok, p, why)
 		}
 	}
-	for _, s := range []string{"93.184.215.14", "1.1.1.1", "8.8.8.8", "2606:4700:4700::1111", "::ffff:1.1.1.1", "100.63.255.255", "100.128.0.1", "172.32.0.1"} {
-		if why := refusedAddr(netip.MustParseAddr(s)); why != "" {
-			t.Errorf("%s refused: %s", s, why)
+	for _, s := range []string{"93.184.215.14", "1.1.1.1", "8.8.8.8", "2606:4700:4700::1111", "::ffff:1.1.1.1", "100.63.255.255",
+		"100.128.0.1", "172.32.0.1", "2001:200::1", "2001:4860:4860::8888", "2003::1", "3fff:1000::1", "192.88.100.1"} {
+		if p, why, ok := refusedRange(netip.MustParseAddr(s)); ok {
+			t.Errorf("%s refused by %v: %s", s, p, why)
 		}
+	}
+	if _, why, ok := refusedRange(netip.Addr{}); !ok || why != "invalid address" {
+		t.Errorf("the zero address: refused=%v %q", ok, why)
 	}
 }
 

@@ -27,6 +27,7 @@ type RunTestsInput struct {
 	Setup          []string          `json:"setup,omitzero" jsonschema:"the dependency step, run directly (a shell script is [\"sh\", \"-c\", \"...\"]). Default: detected (npm ci or npm install, go mod download, a virtual environment and pip install); [] for none. It runs first in a sandbox whose only way out is the server's egress relay (operator-allowed hosts); the tests then run in a fresh sandbox with no network on the project plus its node_modules, .venv and .aster directories."`
 	InstallTimeout string            `json:"install_timeout,omitempty" jsonschema:"wall-clock limit of the install phase, e.g. \"5m\" (default: the server's; at most the timeout ceiling)."`
 	CacheKey       string            `json:"cache_key,omitempty" jsonschema:"names the repository for the server's dependency cache; used only when the operator enabled caller cache keys."`
+	CacheScope     string            `json:"cache_scope,omitempty" jsonschema:"with cache_key: where in the repository the snapshot comes from, e.g. pr:12 or ref:refs/heads/feature; its install is cached for that scope only, and it reads its own scope's entry, else the default scope's. Default: default (the repository's default branch), whose entries every scope reads."`
 	Image          string            `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
 	Limits         *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits for this run; every field is optional and defaults to the server's default, and none may exceed the server's ceiling. Test suites often need a longer timeout than the default, e.g. \"5m\"."`
 }
@@ -101,6 +102,9 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 	}
 	if install != nil && s.opts.CallerCacheKeys && in.CacheKey != "" {
 		if job.Repo, err = testphase.CallerRepo(in.CacheKey); err != nil {
+			return nil, zero, toolError(sandbox.Invalidf("%v", err))
+		}
+		if job.Scope, err = testphase.CallerScope(in.CacheScope); err != nil {
 			return nil, zero, toolError(sandbox.Invalidf("%v", err))
 		}
 	}

@@ -16,10 +16,14 @@ type Change struct {
 	// origin URL without credentials, the App's repository, a fork's own
 	// name); empty: the test step uses no cache.
 	CacheID string
-	Title   string
-	Body    string
-	Base    Revision
-	Head    Revision
+	// CacheScope is where in that repository the head comes from, for the
+	// dependency cache: depcache.DefaultScope for the default branch, else
+	// the pull request ("pr:12") or branch; empty: no cache.
+	CacheScope string
+	Title      string
+	Body       string
+	Base       Revision
+	Head       Revision
 	// Diff is base...head, parsed; DiffTruncated says it was cut at its cap.
 	Diff          []*diff.File
 	DiffTruncated bool

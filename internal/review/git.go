@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/asterhq/aster/internal/depcache"
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/textclip"
@@ -130,6 +131,7 @@ func FromGit(ctx context.Context, opts GitOptions) (*Change, error) {
 	ch := &Change{
 		Repository: root,
 		CacheID:    cacheID(ctx, root),
+		CacheScope: cacheScope(ctx, root, headRef, head),
 		Base:       Revision{Ref: baseRef, SHA: base},
 		Head:       Revision{Ref: headRef, SHA: head},
 		SourceRoot: root,
@@ -318,4 +320,53 @@ func cacheID(ctx context.Context, root string) string {
 		return "git:" + u
 	}
 	return "dir:" + root
+}
+
+// cacheScope is the dependency cache scope of a local review's head:
+// depcache.DefaultScope when the head is the tip of the repository's default
+// branch (origin/HEAD's branch, else main, else master; local or origin's),
+// so its content is that branch's; else the branch it names ("ref:" and the
+// full ref), else the commit ("rev:" and its id). Another branch never reads
+// what this one wrote, nor writes what the default branch reads.
+func cacheScope(ctx context.Context, root, headRef, head string) string {
+	for _, ref := range defaultBranchRefs(ctx, root) {
+		if tip, err := resolve(ctx, root, ref); err == nil && tip == head {
+			return depcache.DefaultScope
+		}
+	}
+	// A head starting with "-" never gets here (resolve refuses it); the
+	// check stays next to the call. git 2.39 prints --end-of-options back
+	// with --symbolic-full-name, so that is not used.
+	if !strings.HasPrefix(headRef, "-") {
+		if full, err := gitOutput(ctx, root, 4096, "rev-parse", "--symbolic-full-name", headRef); err == nil {
+			// A ref too long for a scope is not cut (two refs would share
+			// one): the commit names it instead.
+			if scope := "ref:" + strings.TrimSpace(full); strings.HasPrefix(scope, "ref:refs/") && depcache.ValidScope(scope) == nil {
+				return scope
+			}
+		}
+	}
+	return "rev:" + head
+}
+
+// defaultBranchRefs are the refs of the repository's default branch: the one
+// origin/HEAD names, else main, else master; each as a local branch and as
+// origin's.
+func defaultBranchRefs(ctx context.Context, root string) []string {
+	name := ""
+	if out, err := gitOutput(ctx, root, 4096, "symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"); err == nil {
+		name = strings.TrimPrefix(strings.TrimSpace(out), "refs/remotes/origin/")
+	}
+	if name == "" {
+		for _, cand := range []string{"main", "master"} {
+			if _, err := gitOutput(ctx, root, 256, "rev-parse", "--verify", "--quiet", "refs/heads/"+cand); err == nil {
+				name = cand
+				break
+			}
+		}
+	}
+	if name == "" {
+		return nil
+	}
+	return []string{"refs/heads/" + name, "refs/remotes/origin/" + name}
 }

@@ -109,7 +109,8 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 	if runner == nil {
 		runner = &testphase.Runner{TempDir: s.TempDir}
 	}
-	job := testphase.Job{Image: s.Image, Env: env, Limits: limits, Plan: plan, Install: install, Repo: req.Change.CacheID,
+	job := testphase.Job{Image: s.Image, Env: env, Limits: limits, Plan: plan, Install: install,
+		Repo: req.Change.CacheID, Scope: req.Change.CacheScope,
 		Open: func() (io.ReadCloser, error) { return snap.Open() }}
 	t0 := time.Now()
 	out, _ := runner.Run(ctx, job, func(ctx context.Context, _ string, spec sandbox.Spec) (sandbox.Result, error) {

@@ -127,7 +127,11 @@ func (s *Server) testJob(req api.TestRequest, spec sandbox.Spec, snap *Snapshot,
 		if err != nil {
 			return job, sandbox.Invalidf("%v", err)
 		}
-		job.Repo = key
+		scope, err := testphase.CallerScope(req.CacheScope)
+		if err != nil {
+			return job, sandbox.Invalidf("%v", err)
+		}
+		job.Repo, job.Scope = key, scope
 	}
 	return job, nil
 }

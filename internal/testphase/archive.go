@@ -2,8 +2,6 @@ package testphase
 
 import (
 	"archive/tar"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -14,40 +12,6 @@ import (
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/workspace"
 )
-
-// maxManifestBytes bounds the bytes of one manifest hashed for a cache key;
-// past it the size and the first bytes decide.
-const maxManifestBytes = 64 << 20
-
-// hashManifests returns name → SHA-256 of each of the manifests present in
-// the repository's archive (names relative to the working directory).
-func hashManifests(r io.Reader, workdir string, manifests []string) (map[string]string, error) {
-	want := map[string]string{}
-	for _, m := range manifests {
-		want[path.Join(workdir, m)] = m
-	}
-	out := map[string]string{}
-	tr := tar.NewReader(r)
-	for {
-		hdr, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read repository archive: %w", err)
-		}
-		name, ok := want[strings.TrimSuffix(path.Clean(hdr.Name), "/")]
-		if !ok || hdr.Typeflag != tar.TypeReg {
-			continue
-		}
-		h := sha256.New()
-		fmt.Fprintf(h, "%d\n", hdr.Size)
-		if _, err := io.Copy(h, io.LimitReader(tr, maxManifestBytes)); err != nil {
-			return nil, fmt.Errorf("read %s: %w", workspace.Quote(hdr.Name), err)
-		}
-		out[name] = hex.EncodeToString(h.Sum(nil))
-	}
-}
 
 // depPrefixes are the dependency directories of a working directory, as
 // archive names.

@@ -207,7 +207,7 @@ test("no address", async () => { assert.notStrictEqual(await reach(443, "192.0.2
 test("no dns", async () => { const r = await new Promise((res) => dns.lookup("localhost.invalid", (e) => res(e ? e.code : "resolved"))); assert.notStrictEqual(r, "resolved"); });
 `
 	in, _ := testrun.DetectInstall([]string{"package.json"}, "custom", "")
-	job := Job{Image: sandboxtest.Image(), Plan: nodePlan(t), Install: &in, Limits: limits(), Open: packed(t, files), Repo: "test:repo-a"}
+	job := Job{Image: sandboxtest.Image(), Plan: nodePlan(t), Install: &in, Limits: limits(), Open: packed(t, files), Repo: "test:repo-a", Scope: depcache.DefaultScope}
 	key, err := r.cacheKey(t.Context(), job)
 	if err != nil || key.Repo == "" {
 		t.Fatalf("cache key: %v", err)
@@ -257,7 +257,7 @@ func TestDockerNodeRegistry(t *testing.T) {
 		}}
 	files := nodeProject(false)
 	in, _ := testrun.DetectInstall([]string{"package.json"}, "custom", "")
-	job := Job{Image: sandboxtest.Image(), Plan: nodePlan(t), Install: &in, Limits: limits(), Open: packed(t, files), Repo: "test:node"}
+	job := Job{Image: sandboxtest.Image(), Plan: nodePlan(t), Install: &in, Limits: limits(), Open: packed(t, files), Repo: "test:node", Scope: depcache.DefaultScope}
 	t0 := time.Now()
 	miss, err := r.Run(t.Context(), job, runWith(mgr, nil))
 	missTime := time.Since(t0)

@@ -3,7 +3,8 @@
 // relay (its only way out) and exports the workspace, then a test phase in a
 // fresh sandbox with no network at all, on the repository plus the
 // dependency directories the install left. A dependency cache, per
-// repository, skips the install when the manifests did not change. /v1/test,
+// repository and scoped by branch or pull request, skips the install when
+// nothing it would read changed. /v1/test,
 // the MCP run_tests tool, `aster review --tests` and the App all run tests
 // through Runner.Run.
 package testphase
@@ -96,6 +97,11 @@ type Job struct {
 	Stdin io.Reader
 	// Repo is the repository's identity for the cache ("": no cache).
 	Repo string
+	// Scope is where in the repository the tree comes from, for the cache:
+	// depcache.DefaultScope for the default branch, else the branch or pull
+	// request ("pr:12"). The install's entry is written there; a hit comes
+	// from there or from the default scope. "": no cache.
+	Scope string
 }
 
 // Outcome is what a job did.
@@ -194,9 +200,13 @@ func (r *Runner) Run(ctx context.Context, job Job, run RunFunc) (Outcome, error)
 }
 
 // cacheKey is the job's cache key; its Repo is empty when there is no cache.
+// It holds everything the install may read (cachekey.go) and the job's scope.
 func (r *Runner) cacheKey(ctx context.Context, job Job) (depcache.Key, error) {
-	if r.Cache == nil || r.Digest == nil || job.Repo == "" {
+	if r.Cache == nil || r.Digest == nil || job.Repo == "" || job.Scope == "" {
 		return depcache.Key{}, nil
+	}
+	if err := depcache.ValidScope(job.Scope); err != nil {
+		return depcache.Key{}, err
 	}
 	digest, err := r.Digest(ctx, job.Image)
 	if err != nil || digest == "" {
@@ -207,12 +217,17 @@ func (r *Runner) cacheKey(ctx context.Context, job Job) (depcache.Key, error) {
 		return depcache.Key{}, err
 	}
 	defer rc.Close()
-	manifests, err := hashManifests(rc, job.Workdir, job.Install.Manifests)
+	scan, err := scanTree(rc, job.Workdir)
 	if err != nil {
 		return depcache.Key{}, err
 	}
+	inputs, basis := scan.inputs(job.Install, job.Env)
+	r.log().Debug("dependency cache key", "run", job.ID, "scope", job.Scope, "basis", basis, "inputs", len(inputs))
 	env := []string{"npm=" + r.Registries.NPM, "go=" + r.Registries.GoProxy, "pip=" + r.Registries.PipIndex}
-	return depcache.Key{Repo: job.Repo, ImageDigest: digest, Install: job.Install.Argv, Workdir: job.Workdir, Env: env, Manifests: manifests}, nil
+	for k, v := range job.Env {
+		env = append(env, "caller:"+k+"="+v)
+	}
+	return depcache.Key{Repo: job.Repo, Scope: job.Scope, ImageDigest: digest, Install: job.Install.Argv, Workdir: job.Workdir, Env: env, Inputs: inputs}, nil
 }
 
 // proxyURL is where aster-init's CONNECT proxy listens inside the sandbox.
@@ -484,4 +499,16 @@ func CallerRepo(key string) (string, error) {
 		return "", fmt.Errorf("cache_key: at most %d bytes of printable text", MaxCacheKeyBytes)
 	}
 	return "caller:" + key, nil
+}
+
+// CallerScope is the cache scope a caller names with its cache_key (the
+// cache_scope of /v1/test and MCP run_tests): empty is the default scope.
+func CallerScope(scope string) (string, error) {
+	if scope == "" {
+		return depcache.DefaultScope, nil
+	}
+	if err := depcache.ValidScope(scope); err != nil {
+		return "", fmt.Errorf("cache_scope: 1 to %d bytes of printable text", depcache.MaxScopeBytes)
+	}
+	return scope, nil
 }

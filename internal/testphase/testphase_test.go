@@ -118,7 +118,7 @@ func job(t *testing.T, repo []byte) Job {
 		t.Fatal("no install detected")
 	}
 	return Job{Image: "img", Plan: plan, Install: &in, Limits: sandbox.Limits{TimeoutMS: 1000, WorkdirBytes: 64 << 20, TmpBytes: 64 << 20},
-		WorkdirCeiling: 2 << 30, InstallTimeout: 0, Env: map[string]string{"CALLER": "1"},
+		WorkdirCeiling: 2 << 30, InstallTimeout: 0, Env: map[string]string{"CALLER": "1"}, Scope: depcache.DefaultScope,
 		Open: func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(repo)), nil }}
 }
 
@@ -390,6 +390,19 @@ func TestCallerRepoScoped(t *testing.T) {
 	}
 	for _, bad := range []string{strings.Repeat("k", MaxCacheKeyBytes+1), "a\nb", "a\x00"} {
 		if _, err := CallerRepo(bad); err == nil {
+			t.Errorf("%.20q accepted", bad)
+		}
+	}
+}
+
+func TestCallerScope(t *testing.T) {
+	for in, want := range map[string]string{"": depcache.DefaultScope, "pr:12": "pr:12", "default": depcache.DefaultScope} {
+		if got, err := CallerScope(in); err != nil || got != want {
+			t.Errorf("CallerScope(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	for _, bad := range []string{strings.Repeat("s", depcache.MaxScopeBytes+1), "pr\n1", "a\x00"} {
+		if _, err := CallerScope(bad); err == nil {
 			t.Errorf("%.20q accepted", bad)
 		}
 	}

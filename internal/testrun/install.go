@@ -18,7 +18,9 @@ type Install struct {
 	// Argv is what the install sandbox executes.
 	Argv []string `json:"argv"`
 	// Manifests are the names (relative to the working directory) of the files
-	// whose content decides the dependencies: they key the dependency cache.
+	// whose content decides the dependencies. They alone do not key the
+	// dependency cache: an install may run scripts that read any file
+	// (internal/testphase's cachekey.go says what does).
 	Manifests []string `json:"manifests"`
 }
 
