@@ -40,6 +40,10 @@ type Config struct {
 	// Limits are the defaults for every run, in human units.
 	Limits LimitsConfig `yaml:"limits"`
 	Reaper ReaperConfig `yaml:"reaper"`
+	// HostTasks is the host task budget of the sandboxes of runtimes on
+	// this host (oci, gvisor): a number, or "auto"/empty for what the host
+	// affords; see hosttasks.go.
+	HostTasks string `yaml:"host_tasks"`
 	// Labels are added to every sandbox (for operators' own selection); the
 	// aster.* labels cannot be overridden.
 	Labels map[string]string `yaml:"labels"`
@@ -272,6 +276,7 @@ func (c *Config) envVars() []envVar {
 		str("ASTER_REAPER_GRACE", &c.Reaper.Grace, "how long past its deadline a sandbox is left alone"),
 		str("ASTER_REAPER_PERIOD", &c.Reaper.Period, "how often long-running commands reap"),
 		str("ASTER_REAPER_ALLOWANCE", &c.Reaper.Allowance, "time added to every sandbox deadline for create and teardown"),
+		str("ASTER_HOST_TASKS", &c.HostTasks, "host tasks the oci and gvisor sandboxes may create together (auto: from threads-max and pid_max)"),
 		parsed("ASTER_LABELS", c.setLabels, "extra sandbox labels, k=v,k2=v2"),
 	}
 	return slices.Concat(root, c.OCI.envVars(), c.GVisor.envVars(), c.Kubernetes.envVars(), c.MicroVM.envVars())

@@ -82,6 +82,7 @@ init_path: /x/aster-init
 images: [a:1, b:2]
 limits: {timeout: 5s, memory: 256m, cpus: "1", pids: "64", output_limit: 1m, output_ceiling: 2m, workdir_size: 64m, tmp_size: 16m}
 reaper: {grace: 1s, period: 1m, allowance: 2m}
+host_tasks: "5000"
 labels: {any.key/here: v, other: w}
 log_level: debug
 oci: {runtime: crun, state_dir: /run/x, cache_dir: /var/x}

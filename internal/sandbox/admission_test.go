@@ -18,10 +18,10 @@ func (c *countObs) Rejected(string) { c.rejected.Add(1) }
 
 func TestAdmissionBoundsAndQueue(t *testing.T) {
 	obs := &countObs{}
-	a := newAdmission(2, 2, obs)
+	a := newAdmission(2, 2, 0, obs)
 	ctx := t.Context()
 	for i := 0; i < 2; i++ {
-		if err := a.acquire(ctx, time.Second); err != nil {
+		if err := a.acquire(ctx, time.Second, 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -32,27 +32,27 @@ func TestAdmissionBoundsAndQueue(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			if err := a.acquire(ctx, 10*time.Second); err != nil {
+			if err := a.acquire(ctx, 10*time.Second, 0); err != nil {
 				t.Error(err)
 				return
 			}
 			order <- i
 		}(i)
-		waitFor(t, func() bool { _, q := a.stats(); return q == i+1 })
+		waitFor(t, func() bool { _, q, _ := a.stats(); return q == i+1 })
 	}
-	if err := a.acquire(ctx, time.Second); !errors.Is(err, ErrBusy) {
+	if err := a.acquire(ctx, time.Second, 0); !errors.Is(err, ErrBusy) {
 		t.Fatalf("queue full: %v", err)
 	}
-	a.release()
+	a.release(0)
 	if got := <-order; got != 0 {
 		t.Fatalf("FIFO broken: %d first", got)
 	}
-	a.release()
+	a.release(0)
 	if got := <-order; got != 1 {
 		t.Fatalf("FIFO broken: %d second", got)
 	}
 	wg.Wait()
-	if running, queued := a.stats(); running != 2 || queued != 0 {
+	if running, queued, _ := a.stats(); running != 2 || queued != 0 {
 		t.Fatalf("running %d queued %d", running, queued)
 	}
 	if obs.rejected.Load() != 1 {
@@ -61,23 +61,23 @@ func TestAdmissionBoundsAndQueue(t *testing.T) {
 }
 
 func TestAdmissionQueueTimeoutAndCancel(t *testing.T) {
-	a := newAdmission(1, 5, nopObserver{})
-	if err := a.acquire(t.Context(), time.Second); err != nil {
+	a := newAdmission(1, 5, 0, nopObserver{})
+	if err := a.acquire(t.Context(), time.Second, 0); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.acquire(t.Context(), 50*time.Millisecond); !errors.Is(err, ErrBusy) {
+	if err := a.acquire(t.Context(), 50*time.Millisecond, 0); !errors.Is(err, ErrBusy) {
 		t.Fatalf("queue timeout: %v", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
-	go func() { done <- a.acquire(ctx, time.Minute) }()
-	waitFor(t, func() bool { _, q := a.stats(); return q == 1 })
+	go func() { done <- a.acquire(ctx, time.Minute, 0) }()
+	waitFor(t, func() bool { _, q, _ := a.stats(); return q == 1 })
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancel: %v", err)
 	}
-	a.release()
-	if running, queued := a.stats(); running != 0 || queued != 0 {
+	a.release(0)
+	if running, queued, _ := a.stats(); running != 0 || queued != 0 {
 		t.Fatalf("slot leaked: running %d queued %d", running, queued)
 	}
 }

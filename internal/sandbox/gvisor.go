@@ -22,6 +22,9 @@ package sandbox
 var gvisorHostTasksPerPid = map[string]int64{"systrap": 4, "ptrace": 64, "kvm": 4}
 
 // gvisorHostTasks is added for the sentry's and the gofer's own threads.
+// The bound, with the runtime's own process, is also what the Manager charges
+// such a sandbox of the host task budget (hosttasks.go): the cgroup makes the
+// charge a ceiling the sandbox cannot pass.
 const gvisorHostTasks = 512
 
 // GVisorTaskLimits returns, for a run's pids limit on the gVisor platform

@@ -43,6 +43,12 @@ type ManagerOptions struct {
 	MaxConcurrent int
 	QueueSize     int
 	QueueTimeout  time.Duration
+	// HostTasks is the host task budget (hosttasks.go): the host tasks the
+	// sandboxes alive at once may create together, each charged what its
+	// runtime says (HostTaskCharger). A run that does not fit waits in the
+	// queue. 0 is what this host affords (HostTaskBudget). Unused with a
+	// runtime that charges nothing.
+	HostTasks int64
 	// PrepareAllowance is added to a sandbox's deadline label to cover its
 	// creation and teardown.
 	PrepareAllowance time.Duration
@@ -61,6 +67,10 @@ type Manager struct {
 	log   *slog.Logger
 	obs   Observer
 	clock func() time.Time
+
+	// charger is the runtime as a HostTaskCharger; nil when it charges
+	// nothing.
+	charger HostTaskCharger
 
 	imgMu    sync.Mutex
 	imgCache map[string]imageEntry
@@ -102,6 +112,22 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	if opts.PrepareAllowance <= 0 {
 		opts.PrepareAllowance = 2 * time.Minute
 	}
+	charger, _ := opts.Runtime.(HostTaskCharger)
+	if charger == nil {
+		opts.HostTasks = 0
+	} else {
+		if opts.HostTasks <= 0 {
+			budget, err := HostTaskBudget()
+			if err != nil {
+				return nil, fmt.Errorf("manager: %w (set the host task budget explicitly)", err)
+			}
+			opts.HostTasks = budget
+		}
+		if n := charger.HostTasks(opts.Defaults); n > opts.HostTasks {
+			return nil, fmt.Errorf("manager: a sandbox at the default pids limit (%d) costs up to %d host tasks on the %s runtime, more than the host task budget of %d",
+				opts.Defaults.Pids, n, opts.Runtime.Name(), opts.HostTasks)
+		}
+	}
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -112,7 +138,8 @@ func NewManager(opts ManagerOptions) (*Manager, error) {
 	}
 	m := &Manager{
 		opts:     opts,
-		adm:      newAdmission(opts.MaxConcurrent, opts.QueueSize, obs),
+		adm:      newAdmission(opts.MaxConcurrent, opts.QueueSize, opts.HostTasks, obs),
+		charger:  charger,
 		log:      log,
 		obs:      obs,
 		clock:    time.Now,
@@ -142,12 +169,17 @@ type Stats struct {
 	MaxConcurrent int           // slots
 	QueueSize     int           // places in the queue
 	QueueTimeout  time.Duration // how long a run may wait
+	// HostTasks is what the admitted sandboxes are charged of the host task
+	// budget, HostTaskBudget (0 when the runtime charges nothing).
+	HostTasks      int64
+	HostTaskBudget int64
 }
 
 // Stats returns the admission counters now.
 func (m *Manager) Stats() Stats {
-	running, queued := m.adm.stats()
-	return Stats{Running: running, Queued: queued, MaxConcurrent: m.opts.MaxConcurrent, QueueSize: m.opts.QueueSize, QueueTimeout: m.opts.QueueTimeout}
+	running, queued, tasks := m.adm.stats()
+	return Stats{Running: running, Queued: queued, MaxConcurrent: m.opts.MaxConcurrent, QueueSize: m.opts.QueueSize, QueueTimeout: m.opts.QueueTimeout,
+		HostTasks: tasks, HostTaskBudget: m.opts.HostTasks}
 }
 
 // Drain stops admitting runs: later calls to Run and the runs still queued
@@ -173,6 +205,9 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	}
 	spec.Limits = spec.Limits.WithDefaults(m.opts.Defaults)
 	if err := m.opts.Bounds.Check(spec.Limits); err != nil {
+		return spec, err
+	}
+	if err := m.checkHostTasks(spec.Limits); err != nil {
 		return spec, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(spec.Env)) {
@@ -230,7 +265,7 @@ func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions
 		defer spooled.Close()
 		spec.Workspace.Tar = spooled.Reader()
 	}
-	warm, err := m.admit(ctx, spec)
+	warm, tasks, err := m.admit(ctx, spec)
 	if err != nil {
 		return failed(spec, err), err
 	}
@@ -239,22 +274,22 @@ func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions
 	}
 	m.obs.RunStarted()
 	start := m.clock()
-	res, err := m.run(ctx, spec, warm)
+	res, err := m.run(ctx, spec, warm, tasks)
 	m.obs.RunFinished(res.Status, time.Since(start))
 	return res, err
 }
 
 // run runs spec in warm (a pooled sandbox, already holding the run's slot) or
 // in a sandbox prepared now; either way the sandbox is destroyed and the slot
-// freed by finish.
-func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry) (Result, error) {
+// and the tasks it was charged freed by finish.
+func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry, tasks int64) (Result, error) {
 	log := m.log.With("run", spec.ID)
 	img, err := m.imageInfo(ctx, spec.Image)
 	if err != nil {
 		if warm != nil {
-			m.finish(ctx, warm.inst, log)
+			m.finish(ctx, warm.inst, tasks, log)
 		} else {
-			m.adm.release()
+			m.adm.release(tasks)
 		}
 		return failed(spec, err), err
 	}
@@ -270,7 +305,7 @@ func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry) (Result, 
 			Deadline: t0.Add(spec.Limits.Timeout() + KillGrace + HostGrace + m.opts.PrepareAllowance + exportAllowance(spec.Export != nil)),
 		})
 		if err != nil {
-			m.adm.release()
+			m.adm.release(tasks)
 			res := failed(spec, err)
 			res.ImageDigest = img.Digest
 			if ctx.Err() != nil {
@@ -286,7 +321,7 @@ func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry) (Result, 
 	prepared := m.clock().Sub(t0)
 	res, runErr := inst.Run(ctx, JobFromSpec(spec))
 	ran := m.clock().Sub(t0)
-	closed := m.finish(ctx, inst, log)
+	closed := m.finish(ctx, inst, tasks, log)
 	res.ID = spec.ID
 	res.Image = spec.Image
 	res.ImageDigest = img.Digest

@@ -109,11 +109,13 @@ type warmPool struct {
 	discarded uint64
 }
 
-// warmEntry is one pooled sandbox. It holds an admission slot.
+// warmEntry is one pooled sandbox. It holds an admission slot and the host
+// tasks its limits are charged.
 type warmEntry struct {
 	inst    Instance
 	image   string
 	created time.Time
+	tasks   int64
 }
 
 func newPool(m *Manager, opts PoolOptions) *pool {
@@ -206,28 +208,34 @@ func (p *pool) take(spec Spec) *warmEntry {
 	return got
 }
 
-// evictOne destroys the oldest idle warm sandbox so that its slot goes to a
-// run waiting for one. It reports whether there was one.
-func (p *pool) evictOne() bool {
+// evict destroys the oldest idle warm sandboxes until they free what a run
+// waiting for them lacks: slots sandboxes and tasks host tasks (or the pool
+// is empty).
+func (p *pool) evict(slots int, tasks int64) {
+	var victims []*warmEntry
 	p.mu.Lock()
-	var victim *warmEntry
-	var from *warmPool
-	for _, wp := range p.pools {
-		if len(wp.idle) > 0 && (victim == nil || wp.idle[0].created.Before(victim.created)) {
-			victim, from = wp.idle[0], wp
+	for slots > 0 || tasks > 0 {
+		var victim *warmEntry
+		var from *warmPool
+		for _, wp := range p.pools {
+			if len(wp.idle) > 0 && (victim == nil || wp.idle[0].created.Before(victim.created)) {
+				victim, from = wp.idle[0], wp
+			}
 		}
-	}
-	if victim != nil {
+		if victim == nil {
+			break
+		}
 		from.idle = from.idle[1:]
 		from.discarded++
 		p.ready(from)
+		victims = append(victims, victim)
+		slots--
+		tasks -= victim.tasks
 	}
 	p.mu.Unlock()
-	if victim == nil {
-		return false
+	for _, v := range victims {
+		p.discard(v, "evicted")
 	}
-	p.discard(victim, "evicted")
-	return true
 }
 
 // discard destroys an unused warm sandbox in the background and frees its slot.
@@ -242,7 +250,7 @@ func (p *pool) discard(e *warmEntry, reason string) {
 			p.log.Warn("destroy warm sandbox", "sandbox", e.inst.ID(), "reason", reason, "err", err)
 		}
 		p.m.track(e.inst.ID(), false)
-		p.m.adm.release()
+		p.m.adm.release(e.tasks)
 		p.kickRefill()
 	}()
 }
@@ -327,8 +335,8 @@ func (p *pool) fill() time.Duration {
 				wake = min(wake, wp.next.Sub(now))
 				break
 			}
-			if !p.m.adm.tryAcquire() {
-				break // every slot is busy, or runs are queued: they come first
+			if !p.m.adm.tryAcquire(p.m.hostTasks(wp.limits)) {
+				break // every slot or the host task budget is taken, or runs are queued: they come first
 			}
 			wp.preparing++
 			interval := time.Duration(float64(time.Second) / p.opts.RefillPerSecond)
@@ -358,6 +366,7 @@ func (p *pool) prepare(wp *warmPool) {
 	defer p.loopWG.Done()
 	created := p.m.clock()
 	l := wp.limits
+	tasks := p.m.hostTasks(l) // what fill charged it
 	// A warm sandbox may serve a run with an export: its deadline leaves room.
 	inst, err := p.m.opts.Runtime.Prepare(p.ctx, PrepareOptions{
 		RunID:    newPoolID(),
@@ -373,7 +382,7 @@ func (p *pool) prepare(wp *warmPool) {
 		wp.next = p.m.clock().Add(backoff)
 		stopped := p.stopped
 		p.mu.Unlock()
-		p.m.adm.release()
+		p.m.adm.release(tasks)
 		if !stopped {
 			p.log.Warn("prepare warm sandbox", "image", wp.image, "err", err, "retry_in", backoff)
 		}
@@ -384,11 +393,11 @@ func (p *pool) prepare(wp *warmPool) {
 	if p.stopped {
 		p.mu.Unlock()
 		p.m.track(inst.ID(), true)
-		p.discard(&warmEntry{inst: inst, image: wp.image, created: created}, "shutdown")
+		p.discard(&warmEntry{inst: inst, image: wp.image, created: created, tasks: tasks}, "shutdown")
 		return
 	}
 	p.m.track(inst.ID(), true)
-	wp.idle = append(wp.idle, &warmEntry{inst: inst, image: wp.image, created: created})
+	wp.idle = append(wp.idle, &warmEntry{inst: inst, image: wp.image, created: created, tasks: tasks})
 	p.ready(wp)
 	p.mu.Unlock()
 }
@@ -474,25 +483,27 @@ func newPoolID() string {
 	return "w-" + hex.EncodeToString(b[:])
 }
 
-// admit gives a run its sandbox slot: a warm sandbox's (returned), a free one,
-// or a place in the queue. When every slot is taken and some are held by idle
-// warm sandboxes, one of those is destroyed to make room: real runs come
-// before spare capacity.
-func (m *Manager) admit(ctx context.Context, spec Spec) (*warmEntry, error) {
+// admit gives a run its sandbox slot and the host tasks it is charged: a
+// warm sandbox's (returned), free ones, or a place in the queue. When the
+// run does not fit and idle warm sandboxes hold what it lacks, they are
+// destroyed to make room: real runs come before spare capacity. It returns
+// what the run is charged.
+func (m *Manager) admit(ctx context.Context, spec Spec) (*warmEntry, int64, error) {
 	if w := m.pool.take(spec); w != nil {
-		return w, nil
+		return w, w.tasks, nil
 	}
-	if m.adm.tryAcquire() {
-		return nil, nil
+	tasks := m.hostTasks(spec.Limits)
+	if m.adm.tryAcquire(tasks) {
+		return nil, tasks, nil
 	}
-	m.pool.evictOne()
-	return nil, m.adm.acquire(ctx, m.opts.QueueTimeout)
+	m.pool.evict(m.adm.shortfall(tasks))
+	return nil, tasks, m.adm.acquire(ctx, m.opts.QueueTimeout, tasks)
 }
 
-// finish destroys a used sandbox and frees its slot: before returning, or in
-// the background with BackgroundClose. It returns how long the close took
-// when it was waited for.
-func (m *Manager) finish(ctx context.Context, inst Instance, log *slog.Logger) time.Duration {
+// finish destroys a used sandbox and frees its slot and its tasks: before
+// returning, or in the background with BackgroundClose. It returns how long
+// the close took when it was waited for.
+func (m *Manager) finish(ctx context.Context, inst Instance, tasks int64, log *slog.Logger) time.Duration {
 	closeIt := func() time.Duration {
 		t0 := m.clock()
 		if err := inst.Close(context.WithoutCancel(ctx)); err != nil {
@@ -500,7 +511,7 @@ func (m *Manager) finish(ctx context.Context, inst Instance, log *slog.Logger) t
 		}
 		d := m.clock().Sub(t0)
 		m.track(inst.ID(), false)
-		m.adm.release()
+		m.adm.release(tasks)
 		m.pool.kickRefill()
 		return d
 	}

@@ -157,10 +157,10 @@ func probeGVisor(ctx context.Context, bin, want string) (GVisorInfo, error) {
 
 // adaptForGVisor changes what runsc needs changed in a bundle built for a
 // runtime on the host kernel: the pids limit is enforced inside gVisor's
-// kernel and the host cgroup only bounds the sandbox as a whole
-// (sandbox.GVisorTaskLimits says why).
-func adaptForGVisor(s *specs.Spec, l sandbox.Limits, platform string) {
-	nproc, host := sandbox.GVisorTaskLimits(l.Pids, platform)
+// kernel and the host cgroup only bounds the sandbox as a whole, at host
+// tasks (sandbox.GVisorTaskLimits says why; Runtime.sandboxPids gives it).
+func adaptForGVisor(s *specs.Spec, l sandbox.Limits, host int64) {
+	nproc, _ := sandbox.GVisorTaskLimits(l.Pids, "")
 	s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(nproc), Soft: uint64(nproc)})
 	if r := s.Linux.Resources; r != nil && r.Pids != nil {
 		r.Pids = &specs.LinuxPids{Limit: &host}

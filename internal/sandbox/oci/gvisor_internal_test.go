@@ -56,7 +56,9 @@ func FuzzParsePlatforms(f *testing.F) {
 
 // TestAdaptForGVisor: a runsc bundle moves the pids limit inside gVisor
 // (RLIMIT_NPROC of the job's uid, one less than pids) and bounds the whole
-// sandbox in the host cgroup by platform; nothing else of the bundle changes.
+// sandbox in the host cgroup by platform, at what the sandbox is charged of
+// the host task budget less the runtime's own process; nothing else of the
+// bundle changes.
 func TestAdaptForGVisor(t *testing.T) {
 	base, err := newSpecBase("")
 	if err != nil {
@@ -70,7 +72,8 @@ func TestAdaptForGVisor(t *testing.T) {
 	}{{PlatformSystrap, 4*64 + 512}, {PlatformPtrace, 64*64 + 512}, {"", 64*64 + 512}} {
 		s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: time.Now()}, ident, "r-1", "/cache/x", "/opt/aster-init", nil)
 		before := len(s.Process.Rlimits)
-		adaptForGVisor(s, l, c.platform)
+		r := &Runtime{kind: "runsc", gvisor: GVisorInfo{Platform: c.platform}}
+		adaptForGVisor(s, l, r.sandboxPids(l))
 		var nproc *specs.POSIXRlimit
 		for i, r := range s.Process.Rlimits {
 			if r.Type == "RLIMIT_NPROC" {
@@ -83,10 +86,16 @@ func TestAdaptForGVisor(t *testing.T) {
 		if got := *s.Linux.Resources.Pids.Limit; got != c.host {
 			t.Errorf("%q: host pids %d, want %d", c.platform, got, c.host)
 		}
+		if got := r.HostTasks(l); got != c.host+runtimeProcessTasks {
+			t.Errorf("%q: charged %d host tasks, want %d", c.platform, got, c.host+runtimeProcessTasks)
+		}
 	}
 	// The crun bundle of the same base is untouched.
 	s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: time.Now()}, ident, "r-1", "/cache/x", "/opt/aster-init", nil)
 	if *s.Linux.Resources.Pids.Limit != 64 {
 		t.Errorf("crun bundle pids %d", *s.Linux.Resources.Pids.Limit)
+	}
+	if got := (&Runtime{kind: "crun"}).HostTasks(l); got != 64+runtimeProcessTasks {
+		t.Errorf("crun sandbox charged %d host tasks, want %d", got, 64+runtimeProcessTasks)
 	}
 }

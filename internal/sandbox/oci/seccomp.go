@@ -28,10 +28,7 @@ const (
 func (r *Runtime) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identity, id, rootfs string) *specs.Spec {
 	spec := r.base.bundleSpec(opts, ident, id, rootfs, r.initAbs, r.opts.Annotations)
 	if r.kind == "runsc" {
-		adaptForGVisor(spec, opts.Limits, r.gvisor.Platform)
-		if n := r.opts.gvisorHostTasks; n > 0 && spec.Linux.Resources != nil && spec.Linux.Resources.Pids != nil {
-			spec.Linux.Resources.Pids.Limit = &n // a test of what happens at the bound
-		}
+		adaptForGVisor(spec, opts.Limits, r.sandboxPids(opts.Limits))
 	}
 	if r.kind != "crun" {
 		return spec
