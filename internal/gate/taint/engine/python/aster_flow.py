@@ -533,7 +533,7 @@ class Analyzer:
             return self.source(fr, node, LOCAL)
         if q and q.startswith("random.") and q.split(".")[-1] in R.WEAK_RANDOM_FUNCS and "SystemRandom" not in q:
             return union(self.source(fr, node, RAND), alla)
-        if recv_t and meth == "get" and self.is_source_text(recv_t, recv) and not args[1:2]:
+        if recv_t and meth in ("get", "getlist", "get_all", "getone") and self.is_source_text(recv_t, recv) and not any(args[1:2]):
             return self.retext(recv_t, node, fr)
 
         # pattern rules that look at the call's shape
