@@ -402,7 +402,7 @@ func RedactComment(c Comment, rd *safetext.Redactor) Comment {
 // neutral, and the notes say why.
 func NotReviewed(modelNote string, notes ...string) *Report {
 	return &Report{
-		Version: ReportVersion, Analyzers: []gate.AnalyzerResult{}, Findings: []gate.Marked{}, Conclusion: Incomplete,
+		Version: ReportVersion, Analyzers: []gate.AnalyzerResult{}, Findings: []gate.Marked{}, Superseded: []finding.Finding{}, Conclusion: Incomplete,
 		Files: FilesInfo{Omitted: []OmittedFile{}}, Notes: notes, DurationsMS: map[string]int64{},
 		Model: ModelReport{Status: ModelSkipped, Note: modelNote, Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}},
 	}

@@ -227,7 +227,7 @@ class Analyzer:
         """The qualified name an expression resolves to, or None."""
         if isinstance(node, ast.Name):
             n = node.id
-            if n in fr.kinds and fr.kinds[n] not in ("list", "str", "listhead"):
+            if n in fr.kinds and fr.kinds[n] not in ("list", "str", "listhead", "built", "session"):
                 return fr.kinds[n]
             if n in fr.env or n in fr.params:
                 return None
@@ -244,7 +244,7 @@ class Analyzer:
             if base is None:
                 if isinstance(node.value, ast.Name) and node.value.id in fr.kinds:
                     k = fr.kinds[node.value.id]
-                    if k not in ("list", "str", "listhead"):
+                    if k not in ("list", "str", "listhead", "built", "session"):
                         return k + "." + node.attr
                 if isinstance(node.value, ast.Call):
                     cq = self.qualname(fr, node.value.func)
@@ -299,7 +299,8 @@ class Analyzer:
                     fr.func.summary.sinks.append((Label(PARAM, lab.origin, lab.trace + (step,), lab.san),
                                                   category, (fr.mod.path, node.lineno, getattr(node, "col_offset", 0),
                                                              getattr(node, "end_lineno", node.lineno),
-                                                             getattr(node, "end_col_offset", 0)), sink_text))
+                                                             getattr(node, "end_col_offset", 0)), sink_text,
+                                                  getattr(fr, "sink_built", False)))
                 continue
             if lab.kind not in kinds:
                 continue
@@ -698,13 +699,14 @@ class Analyzer:
                 out[nl.key()] = nl
             return out
 
-        for lab, category, loc, sink_text in list(s.sinks):
+        self.ctx.called.add(id(callee))
+        for lab, category, loc, sink_text, built in list(s.sinks):
             for a in through(lab, lab).values():
                 if category in a.san:
                     continue
                 if a.kind == PARAM:
                     if fr.func is not None and fr.func.qual != "<module>":
-                        entry = (a, category, loc, sink_text)
+                        entry = (a, category, loc, sink_text, built)
                         if not any(e[0].key() == a.key() and e[1] == category and e[2] == loc for e in fr.func.summary.sinks):
                             fr.func.summary.sinks.append(entry)
                     continue
@@ -804,7 +806,27 @@ class Analyzer:
 
     # ------------------------------------------------------------ sinks
 
+    def is_built(self, fr, node):
+        """Whether an argument is text built from pieces (concatenation,
+        %-formatting, an f-string, str.format), directly or through a name
+        bound to such text in this function."""
+        if isinstance(node, ast.JoinedStr):
+            return True
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("format", "join", "replace"):
+            return True
+        if isinstance(node, ast.Call) and self.qualname(fr, node.func) in ("sqlalchemy.text", "sqlalchemy.sql.text") and node.args:
+            return self.is_built(fr, node.args[0])
+        if isinstance(node, ast.Name):
+            return fr.kinds.get(node.id) == "built"
+        return False
+
     def check_sinks(self, fr, node, q, meth, recv, recv_t, args, kw, kwstar):
+        first = node.args[0] if node.args else (node.keywords[0].value if node.keywords else None)
+        fr.sink_built = first is not None and self.is_built(fr, first)
+        if q in ("builtins.eval", "builtins.exec"):
+            fr.sink_built = True
         spec = R.SINK_CALLS.get(q) if q else None
         if q in R.SUBPROCESS_CALLS:
             self.subprocess_sink(fr, node, q, args, kw)
@@ -1145,13 +1167,17 @@ class Analyzer:
                     k = "class:" + ref.cls.mod.path + ":" + ref.cls.name
             if isinstance(value.func, ast.Attribute) and value.func.attr == "split":
                 k = "listhead"
+            if isinstance(value.func, ast.Attribute) and value.func.attr == "format":
+                k = "built"
         elif isinstance(value, ast.Await) and isinstance(value.value, ast.Call):
             q = self.qualname(fr, value.value.func)
             if q and (q.endswith("get_session") or q.endswith("new_session")):
                 k = "session"
         elif isinstance(value, (ast.List, ast.Tuple)):
             k = "list"
-        elif isinstance(value, (ast.JoinedStr, ast.Constant)) or (isinstance(value, ast.BinOp)):
+        elif isinstance(value, ast.JoinedStr) or (isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Mod))):
+            k = "built"
+        elif isinstance(value, ast.Constant) or isinstance(value, ast.BinOp):
             k = "str"
         if k is None:
             fr.kinds.pop(n, None)

@@ -47,6 +47,7 @@ class Project:
         self.file_ms = {}
         self.templates = T.Templates(self)
         self.final = False
+        self.called = set()                     # id(FuncInfo) of every function a call reached
 
     # ------------------------------------------------------------ files
 
@@ -366,6 +367,7 @@ class Project:
         self.findings = {}
         self.final = True
         self.one_pass(report=True)
+        self.report_uncalled()
         self.wall = time.monotonic() - t_start
         self.passes = passes
 
@@ -405,6 +407,32 @@ class Project:
             for fi in mod.all_funcs:
                 fi.summary = type(fi.summary)()
 
+    # Categories where a function that builds its parameter into the sink's
+    # text is a finding by itself when nothing in the analysed code calls it
+    # (an API whose callers are elsewhere): SQL text, a shell command, code.
+    UNCALLED_CATEGORIES = ("sql-injection", "command-injection", "code-injection")
+
+    def report_uncalled(self):
+        for rel in sorted(self.modules):
+            if rel not in self.target_set or rel in self.skipped:
+                continue
+            for fi in self.modules[rel].all_funcs:
+                if id(fi) in self.called or fi.qual.count("<locals>") or getattr(fi, "tainted_params", None):
+                    continue
+                if fi.node.name.startswith("test") or fi.node.name in ("__init__",):
+                    continue
+                for lab, category, loc, sink_text, built in fi.summary.sinks:
+                    pname, attr = lab.origin
+                    if category not in self.UNCALLED_CATEGORIES or not built or attr is not None or pname in ("self", "cls"):
+                        continue
+                    path, line = loc[0], loc[1]
+                    key = (path, line, category)
+                    if key in self.findings or path != rel:
+                        continue
+                    first = lab.trace[0]
+                    trace = ((first[0], first[1], "%s (parameter of %s)" % (pname, fi.qual)),) + lab.trace[1:]
+                    self.report_at(category, loc, trace, PARAM, sink_text)
+
     # ------------------------------------------------------------ findings
 
     def wanted(self, path, trace):
@@ -432,12 +460,14 @@ class Project:
             self.dropped = getattr(self, "dropped", 0) + 1
             return
         level = R.CATEGORIES[category][2]
-        if kind in (LOCAL, RAND):
+        if kind in (LOCAL, RAND, PARAM):
             level = "warning"
         title = R.CATEGORIES[category][1]
         src = trace[0][2] if trace else "input"
         if kind == RAND:
             msg = "a weak random value (%s) is used for %s (%s)" % (src, sink_text, title)
+        elif kind == PARAM:
+            msg = "%s reaches %s (%s); no caller in the analysed code checks it" % (src, sink_text, title)
         else:
             msg = "%s reaches %s (%s)" % (src, sink_text, title)
         self.findings[key] = {"category": category, "path": path, "line": line, "col": col + 1,
