@@ -213,6 +213,7 @@ class Frame:
         self.returns = {}
         self.params = set(func.params + func.kwonly + [func.vararg, func.kwarg]) - {None} if func else set()
         self.local_funcs = {}
+        self.clean_exprs = {}      # source expression text -> categories a guard proved safe
         self.urlparse_of = {}      # name bound to urlparse(x) -> x's name
         self.realpath_of = {}      # name bound to realpath(x) -> x's name
 
@@ -374,7 +375,10 @@ class Analyzer:
 
     def retext(self, t, node, fr):
         out = {}
-        new = step_of(fr.mod.path, node.lineno, text_of(node))
+        text = text_of(node)
+        new = step_of(fr.mod.path, node.lineno, text)
+        if text in fr.clean_exprs:
+            t = sanitize(t, fr.clean_exprs[text])
         for k, lab in t.items():
             if lab.kind != PARAM and len(lab.trace) == 1:
                 lab = Label(lab.kind, lab.origin, (new,), lab.san)
@@ -557,11 +561,19 @@ class Analyzer:
             return sanitize(alla, {"xss", "open-redirect"})
         if q in R.SINK_CALLS and R.SINK_CALLS[q][0] in ("xss", "open-redirect", "template-injection"):
             return sanitize(alla, {"xss", "open-redirect"})
-        if (q in R.SINK_CALLS and R.SINK_CALLS[q][0] not in ("ssrf",)) or q in R.SUBPROCESS_CALLS:
+        if (q in R.SINK_CALLS and R.SINK_CALLS[q][0] not in ("ssrf",)) or q in R.SUBPROCESS_CALLS or \
+                q in ("yaml.load", "yaml.load_all", "numpy.load"):
             # what a command, a query or a file read returns is not the request's data
             return EMPTY
         if q in R.HTML_RESPONSES:
             return sanitize(alla, {"xss"})
+        ms = R.SINK_METHODS.get(meth) if meth else None
+        if ms is not None and ms[0] != "ssrf" and (ms[3] is None or any(g in fr.mod.libs for g in ms[3])) \
+                and not (q and q.startswith(("re.", "regex."))):
+            # rows a query returns, entries an LDAP search finds: not the request's data
+            return EMPTY
+        if meth in R.XPATH_FIND_METHODS and any(l in fr.mod.libs for l in R.XML_LIBS) and not recv_t:
+            return EMPTY
         callee = self.resolve_call(fr, func, q)
         if callee is not None:
             return self.apply_summary(fr, node, callee, recv, recv_t, args, kw, kwstar)
@@ -825,7 +837,8 @@ class Analyzer:
     def check_sinks(self, fr, node, q, meth, recv, recv_t, args, kw, kwstar):
         first = node.args[0] if node.args else (node.keywords[0].value if node.keywords else None)
         fr.sink_built = first is not None and self.is_built(fr, first)
-        if q in ("builtins.eval", "builtins.exec"):
+        if q in ("builtins.eval", "builtins.exec") or (q in R.SINK_CALLS and R.SINK_CALLS[q][0] == "insecure-deserialization") \
+                or q in ("yaml.load", "yaml.load_all"):
             fr.sink_built = True
         spec = R.SINK_CALLS.get(q) if q else None
         if q in R.SUBPROCESS_CALLS:
@@ -1067,7 +1080,7 @@ class Analyzer:
         line = getattr(node, "lineno", 0)
         if isinstance(target, ast.Name):
             n = target.id
-            self.weak_random_store(fr, n, t, node)
+            t = self.weak_random_store(fr, n, t, node)
             self.set_kind(fr, n, value, augment)
             if fields:
                 for attr, ft in fields.items():
@@ -1101,7 +1114,7 @@ class Analyzer:
             return
         if isinstance(target, ast.Attribute):
             text = text_of(target)
-            self.weak_random_store(fr, target.attr, t, node)
+            t = self.weak_random_store(fr, target.attr, t, node)
             base = target.value
             if isinstance(base, ast.Name):
                 key = base.id + "." + target.attr
@@ -1124,8 +1137,8 @@ class Analyzer:
                 if btext != "session" or bq in R.SESSION_NAMES or fr.kinds.get("session") == "session" \
                         or "flask" in fr.mod.libs or "aiohttp_session" in fr.mod.libs:
                     self.sink(fr, "trust-boundary", node, t, btext + "[...]")
-            if isinstance(base, ast.Attribute) and base.attr == "headers" and isinstance(keyname, str) \
-                    and keyname.lower() == "location":
+            if isinstance(keyname, str) and keyname.lower() == "location" and \
+                    (isinstance(base, ast.Attribute) and base.attr == "headers" or isinstance(base, ast.Name)):
                 self.sink(fr, "open-redirect", node, t, btext + "['Location']")
             if isinstance(base, ast.Name) and t:
                 if isinstance(keyname, str):
@@ -1185,14 +1198,17 @@ class Analyzer:
             fr.kinds[n] = k
 
     def weak_random_store(self, fr, name, t, node):
+        """A weak random value stored under a secret's name is reported once,
+        here; the stored value is then marked, so its later uses are not."""
         if not t or not isinstance(name, str) or not R.secret_name(name):
-            return
+            return t
         rt = only_kind(t, (RAND,))
         if rt:
             self.sink(fr, "weak-randomness", node, rt, name, kinds=(RAND,))
         pt = only_kind(t, (PARAM,))
         if pt:
             self.sink(fr, "weak-randomness", node, pt, name, kinds=(RAND,))
+        return sanitize(t, {"weak-randomness"}) if rt else t
 
     def s_Return(self, fr, node):
         if node.value is None:
@@ -1210,7 +1226,10 @@ class Analyzer:
             if isinstance(body, ast.Tuple) and body.elts:
                 body = body.elts[0]
                 t = self.expr(fr, body)
-            if isinstance(body, (ast.Dict, ast.List, ast.ListComp, ast.DictComp)):
+            if isinstance(body, (ast.Dict, ast.List, ast.ListComp, ast.DictComp, ast.Set, ast.Tuple)):
+                return
+            if isinstance(body, ast.Call) and self.qualname(fr, body.func) in (
+                    "builtins.list", "builtins.dict", "builtins.tuple", "builtins.set", "builtins.sorted"):
                 return
             self.sink(fr, "xss", node, t, "return from view " + f.node.name)
 
@@ -1329,6 +1348,9 @@ class Analyzer:
 
     def apply_guard(self, fr, test, truth):
         for name, cats in self.guard_facts(fr, test, truth).items():
+            if "[" in name or "(" in name:
+                fr.clean_exprs[name] = frozenset(fr.clean_exprs.get(name, frozenset()) | cats)
+                continue
             for key in list(fr.env):
                 if key == name or key.startswith(name + ".") or key.startswith(name + "["):
                     fr.env[key] = sanitize(fr.env[key], cats)
@@ -1428,6 +1450,10 @@ class Analyzer:
 
 
 def name_of(node):
+    if isinstance(node, (ast.Subscript, ast.Call)) and len(text_of(node)) < 120 and \
+            any(isinstance(n, ast.Name) and n.id in ("request", "req") for n in ast.walk(node)) and \
+            not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("lower", "strip", "upper", "casefold")):
+        return text_of(node)
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):

@@ -409,8 +409,9 @@ class Project:
 
     # Categories where a function that builds its parameter into the sink's
     # text is a finding by itself when nothing in the analysed code calls it
-    # (an API whose callers are elsewhere): SQL text, a shell command, code.
-    UNCALLED_CATEGORIES = ("sql-injection", "command-injection", "code-injection")
+    # (an API whose callers are elsewhere): SQL text, a shell command, code;
+    # and one that unpickles (or yaml.loads) its parameter as it is.
+    UNCALLED_CATEGORIES = ("sql-injection", "command-injection", "code-injection", "insecure-deserialization")
 
     def report_uncalled(self):
         for rel in sorted(self.modules):

@@ -433,7 +433,8 @@ def secret_name(name):
     for w in words:
         if w in SECRET_WORDS or w.endswith("token") or w.endswith("password") or w.endswith("secret"):
             return True
-    return "apikey" in name.lower().replace("_", "")
+    compact = name.lower().replace("_", "").replace("-", "")
+    return any(w in compact for w in ("apikey", "sessionid", "sessid", "secretkey", "authtoken", "csrftoken"))
 
 
 WEAK_RANDOM_FUNCS = {"random", "randint", "choice", "choices", "randrange", "getrandbits", "sample",

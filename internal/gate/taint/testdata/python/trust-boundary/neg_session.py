@@ -12,3 +12,11 @@ def prefs():
     session["role"] = role
     session["visits"] = session.get("visits", 0) + 1
     return {}
+
+
+@app.route("/login", methods=["POST"])
+def login():
+    if request.form["user"] == "admin" and request.form["password"] == app.config["ADMIN_PASSWORD"]:
+        session["user"] = request.form["user"]
+        return {}
+    return {"error": "login"}, 401

@@ -9,3 +9,8 @@ def make_reset_token():
 def new_user(db, name):
     password = str(random.randint(100000, 999999))  # taint: weak-randomness
     db.insert(name, password)
+
+
+def session_id():
+    sid = random.getrandbits(64)  # taint: weak-randomness
+    return sid
