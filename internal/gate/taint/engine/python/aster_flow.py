@@ -295,6 +295,10 @@ class Analyzer:
         for lab in t.values():
             if category in lab.san:
                 continue
+            if category == "trust-boundary" and any(st[2].endswith("()") for st in lab.trace[1:]):
+                # what a function returns for request data (a login check's
+                # user name) is taken as that function's verdict on it
+                continue
             if lab.kind == PARAM:
                 if fr.func is not None and fr.func.qual != "<module>":
                     fr.func.summary.sinks.append((Label(PARAM, lab.origin, lab.trace + (step,), lab.san),
@@ -553,10 +557,9 @@ class Analyzer:
             return sanitize(alla if recv is None or self.qualname(fr, recv) else union(alla, recv_t), R.SANITIZERS[q])
         if meth in ("escape", "quote") and not q:
             return sanitize(union(alla, recv_t), R.SANITIZERS.get("escape"))
-        if q in R.CLEAN_CALLS or (q and q.startswith(R.CLEAN_PREFIXES)):
-            return EMPTY
-        if meth in R.CLEAN_METHODS:
-            return EMPTY
+        if q in R.CLEAN_CALLS or (q and q.startswith(R.CLEAN_PREFIXES)) or meth in R.CLEAN_METHODS:
+            # a number or a digest of a weak random value is still predictable
+            return only_kind(union(alla, recv_t), (RAND,))
         if q in R.SAFE_RESULT_CALLS:
             return sanitize(alla, {"xss", "open-redirect"})
         if q in R.SINK_CALLS and R.SINK_CALLS[q][0] in ("xss", "open-redirect", "template-injection"):
@@ -974,6 +977,10 @@ class Analyzer:
         if meth == "set_cookie" or (q and q.endswith(".set_cookie")):
             if any(k.arg is None for k in node.keywords):
                 return
+            value = node.args[1] if len(node.args) > 1 else kws.get("value")
+            if (isinstance(value, ast.Constant) and value.value in ("", None)) or \
+                    any(k in kws and isinstance(kws[k], ast.Constant) and kws[k].value == 0 for k in ("expires", "max_age")):
+                return  # deleting a cookie carries nothing
             miss = []
             if "secure" not in kws or false(kws["secure"]):
                 miss.append("secure")

@@ -148,11 +148,14 @@ class Project:
                 for a in node.names:
                     mod.libs.add(a.name.split(".")[0])
                     if a.asname:
-                        mod.imports[a.asname] = a.name
+                        mod.imports[a.asname] = self.sibling(mod, a.name)
                     else:
-                        mod.imports[a.name.split(".")[0]] = a.name.split(".")[0]
+                        top = a.name.split(".")[0]
+                        mod.imports[top] = self.sibling(mod, top)
             elif isinstance(node, ast.ImportFrom):
                 base = node.module or ""
+                if not node.level and base:
+                    base = self.sibling(mod, base)
                 if node.level:
                     parts = pkg.split(".") if pkg else []
                     if node.level > 1:
@@ -177,6 +180,19 @@ class Project:
                 mod.defined.add(t)
         for fi in mod.all_funcs:
             self.route_params(mod, fi)
+
+    def sibling(self, mod, dotted):
+        """A module imported by a script run from its own directory ("import
+        libuser" beside libuser.py) is that file: its full dotted name."""
+        d = os.path.dirname(mod.path)
+        if not d:
+            return dotted
+        rel = d + "/" + dotted.replace(".", "/")
+        for cand in (rel + ".py", rel + "/__init__.py"):
+            full = os.path.join(self.root, cand)
+            if os.path.isfile(full) and not os.path.islink(full):
+                return module_name(cand)
+        return dotted
 
     def collect_class(self, mod, node, qual):
         ci = ClassInfo(mod, node)
