@@ -15,6 +15,7 @@ Everything is deterministic: dictionaries keep insertion order, files and
 functions are visited sorted, and the first trace to reach a key is kept."""
 
 import ast
+import re
 
 import aster_rules as R
 
@@ -343,9 +344,18 @@ class Analyzer:
             return fr.mod.globals[n]
         return EMPTY
 
+    def in_http_handler(self, fr):
+        """Whether fr is a do_GET-style method of a standard library HTTP
+        request handler (http.server), whose self carries the request."""
+        f = fr.func
+        return f is not None and f.cls is not None and f.node.name.startswith("do_")
+
     def e_Attribute(self, fr, node):
         base = node.value
         if node.attr in R.REQUEST_ATTRS and self.is_request(fr, base):
+            return self.source(fr, node, WEB)
+        if node.attr in ("path", "headers", "rfile", "requestline") and isinstance(base, ast.Name) and base.id == "self" \
+                and self.in_http_handler(fr):
             return self.source(fr, node, WEB)
         q = self.qualname(fr, node)
         if q in R.LOCAL_SOURCES:
@@ -397,7 +407,16 @@ class Analyzer:
             safe = self.prefix_safety(fr, node.left)
             t = sanitize(t, safe)
         if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
+            t = self.secret_in_text(fr, node, node.left.value, t)
             t = sanitize(t, self.const_prefix_safety(node.left.value.split("%", 1)[0]))
+        return t
+
+    def secret_in_text(self, fr, node, text, t):
+        """A weak random value formatted into text that names a secret
+        ("SESSIONID=%s", "token: {}") is a weak secret."""
+        if only_kind(t, (RAND,)) and R.SECRET_IN_TEXT.search(text):
+            self.sink(fr, "weak-randomness", node, only_kind(t, (RAND,)), R.SECRET_IN_TEXT.search(text).group(0), kinds=(RAND,))
+            return sanitize(t, {"weak-randomness"})
         return t
 
     def prefix_safety(self, fr, node):
@@ -435,6 +454,8 @@ class Analyzer:
                 continue
             seen_value = True
             t = union(t, self.expr(fr, v))
+        text = "".join(str(v.value) for v in node.values if isinstance(v, ast.Constant))
+        t = self.secret_in_text(fr, node, text, t)
         return sanitize(t, self.const_prefix_safety(prefix)) if prefix else t
 
     def e_FormattedValue(self, fr, node):
@@ -553,6 +574,12 @@ class Analyzer:
         self.check_sinks(fr, node, q, meth, recv, recv_t, args, kw, kwstar)
 
         # the call's result
+        if q in ("re.sub", "regex.sub") and len(node.args) >= 3 and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value == "" \
+                and str(node.args[0].value).startswith("[^") and str(node.args[0].value).rstrip("+*").endswith("]") \
+                and not any(c in re.sub(r"\\[wdsWDS]", "", str(node.args[0].value)) for c in "./\\'\"<>;|&$`%()"):
+            # deleting every character outside a class of word characters
+            return sanitize(args[2], R.ALL)
         if q in R.SANITIZERS:
             return sanitize(alla if recv is None or self.qualname(fr, recv) else union(alla, recv_t), R.SANITIZERS[q])
         if meth in ("escape", "quote") and not q:
@@ -870,6 +897,9 @@ class Analyzer:
             return
         if meth is None:
             return
+        if meth == "write" and isinstance(recv, ast.Attribute) and recv.attr == "wfile" and self.in_http_handler(fr):
+            self.sink(fr, "xss", node, union(*args), text_of(node.func))
+            return
         # receiver-typed: pathlib.Path(x).read_text()
         if meth in ("open", "read_text", "read_bytes", "write_text", "write_bytes", "unlink", "rmdir",
                     "mkdir", "touch", "iterdir", "rename", "replace") and recv is not None:
@@ -880,7 +910,8 @@ class Analyzer:
             if is_path:
                 self.sink(fr, "path-traversal", node, recv_t, text_of(node.func))
                 return
-        if meth in R.XPATH_FIND_METHODS and args and any(l in fr.mod.libs for l in R.XML_LIBS):
+        if meth in R.XPATH_FIND_METHODS and args and any(l in fr.mod.libs for l in R.XML_LIBS) \
+                and not (q and q.startswith(("re.", "regex."))):
             if not recv_t and not isinstance(recv, ast.Constant) and self.looks_like_xpath(node.args[0]):
                 self.sink(fr, "xpath-injection", node, args[0], text_of(node.func))
             return

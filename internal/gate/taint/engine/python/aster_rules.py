@@ -439,3 +439,6 @@ def secret_name(name):
 
 WEAK_RANDOM_FUNCS = {"random", "randint", "choice", "choices", "randrange", "getrandbits", "sample",
                      "uniform", "shuffle", "randbytes", "triangular", "gauss"}
+
+# Text that names a secret right before a value: "SESSIONID=%s", "token: {}".
+SECRET_IN_TEXT = re.compile(r"(?i)\b(session[_-]?id|sessid|sid|token|secret|password|passwd|api[_-]?key|nonce|csrf[_-]?token|otp)\s*[=:]")
