@@ -354,6 +354,10 @@ class Analyzer:
         base = node.value
         if node.attr in R.REQUEST_ATTRS and self.is_request(fr, base):
             return self.source(fr, node, WEB)
+        if node.attr in R.REQUEST_URL_ATTRS and self.is_request(fr, base):
+            # the URL the client asked for: its text is the client's, its host
+            # is this server's (a redirect or fetch to it stays here)
+            return sanitize(self.source(fr, node, WEB), {"open-redirect", "ssrf"})
         if node.attr in ("path", "headers", "rfile", "requestline") and isinstance(base, ast.Name) and base.id == "self" \
                 and self.in_http_handler(fr):
             return self.source(fr, node, WEB)
@@ -438,9 +442,10 @@ class Analyzer:
             return frozenset()
         if len(s) >= 2 and s[0] == "/" and s[1] not in "/\\":
             return frozenset({"open-redirect", "ssrf"})
-        if s and s[0] not in "/\\" and not s.startswith(("http", "ftp", "//", "file", "javascript", "data")):
-            if s and s[0].isalnum():
-                return frozenset({"ssrf"}) if "." not in s and ":" not in s else frozenset()
+        low = s.lower()
+        if s and s[0].isalnum() and ":" not in s and not low.startswith(("http", "ftp", "file", "javascript", "data", "ws", "mailto")):
+            # a relative path: it stays on this site, and is no URL to fetch
+            return frozenset({"ssrf", "open-redirect"})
         return frozenset()
 
     def e_JoinedStr(self, fr, node):
@@ -604,6 +609,9 @@ class Analyzer:
             return EMPTY
         if meth in R.XPATH_FIND_METHODS and any(l in fr.mod.libs for l in R.XML_LIBS) and not recv_t:
             return EMPTY
+        if isinstance(func, ast.Attribute) and R.ORM_CALL.search(text_of(func)):
+            # a row an ORM query returns is the database's, not the request's
+            return only_kind(alla, (RAND,))
         callee = self.resolve_call(fr, func, q)
         if callee is not None:
             return self.apply_summary(fr, node, callee, recv, recv_t, args, kw, kwstar)
@@ -1252,13 +1260,13 @@ class Analyzer:
         if node.value is None:
             return
         t = self.expr(fr, node.value)
-        fr.returns = union(fr.returns, extend(t, step_of(fr.mod.path, node.lineno, "return " + text_of(node.value))) if t else t)
         f = fr.func
+        if f is not None and t and R.secret_name(f.node.name) and f.qual != "<module>":
+            t = self.weak_random_store(fr, f.node.name, t, node)
+        fr.returns = union(fr.returns, extend(t, step_of(fr.mod.path, node.lineno, "return " + text_of(node.value))) if t else t)
         tmpl = getattr(f, "template", None) if f is not None else None
         if tmpl and isinstance(node.value, ast.Dict):
             self.ctx.templates.render(fr, node, tmpl, self.dict_context(fr, node.value))
-        if f is not None and t and R.secret_name(f.node.name) and f.qual != "<module>":
-            self.weak_random_store(fr, f.node.name, t, node)
         if f is not None and f.route == "flask" and t:
             body = node.value
             if isinstance(body, ast.Tuple) and body.elts:

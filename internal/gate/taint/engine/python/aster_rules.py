@@ -67,6 +67,8 @@ REQUEST_METHODS = {
     "get_json", "get_data", "post", "json", "text", "read", "multipart", "form",
     "get_full_path", "body", "values",
 }
+# The request's own URL: the client's text, this server's host.
+REQUEST_URL_ATTRS = {"url", "base_url", "url_root", "host_url", "uri", "full_url"}
 # Tornado's RequestHandler methods.
 HANDLER_METHODS = {"get_argument", "get_arguments", "get_query_argument", "get_query_arguments",
                    "get_body_argument", "get_body_arguments", "get_cookie"}
@@ -196,6 +198,8 @@ SINK_CALLS = {
     "builtins.__import__": ("code-injection", (0,), ("name",)),
     "importlib.import_module": ("code-injection", (0,), ("name",)),
     "code.InteractiveInterpreter.runsource": ("code-injection", (0,), ()),
+    "PIL.ImageMath.eval": ("code-injection", (0,), ("expression",)),
+    "PIL.ImageMath.unsafe_eval": ("code-injection", (0,), ("expression",)),
     # path
     "builtins.open": ("path-traversal", (0,), ("file",)),
     "builtins.file": ("path-traversal", (0,), ()),
@@ -442,3 +446,7 @@ WEAK_RANDOM_FUNCS = {"random", "randint", "choice", "choices", "randrange", "get
 
 # Text that names a secret right before a value: "SESSIONID=%s", "token: {}".
 SECRET_IN_TEXT = re.compile(r"(?i)\b(session[_-]?id|sessid|sid|token|secret|password|passwd|api[_-]?key|nonce|csrf[_-]?token|otp)\s*[=:]")
+
+# ORM queries: Django managers (Model.objects.get), SQLAlchemy (Model.query,
+# session.query): their results are rows, not the arguments' data.
+ORM_CALL = re.compile(r"(^|\.)(objects|query)\.|^db\.session\.|\.query\(|(^|\.)objects$")
