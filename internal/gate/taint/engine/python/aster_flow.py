@@ -310,6 +310,9 @@ class Analyzer:
                 continue
             if lab.kind not in kinds:
                 continue
+            if lab.kind == LOCAL and category not in R.LOCAL_CATEGORIES:
+                # a file, URL or page the process's own user names is theirs
+                continue
             self.ctx.report(category, fr.mod.path, node, lab.trace + (step,), lab.kind, sink_text)
 
     def pattern(self, fr, category, node, message, level="warning"):
@@ -966,7 +969,9 @@ class Analyzer:
             if not cmd_node.elts:
                 return
             head = cmd_node.elts[0]
-            head_t = self.expr(fr, head)
+            # a command-line tool runs the program its own user names: only
+            # a web request choosing the program counts
+            head_t = only_kind(self.expr(fr, head), (WEB, PARAM))
             if head_t:
                 self.sink(fr, "command-injection", node, head_t, sink_text)
                 return
@@ -1014,8 +1019,8 @@ class Analyzer:
 
         # cookies
         if meth == "set_cookie" or (q and q.endswith(".set_cookie")):
-            if any(k.arg is None for k in node.keywords):
-                return
+            if any(k.arg is None for k in node.keywords) or not any(l in fr.mod.libs for l in R.WEB_FRAMEWORKS):
+                return  # a client's cookie jar (requests, http.cookiejar) is no response
             value = node.args[1] if len(node.args) > 1 else kws.get("value")
             if (isinstance(value, ast.Constant) and value.value in ("", None)) or \
                     any(k in kws and isinstance(kws[k], ast.Constant) and kws[k].value == 0 for k in ("expires", "max_age")):
@@ -1277,6 +1282,9 @@ class Analyzer:
             if isinstance(body, ast.Call) and self.qualname(fr, body.func) in (
                     "builtins.list", "builtins.dict", "builtins.tuple", "builtins.set", "builtins.sorted"):
                 return
+            # a JSON body returned whole is a dict or a list: Flask sends JSON
+            t = {k: lab for k, lab in t.items()
+                 if not lab.trace[0][2].endswith(("get_json()", ".json", ".json()", "get_json(silent=True)"))}
             self.sink(fr, "xss", node, t, "return from view " + f.node.name)
 
     def s_If(self, fr, node):

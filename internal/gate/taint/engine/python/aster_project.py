@@ -468,6 +468,8 @@ class Project:
         path, line, col, end_line, end_col = loc
         if not self.wanted(path, trace):
             return
+        if kind == LOCAL and category not in R.LOCAL_CATEGORIES:
+            return  # a file, URL or page the process's own user names is theirs
         if trace and (trace[-1][0] != path or trace[-1][1] != line):
             trace = trace + (step_of(path, line, sink_text),)
         key = (path, line, category)

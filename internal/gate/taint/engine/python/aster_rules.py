@@ -450,3 +450,11 @@ SECRET_IN_TEXT = re.compile(r"(?i)\b(session[_-]?id|sessid|sid|token|secret|pass
 # ORM queries: Django managers (Model.objects.get), SQLAlchemy (Model.query,
 # session.query): their results are rows, not the arguments' data.
 ORM_CALL = re.compile(r"(^|\.)(objects|query)\.|^db\.session\.|\.query\(|(^|\.)objects$")
+
+# Categories a local source (command line, environment, terminal) is
+# reported in: what runs as code or commands, or queries a database.
+LOCAL_CATEGORIES = {"command-injection", "code-injection", "sql-injection", "insecure-deserialization"}
+
+# Web frameworks: a module that sets response cookies imports one of them.
+WEB_FRAMEWORKS = ("flask", "django", "werkzeug", "aiohttp", "starlette", "fastapi", "bottle", "tornado",
+                  "pyramid", "falcon", "quart", "sanic", "aiohttp_session", "webob", "cherrypy")
