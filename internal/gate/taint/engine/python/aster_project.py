@@ -285,6 +285,12 @@ class Project:
             if not fast and any(l in mod.libs for l in ("flask", "quart", "bottle")):
                 fi.route = "flask"
         params = [a.arg for a in all_args(node)]
+        # GraphQL resolvers (graphene, Ariadne, Strawberry's info argument):
+        # resolve_x(parent, info, **args) and Mutation.mutate(root, info,
+        # **args) get the query's arguments after info
+        if "info" in params[:2] and (node.name.startswith("resolve_") or node.name in ("mutate", "mutate_and_get_payload")):
+            for p in params[params.index("info") + 1:]:
+                tainted[p] = True
         if not web and params and ("django" in mod.libs or "rest_framework" in mod.libs):
             if fi.cls is None and params[0] == "request":
                 for p in params[1:]:

@@ -167,6 +167,12 @@ CLEAN_METHODS = {"isdigit", "isnumeric", "isdecimal", "isalnum", "isalpha", "sta
 
 # Sinks by qualified name: category, argument positions, keyword names.
 SINK_CALLS = {
+    # sql
+    "sqlalchemy.text": ("sql-injection", (0,), ("text",)),
+    "sqlalchemy.sql.text": ("sql-injection", (0,), ("text",)),
+    "sqlalchemy.sql.expression.text": ("sql-injection", (0,), ("text",)),
+    "django.db.models.expressions.RawSQL": ("sql-injection", (0,), ("sql",)),
+    "django.db.models.RawSQL": ("sql-injection", (0,), ("sql",)),
     # command
     "os.system": ("command-injection", (0,), ("command",)),
     "os.popen": ("command-injection", (0,), ("cmd",)),
