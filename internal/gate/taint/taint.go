@@ -92,7 +92,7 @@ var Categories = map[string][]int{
 	"sql-injection":            {89},
 	"nosql-injection":          {943},
 	"command-injection":        {78},
-	"code-injection":           {94},
+	"code-injection":           {94, 95},
 	"path-traversal":           {22},
 	"open-redirect":            {601},
 	"xss":                      {79},

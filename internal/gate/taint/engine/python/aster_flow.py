@@ -1019,7 +1019,11 @@ class Analyzer:
 
         # cookies
         if meth == "set_cookie" or (q and q.endswith(".set_cookie")):
-            if any(k.arg is None for k in node.keywords) or not any(l in fr.mod.libs for l in R.WEB_FRAMEWORKS):
+            recv_text = text_of(node.func.value) if isinstance(node.func, ast.Attribute) else ""
+            framework = any(l in fr.mod.libs for l in R.WEB_FRAMEWORKS)
+            if any(k.arg is None for k in node.keywords) or "jar" in recv_text.lower() or "cookies" in recv_text.lower() \
+                    or (len(node.args) <= 1 and "value" not in kws and "key" not in kws) \
+                    or (not framework and recv_text == "self"):
                 return  # a client's cookie jar (requests, http.cookiejar) is no response
             value = node.args[1] if len(node.args) > 1 else kws.get("value")
             if (isinstance(value, ast.Constant) and value.value in ("", None)) or \

@@ -13,7 +13,7 @@ CATEGORIES = {
     "sql-injection": ((89,), "SQL injection", "error"),
     "nosql-injection": ((943,), "NoSQL injection", "error"),
     "command-injection": ((78,), "OS command injection", "error"),
-    "code-injection": ((94,), "code injection", "error"),
+    "code-injection": ((94, 95), "code injection", "error"),
     "path-traversal": ((22,), "path traversal", "error"),
     "open-redirect": ((601,), "open redirect", "error"),
     "xss": ((79,), "cross-site scripting", "error"),
