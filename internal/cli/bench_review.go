@@ -15,8 +15,8 @@ import (
 
 type benchReviewFlags struct {
 	corpus, repos, expected, out, suites string
-	json, markdown               bool
-	parallel                     int
+	json, markdown                       bool
+	parallel                             int
 }
 
 // defaultCorpus is where the workplace keeps the corpus: shared/corpus next
