@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
 
@@ -41,4 +42,25 @@ func markdownFlow(f finding.Finding) string {
 func commentFlow(f finding.Finding) string {
 	return flowText(f, func(s string) string { return safetext.Code(s, maxFlowStepChars) },
 		func(s string) string { return safetext.Escape(s, 200) })
+}
+
+// maxNoticesShown bounds the files an analyzer's row names.
+const maxNoticesShown = 5
+
+// analyzerNotes says, for an analyzer's row, which findings it left to a
+// data-flow analyzer and which files it did not analyse (a taint engine's
+// per-file budget).
+func analyzerNotes(a gate.AnalyzerResult) string {
+	var parts []string
+	if a.Superseded > 0 {
+		parts = append(parts, fmt.Sprintf("%d finding%s of rules without data flow left to taint-python.", a.Superseded, plural(a.Superseded)))
+	}
+	for i, n := range a.Notices {
+		if i == maxNoticesShown {
+			parts = append(parts, fmt.Sprintf("… and %d more files not analysed.", len(a.Notices)-i))
+			break
+		}
+		parts = append(parts, n.Text+".")
+	}
+	return strings.Join(parts, " ")
 }

@@ -115,6 +115,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		if len(a.ToolErrors) > 0 {
 			note = strings.TrimSpace(note + " tool errors: " + strings.Join(a.ToolErrors, "; "))
 		}
+		note = strings.TrimSpace(note + " " + analyzerNotes(a))
 		version := a.Version
 		if version == "" {
 			version = "–"
