@@ -72,8 +72,8 @@ func TestReviewQuietDefaults(t *testing.T) {
 		// Bandit's B602 and B404 are left to taint-python (superseded),
 		// which finds no request data here; ast-grep's rule sees shell=True.
 		{"ast-grep", "aster.python.command-injection", "src/app.py", 5}: true,
-		{"shellcheck", "SC2086", "scripts/deploy.sh", 2}:           true,
-		{"shellcheck", "SC2164", "scripts/deploy.sh", 2}:           true,
+		{"shellcheck", "SC2086", "scripts/deploy.sh", 2}:                true,
+		{"shellcheck", "SC2164", "scripts/deploy.sh", 2}:                true,
 	}
 	for w := range want {
 		if !got[w] {
