@@ -62,3 +62,20 @@ func TestRedactFindingFlow(t *testing.T) {
 		t.Error("the original finding was changed")
 	}
 }
+
+// TestAnalyzerNotes: an analyzer's row says how many findings it left to the
+// taint engine and names the files an engine left out (at most five).
+func TestAnalyzerNotes(t *testing.T) {
+	a := gate.AnalyzerResult{Superseded: 3}
+	for i := 0; i < 7; i++ {
+		a.Notices = append(a.Notices, finding.Notice{Path: "f.py", Text: "taint: f.py skipped: over the per-file budget (5000 ms)"})
+	}
+	got := analyzerNotes(a)
+	if !strings.HasPrefix(got, "3 findings of rules without data flow left to taint-python. taint: f.py skipped: over the per-file budget (5000 ms).") ||
+		strings.Count(got, "skipped") != 5 || !strings.HasSuffix(got, "… and 2 more files not analysed.") {
+		t.Errorf("notes %q", got)
+	}
+	if analyzerNotes(gate.AnalyzerResult{}) != "" {
+		t.Error("notes for an analyzer with nothing to say")
+	}
+}
