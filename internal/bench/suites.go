@@ -173,12 +173,19 @@ const (
 	SystemGate          = "gate"
 	SystemGateWithout   = "gate-without-taint"
 	SystemBandit        = "bandit"
+	SystemESLint        = "eslint"
 	SystemTaintPython   = "taint-python"
+	SystemTaintJS       = "taint-js"
 	taintAnalyzerPrefix = "taint-"
 )
 
-// Systems lists the systems in the order they are printed.
-var Systems = []string{SystemGate, SystemGateWithout, SystemBandit, SystemTaintPython}
+// Systems lists the systems in the order they are printed. The analyzers
+// alone (Bandit, ESLint, each taint engine) are printed when they ran in
+// some suite.
+var Systems = []string{SystemGate, SystemGateWithout, SystemBandit, SystemESLint, SystemTaintPython, SystemTaintJS}
+
+// analyzerSystems are the systems that are one analyzer alone.
+var analyzerSystems = map[string]bool{SystemBandit: true, SystemESLint: true, SystemTaintPython: true, SystemTaintJS: true}
 
 // SuitesConfig is one run of the labelled-suite benchmark.
 type SuitesConfig struct {
@@ -202,6 +209,9 @@ type SuitesReport struct {
 	Dir      string        `json:"dir"`
 	Suites   []SuiteResult `json:"suites"`
 	Total    Scores        `json:"total"`
+	// Systems are the systems scored: the gate with and without the taint
+	// engines, and each analyzer alone that ran ok in some suite.
+	Systems []string `json:"systems"`
 }
 
 // SuiteResult is one suite's run.
@@ -216,9 +226,10 @@ type SuiteResult struct {
 	// taint engines) their own account of files, time and memory.
 	Analyzers []gate.AnalyzerResult `json:"analyzers"`
 	Scores    Scores                `json:"scores"`
-	// Misses are vulnerable sites the taint engine did not find that Bandit
-	// did (what the taint engine must also find).
-	Misses []Site `json:"bandit_found_taint_missed"`
+	// Misses are vulnerable sites a taint engine did not find that the
+	// analyzer without data flow of its language did (Bandit, ESLint): what
+	// the taint engine must also find.
+	Misses []Site `json:"missed_by_taint"`
 }
 
 // Scores are per-category counts and rates for each system.
@@ -305,6 +316,19 @@ func RunSuites(ctx context.Context, cfg SuitesConfig) (*SuitesReport, error) {
 		all = append(all, sites...)
 	}
 	rep.Total = score(all)
+	ran := map[string]bool{}
+	for _, r := range rep.Suites {
+		for _, a := range r.Analyzers {
+			if a.Status == gate.StatusOK {
+				ran[a.Name] = true
+			}
+		}
+	}
+	for _, sys := range Systems {
+		if !analyzerSystems[sys] || ran[sys] {
+			rep.Systems = append(rep.Systems, sys)
+		}
+	}
 	rep.Finished = time.Now().UTC()
 	return rep, nil
 }
@@ -353,6 +377,9 @@ func runSuite(ctx context.Context, cfg SuitesConfig, s *Suite) (SuiteResult, []s
 		if st.Vulnerable && sites[i].found[SystemBandit] && !sites[i].found[SystemTaintPython] {
 			r.Misses = append(r.Misses, st)
 		}
+		if st.Vulnerable && sites[i].found[SystemESLint] && !sites[i].found[SystemTaintJS] {
+			r.Misses = append(r.Misses, st)
+		}
 	}
 	r.Scores = score(sites)
 	return r, sites
@@ -384,11 +411,8 @@ func attributions(rep *review.Report) []item {
 		if !strings.HasPrefix(analyzer, taintAnalyzerPrefix) {
 			sys = append(sys, SystemGateWithout)
 		}
-		switch analyzer {
-		case "bandit":
-			sys = append(sys, SystemBandit)
-		case gate.TaintPython:
-			sys = append(sys, SystemTaintPython)
+		if analyzerSystems[analyzer] {
+			sys = append(sys, analyzer)
 		}
 		out = append(out, item{path: f.Path, line: f.StartLine, category: c, systems: sys})
 	}
@@ -517,21 +541,25 @@ func score(sites []siteResult) Scores {
 // averages, the taint engine's cost, and the vulnerable sites Bandit found
 // and the taint engine missed.
 func PrintSuitesTable(w io.Writer, rep *SuitesReport, markdown bool) {
+	systems := rep.Systems
+	if len(systems) == 0 {
+		systems = Systems
+	}
 	head := []string{"category", "vulnerable", "safe"}
-	for _, sys := range Systems {
+	for _, sys := range systems {
 		head = append(head, sys+" TPR−FPR (FPR)")
 	}
 	rows := [][]string{}
 	for _, cs := range rep.Total.Categories {
 		row := []string{cs.Category, strconv.Itoa(cs.Positives), strconv.Itoa(cs.Negatives)}
-		for _, sys := range Systems {
+		for _, sys := range systems {
 			r := cs.Systems[sys]
 			row = append(row, fmt.Sprintf("%s (%s)", pct(r.Score), pct(r.FPR)))
 		}
 		rows = append(rows, row)
 	}
 	avg := []string{"average", "", ""}
-	for _, sys := range Systems {
+	for _, sys := range systems {
 		avg = append(avg, fmt.Sprintf("%s (max FPR %s)", pct(rep.Total.Average[sys]), pct(rep.Total.MaxFPR[sys])))
 	}
 	rows = append(rows, avg)
@@ -543,7 +571,7 @@ func PrintSuitesTable(w io.Writer, rep *SuitesReport, markdown bool) {
 			continue
 		}
 		parts := []string{}
-		for _, sys := range Systems {
+		for _, sys := range systems {
 			parts = append(parts, fmt.Sprintf("%s %s", sys, pct(s.Scores.Average[sys])))
 		}
 		cost := ""
@@ -557,7 +585,7 @@ func PrintSuitesTable(w io.Writer, rep *SuitesReport, markdown bool) {
 		}
 		fmt.Fprintf(w, "%s %s (%s @ %s, %.1fs): %s%s\n", bullet(markdown), s.Name, s.Upstream, short(s.Commit), float64(s.WallMS)/1000, strings.Join(parts, ", "), cost)
 		for _, m := range s.Misses {
-			fmt.Fprintf(w, "  %s Bandit found, taint-python missed: %s:%d %s\n", bullet(markdown), m.Path, m.Line, m.Category)
+			fmt.Fprintf(w, "  %s found without data flow, missed by the taint engine: %s:%d %s\n", bullet(markdown), m.Path, m.Line, m.Category)
 		}
 	}
 }
