@@ -89,8 +89,10 @@ func TestPipelineEndToEnd(t *testing.T) {
 		"app.py":  app1,
 		"run.sh":  "#!/bin/sh\necho $1\n",
 		"keys.py": "AWS_ACCESS_KEY_ID = \"" + fakeAWSKey + "\"\n",
-		// A pull request cannot switch its own checks off.
-		".aster.yml": "fail_on: never\nanalyzers:\n  bandit:\n    enabled: false\n",
+		// A pull request cannot switch its own checks off. (ast-grep: Bandit's
+		// findings here, shell=True and import subprocess, are left to
+		// taint-python, which finds no request data in them.)
+		".aster.yml": "fail_on: never\nanalyzers:\n  ast-grep:\n    enabled: false\n",
 	})
 	h.push("e2e-1", "opened", 11, base, head1, "")
 	recs := h.waitHistory(11, 1, 4*time.Minute)
@@ -106,7 +108,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	for _, a := range runs[0].Annotations {
 		analyzers[strings.SplitN(a.Title, ":", 2)[0]] = true
 	}
-	for _, want := range []string{"bandit", "gitleaks", "shellcheck", "envdump"} {
+	for _, want := range []string{"ast-grep", "gitleaks", "shellcheck", "envdump"} {
 		if !analyzers[want] {
 			t.Errorf("no %s annotation (the base configuration must apply, not the pull request's): %v", want, analyzers)
 		}
@@ -265,7 +267,7 @@ func TestRemoteSandbox(t *testing.T) {
 	h := newHarness(t, harnessOptions{reviewer: NewPipelineReviewer(PipelineOptions{Gate: runner, TempDir: t.TempDir()})})
 	base := h.git.Commit("", "base", map[string]string{"README.md": "# widgets\n"})
 	head := h.git.Commit(base, "runner", map[string]string{
-		"app.py": "import subprocess\n\ndef run(cmd):\n    subprocess.call(cmd, shell=True)\n",
+		"app.py": "import subprocess\n\nfrom flask import request\n\n\ndef run():\n    subprocess.call(request.args['cmd'], shell=True)\n",
 		"run.sh": "#!/bin/sh\necho $1\n",
 	})
 	h.openPR(12, base, head)
@@ -279,7 +281,9 @@ func TestRemoteSandbox(t *testing.T) {
 	for _, a := range runs[0].Annotations {
 		got[strings.SplitN(a.Title, ":", 2)[0]] = true
 	}
-	if !got["bandit"] || !got["shellcheck"] {
+	// taint-python's engine reaches its sandbox as a tar on stdin, through the
+	// remote API too; its finding is kept over ast-grep's on the same line.
+	if !got["taint-python"] || !got["shellcheck"] {
 		t.Fatalf("annotations from the remote sandboxes: %v", got)
 	}
 	if s := h.fake.IssueComments("acme", "widgets", 12); len(s) != 1 || !strings.Contains(s[0].Body, "skipped") {

@@ -14,9 +14,9 @@ import (
 )
 
 type benchReviewFlags struct {
-	corpus, repos, expected, out string
-	json, markdown               bool
-	parallel                     int
+	corpus, repos, expected, out, suites string
+	json, markdown                       bool
+	parallel                             int
 }
 
 // defaultCorpus is where the workplace keeps the corpus: shared/corpus next
@@ -45,10 +45,20 @@ reported findings on no expected entry ("unexpected").
 
 Without --corpus, ` + defaultCorpus + ` from the repository's top directory (or
 the current directory) is used when it exists; when it does not, the
-benchmark says so and exits 0.`,
+benchmark says so and exits 0.
+
+With --suites DIR, it runs the labelled suites instead: public vulnerable
+code kept as DIR/NAME.bundle, labelled in the source tree
+(internal/bench/suites/NAME.json) with every sink site considered, vulnerable
+or not. Each suite's whole tree is reviewed, and each category is scored as
+OWASP's benchmarks do (true-positive rate minus false-positive rate) for the
+whole gate, the gate without the taint engine, Bandit alone and the Python
+taint engine alone; the table also gives the taint engine's files, time and
+peak memory, and the vulnerable sites Bandit found that it missed.`,
 		Example: `  aster bench review
   aster bench review --corpus ../shared/corpus --repo dvpwa,nodegoat --markdown
-  aster bench review --json --out review-bench.json`,
+  aster bench review --json --out review-bench.json
+  aster bench review --suites ../suites --markdown`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchReview(cmd, g, f) },
 	}
@@ -59,6 +69,7 @@ benchmark says so and exits 0.`,
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of the table")
 	fl.BoolVar(&f.markdown, "markdown", false, "print the table as Markdown")
 	fl.StringVar(&f.out, "out", "", "also write the JSON report here")
+	fl.StringVar(&f.suites, "suites", "", "directory of the labelled suites' NAME.bundle files: score them instead of the corpus")
 	parallelVar(fl, &f.parallel, "analyzers run at once (as aster review --parallel)")
 	return cmd
 }
@@ -69,6 +80,9 @@ func runBenchReview(cmd *cobra.Command, g *globals, f *benchReviewFlags) error {
 	}
 	if err := checkParallel(f.parallel); err != nil {
 		return err
+	}
+	if f.suites != "" {
+		return runBenchSuites(cmd, g, f)
 	}
 	corpus := f.corpus
 	if corpus == "" {
@@ -170,4 +184,52 @@ func findCorpus(cmd *cobra.Command) string {
 		}
 	}
 	return ""
+}
+
+// runBenchSuites is `aster bench review --suites DIR`.
+func runBenchSuites(cmd *cobra.Command, g *globals, f *benchReviewFlags) error {
+	if f.corpus != "" || f.expected != "" {
+		return usageErr("--suites: --corpus and --expected are for the corpus run")
+	}
+	if st, err := os.Stat(f.suites); err != nil || !st.IsDir() {
+		return usageErr("--suites %s: not a directory", f.suites)
+	}
+	if _, err := bench.LoadSuites(bench.SuiteLabels()); err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	c, err := g.load(cmd)
+	if err != nil {
+		return err
+	}
+	if !cmd.Flags().Changed("log-level") {
+		c.LogLevel = "warn"
+	}
+	ctx := cmd.Context()
+	rg, err := openReviewGate(ctx, c, g.logger(c), f.parallel, nil)
+	if err != nil {
+		return err
+	}
+	defer rg.close()
+	rep, err := bench.RunSuites(ctx, bench.SuitesConfig{Dir: f.suites, Names: config.SplitList(f.repos), Gate: rg.runner, Progress: g.stdio.Stderr})
+	if rep != nil {
+		if f.json {
+			if werr := writeJSONTo(g.stdio.Stdout, rep); werr != nil {
+				return &exitError{code: ExitFailure, err: werr}
+			}
+		} else {
+			bench.PrintSuitesTable(g.stdio.Stdout, rep, f.markdown)
+		}
+		if err := saveReport(f.out, rep, g.stdio.Stderr, "aster bench review: wrote %s\n"); err != nil {
+			return err
+		}
+	}
+	if err != nil {
+		return &exitError{code: ExitFailure, err: err}
+	}
+	for _, s := range rep.Suites {
+		if s.Error != "" {
+			return &exitError{code: ExitFailure, err: fmt.Errorf("%s: %s", s.Name, s.Error)}
+		}
+	}
+	return nil
 }

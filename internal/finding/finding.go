@@ -77,6 +77,9 @@ type Finding struct {
 	// analyzer says (rule metadata, SARIF tags "external/cwe/cwe-89").
 	CWE []string `json:"cwe,omitempty"`
 	Fix *Fix     `json:"fix,omitempty"`
+	// Flow is the path data took from a source to the sink the finding is
+	// on, source first (SARIF codeFlows; at most MaxFlowSteps steps).
+	Flow []FlowStep `json:"flow,omitempty"`
 	// Also names ("analyzer/rule") the other analyzers that reported the
 	// same problem on the same line; the gate merged their findings into
 	// this one.
@@ -86,6 +89,20 @@ type Finding struct {
 	// on the line number.
 	Fingerprint string `json:"fingerprint"`
 }
+
+// FlowStep is one step of a Flow: where the data was, and what held it
+// ("request.args['q']", "query", "cursor.execute").
+type FlowStep struct {
+	Path string `json:"path"`
+	Line int    `json:"line"`
+	Text string `json:"text"`
+}
+
+// Caps of a flow read from an analyzer's output.
+const (
+	MaxFlowSteps    = 16
+	MaxFlowStepText = 200
+)
 
 // Fix is a suggested change.
 type Fix struct {

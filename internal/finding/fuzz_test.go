@@ -34,6 +34,14 @@ func check(t *testing.T, format Format, data []byte) {
 		if f.Severity.Rank() == 0 || f.EndLine < f.StartLine || f.StartLine < 0 || len(f.Message) > maxMessageBytes+4 || f.Analyzer != "fuzz" || f.Fingerprint == "" {
 			t.Fatalf("bad finding %+v", f)
 		}
+		if len(f.Flow) > MaxFlowSteps {
+			t.Fatalf("%d flow steps past the cap", len(f.Flow))
+		}
+		for _, st := range f.Flow {
+			if len(st.Text) > MaxFlowStepText+4 || st.Line < 0 {
+				t.Fatalf("bad flow step %+v", st)
+			}
+		}
 	}
 	// Whatever was read can be written back as valid JSON SARIF and re-read.
 	var buf bytes.Buffer
@@ -48,6 +56,7 @@ func check(t *testing.T, format Format, data []byte) {
 func FuzzReadSARIF(f *testing.F) {
 	addSeeds(f, "tools/*.sarif")
 	addSeeds(f, "published/*.sarif")
+	f.Add([]byte(`{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"x"}},"invocations":[{"executionSuccessful":true,"properties":{"files":"x","ms":-1},"toolExecutionNotifications":[{"level":"warning","message":{"text":"n"},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"../a"}}}]}]}],"results":[{"ruleId":"r","message":{"text":"m"},"codeFlows":[{"threadFlows":[{"locations":[{},{"location":{"message":{"text":"s"}}},{"location":{"physicalLocation":{"region":{"startLine":-3}}}}]}]}]}]}]}`))
 	f.Add([]byte(`{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"x","rules":[{"id":"a","messageStrings":{"m":{"text":"{0}{{}}{9}"}}}]}},"results":[{"ruleIndex":0,"message":{"id":"m","arguments":["q"]},"locations":[{"physicalLocation":{"artifactLocation":{"uri":"%zz"},"region":{"startLine":-4,"endLine":-9}}}]}]}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatSARIF, data) })
 }

@@ -66,6 +66,7 @@ const (
 	maxMessageBytes    = 4 << 10
 	maxIDBytes         = 256
 	maxToolErrors      = 20
+	maxNotices         = 50
 )
 
 func (o ReadOptions) withDefaults() ReadOptions {
@@ -91,6 +92,26 @@ type ReadResult struct {
 	// marked as suppressed (nosemgrep, SARIF suppressions).
 	Dropped    int `json:"dropped,omitempty"`
 	Suppressed int `json:"suppressed,omitempty"`
+	// Notices are the tool's warnings about its own run that name a file
+	// (a file it left out, and why), capped at a few.
+	Notices []Notice `json:"notices,omitempty"`
+	// Stats are what the tool said of its run's cost (SARIF invocation
+	// properties "files", "ms", "max_rss_kb"), when it said.
+	Stats *RunStats `json:"stats,omitempty"`
+}
+
+// Notice is a tool's warning about one file of its run.
+type Notice struct {
+	Path string `json:"path,omitempty"`
+	Text string `json:"text"`
+}
+
+// RunStats are a tool's own account of its run: files analysed, wall time
+// and peak resident memory.
+type RunStats struct {
+	Files    int   `json:"files"`
+	MS       int64 `json:"ms"`
+	MaxRSSKB int64 `json:"max_rss_kb"`
 }
 
 // Read reads analyzer output of the given format.
@@ -215,6 +236,13 @@ func (c *collector) add(f Finding) {
 		f.HelpURI = ""
 	}
 	f.CWE = normalizeCWEs(f.CWE)
+	for i := range f.Flow {
+		f.Flow[i].Path = cleanPath(f.Flow[i].Path, c.opts.Root)
+		f.Flow[i].Text = clip(oneLine(f.Flow[i].Text), MaxFlowStepText)
+		if f.Flow[i].Line < 0 {
+			f.Flow[i].Line = 0
+		}
+	}
 	if f.Fix != nil {
 		f.Fix.Description = clip(f.Fix.Description, maxMessageBytes)
 		for i := range f.Fix.Replacements {
@@ -231,6 +259,12 @@ func (c *collector) add(f Finding) {
 func (c *collector) toolError(msg string) {
 	if len(c.res.ToolErrors) < maxToolErrors {
 		c.res.ToolErrors = append(c.res.ToolErrors, clip(oneLine(msg), 512))
+	}
+}
+
+func (c *collector) notice(path, msg string) {
+	if len(c.res.Notices) < maxNotices {
+		c.res.Notices = append(c.res.Notices, Notice{Path: cleanPath(path, c.opts.Root), Text: clip(oneLine(msg), 512)})
 	}
 }
 

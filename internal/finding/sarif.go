@@ -86,11 +86,36 @@ type sarifInvocation struct {
 	ExecutionSuccessful        bool                `json:"executionSuccessful"`
 	ExitCode                   *int                `json:"exitCode,omitempty"`
 	ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications,omitempty"`
+	// Properties are read for the numbers Aster's taint engines write
+	// ("files", "ms", "max_rss_kb"); any other shape is ignored.
+	Properties map[string]any `json:"properties,omitempty"`
 }
 
 type sarifNotification struct {
-	Level   string       `json:"level,omitempty"`
-	Message sarifMessage `json:"message"`
+	Level     string          `json:"level,omitempty"`
+	Message   sarifMessage    `json:"message"`
+	Locations []sarifLocation `json:"locations,omitempty"`
+}
+
+// sarifCodeFlow is a result's path through the code (a taint flow): one
+// thread of locations, source first.
+type sarifCodeFlow struct {
+	ThreadFlows []sarifThreadFlow `json:"threadFlows"`
+}
+
+type sarifThreadFlow struct {
+	Locations []sarifThreadFlowLocation `json:"locations"`
+}
+
+type sarifThreadFlowLocation struct {
+	Location *sarifFlowLocation `json:"location,omitempty"`
+}
+
+// sarifFlowLocation is a location with its own message, as a thread flow's
+// steps carry them.
+type sarifFlowLocation struct {
+	PhysicalLocation *sarifPhysicalLocation `json:"physicalLocation,omitempty"`
+	Message          *sarifMessage          `json:"message,omitempty"`
 }
 
 type sarifArtifact struct {
@@ -107,6 +132,7 @@ type sarifResult struct {
 	Locations           []sarifLocation    `json:"locations,omitempty"`
 	PartialFingerprints map[string]string  `json:"partialFingerprints,omitempty"`
 	Fixes               []sarifFix         `json:"fixes,omitempty"`
+	CodeFlows           []sarifCodeFlow    `json:"codeFlows,omitempty"`
 	Taxa                []sarifTaxonRef    `json:"taxa,omitempty"`
 	Suppressions        []sarifSuppression `json:"suppressions,omitempty"`
 	Properties          map[string]any     `json:"properties,omitempty"`

@@ -36,9 +36,17 @@ func ReadSARIF(r io.Reader, opts ReadOptions) (ReadResult, error) {
 func readRun(c *collector, run *sarifRun) {
 	for _, inv := range run.Invocations {
 		for _, n := range inv.ToolExecutionNotifications {
-			if n.Level == "error" {
+			switch n.Level {
+			case "error":
 				c.toolError(n.Message.Text)
+			case "warning":
+				if p, _, _, _, _ := firstLocation(n.Locations, run); p != "" {
+					c.notice(p, n.Message.Text)
+				}
 			}
+		}
+		if st, ok := runStats(inv.Properties); ok && c.res.Stats == nil {
+			c.res.Stats = &st
 		}
 	}
 	rules := run.Tool.Driver.Rules
@@ -83,6 +91,7 @@ func readRun(c *collector, run *sarifRun) {
 		// whole; it keeps an empty Path.
 		f.Path, f.StartLine, f.StartColumn, f.EndLine, f.EndColumn = firstLocation(res.Locations, run)
 		f.Fix = sarifFixes(res.Fixes, run)
+		f.Flow = sarifFlow(res.CodeFlows, run)
 		c.add(f)
 	}
 }
@@ -285,4 +294,64 @@ func taxonCWE(t sarifTaxonRef, run *sarifRun) string {
 		return ""
 	}
 	return NormalizeCWE(t.ID)
+}
+
+// sarifFlow reads a result's first thread flow: each step's file, line and
+// message, at most MaxFlowSteps of them (the first and last halves of a
+// longer one). Steps without a file take the previous step's.
+func sarifFlow(flows []sarifCodeFlow, run *sarifRun) []FlowStep {
+	for _, cf := range flows {
+		for _, tf := range cf.ThreadFlows {
+			var out []FlowStep
+			prev := ""
+			for _, l := range tf.Locations {
+				if l.Location == nil {
+					continue
+				}
+				st := FlowStep{Path: prev}
+				if pl := l.Location.PhysicalLocation; pl != nil {
+					if p := artifactURI(pl.ArtifactLocation, run); p != "" {
+						st.Path = p
+					}
+					if pl.Region != nil && pl.Region.StartLine > 0 {
+						st.Line = pl.Region.StartLine
+					}
+				}
+				if l.Location.Message != nil {
+					st.Text = l.Location.Message.Text
+				}
+				if st.Path == "" && st.Text == "" {
+					continue
+				}
+				prev = st.Path
+				out = append(out, st)
+			}
+			if len(out) == 0 {
+				continue
+			}
+			if len(out) > MaxFlowSteps {
+				out = append(out[:MaxFlowSteps/2:MaxFlowSteps/2], out[len(out)-MaxFlowSteps/2:]...)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// runStats reads the numbers of a taint engine's invocation properties.
+func runStats(p map[string]any) (RunStats, bool) {
+	num := func(k string) (int64, bool) {
+		f, ok := p[k].(float64)
+		if !ok || f < 0 || f > 1<<50 {
+			return 0, false
+		}
+		return int64(f), true
+	}
+	files, ok1 := num("files")
+	ms, ok2 := num("ms")
+	rss, _ := num("max_rss_kb")
+	if !ok1 || !ok2 {
+		return RunStats{}, false
+	}
+	return RunStats{Files: int(files), MS: ms, MaxRSSKB: rss}, true
 }

@@ -137,6 +137,9 @@ func WriteSARIF(w io.Writer, findings []Finding, opts WriteOptions) error {
 		if f.Fix != nil && len(f.Fix.Replacements) > 0 {
 			res.Fixes = []sarifFix{writeFix(f.Fix)}
 		}
+		if len(f.Flow) > 0 {
+			res.CodeFlows = []sarifCodeFlow{writeFlow(f.Flow)}
+		}
 		if opts.Suppressed != nil {
 			if j := opts.Suppressed(i); j != "" {
 				res.Suppressions = []sarifSuppression{{Kind: "external", Status: "accepted", Justification: j}}
@@ -173,6 +176,26 @@ func writeFix(fx *Fix) sarifFix {
 		out.ArtifactChanges[i].Replacements = append(out.ArtifactChanges[i].Replacements, rep)
 	}
 	return out
+}
+
+// writeFlow writes a finding's flow as one thread flow, source first.
+func writeFlow(flow []FlowStep) sarifCodeFlow {
+	tf := sarifThreadFlow{Locations: make([]sarifThreadFlowLocation, 0, len(flow))}
+	for _, st := range flow {
+		loc := &sarifFlowLocation{}
+		if st.Path != "" {
+			pl := &sarifPhysicalLocation{ArtifactLocation: artifactLocation(st.Path)}
+			if st.Line > 0 {
+				pl.Region = &sarifRegion{StartLine: st.Line}
+			}
+			loc.PhysicalLocation = pl
+		}
+		if st.Text != "" {
+			loc.Message = &sarifMessage{Text: st.Text}
+		}
+		tf.Locations = append(tf.Locations, sarifThreadFlowLocation{Location: loc})
+	}
+	return sarifCodeFlow{ThreadFlows: []sarifThreadFlow{tf}}
 }
 
 // artifactLocation locates a path: relative to SRCROOT, or as a file:// URI

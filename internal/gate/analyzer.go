@@ -31,7 +31,9 @@ type Analyzer struct {
 	// Input "files0" feeds the target files on stdin, NUL-separated, for
 	// commands that take their list from xargs -0 (no argv limit). Input
 	// "aster-rules" feeds Aster's ast-grep rule pack on stdin as a tar, for
-	// the command to unpack outside /work (see AstGrepRulesDir).
+	// the command to unpack outside /work (see AstGrepRulesDir). Inputs
+	// "aster-taint-python" and "aster-taint-js" feed one of Aster's taint
+	// engines and the target files as a tar (package gate/taint).
 	Input string `yaml:"input,omitempty" json:"input,omitempty"`
 	// Format of the tool's stdout: sarif, semgrep-json, shellcheck-json,
 	// bandit-json, ast-grep-json, gitleaks-json, eslint-json.
@@ -77,6 +79,8 @@ const (
 	FilesPlaceholder = "{files}"
 	InputFiles0      = "files0"
 	InputAsterRules  = "aster-rules"
+	InputTaintPython = "aster-taint-python"
+	InputTaintJS     = "aster-taint-js"
 )
 
 // Limits on an analyzer definition (it may come from a repository's
@@ -115,9 +119,9 @@ func (a Analyzer) Validate() error {
 		return errf("%v", err)
 	}
 	switch a.Input {
-	case "", InputFiles0, InputAsterRules:
+	case "", InputFiles0, InputAsterRules, InputTaintPython, InputTaintJS:
 	default:
-		return errf("input %q is not files0 or aster-rules", a.Input)
+		return errf("input %q is not files0, aster-rules, aster-taint-python or aster-taint-js", a.Input)
 	}
 	if len(a.Files) > MaxGlobs {
 		return errf("more than %d file globs", MaxGlobs)
@@ -186,7 +190,7 @@ func (a Analyzer) Validate() error {
 
 // usesFiles reports whether the command is given the target files.
 func (a Analyzer) usesFiles() bool {
-	return a.Input == InputFiles0 || slices.Contains(a.Command, FilesPlaceholder)
+	return a.Input == InputFiles0 || a.taintEngine() != "" || slices.Contains(a.Command, FilesPlaceholder)
 }
 
 func (a Analyzer) okExit(code int) bool {
@@ -228,6 +232,7 @@ func Builtins() []Analyzer {
 			OKExitCodes:    []int{0, 1, 123},
 			InformationURI: "https://www.shellcheck.net",
 		},
+		taintPythonAnalyzer(),
 		{
 			Name:           "bandit",
 			Command:        []string{"xargs", "-0", "-r", "bandit", "--format", "json", "--quiet", "--"},

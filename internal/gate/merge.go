@@ -41,6 +41,11 @@ func merge(fs []finding.Finding, order []string) []finding.Finding {
 				if !slices.Contains(out[j].Also, also) {
 					out[j].Also = append(out[j].Also, also)
 				}
+				// The kept finding shows where the data came from when
+				// only the merged one knew (a taint engine's flow).
+				if len(out[j].Flow) == 0 && len(f.Flow) > 0 {
+					out[j].Flow = f.Flow
+				}
 				continue
 			}
 			kept[k] = append(kept[k], len(out))

@@ -44,3 +44,17 @@ func TestMerge(t *testing.T) {
 		t.Errorf("also: %v %v %v %v", out[0].Also, out[1].Also, out[2].Also, out[3].Also)
 	}
 }
+
+// TestMergeKeepsFlow: when a taint engine's finding is merged into another
+// analyzer's on the same line, the kept finding takes its flow.
+func TestMergeKeepsFlow(t *testing.T) {
+	flow := []finding.FlowStep{{Path: "a.py", Line: 3, Text: "request.args['q']"}, {Path: "a.py", Line: 5, Text: "os.system"}}
+	fs := []finding.Finding{
+		{Analyzer: "ast-grep", RuleID: "aster.python.command-injection", Severity: finding.Error, Path: "a.py", StartLine: 5, CWE: []string{"CWE-78"}},
+		{Analyzer: TaintPython, RuleID: "aster.taint.command-injection", Severity: finding.Warning, Path: "a.py", StartLine: 5, CWE: []string{"CWE-78"}, Flow: flow},
+	}
+	out := merge(fs, []string{TaintPython, "ast-grep"})
+	if len(out) != 1 || out[0].Analyzer != "ast-grep" || len(out[0].Flow) != 2 || out[0].Also[0] != TaintPython+"/aster.taint.command-injection" {
+		t.Fatalf("merged %+v", out)
+	}
+}

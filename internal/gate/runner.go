@@ -13,6 +13,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate/rules/astgrep"
+	"github.com/asterhq/aster/internal/gate/taint"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/textclip"
 )
@@ -66,6 +67,16 @@ type AnalyzerResult struct {
 	ToolErrors []string `json:"tool_errors,omitempty"`
 	Dropped    int      `json:"dropped,omitempty"`
 	Suppressed int      `json:"suppressed,omitempty"`
+	// Notices are the tool's warnings about files of its run (a file a
+	// taint engine left out, and why).
+	Notices []finding.Notice `json:"notices,omitempty"`
+	// Stats are the tool's own account of its run (the taint engines':
+	// files, time, peak memory).
+	Stats *finding.RunStats `json:"stats,omitempty"`
+	// Superseded counts findings of this analyzer left out of the review
+	// because another analyzer follows data into their category (Bandit's
+	// rules without data flow, where taint-python ran).
+	Superseded int `json:"superseded,omitempty"`
 	// SkippedFiles counts target files not given to the tool, or whose
 	// results were set aside because it did not judge them, per reason (a
 	// shell it does not read: "zsh"). Reason then says so, even for ok.
@@ -76,7 +87,10 @@ type AnalyzerResult struct {
 
 // Result is the gate's output: every finding, and every analyzer's status.
 type Result struct {
-	Findings   []finding.Finding `json:"findings"`
+	Findings []finding.Finding `json:"findings"`
+	// Superseded are the findings taken out by AnalyzerResult.Superseded,
+	// kept for measurement (aster bench review scores Bandit alone).
+	Superseded []finding.Finding `json:"superseded,omitempty"`
 	Analyzers  []AnalyzerResult  `json:"analyzers"`
 	DurationMS int64             `json:"duration_ms"`
 }
@@ -217,6 +231,7 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 	for _, fs := range found {
 		out.Findings = append(out.Findings, fs...)
 	}
+	out.Findings, out.Superseded = supersede(out.Analyzers, out.Findings)
 	finding.Sort(out.Findings)
 	out.Findings = merge(out.Findings, Names(req.Analyzers))
 	if err := fingerprint(req.Snapshot, out.Findings); err != nil {
@@ -385,6 +400,7 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		res.SkippedFiles = nil
 	}
 	res.ToolErrors, res.Dropped, res.Suppressed = rr.ToolErrors, rr.Dropped, rr.Suppressed
+	res.Notices, res.Stats = rr.Notices, rr.Stats
 	res.Findings = len(rr.Findings)
 	res.Status = StatusOK
 	res.DurationMS = time.Since(t0).Milliseconds()
@@ -430,6 +446,13 @@ func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 	spec := sandbox.Spec{Image: image, Argv: argv, Env: env, Limits: limits}
 	if a.Input == InputAsterRules {
 		pack, err := astgrep.Tar()
+		if err != nil {
+			return sandbox.Spec{}, err
+		}
+		spec.Stdin = bytes.NewReader(pack)
+	}
+	if engine := a.taintEngine(); engine != "" {
+		pack, err := taint.Tar(engine, files)
 		if err != nil {
 			return sandbox.Spec{}, err
 		}

@@ -77,6 +77,9 @@ func FindingComment(m gate.Marked) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "**%s** · %s %s\n\n%s", safetext.Escape(string(m.Severity), 20), safetext.Escape(m.Analyzer, 60),
 		safetext.Code(m.RuleID, 120), safetext.Escape(m.Message, maxMessageChars))
+	if len(m.Flow) > 0 {
+		fmt.Fprintf(&b, "\n\nFlow: %s", commentFlow(m.Finding))
+	}
 	if m.HelpURI != "" && safetext.AllowedURL(m.HelpURI, config.HelpLinkHosts()) {
 		fmt.Fprintf(&b, "\n\n[More about %s](%s)", safetext.Escape(m.RuleID, 120), m.HelpURI)
 	}
@@ -379,6 +382,12 @@ func redactOmitted(fs []OmittedFile, rd *safetext.Redactor) []OmittedFile {
 func RedactFinding(m gate.Marked, rd *safetext.Redactor) gate.Marked {
 	r := rd.RedactString
 	m.Path, m.Analyzer, m.RuleID, m.Message, m.HelpURI = r(m.Path), r(m.Analyzer), r(m.RuleID), r(m.Message), r(m.HelpURI)
+	if len(m.Flow) > 0 {
+		m.Flow = slices.Clone(m.Flow)
+		for i := range m.Flow {
+			m.Flow[i].Path, m.Flow[i].Text = r(m.Flow[i].Path), r(m.Flow[i].Text)
+		}
+	}
 	return m
 }
 
@@ -393,7 +402,7 @@ func RedactComment(c Comment, rd *safetext.Redactor) Comment {
 // neutral, and the notes say why.
 func NotReviewed(modelNote string, notes ...string) *Report {
 	return &Report{
-		Version: ReportVersion, Analyzers: []gate.AnalyzerResult{}, Findings: []gate.Marked{}, Conclusion: Incomplete,
+		Version: ReportVersion, Analyzers: []gate.AnalyzerResult{}, Findings: []gate.Marked{}, Superseded: []finding.Finding{}, Conclusion: Incomplete,
 		Files: FilesInfo{Omitted: []OmittedFile{}}, Notes: notes, DurationsMS: map[string]int64{},
 		Model: ModelReport{Status: ModelSkipped, Note: modelNote, Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}},
 	}

@@ -57,6 +57,7 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 		Config:      ConfigInfo{Source: ch.ConfigSource, HeadChanged: ch.HeadConfigChanged, Effective: cfg, Analyzers: []string{}},
 		Analyzers:   []gate.AnalyzerResult{},
 		Findings:    []gate.Marked{},
+		Superseded:  []finding.Finding{},
 		Notes:       []string{},
 		DurationsMS: map[string]int64{},
 		Files:       FilesInfo{Omitted: []OmittedFile{}, DiffTruncated: ch.DiffTruncated},
@@ -228,6 +229,9 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	}
 	filter := gate.NewFilter(kept, mode)
 	rep.Findings = filter.MarkAll(gres.Findings)
+	if gres.Superseded != nil {
+		rep.Superseded = gres.Superseded
+	}
 	policy.Apply(rep.Findings)
 	rep.Summary = gate.Summarize(rep.Findings)
 	if lines := gate.SuppressedText(rep.Summary); len(lines) > 0 {

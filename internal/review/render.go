@@ -115,6 +115,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		if len(a.ToolErrors) > 0 {
 			note = strings.TrimSpace(note + " tool errors: " + strings.Join(a.ToolErrors, "; "))
 		}
+		note = strings.TrimSpace(note + " " + analyzerNotes(a))
 		version := a.Version
 		if version == "" {
 			version = "–"
@@ -139,6 +140,9 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 			also = " (also " + inline(strings.Join(m.Also, ", ")) + ")"
 		}
 		p("- **%s** `%s` %s/%s%s%s — %s\n", m.Severity, inline(m.Location()), inline(m.Analyzer), inline(m.RuleID), cwe, also, inline(safetext.Clip(m.Message, 400)))
+		if len(m.Flow) > 0 {
+			p("  flow: %s\n", markdownFlow(m.Finding))
+		}
 		if m.HelpURI != "" {
 			p("  (%s)\n", inline(m.HelpURI))
 		}

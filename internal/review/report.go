@@ -39,6 +39,10 @@ type Report struct {
 	// Summary counts them.
 	Findings []gate.Marked `json:"findings"`
 	Summary  gate.Summary  `json:"summary"`
+	// Superseded are analyzer findings left out of the review because
+	// another analyzer follows data into their category (Bandit's rules
+	// without data flow, where taint-python ran); for measurement.
+	Superseded []finding.Finding `json:"superseded"`
 	// Tests is the test step's result; null when tests were not run.
 	Tests *TestsReport `json:"tests"`
 	// Model is the model step's result (status "skipped" without a provider).

@@ -1,0 +1,159 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review"
+)
+
+// TestSuiteLabels: every suite kept in the repository parses, and has both
+// vulnerable and safe sites, so false positives are measurable.
+func TestSuiteLabels(t *testing.T) {
+	suites, err := LoadSuites(SuiteLabels())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(suites) == 0 {
+		t.Fatal("no suite")
+	}
+	for _, s := range suites {
+		var pos, neg int
+		for _, st := range s.Sites {
+			if st.Vulnerable {
+				pos++
+			} else {
+				neg++
+			}
+		}
+		if pos == 0 || neg == 0 {
+			t.Errorf("%s: %d vulnerable, %d safe sites", s.Name, pos, neg)
+		}
+	}
+}
+
+// TestParseSuiteRefuses: a label file that is not what the scorer expects
+// is refused with a message that names the site.
+func TestParseSuiteRefuses(t *testing.T) {
+	head := `{"name":"x","upstream":"u","commit":"c","licence":"MIT","sites":[`
+	for name, body := range map[string]string{
+		"unknown field":    head + `{"path":"a.py","line":1,"category":"xss","vulnerable":true,"why":"w","extra":1}]}`,
+		"absolute path":    head + `{"path":"/a.py","line":1,"category":"xss","vulnerable":true,"why":"w"}]}`,
+		"dot-dot path":     head + `{"path":"../a.py","line":1,"category":"xss","vulnerable":true,"why":"w"}]}`,
+		"line 0":           head + `{"path":"a.py","line":0,"category":"xss","vulnerable":true,"why":"w"}]}`,
+		"unknown category": head + `{"path":"a.py","line":1,"category":"nope","vulnerable":true,"why":"w"}]}`,
+		"no why":           head + `{"path":"a.py","line":1,"category":"xss","vulnerable":true,"why":" "}]}`,
+		"twice":            head + `{"path":"a.py","line":1,"category":"xss","vulnerable":true,"why":"w"},{"path":"a.py","line":1,"category":"xss","vulnerable":false,"why":"w"}]}`,
+		"no sites":         head + `]}`,
+		"bad name":         `{"name":"../x","upstream":"u","commit":"c","licence":"MIT","sites":[{"path":"a.py","line":1,"category":"xss","vulnerable":true,"why":"w"}]}`,
+		"trailing":         head + `{"path":"a.py","line":1,"category":"xss","vulnerable":true,"why":"w"}]} {}`,
+	} {
+		if _, err := ParseSuite(strings.NewReader(body)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	if _, err := ParseSuite(strings.NewReader(head + `{"path":"a.py","line":1,"related":[2],"category":"xss","vulnerable":true,"why":"w"}]}`)); err != nil {
+		t.Errorf("a good suite: %v", err)
+	}
+}
+
+// TestSuiteScoring: each system is credited with the sites its analyzers
+// reported in the site's category on one of its lines — a merged finding for
+// every analyzer it names, a superseded Bandit finding for Bandit and the
+// gate without taint but not the gate — and each category is scored TPR −
+// FPR.
+func TestSuiteScoring(t *testing.T) {
+	sites := []Site{
+		{Path: "a.py", Line: 10, Related: []int{9}, Category: "sql-injection", Vulnerable: true, Why: "w"},
+		{Path: "a.py", Line: 20, Category: "sql-injection", Vulnerable: false, Why: "w"},
+		{Path: "a.py", Line: 30, Category: "command-injection", Vulnerable: true, Why: "w"},
+		{Path: "a.py", Line: 40, Category: "command-injection", Vulnerable: false, Why: "w"},
+	}
+	rep := &review.Report{
+		Findings: []gate.Marked{
+			{Finding: finding.Finding{Analyzer: gate.TaintPython, RuleID: "aster.taint.sql-injection", Path: "a.py", StartLine: 10,
+				Also: []string{"ast-grep/aster.python.sql-injection"}}},
+			{Finding: finding.Finding{Analyzer: gate.TaintPython, RuleID: "aster.taint.command-injection", Path: "a.py", StartLine: 30}},
+			// the right line, the wrong category: no credit
+			{Finding: finding.Finding{Analyzer: "bandit", RuleID: "B301", Path: "a.py", StartLine: 20}},
+		},
+		Superseded: []finding.Finding{
+			{Analyzer: "bandit", RuleID: "B608", Path: "a.py", StartLine: 9},
+			{Analyzer: "bandit", RuleID: "B608", Path: "a.py", StartLine: 20},
+			{Analyzer: "bandit", RuleID: "B603", Path: "a.py", StartLine: 40},
+		},
+	}
+	items := attributions(rep)
+	results := make([]siteResult, len(sites))
+	for i, st := range sites {
+		results[i] = siteResult{Site: st, found: map[string]bool{}}
+		for _, it := range items {
+			if it.path == st.Path && (it.line == st.Line || len(st.Related) > 0 && it.line == st.Related[0]) && it.category == st.Category {
+				for _, s := range it.systems {
+					results[i].found[s] = true
+				}
+			}
+		}
+	}
+	sc := score(results)
+	want := map[string]map[string]Rate{
+		"sql-injection": {
+			SystemGate:        {TP: 1, FP: 0, TPR: 1, FPR: 0, Score: 1},
+			SystemGateWithout: {TP: 1, FP: 1, TPR: 1, FPR: 1, Score: 0},
+			SystemBandit:      {TP: 1, FP: 1, TPR: 1, FPR: 1, Score: 0},
+			SystemTaintPython: {TP: 1, FP: 0, TPR: 1, FPR: 0, Score: 1},
+		},
+		"command-injection": {
+			SystemGate:        {TP: 1, TPR: 1, Score: 1},
+			SystemGateWithout: {FP: 1, FPR: 1, Score: -1},
+			SystemBandit:      {FP: 1, FPR: 1, Score: -1},
+			SystemTaintPython: {TP: 1, TPR: 1, Score: 1},
+		},
+	}
+	for _, cs := range sc.Categories {
+		for sys, r := range want[cs.Category] {
+			if cs.Systems[sys] != r {
+				t.Errorf("%s %s: %+v, want %+v", cs.Category, sys, cs.Systems[sys], r)
+			}
+		}
+	}
+	if sc.Average[SystemGate] != 1 || sc.Average[SystemBandit] != -0.5 || sc.MaxFPR[SystemBandit] != 1 {
+		t.Errorf("averages %v, max FPR %v", sc.Average, sc.MaxFPR)
+	}
+}
+
+// TestCategory maps rules of every analyzer to the suites' categories.
+func TestCategory(t *testing.T) {
+	for _, c := range []struct {
+		analyzer, rule string
+		cwe            []string
+		want           string
+	}{
+		{gate.TaintPython, "aster.taint.xxe", nil, "xxe"},
+		{"bandit", "B608", []string{"CWE-89"}, "sql-injection"},
+		{"bandit", "B506", []string{"CWE-20"}, "insecure-deserialization"},
+		{"bandit", "B324", []string{"CWE-327"}, ""},
+		{"ast-grep", "aster.python.path-traversal", nil, "path-traversal"},
+		{"semgrep", "x", []string{"CWE-918"}, "ssrf"},
+		{"gitleaks", "generic-api-key", nil, ""},
+	} {
+		if got := Category(c.analyzer, c.rule, c.cwe); got != c.want {
+			t.Errorf("%s/%s: %q, want %q", c.analyzer, c.rule, got, c.want)
+		}
+	}
+}
+
+func FuzzParseSuite(f *testing.F) {
+	f.Add([]byte(`{"name":"x","upstream":"u","commit":"c","licence":"MIT","sites":[{"path":"a.py","line":1,"category":"xss","vulnerable":true,"why":"w"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSuite(strings.NewReader(string(data)))
+		if err != nil {
+			return
+		}
+		if len(s.Sites) == 0 || len(s.Sites) > MaxSites {
+			t.Fatalf("%d sites accepted", len(s.Sites))
+		}
+	})
+}

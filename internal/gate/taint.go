@@ -1,0 +1,113 @@
+package gate
+
+import (
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate/taint"
+)
+
+// TaintPython is the name of the analyzer that runs Aster's Python taint
+// engine.
+const TaintPython = "taint-python"
+
+// taintEngine is the taint engine an analyzer's input carries, "" for none.
+func (a Analyzer) taintEngine() string {
+	switch a.Input {
+	case InputTaintPython:
+		return taint.Python
+	case InputTaintJS:
+		return taint.JS
+	}
+	return ""
+}
+
+// taintCommand runs an engine's entry point (python/main.py, js/main.js)
+// with the interpreter argv0, over the snapshot at /work and the target
+// files listed in the tar.
+func taintCommand(name string, interpreter []string, entry string) []string {
+	cmd := []string{"sh", "-c", taint.Script, name}
+	cmd = append(cmd, interpreter...)
+	return append(cmd, taint.Dir+"/"+entry, "--root", "/work",
+		"--files-from", taint.Dir+"/"+taint.TargetsFile,
+		"--file-budget-ms", "5000", "--max-results", "2000")
+}
+
+// taintPythonAnalyzer runs the Python engine (package gate/taint) on the
+// Python files and the Jinja2/Django templates of the change. It runs only
+// in a snapshot with Python code (a template is read through the code that
+// renders it). python3 -I: no PYTHON* variable, no user site, and not the
+// repository's directory on sys.path.
+func taintPythonAnalyzer() Analyzer {
+	return Analyzer{
+		Name:           TaintPython,
+		Command:        taintCommand(TaintPython, []string{"python3", "-I", "-B"}, taint.Python+"/main.py"),
+		Input:          InputTaintPython,
+		Format:         finding.FormatSARIF,
+		Files:          []string{"*.py", "*.html", "*.htm", "*.jinja", "*.jinja2", "*.j2", "*.djhtml"},
+		Requires:       []string{"*.py"},
+		OKExitCodes:    []int{0},
+		Timeout:        "5m",
+		InformationURI: "https://github.com/asterhq/aster/blob/main/docs/review.md#the-taint-engines",
+	}
+}
+
+// banditCoveredByTaint are Bandit's tests that have no data flow (they flag
+// every call, import or string of a kind) in the categories the Python taint
+// engine follows data into: when taint-python ran, their findings are not
+// reported (Result.Superseded keeps them). Bandit's rules that judge a call
+// by itself stay: weak hashes, yaml.load, pickle, TLS, debug mode.
+var banditCoveredByTaint = map[string]string{
+	"B102": "code-injection", "B307": "code-injection",
+	"B404": "command-injection", "B601": "command-injection", "B602": "command-injection",
+	"B603": "command-injection", "B604": "command-injection", "B605": "command-injection",
+	"B606": "command-injection", "B607": "command-injection", "B609": "command-injection",
+	"B608": "sql-injection", "B610": "sql-injection", "B611": "sql-injection",
+	"B310": "ssrf", "B311": "weak-randomness",
+	"B308": "xss", "B703": "xss", "B704": "xss",
+	"B313": "xxe", "B314": "xxe", "B315": "xxe", "B316": "xxe", "B317": "xxe", "B318": "xxe",
+	"B319": "xxe", "B320": "xxe", "B405": "xxe", "B406": "xxe", "B407": "xxe", "B408": "xxe",
+	"B409": "xxe", "B410": "xxe", "B411": "xxe",
+}
+
+// BanditCategory is the taint category a Bandit test that the taint engine
+// supersedes belongs to, "" for the others.
+func BanditCategory(test string) string { return banditCoveredByTaint[test] }
+
+// supersede takes out of fs the Bandit findings of tests the Python taint
+// engine covers, when it ran ok, except in files it did not analyse (it
+// names them in its notices). It returns the findings kept and those taken,
+// and counts the taken ones in Bandit's result.
+func supersede(results []AnalyzerResult, fs []finding.Finding) (kept, taken []finding.Finding) {
+	ti := -1
+	bi := -1
+	for i, r := range results {
+		switch r.Name {
+		case TaintPython:
+			if r.Status == StatusOK {
+				ti = i
+			}
+		case "bandit":
+			bi = i
+		}
+	}
+	if ti < 0 || bi < 0 {
+		return fs, nil
+	}
+	skipped := map[string]bool{}
+	for _, n := range results[ti].Notices {
+		skipped[n.Path] = true
+	}
+	kept = fs[:0]
+	for _, f := range fs {
+		if f.Analyzer == "bandit" && banditCoveredByTaint[f.RuleID] != "" && !skipped[f.Path] {
+			taken = append(taken, f)
+			continue
+		}
+		kept = append(kept, f)
+	}
+	if len(taken) > 0 {
+		r := &results[bi]
+		r.Superseded = len(taken)
+		r.Findings -= len(taken)
+	}
+	return kept, taken
+}

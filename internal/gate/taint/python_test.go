@@ -1,0 +1,125 @@
+package taint_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate/taint"
+)
+
+// hostPython runs the Python engine with the host's python3 over dir, as the
+// analyzer runs it in the sandbox, and reads its SARIF.
+func hostPython(t *testing.T, dir string, args ...string) finding.ReadResult {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3 on this host (the image test runs the engine)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	argv := append([]string{"-I", "-B", filepath.Join("engine", "python", "main.py"), "--root", dir}, args...)
+	cmd := exec.CommandContext(ctx, py, argv...)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("engine: %v\n%s", err, stderr.String())
+	}
+	res, err := finding.ReadSARIF(&out, finding.ReadOptions{Analyzer: "taint-python", Root: dir})
+	if err != nil {
+		t.Fatalf("engine output: %v", err)
+	}
+	return res
+}
+
+// TestPythonFixturesHost runs the engine on the host's python3 over the
+// fixtures: a quick check while editing; TestPythonFixturesInImage is the
+// one that counts.
+func TestPythonFixturesHost(t *testing.T) {
+	_, want := fixtures(t, "python")
+	res := hostPython(t, filepath.Join("testdata", "python"))
+	checkFixtures(t, res.Findings, want)
+}
+
+// TestPythonBudget: a file over the per-file budget, and one nested past what
+// Python parses, are left out and named, and the other files are still
+// analysed.
+func TestPythonBudget(t *testing.T) {
+	dir := t.TempDir()
+	var big strings.Builder
+	for i := 0; i < 3000; i++ {
+		big.WriteString("def f" + strconv.Itoa(i) + "(a):\n    b = a + '" + strconv.Itoa(i) + "'\n    return b\n\n")
+	}
+	files := map[string]string{
+		"slow.py": big.String(),
+		"deep.py": "x = " + strings.Repeat("1 + ", 200000) + "1\n",
+		"ok.py":   "import os\nfrom flask import request\n\n\ndef f():\n    os.system(request.args['c'])\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := hostPython(t, dir, "--file-budget-ms", "1")
+	notes := map[string]string{}
+	for _, n := range res.Notices {
+		notes[n.Path] = n.Text
+	}
+	if !strings.Contains(notes["slow.py"], "over the per-file budget (1 ms)") {
+		t.Errorf("slow.py: %q", notes["slow.py"])
+	}
+	if !strings.Contains(notes["deep.py"], "deep.py skipped") {
+		t.Errorf("deep.py: %q", notes["deep.py"])
+	}
+	if len(res.Findings) != 1 || res.Findings[0].Path != "ok.py" || res.Findings[0].StartLine != 6 {
+		t.Errorf("findings %+v", res.Findings)
+	}
+	if res.Stats == nil || res.Stats.Files < 1 || res.Stats.MaxRSSKB <= 0 {
+		t.Errorf("stats %+v", res.Stats)
+	}
+}
+
+// TestTar: the tar carries the engine under its name and the target list,
+// NUL-separated; a target with a NUL is refused.
+func TestTar(t *testing.T) {
+	b, err := taint.Tar(taint.Python, []string{"a.py", "dir/b c.py"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(bytes.NewReader(b))
+	names := map[string]string{}
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, _ := io.ReadAll(tr)
+		names[h.Name] = string(data)
+	}
+	if names[taint.TargetsFile] != "a.py\x00dir/b c.py\x00" {
+		t.Errorf("targets %q", names[taint.TargetsFile])
+	}
+	for _, want := range []string{"python/main.py", "python/aster_flow.py", "python/aster_rules.py"} {
+		if _, ok := names[want]; !ok {
+			t.Errorf("no %s in %v", want, names)
+		}
+	}
+	if _, err := taint.Tar(taint.Python, []string{"a\x00b"}); err == nil {
+		t.Error("a NUL in a target was accepted")
+	}
+	if _, err := taint.Tar("cobol", nil); err == nil {
+		t.Error("an unknown engine was packed")
+	}
+}
