@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,16 +24,13 @@ import (
 	"github.com/asterhq/aster/internal/sandboxapi"
 )
 
-// mcpConfig is the `mcp:` section of aster.yaml. Admission, ceilings, the
-// token file and the body cap come from the `serve:` section (and its ASTER_*
-// variables), shared with `aster sandbox serve`; flags override both.
-type mcpConfig = config.MCPConfig
-
 type mcpFlags struct {
 	serveSectionFlags
 	http, sandboxURL string
 	allowDirs        []string
 	progressInterval time.Duration
+	// The session bounds of --http (the mcp: section, ASTER_MCP_*).
+	maxSessions, maxSessionsPerToken, sessionTimeout string
 }
 
 func newMCPCmd(g *globals) *cobra.Command {
@@ -59,7 +57,10 @@ By default the server speaks MCP on stdin/stdout (the client starts it as a
 subprocess). With --http ADDR it serves the streamable HTTP transport at
 http://ADDR/mcp instead; a non-loopback ADDR requires --token-file (bearer
 tokens, one per line). Requests whose Host is not localhost on a loopback
-listener are refused (DNS-rebinding protection).
+listener are refused (DNS-rebinding protection). Sessions are capped per
+token (--max-sessions-per-token) and in all (--max-sessions): an initialize
+past a cap gets 429 or 503 with a JSON-RPC error that names it; a session
+without a request for --session-timeout is closed.
 
 Sandboxes run in-process on the configured runtime (Docker by default); the
 leaked-sandbox reaper runs at start and every reaper period. With
@@ -94,6 +95,9 @@ the sandbox.`,
 	fl.StringVar(&f.maxBody, "max-body", config.FormatBytes(config.DefaultMaxBodyBytes), "largest HTTP request body (the files of one call travel in it)")
 	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("HTTP request-body bytes being served at once; 429 past it (default %d × --max-body)", config.DefaultMCPBodiesInFlight))
 	f.ceilings.register(fl, func(limit string) string { return "ceiling of a call's limits." + limit })
+	intStringVar(fl, &f.maxSessions, "max-sessions", strconv.Itoa(config.DefaultMCPMaxSessions), "with --http: sessions open at once; an initialize past it gets 503")
+	intStringVar(fl, &f.maxSessionsPerToken, "max-sessions-per-token", strconv.Itoa(config.DefaultMCPSessionsPerToken), "with --http: sessions one bearer token may hold (without tokens: all clients together); an initialize past it gets 429")
+	fl.StringVar(&f.sessionTimeout, "session-timeout", config.DefaultMCPSessionTimeout.String(), "with --http: a session without a request for this long is closed")
 	fl.DurationVar(&f.progressInterval, "progress-interval", config.DefaultMCPProgressInterval, "period of progress notifications")
 	_ = fl.MarkHidden("progress-interval")
 	return cmd
@@ -104,7 +108,7 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	if err != nil {
 		return err
 	}
-	mc, err := loadMCPConfig(c)
+	mc, err := c.MCPSection(g.stdio.Getenv)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -116,7 +120,21 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	str := changedSetter(fl)
 	str("http", &mc.HTTP, f.http)
 	str("sandbox-url", &mc.SandboxURL, f.sandboxURL)
+	str("max-sessions", &mc.MaxSessions, f.maxSessions)
+	str("max-sessions-per-token", &mc.MaxSessionsPerToken, f.maxSessionsPerToken)
+	str("session-timeout", &mc.SessionTimeout, f.sessionTimeout)
 	f.serveSectionFlags.apply(fl, &sc)
+	sessions, err := mc.Sessions()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if mc.HTTP == "" {
+		for _, name := range []string{"max-sessions", "max-sessions-per-token", "session-timeout"} {
+			if fl.Changed(name) {
+				return usageErr("--%s needs --http: the stdio transport has one session, its client's", name)
+			}
+		}
+	}
 
 	defaults, set, err := serveSettings(c, sc)
 	if err != nil {
@@ -150,6 +168,7 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		inFlight = config.DefaultMCPBodiesInFlight * set.MaxBodyBytes
 	}
 	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes, MaxBodyInFlightBytes: inFlight,
+		MaxSessions: sessions.Max, MaxSessionsPerToken: sessions.PerToken, SessionTimeout: sessions.Timeout,
 		Pace: sandboxapi.Pace{FirstByte: set.FirstByteTimeout, Idle: set.BodyIdleTimeout, MinRate: set.MinBodyRateBytes, Total: set.BodyReadTimeout}}
 	var ln net.Listener
 	if mc.HTTP != "" {
@@ -215,7 +234,8 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		return nil
 	}
 	log.Info("serving MCP over streamable HTTP", "url", "http://"+ln.Addr().String()+mcpserver.Path,
-		"auth", tokens != nil, "images", c.Images, "max_concurrent", set.MaxConcurrent)
+		"auth", tokens != nil, "images", c.Images, "max_concurrent", set.MaxConcurrent,
+		"max_sessions", sessions.Max, "max_sessions_per_token", sessions.PerToken, "session_timeout", sessions.Timeout)
 	if err := srv.ServeHTTP(ctx, ln, hopts); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
@@ -317,16 +337,6 @@ func startReaper(ctx context.Context, c config.Config, rt sandbox.Runtime, mgr *
 	o.Grace, o.Period, o.Logger, o.Skip = grace, period, log, mgr.Holds
 	go reaper.New(o).Loop(ctx)
 	return nil
-}
-
-func loadMCPConfig(c config.Config) (mcpConfig, error) {
-	var mc mcpConfig
-	if node, ok := c.Extra["mcp"]; ok {
-		if err := node.Decode(&mc); err != nil {
-			return mc, fmt.Errorf("config mcp section: %w", err)
-		}
-	}
-	return mc, nil
 }
 
 func trimInvalid(err error) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -45,6 +46,9 @@ func TestMCPRefusals(t *testing.T) {
 		{[]string{"mcp", "--max-memory", "lots"}, "not a size"},
 		{[]string{"mcp", "--sandbox-url", "ftp://x", "--http", "127.0.0.1:0"}, "--sandbox-url"},
 		{[]string{"mcp", "--allow-dir", filepath.Join(dir, "missing")}, "is not a directory"},
+		{[]string{"mcp", "--http", "127.0.0.1:0", "--max-sessions", "0"}, "mcp max_sessions \"0\""},
+		{[]string{"mcp", "--http", "127.0.0.1:0", "--session-timeout", "1ms"}, "mcp session_timeout"},
+		{[]string{"mcp", "--max-sessions-per-token", "5"}, "--max-sessions-per-token needs --http"},
 	}
 	for _, c := range cases {
 		code, _, stderr := runCLI(t, env, c.args...)
@@ -128,7 +132,8 @@ func TestMCPHTTPBinary(t *testing.T) {
 	}
 	addr := testkit.FreeAddr(t)
 	ctx, cancel := context.WithCancel(t.Context())
-	cmd := asterCmd(t, "mcp", "--http", addr, "--token-file", tokens)
+	cmd := asterCmd(t, "mcp", "--http", addr, "--token-file", tokens, "--max-sessions-per-token", "2")
+	cmd.Env = append(cmd.Env, "ASTER_MCP_MAX_SESSIONS=50")
 	var stderr syncBuffer
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -173,6 +178,32 @@ func TestMCPHTTPBinary(t *testing.T) {
 	sc, _ := res.StructuredContent.(map[string]any)
 	if res.IsError || sc["stdout"] != "via http\n" {
 		t.Fatalf("execute result: %+v", res)
+	}
+
+	// SECURITY L7: the token's second session is its last; the third is
+	// refused with a JSON-RPC error that names the cap.
+	initialize := func() (int, string) {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(
+			`{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := initialize(); code != http.StatusOK {
+		t.Fatalf("second session: %d %s", code, body)
+	}
+	if code, body := initialize(); code != http.StatusTooManyRequests || !strings.Contains(body, `"id":5`) || !strings.Contains(body, "--max-sessions-per-token") {
+		t.Errorf("third session: %d %s", code, body)
+	}
+	if !strings.Contains(stderr.String(), "max_sessions=50") {
+		t.Errorf("ASTER_MCP_MAX_SESSIONS is not in the start line:\n%s", stderr.String())
 	}
 }
 

@@ -15,6 +15,7 @@ func TestEveryEnvVarSetsItsOwnField(t *testing.T) {
 		"app":   func() (any, []envVar) { a := new(AppConfig); return a, a.envVars() },
 		"llm":   func() (any, []envVar) { l := new(LLMConfig); return l, l.envVars() },
 		"pool":  func() (any, []envVar) { p := new(PoolConfig); return p, p.envVars() },
+		"mcp":   func() (any, []envVar) { m := new(MCPConfig); return m, m.envVars() },
 	}
 	total := 0
 	for name, fresh := range sections {

@@ -30,6 +30,8 @@ const (
 	// because the MCP SDK holds several copies of every body it decodes.
 	DefaultMCPBodiesInFlight    = 2
 	DefaultMCPSessionTimeout    = 30 * time.Minute // an idle `aster mcp --http` session is dropped after it
+	DefaultMCPMaxSessions       = 1024             // `aster mcp --http` sessions open at once
+	DefaultMCPSessionsPerToken  = 128              // of which one bearer token (or, without tokens, all clients) may hold
 	DefaultMCPProgressInterval  = time.Second      // how often a running tool call reports progress
 	DefaultWriteTimeout         = 30 * time.Second
 	DefaultIdleTimeout          = 90 * time.Second

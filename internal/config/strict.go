@@ -38,6 +38,11 @@ type MCPConfig struct {
 	HTTP       string   `yaml:"http"`
 	SandboxURL string   `yaml:"sandbox_url"`
 	AllowDirs  []string `yaml:"allow_dirs"`
+	// MaxSessions, MaxSessionsPerToken and SessionTimeout bound the sessions
+	// of the streamable HTTP transport (see MCPSessions); empty is the default.
+	MaxSessions         string `yaml:"max_sessions"`
+	MaxSessionsPerToken string `yaml:"max_sessions_per_token"`
+	SessionTimeout      string `yaml:"session_timeout"`
 }
 
 // KeyError is an unknown key of aster.yaml.
@@ -334,8 +339,9 @@ func ConfigEnvVars() map[string]string {
 		app  AppConfig
 		llm  LLMConfig
 		pool PoolConfig
+		mcp  MCPConfig
 	)
-	return describe(c.envVars(), serv.envVars(), app.envVars(), llm.envVars(), pool.envVars())
+	return describe(c.envVars(), serv.envVars(), app.envVars(), llm.envVars(), pool.envVars(), mcp.envVars())
 }
 
 // CheckEnv reports every ASTER_* variable of environ (os.Environ's form,

@@ -65,7 +65,7 @@ func testCeilings() sandbox.Limits {
 		OutputBytes: 4 << 20, OutputCeilingBytes: 256 << 20, WorkdirBytes: 512 << 20, TmpBytes: 256 << 20}
 }
 
-func newTestServer(t *testing.T, ex Executor, mod func(*Options)) *Server {
+func newTestServer(t testing.TB, ex Executor, mod func(*Options)) *Server {
 	t.Helper()
 	o := Options{Executor: ex, Images: []string{"aster-sandbox:latest", "other:1"}, Defaults: config.DefaultLimits(),
 		Ceilings: testCeilings(), ProgressInterval: 20 * time.Millisecond}

@@ -36,6 +36,11 @@ type HTTPOptions struct {
 	MaxBodyBytes int64
 	// SessionTimeout closes sessions idle for that long.
 	SessionTimeout time.Duration
+	// MaxSessions bounds the sessions open at once, and MaxSessionsPerToken
+	// those of one token (without tokens, of every client together); zero
+	// is config's default. Past either, an initialize is refused (429 for a
+	// token's cap, 503 for the server's) with a JSON-RPC error naming it.
+	MaxSessions, MaxSessionsPerToken int
 	// MaxBodyInFlightBytes bounds the request-body bytes being served at
 	// once (default config.DefaultMCPBodiesInFlight × MaxBodyBytes; negative:
 	// no bound). A body reserves its length before it is read and keeps it
@@ -50,11 +55,28 @@ type HTTPOptions struct {
 // (a request that reached a loopback address with a foreign Host is refused)
 // and cross-origin protection against browsers; /healthz answers without auth.
 func (s *Server) Handler(o HTTPOptions) http.Handler {
+	h, _ := s.handler(o)
+	return h
+}
+
+// handler is Handler, with the gate that counts its sessions.
+func (s *Server) handler(o HTTPOptions) (http.Handler, *sessionGate) {
+	return s.handlerWith(o, newEventStore(EventStoreBytes))
+}
+
+// handlerWith is handler with the event store given.
+func (s *Server) handlerWith(o HTTPOptions, events mcp.EventStore) (http.Handler, *sessionGate) {
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = config.DefaultMCPSessionTimeout
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = config.DefaultMCPMaxSessions
+	}
+	if o.MaxSessionsPerToken <= 0 {
+		o.MaxSessionsPerToken = config.DefaultMCPSessionsPerToken
 	}
 	if o.MaxBodyInFlightBytes == 0 {
 		o.MaxBodyInFlightBytes = config.DefaultMCPBodiesInFlight * o.MaxBodyBytes
@@ -65,14 +87,14 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	// An event store makes response streams resumable: a client whose
 	// connection breaks during a long run reconnects with Last-Event-ID and
 	// still gets its result. It is bounded; the oldest events go first.
-	events := mcp.NewMemoryEventStore(nil)
-	events.SetMaxBytes(EventStoreBytes)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:              sdkLogger(s.log),
 		EventStore:          events,
 		SessionTimeout:      o.SessionTimeout,
 		MaxRequestBodyBytes: o.MaxBodyBytes,
 	})
+	gate := newSessionGate(h, s.mcp.Sessions, o, s.log)
+	h = gate
 	h = limitBodies(h, sandboxapi.NewBudget(o.MaxBodyInFlightBytes, "memory for request bodies (--max-body-in-flight)"), o)
 	if o.Tokens != nil {
 		h = auth.RequireBearerToken(verifier(o.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
@@ -81,7 +103,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	mux.Handle("GET "+health.Route, health.Handler())
-	return mux
+	return mux, gate
 }
 
 // ErrOpenListener is returned for a non-loopback address without tokens.

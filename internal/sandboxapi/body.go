@@ -52,19 +52,37 @@ type BodyOptions struct {
 
 // Snapshot is a validated repository snapshot: a normalised tar in an
 // unlinked temporary file (workspace.Spool), so nothing is left on disk
-// whatever happens, and its share of BodyOptions.Spool.
+// whatever happens, and its share of BodyOptions.Spool. A JSON body's
+// files become one too (readJobJSON), and its stdin is kept beside them;
+// Spooled is then nil when the body had stdin but no files.
 type Snapshot struct {
 	*workspace.Spooled
 	space *Reservation
+	stdin *spooledStdin
 }
 
-// Close releases the file and its share of the spool.
+// archive says whether the snapshot holds files (a nil one holds none).
+func (s *Snapshot) archive() bool { return s != nil && s.Spooled != nil }
+
+// Stdin returns the reader of a JSON body's spooled stdin, or nil.
+func (s *Snapshot) Stdin() io.Reader {
+	if s == nil || s.stdin == nil {
+		return nil
+	}
+	return s.stdin.Reader()
+}
+
+// Close releases the files and their share of the spool.
 func (s *Snapshot) Close() error {
-	if s == nil || s.Spooled == nil {
+	if s == nil {
 		return nil
 	}
 	defer s.space.Release()
-	return s.Spooled.Close()
+	err := s.stdin.Close()
+	if s.Spooled != nil {
+		err = errors.Join(s.Spooled.Close(), err)
+	}
+	return err
 }
 
 // ReadBody reads a request: JSON (Content-Type application/json) into spec; or a repository snapshot as a binary tar — Content-Type
@@ -97,8 +115,13 @@ func ReadBody(w http.ResponseWriter, r *http.Request, spec any, o BodyOptions) (
 	var snap *Snapshot
 	switch media {
 	case api.ContentTypeJSON:
-		// Decoded as it streams in: the body is not first read whole into
-		// a buffer of its own (one copy less of every file it carries).
+		if job := jobOf(spec); job != nil {
+			// Files and stdin go to disk as they arrive.
+			if snap, err = readJobJSON(body, spec, job, o); err != nil {
+				return nil, err
+			}
+			break
+		}
 		if err := decodeSpec(body, spec); err != nil {
 			if rerr := body.firstErr(); rerr != nil {
 				return nil, body.classify(rerr)
@@ -240,6 +263,12 @@ func spool(r *recordingReader, o BodyOptions, limit snapshotLimit) (*Snapshot, e
 // decodeSpec decodes one JSON object from r, refusing unknown fields and
 // trailing data.
 func decodeSpec(r io.Reader, v any) error {
+	return decodeSpecAt(r, v, nil)
+}
+
+// decodeSpecAt is decodeSpec for a reader whose offsets offset maps to the
+// body's (nil: they are the body's).
+func decodeSpecAt(r io.Reader, v any, offset func(int64) int64) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -251,7 +280,11 @@ func decodeSpec(r io.Reader, v any) error {
 		case errors.Is(err, io.ErrUnexpectedEOF):
 			return sandbox.Invalidf("malformed JSON: it ends before the object does")
 		case errors.As(err, &se):
-			return sandbox.Invalidf("malformed JSON at byte %d: %v", se.Offset, err)
+			at := se.Offset
+			if offset != nil {
+				at = offset(at)
+			}
+			return sandbox.Invalidf("malformed JSON at byte %d: %v", at, err)
 		case errors.As(err, &te):
 			return sandbox.Invalidf("field %q: a JSON %s is not valid here", te.Field, te.Value)
 		}

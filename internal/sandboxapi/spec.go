@@ -43,7 +43,7 @@ func (s *Server) jobSpec(req api.JobRequest, snap *Snapshot) (sandbox.Spec, erro
 	spec := sandbox.Spec{Image: req.Image, Env: req.Env, Workdir: req.Workdir, Limits: limits}
 	workdirBytes := limits.WorkdirBytes
 	switch {
-	case len(req.Files) > 0 && snap != nil:
+	case len(req.Files) > 0 && snap.archive():
 		return spec, sandbox.Invalidf("give files or a snapshot, not both")
 	case len(req.Files) > 0:
 		files := make(map[string][]byte, len(req.Files))
@@ -60,14 +60,16 @@ func (s *Server) jobSpec(req api.JobRequest, snap *Snapshot) (sandbox.Spec, erro
 			req.Files[name] = api.File{}
 		}
 		spec.Workspace.Files = files
-	case snap != nil:
+	case snap.archive():
 		if snap.Stats.Bytes > workdirBytes {
 			return spec, fmt.Errorf("%w: the snapshot holds %s of files, over workdir_size %s",
 				sandbox.ErrTooLarge, config.FormatBytes(snap.Stats.Bytes), config.FormatBytes(workdirBytes))
 		}
 		spec.Workspace = sandbox.Workspace{Tar: snap.Reader(), Filtered: true}
 	}
-	if req.Stdin != "" || req.StdinEncoding != "" {
+	if in := snap.Stdin(); in != nil {
+		spec.Stdin = in // a JSON body's, checked and spooled by ReadBody
+	} else if req.Stdin != "" || req.StdinEncoding != "" {
 		b, err := api.DecodeText(req.Stdin, req.StdinEncoding)
 		if err != nil {
 			return spec, sandbox.Invalidf("stdin: %v", err)
@@ -82,7 +84,7 @@ func (s *Server) jobSpec(req api.JobRequest, snap *Snapshot) (sandbox.Spec, erro
 func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, *testrun.Install, error) {
 	var names []string
 	switch {
-	case snap != nil:
+	case snap.archive():
 		n, err := snap.Names(maxDetectNames)
 		if err != nil {
 			return testrun.Plan{}, nil, sandbox.Invalidf("snapshot: %v", err)
@@ -110,7 +112,7 @@ func (s *Server) testJob(req api.TestRequest, spec sandbox.Spec, snap *Snapshot,
 		job.Image = s.mgr.DefaultImage()
 	}
 	switch {
-	case snap != nil:
+	case snap.archive():
 		job.Open = func() (io.ReadCloser, error) { return io.NopCloser(snap.Reader()), nil }
 	case len(spec.Workspace.Files) > 0:
 		var buf bytes.Buffer

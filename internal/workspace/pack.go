@@ -120,6 +120,16 @@ func PackFiles(files map[string][]byte, w io.Writer, caps Caps) (Stats, error) {
 }
 
 func writeFiles(tw *tar.Writer, files map[string][]byte, caps Caps) (Stats, error) {
+	sources := make(map[string]FileSource, len(files))
+	for name, data := range files {
+		sources[name] = BytesSource(data)
+	}
+	return writeSources(tw, sources, caps)
+}
+
+// writeSources is writeFiles for contents read from their sources: the one
+// set of checks, errors and entries of PackFiles and PackSources.
+func writeSources(tw *tar.Writer, files map[string]FileSource, caps Caps) (Stats, error) {
 	if caps.MaxFiles <= 0 || caps.MaxBytes < 0 {
 		return Stats{}, fmt.Errorf("%w: no room left for files", ErrTooLarge)
 	}
@@ -158,7 +168,7 @@ func writeFiles(tw *tar.Writer, files map[string][]byte, caps Caps) (Stats, erro
 		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: d + "/", Mode: 0o755, ModTime: now, Format: tar.FormatPAX})
 	}
 	for _, c := range names {
-		data := files[clean[c]]
+		src := files[clean[c]]
 		if err := mkdirs(path.Dir(c)); err != nil {
 			return st, err
 		}
@@ -166,18 +176,18 @@ func writeFiles(tw *tar.Writer, files map[string][]byte, caps Caps) (Stats, erro
 		if st.Files > caps.MaxFiles {
 			return st, fmt.Errorf("%w: more than %d files", ErrTooLarge, caps.MaxFiles)
 		}
-		if int64(len(data)) > caps.MaxBytes-st.Bytes {
+		if src.Size > caps.MaxBytes-st.Bytes {
 			return st, fmt.Errorf("%w: more than %d bytes of files", ErrTooLarge, caps.MaxBytes)
 		}
-		st.Bytes += int64(len(data))
+		st.Bytes += src.Size
 		mode := int64(0o644)
-		if len(data) >= 2 && data[0] == '#' && data[1] == '!' {
+		if src.Script {
 			mode = 0o755
 		}
-		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: c, Size: int64(len(data)), Mode: mode, ModTime: now, Format: tar.FormatPAX}); err != nil {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: c, Size: src.Size, Mode: mode, ModTime: now, Format: tar.FormatPAX}); err != nil {
 			return st, err
 		}
-		if _, err := tw.Write(data); err != nil {
+		if err := src.copyTo(tw, c); err != nil {
 			return st, err
 		}
 	}

@@ -25,6 +25,9 @@ type SpoolOptions struct {
 	MaxArchiveBytes int64
 	// Hook, when set (tests), sees the file after every write.
 	Hook func(*os.File)
+	// Grow, when set, is asked for the bytes of every write before it is
+	// made (the caller's disk budget); its error stops the spool.
+	Grow func(n int64) error
 }
 
 // Spooled is a validated, normalised archive in a temporary file that was
@@ -48,7 +51,7 @@ func Spool(r io.Reader, o SpoolOptions) (*Spooled, error) {
 		f.Close()
 		return nil, fmt.Errorf("spool archive: %w", err)
 	}
-	w := &spoolWriter{f: f, max: o.MaxArchiveBytes, hook: o.Hook}
+	w := &spoolWriter{f: f, max: o.MaxArchiveBytes, hook: o.Hook, grow: o.Grow}
 	st, err := Filter(r, w, o.Caps)
 	if err != nil {
 		f.Close()
@@ -109,11 +112,17 @@ type spoolWriter struct {
 	max  int64
 	n    int64
 	hook func(*os.File)
+	grow func(int64) error
 }
 
 func (w *spoolWriter) Write(p []byte) (int, error) {
 	if w.max > 0 && int64(len(p)) > w.max-w.n {
 		return 0, ErrSpoolFull
+	}
+	if w.grow != nil {
+		if err := w.grow(int64(len(p))); err != nil {
+			return 0, err
+		}
 	}
 	n, err := w.f.Write(p)
 	w.n += int64(n)
