@@ -102,4 +102,11 @@ function parseScript(code) {
   }
 }
 
-module.exports = { parse, parseScript, setModulesDir, TooDeep, TS_EXT, JS_EXT, isStackError };
+// preload loads the parser a file needs, so that loading TypeScript (about a
+// second) is not charged to the first TypeScript file's budget.
+function preload(file) {
+  if (TS_EXT.has(path.extname(file).toLowerCase())) getTS();
+  else getEspree();
+}
+
+module.exports = { parse, parseScript, setModulesDir, preload, TooDeep, TS_EXT, JS_EXT, isStackError };

@@ -29,6 +29,11 @@ function plain(f) {
 // it, or (for a template) nothing by itself — templates are followed from
 // the code that renders them.
 function file(rel, budgetMs) {
+  try {
+    parse.preload(rel);
+  } catch {
+    // A parser that does not load: the file's parse says so below.
+  }
   const t0 = Date.now();
   A.deadline = t0 + budgetMs;
   A.ticks = 0;
