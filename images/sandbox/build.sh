@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build the default sandbox image (aster-sandbox:latest) with no container registry:
 # debootstrap Debian trixie (minbase), add the analyzers and runtimes, statically built
-# gitleaks and gosec (Go module proxy), ESLint with eslint-plugin-security and ast-grep
-# (npm, from the machine's configured registry, pinned by npm/package-lock.json), a
+# gitleaks and gosec (Go module proxy), ESLint with eslint-plugin-security, ast-grep and
+# the TypeScript parser of Aster's JavaScript taint engine (npm, from the machine's
+# configured registry, pinned by npm/package-lock.json), a
 # non-root user, /etc/aster/analyzers.json (every analyzer's version, as the tools
 # themselves print it), and `docker import` the result.
 #
@@ -117,6 +118,7 @@ ver() { chroot "$root" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME=/tmp "$@" 2
 	printf '  "eslint": "%s",\n' "$(ver node /opt/aster/eslint/node_modules/eslint/bin/eslint.js --version)"
 	printf '  "eslint-plugin-security": "%s",\n' "$(ver node -p 'require("/opt/aster/eslint/node_modules/eslint-plugin-security/package.json").version')"
 	printf '  "ast-grep": "%s",\n' "$(ver ast-grep --version)"
+	printf '  "typescript-estree": "%s",\n' "$(ver node -p 'require("/opt/aster/eslint/node_modules/@typescript-eslint/typescript-estree/package.json").version')"
 	printf '  "python3": "%s",\n' "$(ver python3 --version)"
 	printf '  "go": "%s",\n' "$(ver go version)"
 	printf '  "node": "%s"\n' "$(ver node --version)"
@@ -131,7 +133,7 @@ chroot "$root" env -i PATH=/usr/bin:/bin HOME=/tmp GOCACHE=/opt/aster/go-cache G
 chmod -R a+rX,go-w "$root/opt/aster/go-cache"
 umount "$root/proc"
 cat "$root/etc/aster/analyzers.json" >&2
-if grep -Eq '"(gitleaks|shellcheck|bandit|gosec|eslint|eslint-plugin-security|ast-grep)": ""' "$root/etc/aster/analyzers.json"; then
+if grep -Eq '"(gitleaks|shellcheck|bandit|gosec|eslint|eslint-plugin-security|ast-grep|typescript-estree)": ""' "$root/etc/aster/analyzers.json"; then
 	log "a tool did not print its version (see above)"
 	exit 1
 fi

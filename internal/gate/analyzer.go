@@ -243,6 +243,7 @@ func Builtins() []Analyzer {
 			InformationURI: "https://bandit.readthedocs.io",
 		},
 		astGrepAnalyzer(),
+		taintJSAnalyzer(),
 		{
 			// gosec type-checks whole packages, so it is given the tree, not
 			// the files; it runs when a Go file is among them. No network:

@@ -232,6 +232,9 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 		out.Findings = append(out.Findings, fs...)
 	}
 	out.Findings, out.Superseded = supersede(out.Analyzers, out.Findings)
+	var taken []finding.Finding
+	out.Findings, taken = supersedeJS(out.Analyzers, out.Findings, taintJSTargets(req.Analyzers, changed))
+	out.Superseded = append(out.Superseded, taken...)
 	finding.Sort(out.Findings)
 	out.Findings = merge(out.Findings, Names(req.Analyzers))
 	if err := fingerprint(req.Snapshot, out.Findings); err != nil {

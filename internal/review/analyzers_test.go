@@ -18,9 +18,10 @@ func securityRepo(t *testing.T) string {
 		"README.md": "base\n",
 		// Aster's ast-grep rules find these weaknesses too, and the gate would merge the
 		// other analyzers' findings into theirs (one problem per line); where Aster's
-		// taint engine runs, Bandit's B608 is left to it: this test is about the image's
-		// other analyzers, so the rule pack and the taint engine are off.
-		".aster.yml": "analyzers:\n  ast-grep:\n    enabled: false\n  taint-python:\n    enabled: false\n",
+		// taint engines run, Bandit's B608 and ESLint's eval rules are left to them: this
+		// test is about the image's other analyzers, so the rule pack and the taint
+		// engines are off.
+		".aster.yml": "analyzers:\n  ast-grep:\n    enabled: false\n  taint-python:\n    enabled: false\n  taint-js:\n    enabled: false\n",
 	}, map[string]string{
 		"app/users.py": `import sqlite3
 

@@ -17,9 +17,10 @@ import (
 )
 
 // markerRE is a fixture's expected finding: "# taint: <category>" (Python,
-// and Jinja comments "{# taint: xss #}") or "// taint: <category>" (JS) on
-// the sink's line.
-var markerRE = regexp.MustCompile(`(?:#|//) taint: ([a-z-]+)`)
+// and Jinja comments "{# taint: xss #}"), "// taint: <category>" (JS),
+// "/* taint: ... */" (JSX), "<%# taint: ... %>" (EJS) or
+// "{{! taint: ... }}" (Handlebars) on the sink's line.
+var markerRE = regexp.MustCompile(`(?:#|//|/\*|\{\{!) taint: ([a-z-]+)`)
 
 // site is a finding the fixtures expect, or one an engine reported.
 type site struct {
