@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -85,18 +86,7 @@ func TestSuiteScoring(t *testing.T) {
 			{Analyzer: "bandit", RuleID: "B603", Path: "a.py", StartLine: 40},
 		},
 	}
-	items := attributions(rep)
-	results := make([]siteResult, len(sites))
-	for i, st := range sites {
-		results[i] = siteResult{Site: st, found: map[string]bool{}}
-		for _, it := range items {
-			if it.path == st.Path && (it.line == st.Line || len(st.Related) > 0 && it.line == st.Related[0]) && it.category == st.Category {
-				for _, s := range it.systems {
-					results[i].found[s] = true
-				}
-			}
-		}
-	}
+	results := matchSites(sites, attributions(rep))
 	sc := score(results)
 	want := map[string]map[string]Rate{
 		"sql-injection": {
@@ -121,6 +111,20 @@ func TestSuiteScoring(t *testing.T) {
 	}
 	if sc.Average[SystemGate] != 1 || sc.Average[SystemBandit] != -0.5 || sc.MaxFPR[SystemBandit] != 1 {
 		t.Errorf("averages %v, max FPR %v", sc.Average, sc.MaxFPR)
+	}
+	// Each site's outcome names the systems that found it, so misses and
+	// false positives can be listed.
+	out := outcomes(results)
+	wantFound := [][]string{
+		{SystemGate, SystemGateWithout, SystemBandit, SystemTaintPython},
+		{SystemGateWithout, SystemBandit},
+		{SystemGate, SystemTaintPython},
+		{SystemGateWithout, SystemBandit},
+	}
+	for i, o := range out {
+		if o.Path != sites[i].Path || o.Line != sites[i].Line || !slices.Equal(o.Found, wantFound[i]) {
+			t.Errorf("site %d: %s:%d found by %v, want %v", i, o.Path, o.Line, o.Found, wantFound[i])
+		}
 	}
 }
 
