@@ -33,6 +33,10 @@ type Suite struct {
 	Upstream string `json:"upstream"`
 	Commit   string `json:"commit"`
 	Licence  string `json:"licence"`
+	// Heldout marks a suite labelled by someone who had not read the
+	// analyzers it scores, after they were written: its score is the one to
+	// trust. The other suites were labelled while the rules were written.
+	Heldout bool `json:"heldout,omitempty"`
 	// Notes say how the labels were chosen (what was left out and why).
 	Notes string `json:"notes,omitempty"`
 	Sites []Site `json:"sites"`
@@ -219,6 +223,7 @@ type SuiteResult struct {
 	Name     string `json:"name"`
 	Upstream string `json:"upstream"`
 	Commit   string `json:"commit"`
+	Heldout  bool   `json:"heldout,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Files    int    `json:"files"`
 	WallMS   int64  `json:"wall_ms"`
@@ -230,6 +235,8 @@ type SuiteResult struct {
 	// analyzer without data flow of its language did (Bandit, ESLint): what
 	// the taint engine must also find.
 	Misses []Site `json:"missed_by_taint"`
+	// Sites are every labelled site with the systems that reported it.
+	Sites []SiteOutcome `json:"sites,omitempty"`
 }
 
 // Scores are per-category counts and rates for each system.
@@ -339,8 +346,48 @@ type siteResult struct {
 	found map[string]bool
 }
 
+// SiteOutcome is a labelled site and the systems that reported it, so the
+// misses and false positives behind a score can be read site by site.
+type SiteOutcome struct {
+	Site
+	Found []string `json:"found"`
+}
+
+// matchSites credits each site with the systems of the items reported in
+// its category on its line or one of its related lines.
+func matchSites(labelled []Site, items []item) []siteResult {
+	sites := make([]siteResult, len(labelled))
+	for i, st := range labelled {
+		sites[i] = siteResult{Site: st, found: map[string]bool{}}
+		lines := append([]int{st.Line}, st.Related...)
+		for _, it := range items {
+			if it.path != st.Path || !slices.Contains(lines, it.line) || it.category != st.Category {
+				continue
+			}
+			for _, sys := range it.systems {
+				sites[i].found[sys] = true
+			}
+		}
+	}
+	return sites
+}
+
+// outcomes lists each site with the systems that found it, in Systems order.
+func outcomes(sites []siteResult) []SiteOutcome {
+	out := make([]SiteOutcome, len(sites))
+	for i, s := range sites {
+		out[i] = SiteOutcome{Site: s.Site, Found: []string{}}
+		for _, sys := range Systems {
+			if s.found[sys] {
+				out[i].Found = append(out[i].Found, sys)
+			}
+		}
+	}
+	return out
+}
+
 func runSuite(ctx context.Context, cfg SuitesConfig, s *Suite) (SuiteResult, []siteResult) {
-	r := SuiteResult{Name: s.Name, Upstream: s.Upstream, Commit: s.Commit, Analyzers: []gate.AnalyzerResult{}, Misses: []Site{}}
+	r := SuiteResult{Name: s.Name, Upstream: s.Upstream, Commit: s.Commit, Heldout: s.Heldout, Analyzers: []gate.AnalyzerResult{}, Misses: []Site{}}
 	tmp, err := os.MkdirTemp(cfg.TempDir, "aster-suite-"+s.Name+"-")
 	if err != nil {
 		r.Error = err.Error()
@@ -361,19 +408,9 @@ func runSuite(ctx context.Context, cfg SuitesConfig, s *Suite) (SuiteResult, []s
 		return r, nil
 	}
 	r.Analyzers = rep.Analyzers
-	items := attributions(rep)
-	sites := make([]siteResult, len(s.Sites))
+	sites := matchSites(s.Sites, attributions(rep))
+	r.Sites = outcomes(sites)
 	for i, st := range s.Sites {
-		sites[i] = siteResult{Site: st, found: map[string]bool{}}
-		lines := append([]int{st.Line}, st.Related...)
-		for _, it := range items {
-			if it.path != st.Path || !slices.Contains(lines, it.line) || it.category != st.Category {
-				continue
-			}
-			for _, sys := range it.systems {
-				sites[i].found[sys] = true
-			}
-		}
 		if st.Vulnerable && sites[i].found[SystemBandit] && !sites[i].found[SystemTaintPython] {
 			r.Misses = append(r.Misses, st)
 		}
@@ -583,7 +620,11 @@ func PrintSuitesTable(w io.Writer, rep *SuitesReport, markdown bool) {
 				cost += fmt.Sprintf("; %s %s: %s", a.Name, a.Status, a.Reason)
 			}
 		}
-		fmt.Fprintf(w, "%s %s (%s @ %s, %.1fs): %s%s\n", bullet(markdown), s.Name, s.Upstream, short(s.Commit), float64(s.WallMS)/1000, strings.Join(parts, ", "), cost)
+		kind := ""
+		if s.Heldout {
+			kind = ", held-out"
+		}
+		fmt.Fprintf(w, "%s %s (%s @ %s%s, %.1fs): %s%s\n", bullet(markdown), s.Name, s.Upstream, short(s.Commit), kind, float64(s.WallMS)/1000, strings.Join(parts, ", "), cost)
 		for _, m := range s.Misses {
 			fmt.Fprintf(w, "  %s found without data flow, missed by the taint engine: %s:%d %s\n", bullet(markdown), m.Path, m.Line, m.Category)
 		}
