@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/asterhq/aster/api"
 )
 
@@ -96,6 +98,22 @@ func (s *peakSampler) result() (int64, error) {
 	close(s.stop)
 	<-s.done
 	return s.peak, s.err
+}
+
+// asterTempFiles lists the entries of dir named like Aster's temporary files.
+func asterTempFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), "aster-") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 // installTest is a /v1/test whose install phase leaves mb megabytes of
@@ -188,5 +206,85 @@ func TestServeTestDiskWithinSpool(t *testing.T) {
 	st, _, body, err := p.post(context.Background(), api.RouteTest, installTest(100, "true"))
 	if err != nil || st != 200 || !strings.Contains(string(body), `"status":"ok"`) {
 		t.Errorf("the next request: %d %s %v", st, body, err)
+	}
+}
+
+// SECURITY L (kill -9 and /v1/test's files): a server killed while a
+// /v1/test has installed its dependencies and runs its tests leaves nothing
+// in its temporary directory. Before, the dependency archive and the test
+// workspace (aster-deps-*.tar, aster-testws-*.tar) stayed behind after a
+// kill -9; now the only file a test run writes is unlinked as soon as it is
+// created, so nothing of Aster's is ever visible there, not even while the
+// run goes; after a restart the next request runs normally.
+func TestServeKill9LeavesNoTestFiles(t *testing.T) {
+	needEngine(t)
+	eng := engineAPI(t, "")
+	tmp := t.TempDir()
+	labelEnv, label := uniqueLabel(t)
+	t.Cleanup(func() { removeLabelled(t, eng, label) })
+	env := []string{"TMPDIR=" + tmp, labelEnv}
+	args := []string{"--max-concurrent", "2", "--egress-allow", "registry.invalid"}
+	p := startServe(t, env, args...)
+
+	interrupted := make(chan error, 1)
+	go func() {
+		st, _, body, err := p.post(context.Background(), api.RouteTest, installTest(40, "sleep 100"))
+		if err == nil {
+			interrupted <- fmt.Errorf("got an answer %d %s", st, body)
+			return
+		}
+		interrupted <- nil
+	}()
+	// The install has ended and the test phase's sandbox runs.
+	eventually(t, 2*time.Minute, "the test phase to run", func() bool {
+		items, _ := listLabelled(t, eng, label)
+		for _, c := range items {
+			if c.State == "running" && !strings.HasSuffix(c.Labels["aster.run"], "-install") {
+				return true
+			}
+		}
+		return false
+	})
+	use, err := tempUse(p.proc.Pid, tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	visible := asterTempFiles(t, tmp)
+	t.Logf("while the tests run: %.1f MiB held in the temporary directory, visible there: %q", float64(use)/(1<<20), visible)
+	if use < 40*1000*1000 {
+		t.Errorf("the server holds %d bytes there: the dependencies were not where this test looks", use)
+	}
+	if len(visible) > 0 {
+		t.Errorf("files visible while the run goes: %q", visible)
+	}
+	if err := p.proc.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	p.wait(10 * time.Second)
+	if err := <-interrupted; err != nil {
+		t.Errorf("the interrupted request: %v", err)
+	}
+	if left := asterTempFiles(t, tmp); len(left) > 0 {
+		t.Errorf("left in the temporary directory after kill -9: %q", left)
+	}
+
+	p2 := startServe(t, env, args...)
+	if left := asterTempFiles(t, tmp); len(left) > 0 {
+		t.Errorf("left in the temporary directory after the restart: %q", left)
+	}
+	st, _, body, err := p2.post(context.Background(), api.RouteTest, installTest(1, "true"))
+	if err != nil || st != 200 || !strings.Contains(string(body), `"status":"ok"`) {
+		t.Errorf("after the restart: %d %s %v", st, body, err)
+	}
+}
+
+// removeLabelled force-removes the containers with a label: the sandbox a
+// killed server left running.
+func removeLabelled(t *testing.T, eng *client.Client, label string) {
+	items, _ := listLabelled(t, eng, label)
+	for _, c := range items {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		_, _ = eng.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+		cancel()
 	}
 }

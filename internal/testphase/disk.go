@@ -63,8 +63,10 @@ func (u *diskUse) refused() error {
 // errTempFull marks a write past a temporary file's own cap.
 var errTempFull = errors.New("temporary file larger than its cap")
 
-// tempFile is a temporary file of one job, removed when it is closed. It is
-// capped, and counted in the job's disk as it grows.
+// tempFile is a temporary file of one job. It is unlinked as soon as it is
+// created, like workspace.Spool's files: the open descriptor is all there
+// is, so nothing is left on disk whatever becomes of the process, kill -9
+// included. It is capped, and counted in the job's disk as it grows.
 type tempFile struct {
 	f    *os.File
 	n    int64
@@ -75,6 +77,10 @@ type tempFile struct {
 func newTempFile(dir, pattern string, max int64, disk *diskUse) (*tempFile, error) {
 	f, err := os.CreateTemp(dir, pattern)
 	if err != nil {
+		return nil, err
+	}
+	if err := os.Remove(f.Name()); err != nil {
+		f.Close()
 		return nil, err
 	}
 	return &tempFile{f: f, max: max, disk: disk}, nil
@@ -105,7 +111,6 @@ func (t *tempFile) Close() {
 		return
 	}
 	t.f.Close()
-	os.Remove(t.f.Name())
 	t.f = nil
 	t.disk.give(t.n)
 }
