@@ -61,7 +61,8 @@ Bodies: nothing is reserved for a request until the first byte of its body
 arrives (--first-byte-timeout); a body that then stalls (--body-idle-timeout)
 or falls under --min-body-rate is dropped with 408. A snapshot is spooled to
 disk up to the request's own workdir_size, which it reserves in --max-spool
-first (429 while the space is taken); a multipart body must send its spec
+first (429 while the space is taken); a /v1/test's dependency archive counts
+in the same share as it is written. A multipart body must send its spec
 part before its workspace part. JSON bodies reserve their length in
 --max-body-in-flight (429 past it). One remote address may have at most
 --max-uploads-per-client snapshot uploads in progress (behind a proxy every
@@ -86,7 +87,7 @@ client has the proxy's address: raise it there).`,
 	fl.StringVar(&f.firstByteTimeout, "first-byte-timeout", config.DefaultFirstByteTimeout.String(), "time a client has between its headers and the first byte of its body; nothing is reserved for it before that byte")
 	fl.StringVar(&f.bodyIdleTimeout, "body-idle-timeout", config.DefaultBodyIdleTimeout.String(), "longest wait for more of a request body")
 	fl.StringVar(&f.minBodyRate, "min-body-rate", config.FormatBytes(config.DefaultMinBodyRate), "slowest average a request body may arrive at, per second, after the idle grace (0: not checked)")
-	fl.StringVar(&f.maxSpool, "max-spool", "", fmt.Sprintf("disk all snapshots being spooled or held may take at once; each reserves its workdir_size (default %d × --max-workdir-size)", config.DefaultSpoolPerCeiling))
+	fl.StringVar(&f.maxSpool, "max-spool", "", fmt.Sprintf("disk all snapshots being spooled or held, and /v1/test's dependency archives, may take at once; each snapshot reserves its workdir_size (default %d × --max-workdir-size)", config.DefaultSpoolPerCeiling))
 	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("JSON request-body bytes held in memory at once; 429 past it (default %d × --max-body)", config.DefaultBodiesInFlight))
 	intStringVar(fl, &f.maxUploadsPerClient, "max-uploads-per-client", "", "snapshot uploads in progress from one remote address (default: half of max-concurrent + queue; 0: no limit)")
 	fl.StringVar(&f.writeTimeout, "write-timeout", config.DefaultWriteTimeout.String(), "time each write of a response may take before the client is dropped")

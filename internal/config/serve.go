@@ -97,7 +97,7 @@ func (s *ServeConfig) envVars() []envVar {
 		str("ASTER_QUEUE_TIMEOUT", &s.QueueTimeout, "how long a run may wait in the queue"),
 		str("ASTER_TOKEN_FILE", &s.TokenFile, "bearer tokens, one a line"),
 		str("ASTER_MAX_BODY", &s.MaxBody, "largest request body"),
-		str("ASTER_MAX_SPOOL", &s.MaxSpool, "disk all spooled snapshots may take at once (default 4 × max-workdir-size)"),
+		str("ASTER_MAX_SPOOL", &s.MaxSpool, "disk all spooled snapshots and /v1/test dependency archives may take at once (default 4 × max-workdir-size)"),
 		str("ASTER_MAX_BODY_IN_FLIGHT", &s.MaxBodyInFlight, "request-body bytes held in memory at once (default 4 × max-body)"),
 	}
 }

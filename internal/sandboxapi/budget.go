@@ -7,15 +7,17 @@ import (
 	"github.com/asterhq/aster/internal/bytebudget"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/testphase"
 )
 
 // Budget is a byte semaphore shared by the requests of one server: request
-// bodies held in memory, or snapshots spooled to disk. A request reserves
-// what it may use before it reads a byte, so the sum over every request in
-// flight never passes the total, whatever the clients send.
+// bodies held in memory, or what requests put on disk (snapshots, and the
+// dependency archives of /v1/test). A request reserves what it may use
+// before it reads or writes a byte, so the sum over every request in flight
+// never passes the total, whatever the clients send.
 type Budget struct {
 	*bytebudget.Budget
-	what string // "snapshot spool space (--max-spool)", for messages
+	what string // "spool space (--max-spool)", for messages
 	// onRefuse, when set, counts a 429 (the server's metrics).
 	onRefuse func()
 }
@@ -56,6 +58,8 @@ func (b *Budget) take(held, n int64) error {
 	return nil
 }
 
+var _ testphase.Disk = (*Reservation)(nil)
+
 func (b *Budget) give(n int64) {
 	if b == nil || b.Total() <= 0 {
 		return
@@ -64,7 +68,8 @@ func (b *Budget) give(n int64) {
 }
 
 // Reservation is one request's share of a Budget. Its methods are safe on a
-// nil Reservation (nothing reserved).
+// nil Reservation (nothing reserved). A /v1/test's reservation of the spool
+// space is also its test run's disk (testphase.Disk).
 type Reservation struct {
 	b  *Budget
 	mu sync.Mutex
@@ -97,6 +102,19 @@ func (r *Reservation) ShrinkTo(n int64) {
 		r.b.give(r.n - n)
 		r.n = n
 	}
+}
+
+// Give gives back n of the bytes reserved (a file the request wrote is
+// gone); never more than it holds.
+func (r *Reservation) Give(n int64) {
+	if r == nil || n <= 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n = min(n, r.n)
+	r.b.give(n)
+	r.n -= n
 }
 
 // Release gives everything back. It may be called more than once.

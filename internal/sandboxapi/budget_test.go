@@ -33,6 +33,15 @@ func TestBudget(t *testing.T) {
 	if b.InUse() != 100 || b.Peak() != 100 {
 		t.Errorf("in use %d peak %d", b.InUse(), b.Peak())
 	}
+	// A file given back (testphase.Disk): never more than is held.
+	c.Give(40)
+	if b.InUse() != 60 {
+		t.Errorf("in use %d after giving 40 back", b.InUse())
+	}
+	c.Give(1000)
+	if b.InUse() != 10 {
+		t.Errorf("in use %d after giving back more than was held", b.InUse())
+	}
 	a.Release()
 	a.Release()
 	c.Release()

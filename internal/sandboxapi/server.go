@@ -101,8 +101,9 @@ type Options struct {
 	ShutdownGrace time.Duration
 	// TempDir is where snapshots are spooled ("" is os.TempDir()).
 	TempDir string
-	// MaxSpoolBytes bounds the disk every snapshot being spooled or held
-	// takes at once (default config.DefaultSpoolPerCeiling × the workdir
+	// MaxSpoolBytes bounds the disk the requests take at once: every
+	// snapshot being spooled or held, and the dependency archives of
+	// /v1/test (default config.DefaultSpoolPerCeiling × the workdir
 	// ceiling; negative: no bound).
 	MaxSpoolBytes int64
 	// MaxBodyInFlightBytes bounds the JSON body bytes held in memory at
@@ -150,7 +151,7 @@ type Server struct {
 	mgr      *sandbox.Manager
 	uploads  chan struct{} // snapshots being spooled or held for a run
 	clients  *clientSlots  // the same, per remote address
-	spool    *Budget       // disk of the snapshots spooled or held
+	spool    *Budget       // disk of the snapshots spooled or held, and of /v1/test's files
 	bodies   *Budget       // memory of the JSON bodies being served
 	pace     Pace
 	tests    *testphase.Runner
@@ -213,7 +214,7 @@ func New(opts Options) (*Server, error) {
 		opts.MaxBodyInFlightBytes = config.DefaultBodiesInFlight * opts.MaxBodyBytes
 	}
 	s.opts = opts
-	s.spool = NewBudget(opts.MaxSpoolBytes, "snapshot spool space (--max-spool)")
+	s.spool = NewBudget(opts.MaxSpoolBytes, "spool space for snapshots and test files (--max-spool)")
 	s.spool.onRefuse = func() { s.metrics.Rejected("spool_full") }
 	s.bodies = NewBudget(opts.MaxBodyInFlightBytes, "memory for request bodies (--max-body-in-flight)")
 	s.bodies.onRefuse = func() { s.metrics.Rejected("bodies_full") }
@@ -363,6 +364,16 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.writeError(w, r, err)
 		return
+	}
+	// One share of the spool space for everything the request puts on
+	// disk, from its snapshot to its dependency archive, held until it is
+	// answered (and so also while its test phase waits for a slot).
+	if snap != nil {
+		job.Disk = snap.space
+	} else {
+		disk, _ := s.spool.Reserve(0)
+		defer disk.Release()
+		job.Disk = disk
 	}
 	if req.InstallTimeout != "" {
 		d, err := config.ParseDuration(string(req.InstallTimeout))

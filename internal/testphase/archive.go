@@ -107,21 +107,44 @@ func overlay(w io.Writer, repo, deps io.Reader, prefixes []string) error {
 	return tw.Close()
 }
 
-// cappedWriter fails a write past max bytes, so an export cannot fill the
-// host's disk.
-type cappedWriter struct {
-	w   io.Writer
-	n   int64
-	max int64
+// errStreamEnded ends a layered workspace's stream once its run is over.
+var errStreamEnded = errors.New("the run ended")
+
+// layered is a phase's workspace: the repository with a layer on top (the
+// dependencies, or the CA bundle), streamed to the sandbox as it is made
+// instead of written to a file first, so it costs the host no disk. A first
+// pass through the workspace filter, to nowhere, refuses a workspace that
+// cannot be sent (too large, unsafe) before any sandbox starts; both passes
+// read the same archives, which nothing changes meanwhile. Once the run is
+// over, stop ends the stream (a run that never read it included) and waits
+// for it.
+func layered(open func() (io.ReadCloser, error), layer func() io.Reader, strip []string, maxBytes int64) (r io.Reader, stop func(), err error) {
+	check, done := layerPipe(open, layer, strip)
+	_, err = workspace.Filter(check, io.Discard, workspace.Caps{MaxBytes: maxBytes})
+	check.CloseWithError(errStreamEnded)
+	<-done
+	if err != nil {
+		return nil, nil, err
+	}
+	pr, done := layerPipe(open, layer, strip)
+	return pr, func() { pr.CloseWithError(errStreamEnded); <-done }, nil
 }
 
-var errExportTooLarge = errors.New("workspace export larger than its cap")
-
-func (c *cappedWriter) Write(p []byte) (int, error) {
-	if int64(len(p)) > c.max-c.n {
-		return 0, fmt.Errorf("%w (%d bytes)", errExportTooLarge, c.max)
-	}
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
+// layerPipe writes the repository and its layer as one archive into a pipe
+// from a goroutine of its own, which ends (done) when the archive is written
+// or the reader is closed.
+func layerPipe(open func() (io.ReadCloser, error), layer func() io.Reader, strip []string) (*io.PipeReader, <-chan struct{}) {
+	pr, pw := io.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		repo, err := open()
+		if err != nil {
+			pw.CloseWithError(fmt.Errorf("open the repository: %w", err))
+			return
+		}
+		defer repo.Close()
+		pw.CloseWithError(overlay(pw, repo, layer(), strip))
+	}()
+	return pr, done
 }

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -60,7 +59,8 @@ type Runner struct {
 	Digest func(ctx context.Context, image string) (string, error)
 	// InstallTimeout is the install phase's timeout when the job gives none.
 	InstallTimeout time.Duration
-	// TempDir holds the export and the test workspace ("" is os.TempDir()).
+	// TempDir holds the dependency archive an install leaves, unlinked as
+	// soon as it is created ("" is os.TempDir()).
 	TempDir string
 	Logger  *slog.Logger
 }
@@ -102,6 +102,11 @@ type Job struct {
 	// request ("pr:12"). The install's entry is written there; a hit comes
 	// from there or from the default scope. "": no cache.
 	Scope string
+	// Disk, when set, is the host disk the job may use for its files: the
+	// dependency archive is counted in it as it is written, and a job
+	// refused more ends with the refusal (Outcome.Err). The other
+	// workspaces of the phases are streamed and take no disk.
+	Disk Disk
 }
 
 // Outcome is what a job did.
@@ -148,7 +153,9 @@ func (r *Runner) Run(ctx context.Context, job Job, run RunFunc) (Outcome, error)
 		job.ID = sandbox.NewRunID()
 	}
 	job.Workdir = cleanWorkdir(job.Workdir)
-	var deps io.Reader
+	disk := &diskUse{disk: job.Disk}
+	// deps opens the dependencies' archive (nil: none).
+	var deps func() io.Reader
 	if job.Install != nil {
 		in := job.Install
 		out.Install = &api.InstallResult{Kind: in.Kind, Command: in.Command(), ExitCode: -1, Cache: api.CacheOff, Downloads: api.Downloads{Hosts: []string{}}}
@@ -163,7 +170,7 @@ func (r *Runner) Run(ctx context.Context, job Job, run RunFunc) (Outcome, error)
 			if hit {
 				defer entry.Close()
 				out.Install.Status, out.Install.Cache = api.InstallCached, api.CacheHit
-				deps = entry.Reader()
+				deps = entry.Reader
 			} else {
 				out.Install.Cache = api.CacheMiss
 			}
@@ -172,19 +179,17 @@ func (r *Runner) Run(ctx context.Context, job Job, run RunFunc) (Outcome, error)
 			if !r.Policy.Enabled() {
 				out.Install.Status, out.Install.Reason = api.InstallSkipped, NoEgressReason
 			} else {
-				depsFile, res, err := r.install(ctx, job, run, out.Install)
-				if depsFile != nil {
-					defer removeFile(depsFile)
-				}
+				depsFile, res, err := r.install(ctx, job, run, out.Install, disk)
+				defer depsFile.Close()
 				if out.Install.Status == api.InstallFailed {
 					out.Phase, out.Result, out.Err = PhaseInstall, res, err
 					out.Summary = testrun.Summary{Framework: job.Plan.Framework, Format: job.Plan.Format, Failures: []testrun.Failure{},
 						Error: "the tests did not run: the install phase failed"}
 					return out, nil
 				}
-				deps = io.NewSectionReader(depsFile, 0, fileSize(depsFile))
+				deps = depsFile.Reader
 				if key.Repo != "" {
-					if err := r.Cache.Put(key, io.NewSectionReader(depsFile, 0, fileSize(depsFile))); err != nil {
+					if err := r.Cache.Put(key, depsFile.Reader()); err != nil {
 						r.log().Warn("dependency cache put", "run", job.ID, "err", err)
 					}
 				}
@@ -233,13 +238,23 @@ func (r *Runner) cacheKey(ctx context.Context, job Job) (depcache.Key, error) {
 // proxyURL is where aster-init's CONNECT proxy listens inside the sandbox.
 var proxyURL = fmt.Sprintf("http://127.0.0.1:%d", sandbox.EgressProxyPort)
 
-// exportSlackBytes is the tar framing an export may add to /work's files.
-const exportSlackBytes = 64 << 20
+// depsSlackBytes is the tar framing a dependency archive may add to its
+// files' bytes.
+const depsSlackBytes = 64 << 20
 
 // install runs the install phase and returns the dependency archive it
-// produced (a temporary file the caller removes), filling rep.
-func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.InstallResult) (*os.File, sandbox.Result, error) {
-	fail := func(res sandbox.Result, err error, reason string) (*os.File, sandbox.Result, error) {
+// produced (a temporary file the caller closes), filling rep. The
+// export of /work is read as it arrives: only the dependency directories
+// are kept, in a file counted in the job's disk. When that disk refuses, the
+// install fails with the refusal as its error.
+func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.InstallResult, disk *diskUse) (*tempFile, sandbox.Result, error) {
+	fail := func(res sandbox.Result, err error, reason string) (*tempFile, sandbox.Result, error) {
+		if refusal := disk.refused(); refusal != nil {
+			// Whatever the run made of it (a failed export, a workspace
+			// that could not be sent), the cause is the host's disk.
+			res.Status, res.Error = sandbox.StatusError, refusal.Error()
+			err, reason = refusal, refusal.Error()
+		}
 		rep.Status, rep.Reason = api.InstallFailed, oneLine(reason)
 		return nil, res, err
 	}
@@ -253,38 +268,47 @@ func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.Ins
 	}
 	limits.WorkdirBytes = raise(limits.WorkdirBytes, testrun.MinInstallWorkdirBytes, job.WorkdirCeiling)
 	limits.TmpBytes = job.Plan.TmpBytes(limits.TmpBytes, job.TmpCeiling)
-	export, err := os.CreateTemp(r.TempDir, "aster-export-*.tar")
-	if err != nil {
-		return fail(sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, err, "workspace export: "+err.Error())
-	}
-	defer removeFile(export)
-	repo, err := job.Open()
-	if err != nil {
-		return fail(sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, err, "open the repository: "+err.Error())
-	}
-	defer repo.Close()
 	env := testrun.InstallEnv(proxyURL, job.Workdir, r.Registries, job.Env)
-	ws := sandbox.Workspace{Tar: repo, Filtered: true}
+	var ws sandbox.Workspace
 	if len(r.CABundle) > 0 {
 		name := path.Join(job.Workdir, ".aster", "ca.pem")
-		f, err := r.overlay(repo, bytes.NewReader(caTar(name, r.CABundle)), []string{name}, limits.WorkdirBytes)
+		ca := caTar(name, r.CABundle)
+		tr, stop, err := layered(job.Open, func() io.Reader { return bytes.NewReader(ca) }, []string{name}, limits.WorkdirBytes)
 		if err != nil {
 			return fail(sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, err, "the install workspace: "+err.Error())
 		}
-		defer removeFile(f)
-		ws.Tar = f
+		defer stop()
+		ws = sandbox.Workspace{Tar: tr, Filtered: true}
 		for _, k := range []string{"SSL_CERT_FILE", "PIP_CERT", "NODE_EXTRA_CA_CERTS"} {
 			if _, set := job.Env[k]; !set {
 				env[k] = "/work/" + name
 			}
 		}
+	} else {
+		repo, err := job.Open()
+		if err != nil {
+			return fail(sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, err, "open the repository: "+err.Error())
+		}
+		defer repo.Close()
+		ws = sandbox.Workspace{Tar: repo, Filtered: true}
 	}
+	deps, err := newTempFile(r.TempDir, "aster-deps-*.tar", limits.WorkdirBytes+depsSlackBytes, disk)
+	if err != nil {
+		return fail(sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, err, "dependency archive: "+err.Error())
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			deps.Close()
+		}
+	}()
+	export, extracted := r.extract(deps, job.Workdir, workspace.Caps{MaxBytes: limits.WorkdirBytes})
 	relay := r.Policy.NewRun(job.ID + "-install")
 	spec := sandbox.Spec{
 		ID: job.ID + "-install", Image: job.Image, Argv: job.Install.Argv, Workdir: job.Workdir,
 		Env:       env,
 		Workspace: ws, Limits: limits,
-		Egress: relay, Export: &cappedWriter{w: export, max: limits.WorkdirBytes + exportSlackBytes},
+		Egress: relay, Export: export,
 	}
 	t0 := time.Now()
 	res, runErr := run(ctx, PhaseInstall, spec)
@@ -293,51 +317,96 @@ func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.Ins
 	rep.Downloads = downloads(relay.Stats())
 	r.log().Info("install phase", "run", spec.ID, "status", res.Status, "exit", res.ExitCode, "ms", rep.DurationMS,
 		"hosts", strings.Join(rep.Downloads.Hosts, ","), "bytes", rep.Downloads.Bytes, "refused", rep.Downloads.Refused)
-	if runErr != nil || res.Status != sandbox.StatusOK {
+	// An extraction that refused the export has said so before the export
+	// could fail; one still going is ended by the run's end.
+	var extractErr error
+	ended := false
+	select {
+	case extractErr = <-extracted:
+		ended = true
+	default:
+	}
+	refusedExport := ended && extractErr != nil
+	done := runErr == nil && res.Status == sandbox.StatusOK
+	if done {
+		export.Close()
+	} else {
+		export.CloseWithError(errStreamEnded)
+	}
+	if !ended {
+		extractErr = <-extracted
+	}
+	if !done {
 		rep.ErrorLines = errorLines(res)
 		reason := phaseReason("install", res, limits)
-		if runErr != nil {
+		switch {
+		case refusedExport:
+			reason = "the install phase's workspace export: " + extractErr.Error()
+		case runErr != nil:
 			reason = runErr.Error()
 		}
 		return fail(res, runErr, reason)
 	}
-	deps, err := os.CreateTemp(r.TempDir, "aster-deps-*.tar")
-	if err != nil {
-		return fail(res, nil, "dependency archive: "+err.Error())
-	}
-	caps := workspace.Caps{MaxBytes: limits.WorkdirBytes}
-	if _, err := extractDeps(io.NewSectionReader(export, 0, fileSize(export)), deps, job.Workdir, caps); err != nil {
-		removeFile(deps)
-		return fail(res, nil, "the install phase's workspace export: "+err.Error())
+	if extractErr != nil {
+		return fail(res, nil, "the install phase's workspace export: "+extractErr.Error())
 	}
 	rep.Status = api.InstallOK
+	ok = true
 	return deps, res, nil
 }
 
-// test runs the test phase on the repository plus deps (nil: none).
-func (r *Runner) test(ctx context.Context, job Job, plan testrun.Plan, deps io.Reader, run RunFunc, sum *testrun.Summary) (sandbox.Result, error) {
+// extract keeps the dependency directories of the export written to w, in
+// deps, as it arrives. The caller closes w once the run is over (with an
+// error if it failed) and then receives extractDeps' error from done. A
+// refused export stops the writer at once: its next write fails.
+func (r *Runner) extract(deps io.Writer, workdir string, caps workspace.Caps) (w *io.PipeWriter, done <-chan error) {
+	pr, pw := io.Pipe()
+	out := make(chan error, 1)
+	go func() {
+		if _, err := extractDeps(pr, deps, workdir, caps); err != nil {
+			out <- err // before the writer's next write fails
+			pr.CloseWithError(err)
+			return
+		}
+		// The writer may send padding after the archive's end; the caller
+		// closes it.
+		_, err := io.Copy(io.Discard, pr)
+		out <- err
+	}()
+	return pw, out
+}
+
+// test runs the test phase on the repository plus deps (nil: none). The
+// workspace is streamed into the sandbox, so a test phase that waits for a
+// slot holds no file of its own.
+func (r *Runner) test(ctx context.Context, job Job, plan testrun.Plan, deps func() io.Reader, run RunFunc, sum *testrun.Summary) (sandbox.Result, error) {
 	limits := job.Limits
 	limits.TmpBytes = plan.TmpBytes(limits.TmpBytes, job.TmpCeiling)
-	repo, err := job.Open()
-	if err != nil {
-		*sum = testrun.Summary{Framework: plan.Framework, Format: plan.Format, Failures: []testrun.Failure{}, Error: "open the repository: " + err.Error()}
+	fail := func(err error) (sandbox.Result, error) {
+		*sum = testrun.Summary{Framework: plan.Framework, Format: plan.Format, Failures: []testrun.Failure{}, Error: oneLine(err.Error())}
 		return sandbox.Result{ID: job.ID, Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
 	}
-	defer repo.Close()
-	ws := sandbox.Workspace{Tar: repo, Filtered: true}
+	var ws sandbox.Workspace
 	if deps != nil {
 		limits.WorkdirBytes = raise(limits.WorkdirBytes, testrun.MinInstallWorkdirBytes, job.WorkdirCeiling)
-		f, err := r.overlay(repo, deps, depPrefixes(job.Workdir), limits.WorkdirBytes)
+		tr, stop, err := layered(job.Open, deps, depPrefixes(job.Workdir), limits.WorkdirBytes)
 		if err != nil {
 			err = fmt.Errorf("%w: the repository with its dependencies: %w", sandbox.ErrTooLarge, err)
 			if !errors.Is(err, workspace.ErrTooLarge) {
 				err = fmt.Errorf("dependency workspace: %w", err)
 			}
-			*sum = testrun.Summary{Framework: plan.Framework, Format: plan.Format, Failures: []testrun.Failure{}, Error: oneLine(err.Error())}
+			return fail(err)
+		}
+		defer stop()
+		ws = sandbox.Workspace{Tar: tr, Filtered: true}
+	} else {
+		repo, err := job.Open()
+		if err != nil {
+			*sum = testrun.Summary{Framework: plan.Framework, Format: plan.Format, Failures: []testrun.Failure{}, Error: "open the repository: " + err.Error()}
 			return sandbox.Result{ID: job.ID, Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
 		}
-		defer removeFile(f)
-		ws = sandbox.Workspace{Tar: f, Filtered: true}
+		defer repo.Close()
+		ws = sandbox.Workspace{Tar: repo, Filtered: true}
 	}
 	col := testrun.NewCollector(plan)
 	spec := sandbox.Spec{ID: job.ID, Image: job.Image, Argv: plan.Argv, Env: plan.MergeEnv(job.Env), Workdir: job.Workdir, Workspace: ws, Limits: limits, Stdin: job.Stdin,
@@ -354,46 +423,12 @@ func (r *Runner) test(ctx context.Context, job Job, plan testrun.Plan, deps io.R
 	return res, err
 }
 
-// overlay writes the test phase's workspace (the repository, then the
-// dependencies) through the workspace filter into a temporary file.
-func (r *Runner) overlay(repo, deps io.Reader, strip []string, maxBytes int64) (*os.File, error) {
-	f, err := os.CreateTemp(r.TempDir, "aster-testws-*.tar")
-	if err != nil {
-		return nil, err
-	}
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(overlay(pw, repo, deps, strip)) }()
-	_, err = workspace.Filter(pr, f, workspace.Caps{MaxBytes: maxBytes})
-	pr.CloseWithError(errors.New("filter stopped"))
-	if err == nil {
-		_, err = f.Seek(0, io.SeekStart)
-	}
-	if err != nil {
-		removeFile(f)
-		return nil, err
-	}
-	return f, nil
-}
-
 // raise is v raised to need, but never past ceiling (0: none).
 func raise(v, need, ceiling int64) int64 {
 	if ceiling > 0 {
 		need = min(need, ceiling)
 	}
 	return max(v, need)
-}
-
-func removeFile(f *os.File) {
-	f.Close()
-	os.Remove(f.Name())
-}
-
-func fileSize(f *os.File) int64 {
-	info, err := f.Stat()
-	if err != nil {
-		return 0
-	}
-	return info.Size()
 }
 
 // maxRefusedHosts bounds the refused hosts named in a report.

@@ -4,11 +4,14 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/bytebudget"
 	"github.com/asterhq/aster/internal/depcache"
 	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -277,18 +280,78 @@ func TestExportCapped(t *testing.T) {
 	big := tarOf(t, entry{name: "node_modules/big", body: strings.Repeat("x", 1<<20)})
 	f := &fake{t: t, export: big, install: sandbox.Result{Status: sandbox.StatusOK}}
 	j := job(t, tarOf(t, repoTar...))
-	var got io.Writer
+	j.Limits.WorkdirBytes, j.WorkdirCeiling = 1<<19, 1<<19 // as if /work were small
+	out, _ := (&Runner{Policy: allowAll()}).Run(t.Context(), j, f.run)
+	if out.Install.Status != api.InstallFailed || !strings.Contains(out.Install.Reason, "export") || len(f.specs[PhaseTest]) != 0 {
+		t.Fatalf("an over-cap export was accepted: %+v", out.Install)
+	}
+}
+
+// budgetDisk is a Disk over a byte budget, as the HTTP API's spool is.
+type budgetDisk struct{ b *bytebudget.Budget }
+
+func (d budgetDisk) Grow(n int64) error {
+	if ok, _ := d.b.TryTake(n); !ok {
+		return fmt.Errorf("%w: the disk is taken", sandbox.ErrBusy)
+	}
+	return nil
+}
+
+func (d budgetDisk) Give(n int64) { d.b.Give(n) }
+
+// The dependency archive is counted in the job's disk while it exists, and
+// given back when the job ends; the test phase's workspace takes none.
+func TestDiskCountsDependencies(t *testing.T) {
+	deps := strings.Repeat("d", 256<<10)
+	export := tarOf(t, entry{name: "node_modules/", typ: tar.TypeDir}, entry{name: "node_modules/big.js", body: deps})
+	disk := budgetDisk{bytebudget.New(0)}
+	var during int64
+	f := &fake{t: t, export: export, install: sandbox.Result{Status: sandbox.StatusOK}}
 	run := func(ctx context.Context, phase string, spec sandbox.Spec) (sandbox.Result, error) {
-		if phase == PhaseInstall {
-			got = spec.Export
-			cw := spec.Export.(*cappedWriter)
-			cw.max = 1 << 19 // as if /work were small
+		if phase == PhaseTest {
+			during = disk.b.InUse()
 		}
 		return f.run(ctx, phase, spec)
 	}
-	out, _ := (&Runner{Policy: allowAll()}).Run(t.Context(), j, run)
-	if got == nil || out.Install.Status != api.InstallFailed {
-		t.Fatalf("an over-cap export was accepted: %+v", out.Install)
+	j := job(t, tarOf(t, repoTar...))
+	j.Disk = disk
+	out, err := (&Runner{Policy: allowAll()}).Run(t.Context(), j, run)
+	if err != nil || out.Err != nil || out.Install.Status != api.InstallOK {
+		t.Fatalf("%v %v %+v", err, out.Err, out.Install)
+	}
+	if f.got["node_modules/big.js"] != deps {
+		t.Fatal("the test phase did not get the dependencies")
+	}
+	// The archive: the file, its headers and the end of the archive.
+	if during < int64(len(deps)) || during > int64(len(deps))+8<<10 {
+		t.Errorf("disk held during the test phase %d, want the dependency archive (%d bytes of files)", during, len(deps))
+	}
+	if peak := disk.b.Peak(); peak != during {
+		t.Errorf("peak %d, want %d: something besides the dependency archive was written", peak, during)
+	}
+	if n := disk.b.InUse(); n != 0 {
+		t.Errorf("%d bytes still held after the job", n)
+	}
+}
+
+// A disk that refuses ends the install with the refusal as the job's error
+// (classed: the caller answers 429), and gives everything back.
+func TestDiskRefusalEndsTheJob(t *testing.T) {
+	export := tarOf(t, entry{name: "node_modules/", typ: tar.TypeDir}, entry{name: "node_modules/big.js", body: strings.Repeat("d", 256<<10)})
+	disk := budgetDisk{bytebudget.New(64 << 10)}
+	f := &fake{t: t, export: export, install: sandbox.Result{Status: sandbox.StatusOK}}
+	j := job(t, tarOf(t, repoTar...))
+	j.Disk = disk
+	out, err := (&Runner{Policy: allowAll()}).Run(t.Context(), j, f.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(out.Err, sandbox.ErrBusy) || out.Phase != PhaseInstall || out.Install.Status != api.InstallFailed ||
+		!strings.Contains(out.Install.Reason, "host disk") || len(f.specs[PhaseTest]) != 0 {
+		t.Fatalf("err %v phase %s install %+v, test runs %d", out.Err, out.Phase, out.Install, len(f.specs[PhaseTest]))
+	}
+	if n := disk.b.InUse(); n != 0 {
+		t.Errorf("%d bytes still held after the job", n)
 	}
 }
 
