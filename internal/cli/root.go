@@ -203,7 +203,30 @@ func (g *globals) load(cmd *cobra.Command) (config.Config, error) {
 		}
 	}
 	overrideKubernetesFlags(flags, &c.Kubernetes)
+	g.sayConfig(c)
 	return c, nil
+}
+
+// sayConfig tells, on stderr, which configuration file is in use, and that an
+// aster.yaml in the working directory was ignored: one line each, as log
+// records with --log-format json, within the log level. Never on stdout: aster
+// mcp speaks its protocol there.
+func (g *globals) sayConfig(c config.Config) {
+	if f, _ := config.ParseLogFormat(c.LogFormat); f == "json" {
+		log := g.logger(c)
+		log.Info(c.Source.Line(), "file", c.Source.File, "named_by", c.Source.NamedBy)
+		if w := c.Source.Warning(); w != "" {
+			log.Warn(w, "ignored", c.Source.IgnoredWorkdir)
+		}
+		return
+	}
+	level, _ := config.ParseLogLevel(c.LogLevel)
+	if level <= slog.LevelInfo {
+		fmt.Fprintf(g.stdio.Stderr, "aster: %s\n", c.Source.Line())
+	}
+	if w := c.Source.Warning(); w != "" && level <= slog.LevelWarn {
+		fmt.Fprintf(g.stdio.Stderr, "aster: warning: %s\n", w)
+	}
 }
 
 // loadApp is load and the app: section (ASTER_* applied) of the `aster app`
@@ -247,21 +270,25 @@ Start here:
   aster review --base main .
   aster sandbox reap --dry-run
 
-Configuration comes from flags, then ASTER_* environment variables, then
-aster.yaml (./aster.yaml, else $XDG_CONFIG_HOME/aster/aster.yaml, by default
-~/.config/aster/aster.yaml), then defaults.`,
+Configuration comes from flags, then ASTER_* environment variables, then one
+aster.yaml, then defaults. The file is --config FILE, else $ASTER_CONFIG, else
+the user's $XDG_CONFIG_HOME/aster/aster.yaml (by default
+~/.config/aster/aster.yaml), else /etc/aster/aster.yaml; never one in the
+working directory. Settings that name a host program or an endpoint that
+receives a secret are taken only from a file that you or root own and no one
+else can write.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       Version(),
 	}
 	root.SetVersionTemplate("aster {{.Version}}\n")
 	pf := root.PersistentFlags()
-	pf.StringVar(&g.configPath, "config", "", "configuration file (default ./aster.yaml, then $XDG_CONFIG_HOME/aster/aster.yaml, i.e. ~/.config/aster/aster.yaml)")
+	pf.StringVar(&g.configPath, "config", "", "configuration file (default $ASTER_CONFIG, else $XDG_CONFIG_HOME/aster/aster.yaml, i.e. ~/.config/aster/aster.yaml, else /etc/aster/aster.yaml; never ./aster.yaml)")
 	pf.StringVar(&g.logLevel, "log-level", "info", "log level: debug, info, warn, error")
 	pf.StringVar(&g.logFormat, "log-format", "text", "log format: text (key=value lines) or json (one object per line, for log collectors)")
 	pf.StringVar(&g.runtime, "runtime", "docker", "sandbox runtime: docker (any Docker-compatible engine), oci (crun/runc directly, no daemon per sandbox: images are exported once from the Docker engine; needs root), gvisor (the oci runtime on gVisor's runsc: its own kernel per sandbox; needs root), kubernetes (one Pod per run) or microvm (one QEMU microVM per run, its own kernel; needs root)")
 	pf.StringVar(&g.dockerHost, "docker-host", "", "Docker engine address, also where the oci, gvisor and microvm runtimes export images from (default DOCKER_HOST or unix:///var/run/docker.sock)")
-	pf.StringVar(&g.initPath, "init-path", "", "path of the aster-init binary (default: next to aster, or ./bin/aster-init)")
+	pf.StringVar(&g.initPath, "init-path", "", "path of the aster-init binary (default: next to the aster binary)")
 	pf.StringVar(&g.engineRuntime, "engine-runtime", "", "Docker engine runtime for --runtime docker, e.g. runsc (gVisor; must be registered in the engine's daemon.json, see docs/sandbox.md) or kata-runtime")
 	pf.StringVar(&g.ociRuntime, "oci-runtime", config.DefaultOCIRuntime, "OCI runtime binary for --runtime oci: crun, runc or runsc (gVisor, the same as --runtime gvisor), or a path")
 	pf.StringVar(&g.runsc, "runsc", config.DefaultGVisorRunsc, "runsc binary for --runtime gvisor (a name in PATH or a path)")

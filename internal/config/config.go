@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,7 +18,8 @@ import (
 )
 
 // Config is Aster's whole configuration. Precedence, lowest first: the
-// defaults here, aster.yaml, ASTER_* environment variables, command-line flags.
+// defaults here, one aster.yaml (Load says which), ASTER_* environment
+// variables, command-line flags.
 type Config struct {
 	// Runtime names the sandbox runtime: "docker", "oci", "gvisor", "kubernetes" or "microvm".
 	Runtime string `yaml:"runtime"`
@@ -51,6 +53,9 @@ type Config struct {
 	LogLevel string `yaml:"log_level"`
 	// LogFormat is text (key=value lines) or json (one object per line).
 	LogFormat string `yaml:"log_format"`
+
+	// Source is where the file layer came from (set by Load; no file sets it).
+	Source Source `yaml:"-"`
 
 	// Extra holds the sections other commands read (serve, app, llm, ...),
 	// decoded by their owners.
@@ -126,36 +131,41 @@ func Default() Config {
 	}
 }
 
-// Load builds the configuration from the defaults, the file at path (when
-// path is empty: ./aster.yaml, then $XDG_CONFIG_HOME/aster/aster.yaml, each
-// only if present) and the environment (getenv, usually os.Getenv).
+// Load builds the configuration from the defaults, one configuration file and
+// the environment (getenv, usually os.Getenv). The file is path (--config) when
+// given, else $ASTER_CONFIG, else the user's (UserConfigFile), else the
+// system's (SystemConfigFile), each of the last two only if present; never
+// one from the working directory (Source.IgnoredWorkdir says when one is there).
+// A file that fails the ownership rule (trust.go) may not give host settings.
 func Load(path string, getenv func(string) string) (Config, error) {
+	return processLoadEnv().load(path, getenv)
+}
+
+func (e loadEnv) load(path string, getenv func(string) string) (Config, error) {
 	c := Default()
-	explicit := path != ""
+	src, explicit := e.find(path, getenv)
+	path = src.File
 	logLine := 0
-	if !explicit {
-		for _, p := range candidatePaths(getenv) {
-			if _, err := os.Stat(p); err == nil {
-				path = p
-				break
-			}
-		}
-	}
 	if path != "" {
-		b, err := os.ReadFile(path)
+		b, why, err := readConfigFile(path, e.uid)
 		switch {
 		case err == nil:
-			if logLine, err = decodeFile(path, b, &c); err != nil {
+			src.Trusted = why == ""
+			if logLine, err = decodeTrusted(path, b, &c, why); err != nil {
 				var ke *KeyError
-				if errors.As(err, &ke) {
+				if errors.As(err, &ke) || errors.Is(err, errHostSetting) {
 					return c, err // names the file and line already
 				}
 				return c, fmt.Errorf("config %s: %w", path, err)
 			}
 		case explicit || !errors.Is(err, fs.ErrNotExist):
 			return c, fmt.Errorf("config: %w", err)
+		default:
+			src = Source{}
 		}
 	}
+	src.IgnoredWorkdir = e.ignoredWorkdir(src.File)
+	c.Source = src
 	fileLevel := c.LogLevel
 	if err := applyEnvVars(getenv, c.envVars()); err != nil {
 		return c, err
@@ -184,38 +194,96 @@ func Load(path string, getenv func(string) string) (Config, error) {
 	return c, nil
 }
 
-func candidatePaths(getenv func(string) string) []string {
-	paths := []string{"aster.yaml"}
-	if x := getenv("XDG_CONFIG_HOME"); x != "" {
-		paths = append(paths, filepath.Join(x, "aster", "aster.yaml"))
-	} else if h := getenv("HOME"); h != "" {
-		paths = append(paths, filepath.Join(h, ".config", "aster", "aster.yaml"))
+// maxConfigBytes caps a configuration file.
+const maxConfigBytes = 1 << 20
+
+// readConfigFile reads the file at path through one descriptor, so that the
+// bytes read and the ownership checked are the same file's; why is "" when
+// the file passes the ownership rule for uid, else the reason it does not.
+func readConfigFile(path string, uid int) (b []byte, why string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", err
 	}
-	return paths
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, "", err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, "", fmt.Errorf("%s is not a regular file", path)
+	}
+	if b, err = io.ReadAll(io.LimitReader(f, maxConfigBytes+1)); err != nil {
+		return nil, "", err
+	}
+	return b, fileTrust(path, fi, uid), nil
 }
+
+// errHostSetting marks the refusal of a host setting from an untrusted file.
+var errHostSetting = errors.New("host setting from an untrusted file")
+
+// decodeTrusted is decodeFile, and the refusal of every host setting the file
+// gives when why says it is not trusted.
+func decodeTrusted(name string, b []byte, c *Config, why string) (logLine int, err error) {
+	doc, err := parseFile(b)
+	if err != nil || doc == nil {
+		return 0, err
+	}
+	file, logLine, err := decodeDoc(name, doc, c)
+	if err != nil {
+		return 0, err
+	}
+	if why != "" {
+		if err := refuseHostSettings(name, doc, file, why); err != nil {
+			return 0, &hostSettingError{err}
+		}
+	}
+	return logLine, nil
+}
+
+// hostSettingError is the refusal of host settings from an untrusted file.
+type hostSettingError struct{ err error }
+
+func (e *hostSettingError) Error() string { return e.err.Error() }
+func (e *hostSettingError) Unwrap() error { return errHostSetting }
 
 // decodeFile merges the file's settings into c after checking that it has no
 // unknown key; it returns the line of log_level (0: absent).
 func decodeFile(name string, b []byte, c *Config) (logLine int, err error) {
-	if len(b) > 1<<20 {
-		return 0, errors.New("file is larger than 1 MiB")
+	doc, err := parseFile(b)
+	if err != nil || doc == nil {
+		return 0, err
+	}
+	_, logLine, err = decodeDoc(name, doc, c)
+	return logLine, err
+}
+
+// parseFile parses a configuration file; an empty one is a nil document.
+func parseFile(b []byte) (*yaml.Node, error) {
+	if len(b) > maxConfigBytes {
+		return nil, errors.New("file is larger than 1 MiB")
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if doc.Kind == 0 {
-		return 0, nil // an empty file
+		return nil, nil // an empty file
 	}
-	if err := checkFileKeys(name, &doc); err != nil {
-		return 0, err
+	return &doc, nil
+}
+
+// decodeDoc checks doc's keys and merges its settings into c; it returns what
+// the file alone sets, and the line of log_level (0: absent).
+func decodeDoc(name string, doc *yaml.Node, c *Config) (file Config, logLine int, err error) {
+	if err := checkFileKeys(name, doc); err != nil {
+		return file, 0, err
 	}
-	var file Config
 	if err := doc.Decode(&file); err != nil {
-		return 0, err
+		return file, 0, err
 	}
 	overlay(reflect.ValueOf(c).Elem(), reflect.ValueOf(file))
-	return keyLine(&doc, "log_level"), nil
+	return file, keyLine(doc, "log_level"), nil
 }
 
 // keyLine is the line of a top-level key of doc, or 0.
@@ -239,6 +307,9 @@ func keyLine(doc *yaml.Node, key string) int {
 // (the config tests load a file that sets every section).
 func overlay(dst, src reflect.Value) {
 	for i := range src.NumField() {
+		if src.Type().Field(i).Tag.Get("yaml") == "-" {
+			continue // not a setting
+		}
 		d, s := dst.Field(i), src.Field(i)
 		switch s.Kind() {
 		case reflect.Struct:
@@ -364,26 +435,22 @@ func (c Config) ReaperAllowance() (time.Duration, error) {
 }
 
 // ResolveInitPath finds aster-init: the configured path, else next to the
-// running executable, else ./bin/aster-init.
+// running executable. Never in the working directory: a repository's
+// bin/aster-init would start every sandbox (SECURITY.md O1).
 func (c Config) ResolveInitPath() (string, error) {
 	if c.InitPath != "" {
 		return c.InitPath, nil
 	}
-	var tried []string
-	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
-		p := filepath.Join(filepath.Dir(exe), "aster-init")
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-			return p, nil
-		}
-		tried = append(tried, p)
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("aster-init: where aster runs from is unknown (%v); set --init-path or ASTER_INIT_PATH", err)
 	}
-	p := filepath.Join("bin", "aster-init")
+	if real, err := filepath.EvalSymlinks(exe); err == nil {
+		exe = real
+	}
+	p := filepath.Join(filepath.Dir(exe), "aster-init")
 	if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
 		return p, nil
 	}
-	tried = append(tried, p)
-	return "", fmt.Errorf("aster-init not found (looked at %s); run `make build` or set --init-path / ASTER_INIT_PATH", strings.Join(tried, ", "))
+	return "", fmt.Errorf("aster-init not found next to aster (looked at %s); run `make build` (it builds both into bin/) or set --init-path / ASTER_INIT_PATH", p)
 }

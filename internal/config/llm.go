@@ -173,19 +173,35 @@ func (l *LLMConfig) envVars() []envVar {
 // LLMSection decodes the `llm:` section of c (absent: all defaults) and
 // applies the ASTER_LLM_* variables over it. The API key falls back to the
 // provider's usual variable.
+//
+// A key from the environment (ASTER_LLM_API_KEY, OPENAI_API_KEY,
+// ANTHROPIC_API_KEY) goes only to an endpoint the operator chose (SECURITY.md
+// O2): the provider's own, ASTER_LLM_BASE_URL, or base_url from a file that
+// passed the ownership rule. A base_url from any other file with a key from the
+// environment is refused, never sent the key.
 func (c Config) LLMSection(getenv func(string) string) (LLMConfig, error) {
 	var l LLMConfig
 	if err := c.loadSection("llm", &l, getenv); err != nil {
 		return l, err
 	}
 	l.Provider = strings.ToLower(strings.TrimSpace(l.Provider))
+	keyVar := ""
+	if v := strings.TrimSpace(getenv("ASTER_LLM_API_KEY")); v != "" {
+		keyVar = "ASTER_LLM_API_KEY"
+	}
 	if l.APIKey == "" {
-		switch l.Provider {
-		case ProviderOpenAI:
-			l.APIKey = Secret(strings.TrimSpace(getenv("OPENAI_API_KEY")))
-		case ProviderAnthropic:
-			l.APIKey = Secret(strings.TrimSpace(getenv("ANTHROPIC_API_KEY")))
+		name := map[string]string{ProviderOpenAI: "OPENAI_API_KEY", ProviderAnthropic: "ANTHROPIC_API_KEY"}[l.Provider]
+		if v := strings.TrimSpace(getenv(name)); name != "" && v != "" {
+			l.APIKey, keyVar = Secret(v), name
 		}
+	}
+	fileURL := strings.TrimSpace(l.BaseURL) != "" && strings.TrimSpace(getenv("ASTER_LLM_BASE_URL")) == ""
+	if keyVar != "" && fileURL && !c.Source.Trusted {
+		file := c.Source.File
+		if file == "" {
+			file = "a configuration file that was not checked"
+		}
+		return l, fmt.Errorf("llm.base_url comes from %s, which is not known to be the operator's: the key in %s is sent only to the provider's endpoint, ASTER_LLM_BASE_URL, or base_url from a file that you or root own and no one else can write", file, keyVar)
 	}
 	return l, nil
 }

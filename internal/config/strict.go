@@ -341,7 +341,7 @@ func ConfigEnvVars() map[string]string {
 		pool PoolConfig
 		mcp  MCPConfig
 	)
-	return describe(c.envVars(), serv.envVars(), app.envVars(), llm.envVars(), pool.envVars(), mcp.envVars())
+	return describe(loaderEnvVars(), c.envVars(), serv.envVars(), app.envVars(), llm.envVars(), pool.envVars(), mcp.envVars())
 }
 
 // CheckEnv reports every ASTER_* variable of environ (os.Environ's form,
