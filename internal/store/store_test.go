@@ -662,11 +662,12 @@ func TestUpgradeLowerCasesDeliveryIDs(t *testing.T) {
 	backends(t, func(t *testing.T, open func(Options) *Store) {
 		ctx := t.Context()
 		s := open(Options{})
-		// Back to schema 1: without what migration 2 adds, with ids of mixed case.
+		// Back to schema 1: without what migrations 2 and 3 add, with ids of mixed case.
 		for _, q := range []string{
+			`DROP INDEX aster_deliveries_job`,
 			`DROP TABLE aster_commands`,
 			`ALTER TABLE aster_pulls DROP COLUMN running_sha`,
-			`DELETE FROM aster_migrations WHERE version = 2`,
+			`DELETE FROM aster_migrations WHERE version >= 2`,
 			`INSERT INTO aster_deliveries (delivery_id, event, outcome, received_at) VALUES
 				('72D3162E-cc78', 'issue_comment', 'queued', 1), ('72d3162e-cc78', 'issue_comment', 'queued', 2),
 				('72d3162e-CC78', 'issue_comment', 'queued', 3), ('Other-1', 'pull_request', 'queued', 4)`,
