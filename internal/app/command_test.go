@@ -18,6 +18,7 @@ var errEngineDown = errors.New("sandbox engine unreachable")
 // write access starts no work whatever the pull request's state: not when its head was
 // never reviewed (opened before the App was installed), not when the last run of the head
 // failed. No reviewer call, no check run, no review, no comment; the history says why.
+// Then the same command from a collaborator with write access reviews that head.
 func TestOutsiderCommandStartsNothing(t *testing.T) {
 	t.Run("never reviewed", func(t *testing.T) { forEachDB(t, testOutsiderNeverReviewed) })
 	t.Run("last run failed", func(t *testing.T) { forEachDB(t, testOutsiderAfterFailure) })
@@ -35,6 +36,7 @@ func testOutsiderNeverReviewed(t *testing.T, dbURL string) {
 		t.Fatalf("command: %d", got)
 	}
 	assertRefusedOnly(t, h, rv, 11, 1, before)
+	assertWriterReviews(t, h, rv, 11, 2, head)
 }
 
 func testOutsiderAfterFailure(t *testing.T, dbURL string) {
@@ -55,6 +57,7 @@ func testOutsiderAfterFailure(t *testing.T, dbURL string) {
 		t.Fatalf("command: %d", got)
 	}
 	assertRefusedOnly(t, h, rv, 12, 2, before)
+	assertWriterReviews(t, h, rv, 12, 3, head)
 }
 
 // assertRefusedOnly waits for the refused command's history record (the n-th) and checks
@@ -78,6 +81,27 @@ func assertRefusedOnly(t *testing.T, h *harness, rv *scripted, number, n, before
 		default:
 			t.Errorf("a refused command made the App call %s", r.Operation)
 		}
+	}
+}
+
+// assertWriterReviews sends /aster review from a collaborator with write access and checks
+// that it reviews head (the n-th history record) and posts the review: the refusal before
+// it left nothing behind that would hold a permitted command back.
+func assertWriterReviews(t *testing.T, h *harness, rv *scripted, number, n int, head string) {
+	t.Helper()
+	h.fake.SetPermission(h.owner, h.repo, "collaborator", "write")
+	if got := h.deliver("issue_comment", "d-cmd-writer", h.commentEvent(number, "collaborator", "/aster review")); got != http.StatusAccepted {
+		t.Fatalf("command by a writer: %d", got)
+	}
+	recs := h.waitHistory(number, n, 20*time.Second)
+	if r := recs[n-1]; r.Outcome != store.OutcomePosted || r.HeadSHA != head || r.Cause != "command" {
+		t.Fatalf("command by a writer: %+v", r)
+	}
+	if c := rv.calls(); len(c) != 1 || c[0].Head.SHA != head {
+		t.Fatalf("reviewer calls after a writer's command: %d", len(c))
+	}
+	if rs := h.fake.Reviews(h.owner, h.repo, number); len(rs) != 1 || rs[0].CommitID != head {
+		t.Fatalf("reviews after a writer's command: %+v", rs)
 	}
 }
 
