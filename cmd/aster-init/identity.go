@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -165,15 +166,51 @@ func capget() (capData, error) {
 func capset(c capData) error {
 	h := capHeader{version: linuxCapabilityVersion3}
 	d := [2]capData{c, {}}
-	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0); e != 0 {
-		return e
-	}
-	return nil
+	_, _, e := syscall.AllThreadsSyscall(syscall.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0)
+	return allThreadsErr(e)
 }
 
 func allThreadsPrctl(option int, arg uintptr) error {
-	if _, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, uintptr(option), arg, 0); e != 0 {
-		return e
+	_, _, e := syscall.AllThreadsSyscall(syscall.SYS_PRCTL, uintptr(option), arg, 0)
+	return allThreadsErr(e)
+}
+
+// allThreadsErr is the error of an AllThreadsSyscall (nil for 0). Go refuses
+// the call (ENOTSUP, before any thread is touched) in a program linked with
+// cgo, as a plain `go build` or `go install` links aster-init wherever a C
+// compiler is installed: the error then says so, since "operation not
+// supported" alone names no cause. The host's sandbox.CheckInitBinary refuses
+// such a binary first; this is for one that reached a sandbox some other way.
+func allThreadsErr(e syscall.Errno) error {
+	switch {
+	case e == 0:
+		return nil
+	case e == syscall.ENOTSUP && builtWithCgo():
+		return cgoError{e}
 	}
-	return nil
+	return e
+}
+
+// cgoError is AllThreadsSyscall's refusal in a binary linked with cgo.
+type cgoError struct{ errno syscall.Errno }
+
+func (e cgoError) Error() string {
+	return e.errno.Error() + ": this aster-init was built with cgo (CGO_ENABLED=1), where Go cannot change the credentials of all its threads;" +
+		" rebuild it with CGO_ENABLED=0 go build -o bin/aster-init ./cmd/aster-init (make build does)"
+}
+
+func (e cgoError) Unwrap() error { return e.errno }
+
+// builtWithCgo reports whether this binary was built with cgo enabled.
+func builtWithCgo() bool {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return false
+	}
+	for _, s := range info.Settings {
+		if s.Key == "CGO_ENABLED" {
+			return s.Value == "1"
+		}
+	}
+	return false
 }

@@ -165,9 +165,12 @@ func TestKillMidJobThenRestart(t *testing.T) {
 		t.Fatalf("check runs: %+v (want the one created before the kill, completed)", runs)
 	}
 
-	out, err := exec.Command(asterBinary(t), "app", "history", "--db", db, "--json").CombinedOutput()
+	hist := exec.Command(asterBinary(t), "app", "history", "--db", db, "--json")
+	var histErr strings.Builder
+	hist.Stderr = &histErr // the configuration line; the records are on stdout
+	out, err := hist.Output()
 	if err != nil {
-		t.Fatalf("aster app history: %v\n%s", err, out)
+		t.Fatalf("aster app history: %v\n%s%s", err, out, histErr.String())
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	if len(lines) != 1 {

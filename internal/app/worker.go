@@ -209,6 +209,12 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		force = perm.CanTrigger()
 		if !force {
 			r.log.Info("review command refused: no write access", "user", claim.ForceBy, "permission", perm.Level)
+			if !claim.Announced {
+				// The command is this job's only reason to run: whatever the head's state
+				// (never reviewed, an earlier run failed), a refused command starts nothing
+				// (SECURITY.md O3). A job an event asked for goes on as that event's.
+				return r.skip(fmt.Sprintf("/aster review by %s refused: needs write access", claim.ForceBy))
+			}
 		}
 	}
 	if pr.Draft && !w.opts.ReviewDrafts && !force {

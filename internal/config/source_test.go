@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -202,6 +203,13 @@ func TestUntrustedFileMayNotNameHostPrograms(t *testing.T) {
 	if err != nil || c.OCI.Runtime != "/opt/crun" {
 		t.Fatalf("ASTER_OCI_RUNTIME with an untrusted file: %q %v", c.OCI.Runtime, err)
 	}
+	// Nor may it open host directories to MCP clients: over HTTP, whoever holds
+	// a token could have any file under them read into a sandbox and sent back.
+	p = writeFile(t, filepath.Join(t.TempDir(), "a.yaml"), "mcp:\n  allow_dirs: [/]\n", 0o666)
+	if _, err := e.load(p, envOf(nil)); err == nil || !strings.Contains(err.Error(), p+":2: mcp.allow_dirs (host directories") ||
+		!strings.Contains(err.Error(), "--allow-dir") {
+		t.Fatalf("mcp.allow_dirs from an untrusted file: %v", err)
+	}
 }
 
 // Every host setting is refused from an untrusted file, by its own name: a
@@ -210,10 +218,14 @@ func TestEveryHostSettingIsRefused(t *testing.T) {
 	e := testLoadEnv(t)
 	for _, h := range hostSettings {
 		t.Run(h.key, func(t *testing.T) {
+			value := "http://h.example/x"
+			if settingKind(t, h.key) == reflect.Slice {
+				value = "[" + value + "]"
+			}
 			section, key, nested := strings.Cut(h.key, ".")
-			doc := section + ": http://h.example/x\n"
+			doc := section + ": " + value + "\n"
 			if nested {
-				doc = section + ":\n  " + key + ": http://h.example/x\n"
+				doc = section + ":\n  " + key + ": " + value + "\n"
 			}
 			p := writeFile(t, filepath.Join(t.TempDir(), "a.yaml"), doc, 0o666)
 			_, err := e.load(p, envOf(nil))
@@ -225,6 +237,29 @@ func TestEveryHostSettingIsRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+// settingKind is the kind of the field a dotted key of aster.yaml decodes into.
+func settingKind(t *testing.T, key string) reflect.Kind {
+	t.Helper()
+	typ := reflect.TypeFor[Config]()
+	parts := strings.Split(key, ".")
+	if sec, ok := fileSections[parts[0]]; ok {
+		typ, parts = sec, parts[1:]
+	}
+	for _, part := range parts {
+		found := false
+		for i := range typ.NumField() {
+			if name, _, _ := strings.Cut(typ.Field(i).Tag.Get("yaml"), ","); name == part {
+				typ, found = typ.Field(i).Type, true
+				break
+			}
+		}
+		if !found {
+			t.Fatalf("%s: no field %q", key, part)
+		}
+	}
+	return typ.Kind()
 }
 
 // SECURITY.md O2: a key from the environment goes only to an endpoint the

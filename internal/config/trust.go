@@ -70,6 +70,8 @@ var hostSettings = []hostSetting{
 	{"app.private_key_file", namesCredential, "ASTER_APP_PRIVATE_KEY_FILE or --private-key", func(f *fileLayer) string { return f.app.PrivateKeyFile }},
 	{"app.webhook_secret_file", namesCredential, "ASTER_APP_WEBHOOK_SECRET_FILE or --webhook-secret-file", func(f *fileLayer) string { return f.app.WebhookSecretFile }},
 	{"mcp.sandbox_url", "an endpoint that receives the sandbox token", "--sandbox-url", func(f *fileLayer) string { return f.mcp.SandboxURL }},
+	{"mcp.allow_dirs", "host directories whose files a client may have read into a sandbox and sent back", "--allow-dir",
+		func(f *fileLayer) string { return strings.Join(f.mcp.AllowDirs, "") }},
 	{"serve.token_file", "the bearer tokens the server accepts", "ASTER_TOKEN_FILE or --token-file", func(f *fileLayer) string { return f.serve.TokenFile }},
 	{"tests.ca_file", "a certificate authority the install phase trusts", "", func(f *fileLayer) string { return f.tests.CAFile }},
 	{"tests.cache_dir", namesDir, "", func(f *fileLayer) string { return f.tests.CacheDir }},

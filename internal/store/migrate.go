@@ -122,6 +122,10 @@ CREATE TABLE aster_commands (
 );
 ALTER TABLE aster_pulls ADD COLUMN running_sha TEXT NOT NULL DEFAULT ''`
 	}},
+	{version: 3, name: "deliveries by job", sql: func(string) string {
+		// A claim asks whether any pull_request delivery chose its job.
+		return `CREATE INDEX aster_deliveries_job ON aster_deliveries (job_id)`
+	}},
 }
 
 func (s *Store) identity() string {

@@ -267,6 +267,10 @@ type Claim struct {
 	// Force: a /aster review is pending, asked by ForceBy.
 	Force   bool
 	ForceBy string
+	// Announced: a pull_request event, not only a command, asked for this job (it was queued
+	// or coalesced for one). A job no event asked for has only its commands as a reason to
+	// run, and does nothing when they are refused.
+	Announced bool
 	// forceSeq is the command counter seen at the claim; Finish marks it handled.
 	forceSeq int
 }
@@ -279,14 +283,16 @@ func (j *Job) Claim(ctx context.Context) (Claim, error) {
 	now := time.Now()
 	var c Claim
 	var forceDone int
+	var announced int64
 	err := j.s.db.QueryRow(ctx, `UPDATE aster_pulls SET
 			running_job = $1, lease_owner = $2, lease_until = $3, running_sha = requested_sha,
 			waiting_job = CASE WHEN waiting_job = $1 THEN NULL ELSE waiting_job END
 		WHERE owner = $4 AND repo = $5 AND number = $6
 			AND (running_job IS NULL OR lease_until <= $7)
-		RETURNING installation_id, requested_sha, last_reviewed_sha, cause, force_seq, force_done, force_by`,
+		RETURNING installation_id, requested_sha, last_reviewed_sha, cause, force_seq, force_done, force_by,
+			(SELECT COUNT(*) FROM aster_deliveries WHERE job_id = $1 AND event = 'pull_request')`,
 		j.ID, j.s.q.ClientID, now.Add(j.s.q.Lease).UnixMilli(), j.Pull.Owner, j.Pull.Repo, j.Pull.Number, now.UnixMilli(),
-	).Scan(&c.InstallationID, &c.RequestedSHA, &c.LastReviewedSHA, &c.Cause, &c.forceSeq, &forceDone, &c.ForceBy)
+	).Scan(&c.InstallationID, &c.RequestedSHA, &c.LastReviewedSHA, &c.Cause, &c.forceSeq, &forceDone, &c.ForceBy, &announced)
 	if errors.Is(err, errNoRows) {
 		var one int
 		if err := j.s.db.QueryRow(ctx, `SELECT 1 FROM aster_pulls WHERE owner = $1 AND repo = $2 AND number = $3`,
@@ -299,6 +305,7 @@ func (j *Job) Claim(ctx context.Context) (Claim, error) {
 		return c, fmt.Errorf("claim %s: %w", j.Pull, err)
 	}
 	c.Force = c.forceSeq > forceDone
+	c.Announced = announced > 0
 	j.mu.Lock()
 	j.claimed, j.claim = true, c
 	j.mu.Unlock()

@@ -655,6 +655,51 @@ func TestReopenedDuringARunQueues(t *testing.T) {
 	})
 }
 
+// TestClaimSaysWhetherAnEventAsked: a claim's Announced is true when a pull_request delivery
+// queued the job or was coalesced into it, whichever came first, and false for a job only
+// commands asked for (SECURITY.md O3: a refused command then leaves it nothing to do).
+func TestClaimSaysWhetherAnEventAsked(t *testing.T) {
+	backends(t, func(t *testing.T, open func(Options) *Store) {
+		s := open(Options{})
+		ctx := t.Context()
+		t0 := time.Date(2019, 5, 15, 15, 20, 21, 0, time.UTC)
+		// Every request is in before the worker starts, so each pair shares one job.
+		for _, r := range []ReviewRequest{
+			command("c-only", 1, 101, t0),
+			command("c-first", 2, 102, t0), request("e-second", 2, "bbb"),
+			request("e-first", 3, "ccc"), command("c-second", 3, 103, t0),
+		} {
+			if _, err := s.RequestReview(ctx, r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var mu sync.Mutex
+		announced := map[int]bool{}
+		if err := s.Start(ctx, func(ctx context.Context, j *Job) error {
+			c, err := j.Claim(ctx)
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			announced[j.Pull.Number] = c.Announced
+			mu.Unlock()
+			return j.Finish(ctx, Finish{ForceHandled: c.Force, Record: &ReviewRecord{Pull: j.Pull, Outcome: OutcomeSkipped, JobID: j.ID}})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		testkit.WaitFor(t, "three claims", 10*time.Second, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			return len(announced) == 3
+		})
+		mu.Lock()
+		defer mu.Unlock()
+		if want := map[int]bool{1: false, 2: true, 3: true}; fmt.Sprint(announced) != fmt.Sprint(want) {
+			t.Fatalf("announced by pull request: %v, want %v", announced, want)
+		}
+	})
+}
+
 // TestUpgradeLowerCasesDeliveryIDs: a database of schema 1 whose delivery ids differ only in
 // case (a replay the old version accepted) keeps one of each, lower-cased, so the replay is
 // a duplicate after the upgrade.
@@ -662,11 +707,12 @@ func TestUpgradeLowerCasesDeliveryIDs(t *testing.T) {
 	backends(t, func(t *testing.T, open func(Options) *Store) {
 		ctx := t.Context()
 		s := open(Options{})
-		// Back to schema 1: without what migration 2 adds, with ids of mixed case.
+		// Back to schema 1: without what migrations 2 and 3 add, with ids of mixed case.
 		for _, q := range []string{
+			`DROP INDEX aster_deliveries_job`,
 			`DROP TABLE aster_commands`,
 			`ALTER TABLE aster_pulls DROP COLUMN running_sha`,
-			`DELETE FROM aster_migrations WHERE version = 2`,
+			`DELETE FROM aster_migrations WHERE version >= 2`,
 			`INSERT INTO aster_deliveries (delivery_id, event, outcome, received_at) VALUES
 				('72D3162E-cc78', 'issue_comment', 'queued', 1), ('72d3162e-cc78', 'issue_comment', 'queued', 2),
 				('72d3162e-CC78', 'issue_comment', 'queued', 3), ('Other-1', 'pull_request', 'queued', 4)`,
@@ -695,6 +741,9 @@ func TestUpgradeLowerCasesDeliveryIDs(t *testing.T) {
 		}
 		if _, err := s.RequestReview(ctx, request("72D3162E-CC78", 7, "aaa")); !errors.Is(err, ErrDuplicateDelivery) {
 			t.Fatalf("a re-cased id after the upgrade: err = %v, want ErrDuplicateDelivery", err)
+		}
+		if _, err := s.db.Exec(ctx, `DROP INDEX aster_deliveries_job`); err != nil {
+			t.Fatalf("migration 3's index after the upgrade: %v", err)
 		}
 	})
 }

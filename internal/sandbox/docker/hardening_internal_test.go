@@ -3,6 +3,7 @@ package docker
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,15 +13,24 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
+// standInInit is an executable that stands in for aster-init where nothing
+// runs it (the test binary itself would not do: it may be linked with cgo,
+// which CheckInitBinary refuses).
+func standInInit(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "aster-init")
+	if err := os.WriteFile(p, []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // TestContainerCarriesAsterProfile checks, without an engine, that every
 // container is created with the Aster seccomp profile inline — the very bytes
 // the oci runtime decodes into its bundles — and with the shared masked and
 // read-only paths, whatever the limits say.
 func TestContainerCarriesAsterProfile(t *testing.T) {
-	self, err := os.Executable() // any executable stands in for aster-init
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := standInInit(t)
 	r, err := New(Options{InitPath: self})
 	if err != nil {
 		t.Fatal(err)
@@ -60,10 +70,7 @@ func TestContainerCarriesAsterProfile(t *testing.T) {
 // job's uid) and the container's pids cgroup bounds the sandbox as a whole;
 // with any other runtime the cgroup is the job's limit and no nproc is set.
 func TestGVisorEngineRuntimeLimitsTasksInside(t *testing.T) {
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
+	self := standInInit(t)
 	l := sandbox.Limits{TimeoutMS: 1000, MemoryBytes: 64 << 20, MilliCPUs: 100, Pids: 64, WorkdirBytes: 1 << 20, TmpBytes: 1 << 20}
 	for _, engine := range []string{"", "runc", "kata-runtime", "runsc", "runsc-aster"} {
 		r, err := New(Options{InitPath: self, EngineRuntime: engine})

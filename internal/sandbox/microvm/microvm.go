@@ -99,7 +99,7 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v (install it, e.g. `apt-get install qemu-system-x86`)", sandbox.ErrUnavailable, opts.QEMU, err)
 	}
-	initAbs, err := filepath.Abs(opts.InitPath)
+	initAbs, err := sandbox.CheckInitBinary(opts.InitPath)
 	if err != nil {
 		return nil, err
 	}
