@@ -10,9 +10,16 @@ const (
 	RouteExecute  = "/v1/execute"
 	RouteTest     = "/v1/test"
 	RouteValidate = "/v1/validate"
-	RouteHealth   = "/healthz"
-	RouteReady    = "/readyz"
-	RouteMetrics  = "/metrics"
+	// RouteExecuteStream and RouteTestStream take the same requests as
+	// RouteExecute and RouteTest and answer with the NDJSON event stream.
+	// (Accept: application/x-ndjson on the plain routes does the same; the
+	// description lists the stream apart so that generated clients type
+	// the plain routes' answers as the one JSON result.)
+	RouteExecuteStream = "/v1/execute/stream"
+	RouteTestStream    = "/v1/test/stream"
+	RouteHealth        = "/healthz"
+	RouteReady         = "/readyz"
+	RouteMetrics       = "/metrics"
 	// RouteOpenAPI serves the API's OpenAPI description (package api/openapi).
 	RouteOpenAPI = "/openapi.json"
 )

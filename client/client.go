@@ -195,6 +195,30 @@ func finished(runID string, out api.Result, err error) (ExecuteResult, error) {
 	return res, err
 }
 
+// ValidateOptions is a POST /v1/validate request: the server's static-analysis
+// gate over a repository snapshot.
+type ValidateOptions struct {
+	// Snapshot is an uncompressed tar stream of the repository (required).
+	Snapshot io.Reader
+	// Analyzers names the analyzers to run; empty runs all the server has.
+	Analyzers []string
+	// ChangedFiles, when not nil, limits file-list analyzers to these paths
+	// and marks findings by whether they lie in one (Finding.Reported).
+	ChangedFiles []string
+}
+
+// Validate runs the gate's analyzers over a snapshot on the server. An
+// analyzer that could not run says so in its AnalyzerResult; that is not an
+// error.
+func (c *Client) Validate(ctx context.Context, o ValidateOptions) (api.ValidateResult, error) {
+	if o.Snapshot == nil {
+		return api.ValidateResult{}, fmt.Errorf("%w: validate needs a snapshot", api.ErrInvalidSpec)
+	}
+	var out api.ValidateResult
+	_, err := c.run(ctx, api.RouteValidate, api.ValidateRequest{Analyzers: o.Analyzers, ChangedFiles: o.ChangedFiles}, Job{Snapshot: o.Snapshot}, &out)
+	return out, err
+}
+
 // Ready asks whether the server can run sandboxes now (engine reachable,
 // default image present); an error wrapping api.ErrUnavailable says no.
 func (c *Client) Ready(ctx context.Context) (api.Ready, error) {
@@ -242,11 +266,14 @@ func (c *Client) decorate(req *http.Request) {
 // run posts a job and decodes its result into out, from a JSON body or the
 // last event of an NDJSON stream.
 func (c *Client) run(ctx context.Context, route string, spec any, job Job, out any) (string, error) {
+	stream := job.OnOutput != nil
+	if stream {
+		route = streamRoute(route)
+	}
 	req, err := c.newRunRequest(ctx, route, spec, job.Snapshot)
 	if err != nil {
 		return "", err
 	}
-	stream := job.OnOutput != nil
 	if stream {
 		req.Header.Set("Accept", api.ContentTypeNDJSON)
 	} else {
@@ -454,4 +481,15 @@ func statusOfCode(code string) int { return api.HTTPStatus(code) }
 // IsRetryable reports whether err is worth retrying later (busy, engine down).
 func IsRetryable(err error) bool {
 	return errors.Is(err, api.ErrBusy) || errors.Is(err, api.ErrUnavailable)
+}
+
+// streamRoute is the route answering route's requests as an event stream.
+func streamRoute(route string) string {
+	switch route {
+	case api.RouteExecute:
+		return api.RouteExecuteStream
+	case api.RouteTest:
+		return api.RouteTestStream
+	}
+	return route
 }

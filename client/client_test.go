@@ -13,6 +13,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/openapitest"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -36,7 +37,8 @@ func server(t *testing.T, maxConcurrent, queue int, tokens *sandboxapi.Tokens) (
 		t.Fatal(err)
 	}
 	ceil, _ := config.DefaultCeilings().Parse()
-	srv, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Tokens: tokens, Ceilings: ceil})
+	validator := gate.NewValidator(gate.NewRunner(mgr, gate.RunnerOptions{Image: sandboxtest.Image()}), nil)
+	srv, err := sandboxapi.New(sandboxapi.Options{Manager: mgr, Tokens: tokens, Ceilings: ceil, Validator: validator})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +177,53 @@ func TestTest(t *testing.T) {
 	}
 	if len(out.Command) == 0 || out.RunID == "" {
 		t.Errorf("command %q run %q", out.Command, out.RunID)
+	}
+}
+
+// Validate runs a real analyzer of the gate over a snapshot and decodes its
+// findings into the api types; only the changed file is read and reported.
+func TestValidate(t *testing.T) {
+	t.Parallel()
+	url, _ := server(t, 2, 4, nil)
+	c := newClient(t, url, "")
+	dir := t.TempDir()
+	shell := "import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n"
+	os.WriteFile(filepath.Join(dir, "changed.py"), []byte(shell), 0o644)
+	os.WriteFile(filepath.Join(dir, "old.py"), []byte(shell), 0o644)
+	var tarball bytes.Buffer
+	if _, _, err := workspace.PackDir(dir, &tarball, workspace.Caps{}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Validate(t.Context(), ValidateOptions{Snapshot: &tarball, Analyzers: []string{"bandit"}, ChangedFiles: []string{"changed.py"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Analyzers) != 1 || out.Analyzers[0].Name != "bandit" || out.Analyzers[0].Status != api.AnalyzerOK {
+		t.Fatalf("analyzers %+v", out.Analyzers)
+	}
+	var reported []string
+	for _, f := range out.Findings {
+		if f.RuleID == "" || f.StartLine == 0 || f.Fingerprint == "" {
+			t.Errorf("finding without its rule, line or fingerprint: %+v", f)
+		}
+		if f.Reported {
+			reported = append(reported, f.Path+":"+f.RuleID)
+		}
+	}
+	// bandit reads the changed files only: every finding it makes is reported.
+	if out.Summary.Reported != len(reported) || len(reported) == 0 || out.Summary.Total != len(out.Findings) {
+		t.Errorf("summary %+v, reported %v", out.Summary, reported)
+	}
+	for _, r := range reported {
+		if !strings.HasPrefix(r, "changed.py:") {
+			t.Errorf("reported %s, which is not in a changed file", r)
+		}
+	}
+	if _, err := c.Validate(t.Context(), ValidateOptions{}); !errors.Is(err, api.ErrInvalidSpec) {
+		t.Errorf("no snapshot: %v", err)
+	}
+	if _, err := c.Validate(t.Context(), ValidateOptions{Snapshot: bytes.NewReader(tarball.Bytes()), Analyzers: []string{"no-such-analyzer"}}); !errors.Is(err, api.ErrInvalidSpec) {
+		t.Errorf("an unknown analyzer: %v", err)
 	}
 }
 

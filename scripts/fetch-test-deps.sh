@@ -74,3 +74,13 @@ npm_install_pinned "$root/third_party/openapi" \
 	"@redocly/cli@2.77.0" \
 	"@seriousme/openapi-schema-validator@2.11.0"
 [[ -f "$root/third_party/openapi/.gitignore" ]] || printf '*\n' >"$root/third_party/openapi/.gitignore"
+
+# --- Generated clients (scripts/test-clients.sh) ---------------------------------------------------
+# openapi-typescript turns /openapi.json into types, openapi-fetch is the client they type, and
+# TypeScript (with Node's types) checks a program using them strictly.
+npm_install_pinned "$root/third_party/clients" \
+	"openapi-typescript@7.13.0" \
+	"openapi-fetch@0.17.0" \
+	"typescript@5.9.3" \
+	"@types/node@20.19.43"
+[[ -f "$root/third_party/clients/.gitignore" ]] || printf '*\n' >"$root/third_party/clients/.gitignore"

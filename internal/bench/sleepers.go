@@ -198,7 +198,7 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := sleeper(ctx, client, base+api.RouteExecute, body, markUp)
+			err := sleeper(ctx, client, base+api.RouteExecuteStream, body, markUp)
 			mu.Lock()
 			done++
 			mu.Unlock()

@@ -18,12 +18,12 @@ func TestValidateTypesDescribed(t *testing.T) {
 	}
 	schemas := spec.Doc["components"].(map[string]any)["schemas"].(map[string]any)
 	for name, typ := range map[string]reflect.Type{
-		"ValidateResponse": reflect.TypeFor[ValidateResponse](),
-		"Finding":          reflect.TypeFor[Marked](),
-		"Fix":              reflect.TypeFor[finding.Fix](),
-		"Replacement":      reflect.TypeFor[finding.Replacement](),
-		"FindingSummary":   reflect.TypeFor[Summary](),
-		"AnalyzerResult":   reflect.TypeFor[AnalyzerResult](),
+		"ValidateResult": reflect.TypeFor[ValidateResponse](),
+		"Finding":        reflect.TypeFor[Marked](),
+		"Fix":            reflect.TypeFor[finding.Fix](),
+		"Replacement":    reflect.TypeFor[finding.Replacement](),
+		"FindingSummary": reflect.TypeFor[Summary](),
+		"AnalyzerResult": reflect.TypeFor[AnalyzerResult](),
 	} {
 		s := schemas[name].(map[string]any)
 		var described, required []string

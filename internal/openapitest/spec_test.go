@@ -105,6 +105,7 @@ func TestResponses(t *testing.T) {
 	s := mustLoad(t)
 	valid := s.CheckRequest("POST", "/v1/execute", jsonHeader(), []byte(`{"argv":["true"]}`))
 	invalid := s.CheckRequest("POST", "/v1/execute", jsonHeader(), []byte(`{"argv":["true"],"nope":1}`))
+	stream := s.CheckRequest("POST", "/v1/execute/stream", jsonHeader(), []byte(`{"argv":["true"]}`))
 	run := http.Header{"Content-Type": {"application/json"}, "X-Aster-Run-Id": {"r-1"}}
 	nd := http.Header{"Content-Type": {"application/x-ndjson"}, "X-Aster-Run-Id": {"r-1"}}
 	out := `{"type":"stdout","data":"hi\n","encoding":"utf-8"}` + "\n"
@@ -132,11 +133,13 @@ func TestResponses(t *testing.T) {
 		{"internal leaks", valid, 500, jsonHeader(), `{"error":{"code":"internal","message":"dial /var/run/docker.sock"}}`, "message"},
 		{"401 without WWW-Authenticate", valid, 401, jsonHeader(), `{"error":{"code":"unauthorized","message":"x"}}`, "WWW-Authenticate"},
 		{"wrong content type", valid, 200, http.Header{"Content-Type": {"text/html"}, "X-Aster-Run-Id": {"r"}}, okResult, "text/html"},
-		{"stream", valid, 200, nd, out + out + errEv + res, ""},
-		{"stream without result", valid, 200, nd, out, "without a result"},
-		{"stream after result", valid, 200, nd, out + res + out, "after the result"},
-		{"output after error", valid, 200, nd, errEv + out + res, "after the error"},
-		{"bad event", valid, 200, nd, `{"type":"stdout","data":"x"}` + "\n" + res, "encoding"},
+		{"stream", stream, 200, nd, out + out + errEv + res, ""},
+		{"stream without result", stream, 200, nd, out, "without a result"},
+		{"stream after result", stream, 200, nd, out + res + out, "after the result"},
+		{"output after error", stream, 200, nd, errEv + out + res, "after the error"},
+		{"stream on the plain route", valid, 200, nd, out + res, "not declared"},
+		{"result on the stream route", stream, 200, run, okResult, "not declared"},
+		{"bad event", stream, 200, nd, `{"type":"stdout","data":"x"}` + "\n" + res, "encoding"},
 		{"unknown route", Request{Method: "GET", Path: "/v2/x"}, 404, jsonHeader(), `{"error":{"code":"not_found","message":"x"}}`, ""},
 		{"unknown route 200", Request{Method: "GET", Path: "/v2/x"}, 200, jsonHeader(), `{}`, "404"},
 		{"method", Request{Method: "GET", Path: "/v1/execute"}, 405, jsonHeader("Allow", "POST"), `{"error":{"code":"method_not_allowed","message":"x"}}`, ""},

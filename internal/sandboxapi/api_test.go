@@ -100,6 +100,36 @@ func TestExecuteJSON(t *testing.T) {
 	}
 }
 
+// Accept: application/x-ndjson on the plain routes still streams, as the
+// stream routes do, for clients written before those routes. (The
+// description lists only the stream routes' NDJSON, so this request goes
+// around the checking transport.)
+func TestAcceptStreamsOnThePlainRoute(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, harnessOpts{})
+	b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"sh", "-c", "echo streamed"}})
+	req, _ := http.NewRequest(http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
+	req.Header.Set("Content-Type", api.ContentTypeJSON)
+	req.Header.Set("Accept", api.ContentTypeNDJSON)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != api.ContentTypeNDJSON {
+		t.Fatalf("%d %s: %s", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	lines := bytes.Split(bytes.TrimSpace(body), []byte("\n"))
+	var first, last api.Event
+	if err := json.Unmarshal(lines[0], &first); err != nil || first.Type != api.EventStdout || string(first.Data) != "streamed\n" {
+		t.Errorf("first line %s (%v)", lines[0], err)
+	}
+	if err := json.Unmarshal(lines[len(lines)-1], &last); err != nil || last.Type != api.EventResult {
+		t.Errorf("last line %s (%v)", lines[len(lines)-1], err)
+	}
+}
+
 // Output events arrive while the job runs, in order, before the result, and
 // together they are exactly the job's output.
 func TestExecuteStreamOrder(t *testing.T) {
@@ -416,11 +446,12 @@ func TestClientDisconnectCancels(t *testing.T) {
 	for _, stream := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
 		b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"sleep", "60"}})
-		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
-		req.Header.Set("Content-Type", api.ContentTypeJSON)
+		route := api.RouteExecute
 		if stream {
-			req.Header.Set("Accept", api.ContentTypeNDJSON)
+			route = api.RouteExecuteStream
 		}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.base+route, bytes.NewReader(b))
+		req.Header.Set("Content-Type", api.ContentTypeJSON)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
@@ -566,8 +597,8 @@ func TestTestEndpoint(t *testing.T) {
 		t.Parallel()
 		spec := api.TestRequest{Command: []string{"go", "test", "-json", "-run", "TestReverse", "./..."}, JobRequest: api.JobRequest{Limits: api.Limits{Timeout: "3m"}}}
 		sj, _ := json.Marshal(spec)
-		resp, body := h.do(context.Background(), http.MethodPost, api.RouteTest, api.ContentTypeTar, bytes.NewReader(packDir(t, "../testrun/testdata/gofail", "")),
-			api.HeaderSpec, string(sj), "Accept", api.ContentTypeNDJSON)
+		resp, body := h.do(context.Background(), http.MethodPost, api.RouteTestStream, api.ContentTypeTar, bytes.NewReader(packDir(t, "../testrun/testdata/gofail", "")),
+			api.HeaderSpec, string(sj))
 		if resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, body)
 		}
@@ -746,7 +777,7 @@ func TestStalledReaderDropped(t *testing.T) {
 	// A small receive buffer, so the server's writes block soon.
 	conn.(*net.TCPConn).SetReadBuffer(4 << 10)
 	body := `{"argv":["sh","-c","yes aster-output-line | head -c 60000000"],"limits":{"timeout":"2m","output_ceiling":"100m"}}`
-	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nAccept: application/x-ndjson\r\nContent-Length: %d\r\n\r\n%s", api.RouteExecute, len(body), body)
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", api.RouteExecuteStream, len(body), body)
 	waitFor(t, 30*time.Second, "the run to start", func() bool { return h.mgr.Stats().Running == 1 })
 	t0 := time.Now()
 	waitFor(t, 30*time.Second, "the stalled client's run to end", func() bool {

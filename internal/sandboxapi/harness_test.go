@@ -254,12 +254,11 @@ func (h *harness) stream(req api.ExecuteRequest) *http.Response {
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	hr, err := http.NewRequest(http.MethodPost, h.base+api.RouteExecute, bytes.NewReader(b))
+	hr, err := http.NewRequest(http.MethodPost, h.base+api.RouteExecuteStream, bytes.NewReader(b))
 	if err != nil {
 		h.t.Fatal(err)
 	}
 	hr.Header.Set("Content-Type", api.ContentTypeJSON)
-	hr.Header.Set("Accept", api.ContentTypeNDJSON)
 	if h.token != "" {
 		hr.Header.Set("Authorization", "Bearer "+h.token)
 	}

@@ -125,6 +125,12 @@ func TestOpenAPIWireTypes(t *testing.T) {
 		{"ErrorEvent", reflect.TypeFor[api.ErrorEvent](), true},
 		{"Ready", reflect.TypeFor[api.Ready](), true},
 		{"ValidateRequest", reflect.TypeFor[api.ValidateRequest](), false},
+		{"ValidateResult", reflect.TypeFor[api.ValidateResult](), true},
+		{"Finding", reflect.TypeFor[api.Finding](), true},
+		{"Fix", reflect.TypeFor[api.Fix](), true},
+		{"Replacement", reflect.TypeFor[api.Replacement](), true},
+		{"FindingSummary", reflect.TypeFor[api.FindingSummary](), true},
+		{"AnalyzerResult", reflect.TypeFor[api.AnalyzerResult](), true},
 	} {
 		s := schemaAt(t, c.schema)
 		props, _ := s["properties"].(map[string]any)

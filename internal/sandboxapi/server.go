@@ -50,7 +50,9 @@ func Routes() []Route {
 	get := []string{http.MethodGet, http.MethodHead}
 	return []Route{
 		{api.RouteExecute, post, true},
+		{api.RouteExecuteStream, post, true},
 		{api.RouteTest, post, true},
+		{api.RouteTestStream, post, true},
 		{api.RouteValidate, post, true},
 		{api.RouteHealth, get, false},
 		{api.RouteReady, get, false},
@@ -297,9 +299,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.metrics.Handler().ServeHTTP(sw, r)
 	case api.RouteOpenAPI:
 		s.writeRaw(sw, api.ContentTypeJSON, openapi.JSON())
-	case api.RouteExecute:
+	case api.RouteExecute, api.RouteExecuteStream:
 		s.execute(sw, r)
-	case api.RouteTest:
+	case api.RouteTest, api.RouteTestStream:
 		s.test(sw, r)
 	case api.RouteValidate:
 		if s.opts.Validator == nil {

@@ -15,8 +15,12 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
-// wantsStream reports whether the client asked for NDJSON events.
+// wantsStream reports whether the client asked for NDJSON events: a stream
+// route, or Accept: application/x-ndjson on a plain one.
 func wantsStream(r *http.Request) bool {
+	if p := r.URL.Path; p == api.RouteExecuteStream || p == api.RouteTestStream {
+		return true
+	}
 	for _, v := range r.Header.Values("Accept") {
 		if strings.Contains(v, api.ContentTypeNDJSON) {
 			return true
