@@ -1,7 +1,19 @@
 // Package sandbox is the domain of Aster's isolation layer: what a caller asks
 // for (Spec, Limits), what it gets back (Result, Status), the error classes every
-// layer maps to, and the Runtime interface that each isolation backend (Docker,
-// a direct OCI runtime, Kubernetes) implements without changing its callers.
+// layer maps to, the Manager that validates, admits and runs a Spec, and the
+// Runtime interface that each isolation backend implements without changing
+// its callers. The runtimes, each a package below this one:
+//
+//   - docker: a container on a Docker-compatible engine, over the moby client;
+//   - oci: an OCI runtime binary driven directly, with no daemon: crun by
+//     default, runc, or runsc (gVisor, Name "gvisor");
+//   - kubernetes: one Pod per run, over client-go;
+//   - microvm: one QEMU microVM per run, with a guest kernel of its own.
+//
+// Every one of them runs aster-init as the sandbox's PID 1 and speaks the same
+// framed protocol with it (Session), so a Result means the same thing on each.
+// remote is not a runtime but a Manager elsewhere: the public client of an
+// `aster sandbox serve`, in the Manager's shape.
 package sandbox
 
 import (
