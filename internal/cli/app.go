@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -234,6 +235,13 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	defer st.Close()
+	// The App's id, its key and the API are checked now: a wrong key or an unreachable API
+	// fails here with the reason, instead of the first webhook failing later.
+	bot, err := checkGitHubApp(ctx, gh, set)
+	if err != nil {
+		return err
+	}
+	log.Info("github app checked", "bot", bot, "github", set.GitHubAPIURL)
 	sb, ready, closeSB, err := appSandbox(ctx, c, set, limits, f.parallel, log)
 	if err != nil {
 		return err
@@ -277,6 +285,33 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	return nil
+}
+
+// appCheckTimeout bounds the start-up check of the App against the API.
+const appCheckTimeout = 20 * time.Second
+
+// checkGitHubApp authenticates as the App (GET /app with its JWT) and returns its bot login.
+// A refused key or an unknown App is a configuration error (exit 2); an API that does not
+// answer is a failure (exit 1). Each says what to check.
+func checkGitHubApp(ctx context.Context, gh *github.App, set config.AppSettings) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, appCheckTimeout)
+	defer cancel()
+	bot, err := gh.BotLogin(ctx)
+	switch {
+	case err == nil:
+		return bot, nil
+	case errors.Is(err, github.ErrUnauthorized):
+		return "", usageErr("the GitHub API at %s refused App %d's credentials: the private key %s is not that App's key, or the App was deleted (check --app-id and --private-key, or run 'aster app setup'): %v",
+			set.GitHubAPIURL, set.AppID, set.PrivateKeyFile, err)
+	case errors.Is(err, github.ErrNotFound):
+		return "", usageErr("the GitHub API at %s has no App %d (check --app-id, and --github-api-url for GitHub Enterprise): %v",
+			set.GitHubAPIURL, set.AppID, err)
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, github.ErrUnavailable), errors.Is(err, github.ErrRateLimited):
+		return "", &exitError{code: ExitFailure, err: fmt.Errorf("cannot reach the GitHub API at %s to check App %d (check --github-api-url, the network and any proxy): %w",
+			set.GitHubAPIURL, set.AppID, err)}
+	default:
+		return "", &exitError{code: ExitFailure, err: fmt.Errorf("checking App %d against the GitHub API at %s: %w", set.AppID, set.GitHubAPIURL, err)}
+	}
 }
 
 // appSandbox is where reviews run repository code: a remote orchestrator, or a Manager on

@@ -9,10 +9,13 @@ import (
 	"encoding/pem"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/asterhq/aster/internal/github/githubtest"
 	"github.com/asterhq/aster/internal/store"
+	"github.com/asterhq/aster/internal/testkit"
 )
 
 // aster app serve refuses bad settings with exit 2 and a clear line, before it binds,
@@ -108,4 +111,35 @@ func testRSAKey(t *testing.T) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+}
+
+// aster app serve checks the App against the API before it takes a webhook: a key that is
+// not the App's is a configuration error (exit 2) naming what to check, and an API that does
+// not answer is a failure (exit 1); neither starts serving, and no secret is echoed.
+func TestAppServeChecksTheAppAtStart(t *testing.T) {
+	fake := githubtest.New(t, githubtest.Options{OnReject: func(string, ...any) {}})
+	dir := t.TempDir()
+	right, wrong, secret := filepath.Join(dir, "right.pem"), filepath.Join(dir, "wrong.pem"), filepath.Join(dir, "s")
+	_ = os.WriteFile(right, fake.PrivateKeyPEM(), 0o600)
+	_ = os.WriteFile(wrong, testRSAKey(t), 0o600)
+	_ = os.WriteFile(secret, []byte("s3cret-value\n"), 0o600)
+	serve := func(key, apiURL string) (int, string) {
+		code, _, stderr := run(t, "app", "serve", "--addr", testkit.FreeAddr(t), "--db", filepath.Join(t.TempDir(), "a.db"),
+			"--app-id", strconv.FormatInt(fake.AppID(), 10), "--private-key", key, "--webhook-secret-file", secret,
+			"--github-api-url", apiURL, "--sandbox-url", "http://127.0.0.1:1")
+		if strings.Contains(stderr, "s3cret-value") || strings.Contains(stderr, "PRIVATE KEY") {
+			t.Errorf("a secret in the output: %s", stderr)
+		}
+		t.Logf("exit %d: %s", code, stderr)
+		return code, stderr
+	}
+	if code, stderr := serve(wrong, fake.URL()); code != ExitUsage || !strings.Contains(stderr, "refused App") ||
+		!strings.Contains(stderr, "--private-key") || !strings.Contains(stderr, wrong) {
+		t.Errorf("a key that is not the App's: exit %d: %s", code, stderr)
+	}
+	closed := testkit.FreeAddr(t) // nothing listens there
+	if code, stderr := serve(right, "http://"+closed+"/api/v3/"); code != ExitFailure || !strings.Contains(stderr, "cannot reach the GitHub API") ||
+		!strings.Contains(stderr, "--github-api-url") {
+		t.Errorf("an API that does not answer: exit %d: %s", code, stderr)
+	}
 }

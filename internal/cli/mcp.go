@@ -170,6 +170,9 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 	hopts := mcpserver.HTTPOptions{Tokens: tokens, MaxBodyBytes: set.MaxBodyBytes, MaxBodyInFlightBytes: inFlight,
 		MaxSessions: sessions.Max, MaxSessionsPerToken: sessions.PerToken, SessionTimeout: sessions.Timeout,
 		Pace: sandboxapi.Pace{FirstByte: set.FirstByteTimeout, Idle: set.BodyIdleTimeout, MinRate: set.MinBodyRateBytes, Total: set.BodyReadTimeout}}
+	// The sandbox metrics of `aster sandbox serve`, and the sessions, at GET /metrics.
+	metrics := sandboxapi.NewMetrics()
+	hopts.Metrics = metrics.Registry()
 	var ln net.Listener
 	if mc.HTTP != "" {
 		ln, err = mcpserver.ListenHTTP(mc.HTTP, hopts)
@@ -189,7 +192,9 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 		}
 		log.Info("sandboxes run on a remote orchestrator", "url", mc.SandboxURL)
 	} else {
-		local, closeExec, err := localExecutor(ctx, c, defaults, set, log)
+		// Over stdio the server is the editor's child: it stays up with the engine down
+		// and answers each tool call with the reason, and works once the engine is back.
+		local, closeExec, err := localExecutor(ctx, c, defaults, set, log, ln == nil, metrics)
 		if err != nil {
 			return err
 		}
@@ -245,7 +250,8 @@ func runMCP(cmd *cobra.Command, g *globals, f *mcpFlags) error {
 // localExecutor runs sandboxes in this process: the configured runtime, a
 // Manager with the serve section's admission, and the reaper in the
 // background until ctx ends.
-func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits, set config.ServeSettings, log *slog.Logger) (mcpserver.Executor, func(), error) {
+func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits, set config.ServeSettings, log *slog.Logger,
+	engineMayBeDown bool, metrics *sandboxapi.Metrics) (mcpserver.Executor, func(), error) {
 	rt, closeRT, err := startRuntime(c, log, ExitFailure)
 	if err != nil {
 		return nil, nil, err
@@ -255,7 +261,10 @@ func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits
 		return nil, nil, err
 	}
 	if err := rt.Check(ctx); err != nil {
-		return fail(&exitError{code: ExitFailure, err: err})
+		if !engineMayBeDown {
+			return fail(&exitError{code: ExitFailure, err: err})
+		}
+		log.Warn("the sandbox runtime is not available; every tool call will say so until it is", "err", err)
 	}
 	mgr, err := newManager(c, rt, sandbox.ManagerOptions{
 		Defaults:      defaults,
@@ -263,9 +272,14 @@ func localExecutor(ctx context.Context, c config.Config, defaults sandbox.Limits
 		QueueSize:     set.QueueSize,
 		QueueTimeout:  set.QueueTimeout,
 		Logger:        log,
+		Observer:      metrics,
 	}, ExitFailure)
 	if err != nil {
 		return fail(err)
+	}
+	metrics.SetCapacity(mgr.Stats())
+	if err := sandboxapi.RegisterPoolMetrics(metrics.Registry(), mgr); err != nil {
+		return fail(&exitError{code: ExitFailure, err: err})
 	}
 	if err := startReaper(ctx, c, rt, mgr, log); err != nil {
 		return fail(usageErr("%v", err))

@@ -121,6 +121,40 @@ func TestMCPStdioBinary(t *testing.T) {
 	assertNoTestContainers(t)
 }
 
+// Over stdio, `aster mcp` is an editor's child: with the engine down it stays up and
+// answers each tool call with the reason; an image off the allowlist gets Aster's
+// unknown_image answer, not a schema message.
+func TestMCPStdioEngineDown(t *testing.T) {
+	cmd := asterCmd(t, "mcp", "--docker-host", "unix:///nonexistent/docker.sock")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil)
+	cs, err := c.Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatalf("connect with the engine down: %v\n%s", err, stderr.String())
+	}
+	defer cs.Close()
+	text := func(res *mcp.CallToolResult) string {
+		var b strings.Builder
+		for _, c := range res.Content {
+			if tc, ok := c.(*mcp.TextContent); ok {
+				b.WriteString(tc.Text)
+			}
+		}
+		return b.String()
+	}
+	for range 2 { // the server is still there for the second call
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"true"}}})
+		if err != nil || !res.IsError || !strings.Contains(text(res), "unavailable") || !strings.Contains(text(res), "docker") {
+			t.Fatalf("execute with the engine down: %v %q\n%s", err, text(res), stderr.String())
+		}
+	}
+	res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "execute", Arguments: map[string]any{"argv": []string{"true"}, "image": "evil:latest"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "unknown_image") || !strings.Contains(text(res), "allowlist") {
+		t.Fatalf("an image off the allowlist: %v %q", err, text(res))
+	}
+}
+
 // TestMCPHTTPBinary starts `aster mcp --http` with a token file and checks
 // auth and a tool call over streamable HTTP.
 func TestMCPHTTPBinary(t *testing.T) {
@@ -178,6 +212,19 @@ func TestMCPHTTPBinary(t *testing.T) {
 	sc, _ := res.StructuredContent.(map[string]any)
 	if res.IsError || sc["stdout"] != "via http\n" {
 		t.Fatalf("execute result: %+v", res)
+	}
+	// /metrics: the run just made and the open session, behind the token.
+	mreq, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/metrics", nil)
+	mreq.Header.Set("Authorization", "Bearer "+token)
+	mresp, err := http.DefaultClient.Do(mreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, _ := io.ReadAll(mresp.Body)
+	mresp.Body.Close()
+	if mresp.StatusCode != http.StatusOK || !strings.Contains(string(mb), `aster_sandbox_runs_total{status="ok"} 1`) ||
+		!strings.Contains(string(mb), "aster_mcp_sessions 1") {
+		t.Errorf("/metrics: %d\n%s", mresp.StatusCode, mb)
 	}
 
 	// SECURITY L7: the token's second session is its last; the third is

@@ -56,6 +56,11 @@ func Run(ctx context.Context, args []string, stdio IO) int {
 	if shown == nil {
 		return code // the command's own exit status; its result is printed
 	}
+	if stdio.Environ != nil {
+		shown = withHint(shown, stdio.Environ())
+	} else {
+		shown = withHint(shown, nil)
+	}
 	fmt.Fprintf(stdio.Stderr, "aster: %v\n", shown)
 	if ee == nil && !strings.Contains(err.Error(), "--help") {
 		// Anything else is a usage error from cobra or flag parsing.
@@ -294,9 +299,7 @@ else can write.`,
 	pf.StringVar(&g.runsc, "runsc", config.DefaultGVisorRunsc, "runsc binary for --runtime gvisor (a name in PATH or a path)")
 	pf.StringVar(&g.gvisorPlat, "gvisor-platform", "", "gVisor platform: systrap, ptrace or kvm (default: systrap where runsc has it, else ptrace); also for --oci-runtime runsc")
 	addKubernetesFlags(pf)
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr("%v (see '%s --help')", err, c.CommandPath())
-	})
+	root.SetFlagErrorFunc(flagError)
 
 	addCommands(root, g, newVersionCmd, newExecCmd, newSandboxCmd, newReviewCmd, newMCPCmd, newAppCmd)
 	addCommands(root, g, extraCommands...)

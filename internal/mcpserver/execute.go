@@ -238,11 +238,11 @@ func inputSchemaFor[T any](s *Server) (*jsonschema.Schema, error) {
 		}
 	}
 	singleTypes(sch)
+	// The allowlist is described, not an enum: the SDK's enum check would refuse an image
+	// with a schema message before Aster's own unknown_image answer could say what to do.
 	if img := sch.Properties["image"]; img != nil && len(s.opts.Images) > 0 {
-		img.Enum = make([]any, len(s.opts.Images))
-		for i, v := range s.opts.Images {
-			img.Enum[i] = v
-		}
+		img.Description = strings.TrimSpace(img.Description + " The server's allowlist: " + strings.Join(s.opts.Images, ", ") +
+			" (default " + s.opts.Images[0] + ").")
 	}
 	return sch, nil
 }

@@ -34,7 +34,7 @@ func TestToolsListSchemas(t *testing.T) {
 	}
 	b, _ := json.Marshal(exec)
 	js := string(b)
-	for _, want := range []string{`"argv"`, `"script"`, `"files"`, `"stdin"`, `"timeout"`, `"memory"`, `"workdir_size"`, "at most 1m0s", `"deprecated":true`, `"outputSchema"`, `"exit_code"`, `"output_limit"`, `"aster-sandbox:latest"`} {
+	for _, want := range []string{`"argv"`, `"script"`, `"files"`, `"stdin"`, `"timeout"`, `"memory"`, `"workdir_size"`, "at most 1m0s", `"deprecated":true`, `"outputSchema"`, `"exit_code"`, `"output_limit"`, "allowlist: aster-sandbox:latest, other:1"} {
 		if !strings.Contains(js, want) {
 			t.Errorf("execute tool JSON lacks %s:\n%s", want, js)
 		}

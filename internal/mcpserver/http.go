@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/health"
@@ -48,6 +50,10 @@ type HTTPOptions struct {
 	MaxBodyInFlightBytes int64
 	// Pace bounds how slowly a body may arrive (zero: sandboxapi.DefaultPace).
 	Pace sandboxapi.Pace
+	// Metrics, when set, is served at GET /metrics in the Prometheus text
+	// format, behind the same tokens as /mcp, with the open sessions added
+	// (aster_mcp_sessions, aster_mcp_sessions_max).
+	Metrics *prometheus.Registry
 }
 
 // Handler returns the HTTP handler: the streamable transport at /mcp behind
@@ -103,7 +109,32 @@ func (s *Server) handlerWith(o HTTPOptions, events mcp.EventStore) (http.Handler
 	mux := http.NewServeMux()
 	mux.Handle(Path, h)
 	mux.Handle("GET "+health.Route, health.Handler())
+	if o.Metrics != nil {
+		mux.Handle("GET "+MetricsRoute, s.metricsHandler(o, gate))
+	}
 	return mux, gate
+}
+
+// MetricsRoute serves HTTPOptions.Metrics.
+const MetricsRoute = "/metrics"
+
+// metricsHandler serves o.Metrics with the session gauges registered on it, behind o's
+// tokens. Registering twice (a second handler on one registry) keeps the first gauges.
+func (s *Server) metricsHandler(o HTTPOptions, gate *sessionGate) http.Handler {
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aster_mcp_sessions", Help: "MCP sessions open or being opened."},
+		func() float64 { n, _ := gate.counts(); return float64(n) })
+	max := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "aster_mcp_sessions_max", Help: "MCP sessions allowed at once (mcp.max_sessions)."},
+		func() float64 { return float64(gate.max) })
+	for _, c := range []prometheus.Collector{open, max} {
+		if err := o.Metrics.Register(c); err != nil {
+			s.log.Debug("metrics: keeping the registered collector", "err", err)
+		}
+	}
+	var h http.Handler = promhttp.HandlerFor(o.Metrics, promhttp.HandlerOpts{Registry: o.Metrics})
+	if o.Tokens != nil {
+		h = auth.RequireBearerToken(verifier(o.Tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	return h
 }
 
 // ErrOpenListener is returned for a non-loopback address without tokens.

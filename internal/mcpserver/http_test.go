@@ -12,6 +12,8 @@ import (
 
 	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandboxapi"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const (
@@ -186,4 +188,41 @@ func mustTokens(t *testing.T, toks ...string) *sandboxapi.Tokens {
 		t.Fatal(err)
 	}
 	return ts
+}
+
+// GET /metrics serves the registry given, with the open sessions, behind the same tokens
+// as /mcp; without a registry there is no /metrics.
+func TestHTTPMetrics(t *testing.T) {
+	s := newTestServer(t, &fakeExecutor{}, nil)
+	reg := prometheus.NewRegistry()
+	hs := httptest.NewServer(s.Handler(HTTPOptions{Tokens: mustTokens(t, tokenA), Metrics: reg}))
+	t.Cleanup(hs.Close)
+	get := func(url, token string) (int, string) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, _ := get(hs.URL+MetricsRoute, ""); code != http.StatusUnauthorized {
+		t.Errorf("/metrics without a token: %d, want 401", code)
+	}
+	if resp := postInit(t, hs.URL+Path, tokenA, ""); resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %d", resp.StatusCode)
+	}
+	code, body := get(hs.URL+MetricsRoute, tokenA)
+	if code != http.StatusOK || !strings.Contains(body, "aster_mcp_sessions 1") || !strings.Contains(body, "aster_mcp_sessions_max ") {
+		t.Errorf("/metrics: %d\n%s", code, body)
+	}
+	plain := httptest.NewServer(s.Handler(HTTPOptions{}))
+	t.Cleanup(plain.Close)
+	if code, _ := get(plain.URL+MetricsRoute, ""); code != http.StatusNotFound {
+		t.Errorf("/metrics with no registry: %d, want 404", code)
+	}
 }

@@ -113,6 +113,10 @@ func (m *Metrics) QueueDepth(n int) { m.queueDepth.Set(float64(n)) }
 // Running implements sandbox.Observer.
 func (m *Metrics) Running(n int) { m.running.Set(float64(n)) }
 
+// SetCapacity records the Manager's slots and queue places, for a caller that serves the
+// metrics without a Server (aster mcp --http).
+func (m *Metrics) SetCapacity(st sandbox.Stats) { m.setCapacity(st) }
+
 func (m *Metrics) setCapacity(st sandbox.Stats) {
 	m.maxConcurrent.Set(float64(st.MaxConcurrent))
 	m.queueSize.Set(float64(st.QueueSize))

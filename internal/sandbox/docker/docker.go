@@ -186,6 +186,9 @@ func (r *Runtime) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if _, err := r.api.Ping(ctx, client.PingOptions{}); err != nil {
+		if strings.Contains(err.Error(), "permission denied") {
+			return fmt.Errorf("%w: docker engine: %v (the Docker socket is for root and the docker group: run aster as root, or add your user to the group with `sudo usermod -aG docker $USER` and log in again)", sandbox.ErrUnavailable, err)
+		}
 		return fmt.Errorf("%w: docker engine: %v", sandbox.ErrUnavailable, err)
 	}
 	return nil

@@ -142,6 +142,10 @@ func New(opts Options) (*Runtime, error) {
 		r.globalArgs = runscGlobalArgs(gv.Platform)
 		r.log.Debug("gvisor", "runsc", bin, "version", gv.Version, "platform", gv.Platform)
 	}
+	if r.rootless {
+		// Before the state directories, whose owner would be the first complaint.
+		return nil, r.Check(context.Background())
+	}
 	if r.ids = opts.Identities; r.ids == nil {
 		if r.ids, err = sandbox.NewIdentityPool(sandbox.IdentityPoolOptions{}); err != nil {
 			return nil, err
@@ -222,7 +226,11 @@ func (r *Runtime) Binary() string { return r.bin }
 // Check implements sandbox.Runtime. It is cheap: no process is started.
 func (r *Runtime) Check(ctx context.Context) error {
 	if r.rootless {
-		return fmt.Errorf("%w: the oci runtime needs root to manage cgroups (use --runtime docker otherwise)", sandbox.ErrUnavailable)
+		name := "oci"
+		if r.kind == "runsc" {
+			name = "gvisor"
+		}
+		return fmt.Errorf("%w: the %s runtime needs root to manage cgroups and sandbox identities: run aster as root (sudo), or use --runtime docker", sandbox.ErrUnavailable, name)
 	}
 	if _, err := os.Stat(r.bin); err != nil {
 		return fmt.Errorf("%w: %v", sandbox.ErrUnavailable, err)
