@@ -8,8 +8,11 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 aster=bin/aster
-step() { printf '\n\033[1;34m==> %s\033[0m\n' "$*"; }
-show() { printf '\033[2m$ %s\033[0m\n' "$*"; }
+# Colour only on a terminal, and never with NO_COLOR set (https://no-color.org).
+blue='' dim='' plain=''
+if [[ -t 1 && -z "${NO_COLOR:-}" && "${TERM:-}" != dumb ]]; then blue=$'\033[1;34m' dim=$'\033[2m' plain=$'\033[0m'; fi
+step() { printf '\n%s==> %s%s\n' "$blue" "$*" "$plain"; }
+show() { printf '%s$ %s%s\n' "$dim" "$*" "$plain"; }
 
 step "A job runs in a fresh sandbox and is destroyed after it"
 show "aster exec -- python3 -c 'print(\"hello from the sandbox\")'"

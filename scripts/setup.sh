@@ -19,7 +19,10 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
-say() { printf '\033[1msetup:\033[0m %s\n' "$*" >&2; }
+# Bold only on a terminal, and never with NO_COLOR set (https://no-color.org).
+bold='' plain=''
+if [[ -t 2 && -z "${NO_COLOR:-}" && "${TERM:-}" != dumb ]]; then bold=$'\033[1m' plain=$'\033[0m'; fi
+say() { printf '%ssetup:%s %s\n' "$bold" "$plain" "$*" >&2; }
 die() { printf 'setup: error: %s\n' "$*" >&2; exit 1; }
 
 SUDO=""

@@ -22,7 +22,10 @@ export CI=true ASTER_REQUIRE_DOCKER=1 ASTER_REQUIRE_OCI=1 ASTER_REQUIRE_GVISOR=1
 GOTEST_FLAGS="${GOTEST_FLAGS:--count=1 -timeout 25m}"
 
 started=$(date +%s)
-step() { printf '\n\033[1m== %s\033[0m (%ss)\n' "$*" "$(($(date +%s) - started))"; }
+# Bold only on a terminal, and never with NO_COLOR set (https://no-color.org).
+bold='' plain=''
+if [[ -t 1 && -z "${NO_COLOR:-}" && "${TERM:-}" != dumb ]]; then bold=$'\033[1m' plain=$'\033[0m'; fi
+step() { printf '\n%s== %s%s (%ss)\n' "$bold" "$*" "$plain" "$(($(date +%s) - started))"; }
 rc=0
 fail() {
 	echo "test: FAILED: $*" >&2

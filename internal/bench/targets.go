@@ -18,17 +18,6 @@ type Target struct {
 	Basis string `json:"basis"`
 }
 
-func (t Target) valueText() string {
-	if t.Missing {
-		return "-"
-	}
-	op := "≤"
-	if t.AtLeast {
-		op = "≥"
-	}
-	return fmt.Sprintf("%.2f%s, target %s %.2f%s", t.Value, t.Unit, op, t.Limit, t.Unit)
-}
-
 // Target limits of issue 8.
 const (
 	TargetWarmP50MS          = 15

@@ -4,6 +4,9 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
 )
 
 // The messages a user meets first say what to do: a mistyped flag gets the nearest one, a
@@ -38,5 +41,15 @@ func TestHints(t *testing.T) {
 	if code, _, stderr := run(t, "sandbox", "serve", "--addr", ln.Addr().String(), "--docker-host", "unix:///nonexistent.sock"); code != ExitFailure ||
 		!strings.Contains(stderr, "address already in use") || !strings.Contains(stderr, "choose another address with --addr") {
 		t.Errorf("a taken address: %d %q", code, stderr)
+	}
+}
+
+// JSON logs write durations as Go's text, never as raw nanoseconds.
+func TestJSONLogDurations(t *testing.T) {
+	var errb syncBuffer
+	g := &globals{stdio: IO{Stderr: &errb}}
+	g.logger(config.Config{LogFormat: "json"}).Info("waited", "wait", 1500*time.Millisecond, "grace", 30*time.Second)
+	if out := errb.String(); !strings.Contains(out, `"wait":"1.5s"`) || !strings.Contains(out, `"grace":"30s"`) {
+		t.Errorf("JSON log: %s", out)
 	}
 }

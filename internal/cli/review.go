@@ -23,6 +23,7 @@ type reviewFlags struct {
 	head       string
 	filterMode gate.Mode
 	format     string
+	color      string
 	failOn     string
 	tests      bool
 	parallel   int
@@ -81,6 +82,7 @@ it run the tests or a command in a sandbox to check its claims.`,
 	// The zero mode prints as "added"; the usage already says where the default comes from.
 	fl.Lookup("filter-mode").DefValue = ""
 	fl.StringVar(&f.format, "format", review.FormatMarkdown, "output: markdown, json, sarif")
+	fl.StringVar(&f.color, "color", colorAuto, "Markdown on a terminal: auto (rendered with colour on a terminal, plain Markdown when piped; NO_COLOR drops the colour), always, never")
 	fl.StringVar(&f.failOn, "fail-on", "", "least severity that fails: error, warning, note, never (default from .aster.yml, else error)")
 	fl.BoolVar(&f.tests, "tests", false, "also run the repository's tests in a sandbox (tests.command in .aster.yml, or detected)")
 	parallelVar(fl, &f.parallel, "analyzers run at once")
@@ -95,6 +97,12 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 	default:
 		return usageErr("--format %q: want markdown, json or sarif", f.format)
 	}
+	switch f.color {
+	case colorAuto, colorAlways, colorNever:
+	default:
+		return usageErr("--color %q: want auto, always or never", f.color)
+	}
+	render := renderMode(g.stdio.Stdout, f.color, g.stdio.Getenv)
 	if f.failOn != "" {
 		if _, err := review.ParseFailOn(f.failOn); err != nil {
 			return usageErr("--fail-on: %v (or never)", err)
@@ -132,7 +140,7 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		// No sandbox engine is needed to say so, and none is asked.
 		rep, err := review.Run(ctx, ch, review.Options{FilterMode: f.filterMode, FailOn: f.failOn})
 		if err == nil {
-			err = writeReport(g.stdio.Stdout, rep, f.format, review.Options{})
+			err = writeReport(g.stdio.Stdout, rep, f.format, render, review.Options{})
 		}
 		if err != nil {
 			return &exitError{code: ExitFailure, err: err}
@@ -177,7 +185,7 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		}
 		return &exitError{code: ExitFailure, err: err}
 	}
-	if err := writeReport(g.stdio.Stdout, rep, f.format, opts); err != nil {
+	if err := writeReport(g.stdio.Stdout, rep, f.format, render, opts); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	fmt.Fprintf(stderr, "aster: %s: %d finding(s) on the change, %d outside the diff; %s\n", rep.Conclusion, rep.Summary.Reported, rep.Summary.OutsideDiff, rep.Model.Note)
@@ -232,14 +240,20 @@ func openReviewGate(ctx context.Context, c config.Config, log *slog.Logger, para
 	return &reviewGate{runner: runner, mgr: mgr, image: image, limits: limits, close: closeRT}, nil
 }
 
-func writeReport(w io.Writer, rep *review.Report, format string, opts review.Options) error {
+// writeReport writes rep in format; Markdown is rendered for the terminal when render
+// says so (renderMode).
+func writeReport(w io.Writer, rep *review.Report, format, render string, opts review.Options) error {
 	switch format {
 	case review.FormatJSON:
 		return review.WriteJSON(w, rep)
 	case review.FormatSARIF:
 		return review.WriteSARIF(w, rep, review.SARIFOptions{ToolVersion: Version(), Analyzers: gate.Builtins()})
 	}
-	return review.WriteMarkdown(w, rep)
+	out, flush := markdownTo(w, render)
+	if err := review.WriteMarkdown(out, rep); err != nil {
+		return err
+	}
+	return flush()
 }
 
 // reviewProgress prints one line per stage and per analyzer on stderr.

@@ -253,6 +253,7 @@ func (g *globals) logger(c config.Config) *slog.Logger {
 	level, _ := config.ParseLogLevel(c.LogLevel)
 	opts := &slog.HandlerOptions{Level: level}
 	if f, _ := config.ParseLogFormat(c.LogFormat); f == "json" {
+		opts.ReplaceAttr = readableDurations
 		return slog.New(slog.NewJSONHandler(g.stdio.Stderr, opts))
 	}
 	return slog.New(slog.NewTextHandler(g.stdio.Stderr, opts))
@@ -316,3 +317,12 @@ func addCommands(parent *cobra.Command, g *globals, ctors ...func(*globals) *cob
 // extraCommands lets other files register top-level commands from init()-free
 // code paths: each command file appends its constructor in a var block.
 var extraCommands []func(*globals) *cobra.Command
+
+// readableDurations writes a duration in a JSON log as Go's text ("1.5s", "250ms"), which
+// the text format uses too, instead of slog's raw nanoseconds.
+func readableDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		a.Value = slog.StringValue(a.Value.Duration().String())
+	}
+	return a
+}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -134,6 +136,9 @@ func (d *DockerSource) Export(ctx context.Context, image string, w io.Writer) er
 type imageCache struct {
 	dir string
 	src ImageSource
+	// log says when an export starts, how it goes and when it ends: the first
+	// run of an image waits for it (about a minute for the default image).
+	log *slog.Logger
 
 	mu         sync.Mutex
 	byName     map[string]cachedImage
@@ -301,7 +306,10 @@ func (c *imageCache) exportOnce(ctx context.Context, image, digest string) error
 		pw.CloseWithError(err)
 		exportErr <- err
 	}()
-	_, err = extractRootfs(pr, tmp)
+	read := &countingReader{r: pr}
+	stop := c.progress(image, digest, read)
+	_, err = extractRootfs(read, tmp)
+	stop(err)
 	pr.CloseWithError(errors.New("extraction ended"))
 	if xerr := <-exportErr; xerr != nil && err == nil {
 		err = xerr
@@ -391,4 +399,56 @@ func (c *imageCache) writeIndex(image, digest string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), filepath.Join(c.dir, indexFile))
+}
+
+// exportProgressEvery is how often a running export says how far it got.
+var exportProgressEvery = 10 * time.Second
+
+// progress logs that an export of image starts, then every exportProgressEvery the bytes
+// read so far; the function it returns logs the end (or nothing more on failure, which
+// the caller reports) and stops the ticker.
+func (c *imageCache) progress(image, digest string, read *countingReader) func(error) {
+	log := c.log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	start := time.Now()
+	short := strings.TrimPrefix(digest, "sha256:")
+	short = short[:min(12, len(short))]
+	log.Info("exporting the image for this runtime: the first run of this image version waits for it, later runs reuse it",
+		"image", image, "digest", short)
+	done := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		t := time.NewTicker(exportProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				log.Info("exporting the image", "image", image, "mb_so_far", read.n.Load()>>20, "elapsed", time.Since(start).Round(time.Second))
+			}
+		}
+	}()
+	return func(err error) {
+		close(done)
+		<-ended
+		if err == nil {
+			log.Info("image exported", "image", image, "mb", read.n.Load()>>20, "took", time.Since(start).Round(100*time.Millisecond))
+		}
+	}
+}
+
+// countingReader counts the bytes read through it (read from another goroutine).
+type countingReader struct {
+	r io.Reader
+	n atomic.Int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }

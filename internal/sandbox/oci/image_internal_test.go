@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -287,5 +289,45 @@ func TestImageCachePrunesTreesOfOldDigests(t *testing.T) {
 		if _, err := os.Stat(c.rootfsPath(d)); err != nil {
 			t.Errorf("%s was removed: %v", d, err)
 		}
+	}
+}
+
+// slowSource writes its archive in pieces with a pause between them.
+type slowSource struct {
+	fakeSource
+	pause time.Duration
+}
+
+func (s *slowSource) Export(ctx context.Context, image string, w io.Writer) error {
+	for chunk := range slices.Chunk(s.archive, 512) {
+		if _, err := w.Write(chunk); err != nil {
+			return err
+		}
+		time.Sleep(s.pause)
+	}
+	return nil
+}
+
+// An export says it started, how far it got while it runs, and when it ended: the first
+// run of an image is not a silent minute.
+func TestImageExportShowsProgress(t *testing.T) {
+	defer func(d time.Duration) { exportProgressEvery = d }(exportProgressEvery)
+	exportProgressEvery = 5 * time.Millisecond
+	src := &slowSource{pause: 20 * time.Millisecond}
+	src.archive = tarOf(t, entry{h: tar.Header{Typeflag: tar.TypeReg, Name: "big"}, body: strings.Repeat("x", 8<<10)})
+	var logs testkit.SyncBuffer
+	c := newImageCache(t.TempDir(), src)
+	c.log = slog.New(slog.NewTextHandler(&logs, nil))
+	if _, err := c.rootfs(t.Context(), "img:1"); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	for _, want := range []string{"exporting the image for this runtime", "mb_so_far=", "image exported"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the log lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Index(out, "image exported") < strings.LastIndex(out, "mb_so_far=") {
+		t.Errorf("progress after the end:\n%s", out)
 	}
 }

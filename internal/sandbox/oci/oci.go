@@ -138,6 +138,7 @@ func New(opts Options) (*Runtime, error) {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
+	r.images.log = r.log
 	if kind == "runsc" {
 		r.globalArgs = runscGlobalArgs(gv.Platform)
 		r.log.Debug("gvisor", "runsc", bin, "version", gv.Version, "platform", gv.Platform)
