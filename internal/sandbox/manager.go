@@ -228,7 +228,7 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	if spec.ID == "" {
 		spec.ID = NewRunID()
 	}
-	if _, err := jobHeader(JobFromSpec(spec)); err != nil {
+	if _, err := JobHeader(JobFromSpec(spec)); err != nil {
 		return spec, err
 	}
 	return spec, nil
