@@ -57,71 +57,110 @@ func (s *Session) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, err
 	if err != nil {
 		return errorResult(res, err), err
 	}
-
-	var (
-		mu          sync.Mutex
-		reason      sandbox.Status // why the host ended the run, if it did
-		reasonError string
-	)
-	endRun := func(st sandbox.Status, msg string) {
-		mu.Lock()
-		if reason == "" {
-			reason, reasonError = st, msg
-		}
-		mu.Unlock()
-		s.Destroy()
-	}
+	r := &sessionRun{s: s, job: job}
 
 	// The host's own deadline: init enforces the timeout, the host enforces
 	// that init does.
-	hostDeadline := time.AfterFunc(job.Limits.Timeout()+sandbox.KillGrace+sandbox.HostGrace, func() {
-		endRun(sandbox.StatusTimeout, "aster-init did not report by the deadline; the sandbox was destroyed")
+	r.deadline = time.AfterFunc(job.Limits.Timeout()+sandbox.KillGrace+sandbox.HostGrace, func() {
+		r.end(sandbox.StatusTimeout, "aster-init did not report by the deadline; the sandbox was destroyed")
 	})
-	defer hostDeadline.Stop()
+	defer r.deadline.Stop()
 	stopCancel := context.AfterFunc(ctx, func() {
-		endRun(sandbox.StatusKilled, "cancelled: "+context.Cause(ctx).Error())
+		r.end(sandbox.StatusKilled, "cancelled: "+context.Cause(ctx).Error())
 	})
 	defer stopCancel()
 
-	// Send the job from its own goroutine: stdin may be larger than what the
-	// command reads, and output must be drained meanwhile.
-	fw := initproto.NewWriter(s.W)
-	var tunnels *hostTunnels
+	r.fw = initproto.NewWriter(s.W)
 	if job.Egress != nil {
-		tunnels = newHostTunnels(ctx, job.Egress, fw)
+		r.tunnels = newHostTunnels(ctx, job.Egress, r.fw)
 		// Before the report: every tunnel closed, so the Dialer's statistics
 		// are complete when Run returns.
-		defer tunnels.close()
+		defer r.tunnels.close()
 	}
-	var export *exportSink
 	if job.Export != nil {
-		export = newExportSink(job.Export, job.Limits)
+		r.export = newExportSink(job.Export, job.Limits)
 	}
+	r.flow = newStdinFlow()
+	defer r.flow.stop()
+	sendErr := r.send(hdr)
+	c := r.collect()
+	res.Stdout = c.stdout
+	res.Stderr = c.stderr
+	res.Duration = time.Since(start)
+	res.Export = c.export
+	return r.verdict(res, c, sendErr)
+}
+
+// sessionRun is one Session.Run: what its send, collect and verdict steps
+// share.
+type sessionRun struct {
+	s        *Session
+	job      sandbox.Job
+	fw       *initproto.Writer
+	deadline *time.Timer // the host's own deadline; the export moves it
+	tunnels  *hostTunnels
+	export   *exportSink
+	flow     *stdinFlow
+
+	mu           sync.Mutex
+	reason       sandbox.Status // why the host ended the run, if it did
+	reasonError  string
+	workspaceErr error
+}
+
+// end records why the host ends the run (the first reason stands) and
+// destroys the sandbox.
+func (r *sessionRun) end(st sandbox.Status, msg string) {
+	r.mu.Lock()
+	if r.reason == "" {
+		r.reason, r.reasonError = st, msg
+	}
+	r.mu.Unlock()
+	r.s.Destroy()
+}
+
+// send sends the job from its own goroutine: stdin may be larger than what
+// the command reads, and output must be drained meanwhile. The channel gets
+// what sendJob returned.
+func (r *sessionRun) send(hdr initproto.JobHeader) <-chan error {
 	sendErr := make(chan error, 1)
-	var workspaceErr error
-	flow := newStdinFlow()
-	defer flow.stop()
 	go func() {
-		err := sendJob(fw, hdr, job, flow)
+		err := sendJob(r.fw, hdr, r.job, r.flow)
 		sendErr <- err
 		var we *workspaceError
 		if errors.As(err, &we) {
 			// init is waiting for the rest of an archive that will never come.
-			mu.Lock()
-			workspaceErr = we.err
-			mu.Unlock()
-			endRun(sandbox.StatusError, err.Error())
+			r.mu.Lock()
+			r.workspaceErr = we.err
+			r.mu.Unlock()
+			r.end(sandbox.StatusError, err.Error())
 		}
 	}()
+	return sendErr
+}
 
+// collected is what collect gathered from init.
+type collected struct {
+	rf             *initproto.ResultFrame // init's result; nil when none came
+	readErr        error                  // why reading stopped short, or what was wrong
+	stdout, stderr sandbox.Output
+	export         *sandbox.ExportReport
+}
+
+// collect reads init's frames until its result or the end of the stream:
+// the output (capped, and to OnOutput), stdin grants, tunnels, the export.
+// Then it stops the host's deadline, closes the tunnels, finishes the export
+// and asks HostOOM.
+func (r *sessionRun) collect() collected {
+	job := r.job
 	stdout := NewCapture(job.Limits.OutputBytes)
 	stderr := NewCapture(job.Limits.OutputBytes)
 	var rf *initproto.ResultFrame
 	var readErr error
-	helloSeen := s.HelloSeen
+	helloSeen := r.s.HelloSeen
 	exporting := false
 	for rf == nil && readErr == nil {
-		f, err := s.R.Next()
+		f, err := r.s.R.Next()
 		if err != nil {
 			readErr = err
 			break
@@ -144,7 +183,7 @@ func (s *Session) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, err
 				job.OnOutput(name, f.Payload)
 			}
 			if c.Total() > job.Limits.OutputCeilingBytes+ceilingSlack {
-				endRun(sandbox.StatusOutputLimit, fmt.Sprintf("%s passed the output ceiling and aster-init did not stop it", name))
+				r.end(sandbox.StatusOutputLimit, fmt.Sprintf("%s passed the output ceiling and aster-init did not stop it", name))
 			}
 		case initproto.TypeStdinWant:
 			n, err := initproto.DecodeWant(f.Payload)
@@ -152,68 +191,71 @@ func (s *Session) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, err
 				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 				break
 			}
-			flow.grant(int64(n))
+			r.flow.grant(int64(n))
 		case initproto.TypeTunnelOpen, initproto.TypeTunnelData, initproto.TypeTunnelGrant, initproto.TypeTunnelClose:
-			if tunnels == nil {
+			if r.tunnels == nil {
 				readErr = fmt.Errorf("%w: %s frame from init in a run without egress", sandbox.ErrProtocol, f.Type)
 				break
 			}
 			if f.Type == initproto.TypeTunnelOpen {
-				err = tunnels.open(f.Payload)
+				err = r.tunnels.open(f.Payload)
 			} else {
-				err = tunnels.frame(f)
+				err = r.tunnels.frame(f)
 			}
 			if err != nil {
 				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 			}
 		case initproto.TypeExport, initproto.TypeExportEnd:
-			if export == nil {
+			if r.export == nil {
 				readErr = fmt.Errorf("%w: %s frame from init in a run without export", sandbox.ErrProtocol, f.Type)
 				break
 			}
 			if !exporting {
 				// The command has exited; the export has its own deadline.
 				exporting = true
-				hostDeadline.Reset(sandbox.ExportTimeout)
+				r.deadline.Reset(sandbox.ExportTimeout)
 			}
 			if f.Type == initproto.TypeExport {
-				export.data(f.Payload)
-			} else if err := export.ended(f.Payload); err != nil {
+				r.export.data(f.Payload)
+			} else if err := r.export.ended(f.Payload); err != nil {
 				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 			}
 		case initproto.TypeResult:
-			r, err := initproto.DecodeResult(f.Payload)
+			res, err := initproto.DecodeResult(f.Payload)
 			if err != nil {
 				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 				break
 			}
-			rf = &r
+			rf = &res
 		default:
 			readErr = fmt.Errorf("%w: unexpected %s frame from init", sandbox.ErrProtocol, f.Type)
 		}
 	}
-	hostDeadline.Stop()
-	if tunnels != nil {
-		tunnels.close()
+	r.deadline.Stop()
+	if r.tunnels != nil {
+		r.tunnels.close()
 	}
 	var exportRep *sandbox.ExportReport
-	if export != nil {
-		r := export.finish()
-		exportRep = &r
+	if r.export != nil {
+		rep := r.export.finish()
+		exportRep = &rep
 	}
-	if rf != nil && s.HostOOM != nil {
-		if n, ok := s.HostOOM(false); ok {
+	if rf != nil && r.s.HostOOM != nil {
+		if n, ok := r.s.HostOOM(false); ok {
 			rf.OOMKills = n
 		}
 	}
+	return collected{rf: rf, readErr: readErr, stdout: stdout.Output(), stderr: stderr.Output(), export: exportRep}
+}
 
-	res.Stdout = stdout.Output()
-	res.Stderr = stderr.Output()
-	res.Duration = time.Since(start)
-	res.Export = exportRep
-	mu.Lock()
-	hostReason, hostMsg, wsErr := reason, reasonError, workspaceErr
-	mu.Unlock()
+// verdict makes the Result of what collect gathered and of why the host
+// ended the run, if it did: init's report when there is one, else the
+// host's reason, an OOM kill of init itself, or a protocol error.
+func (r *sessionRun) verdict(res sandbox.Result, c collected, sendErr <-chan error) (sandbox.Result, error) {
+	s, rf, readErr, exportRep := r.s, c.rf, c.readErr, c.export
+	r.mu.Lock()
+	hostReason, hostMsg, wsErr := r.reason, r.reasonError, r.workspaceErr
+	r.mu.Unlock()
 
 	if rf == nil {
 		switch {
