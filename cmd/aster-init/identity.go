@@ -179,7 +179,7 @@ func allThreadsPrctl(option int, arg uintptr) error {
 // the call (ENOTSUP, before any thread is touched) in a program linked with
 // cgo, as a plain `go build` or `go install` links aster-init wherever a C
 // compiler is installed: the error then says so, since "operation not
-// supported" alone names no cause. The host's sandbox.CheckInitBinary refuses
+// supported" alone names no cause. The host's runtimekit.CheckInitBinary refuses
 // such a binary first; this is for one that reached a sandbox some other way.
 func allThreadsErr(e syscall.Errno) error {
 	switch {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm/llmtest"
-	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/review/modelstep"
 	"github.com/asterhq/aster/internal/review/safetext"
 	"github.com/asterhq/aster/internal/store"
 )
@@ -66,7 +66,7 @@ func TestHostileTextThroughTheWholeApp(t *testing.T) {
 			"comments": comments})
 		return llmtest.Reply{Text: string(b), InputTokens: 900, OutputTokens: 70}
 	})
-	model := scriptedModel(t, llmSrv.URL, review.ModelOptions{
+	model := scriptedModel(t, llmSrv.URL, modelstep.ModelOptions{
 		Sanitize: safetext.SanitizeOptions{AllowedHosts: []string{"docs.python.org"}, MaxBytes: 4000}})
 	rv := NewPipelineReviewer(PipelineOptions{Gate: runner, Builtins: []gate.Analyzer{}, Model: model, TempDir: t.TempDir()})
 	h := newHarness(t, harnessOptions{reviewer: rv})

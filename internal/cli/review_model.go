@@ -9,6 +9,7 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/review/modelstep"
 	"github.com/asterhq/aster/internal/review/safetext"
 	"github.com/asterhq/aster/internal/sandbox"
 )
@@ -78,7 +79,7 @@ func newReviewer(c config.Config, log *slog.Logger, getenv func(string) string, 
 		MaxRetryAfter: s.MaxRetryWait, MaxCalls: s.MaxCalls, MaxOutputTokens: s.MaxOutputTokens,
 		MaxTotalTokens: s.MaxTotalTokens, MaxCostUSD: s.MaxCostUSD, Prices: prices, Logger: log,
 	})
-	opts := review.ModelOptions{
+	opts := modelstep.ModelOptions{
 		Client: client, MaxInputTokens: s.MaxInputTokens, MaxOutputTokens: s.MaxOutputTokens, MaxChunks: s.MaxChunks,
 		MaxComments: s.MaxComments, MaxSummaryBytes: s.MaxSummaryBytes,
 		Sanitize: safetext.SanitizeOptions{AllowedHosts: s.LinkAllowlist, MaxBytes: s.MaxCommentBytes},
@@ -88,11 +89,11 @@ func newReviewer(c config.Config, log *slog.Logger, getenv func(string) string, 
 		if sb.sandbox == nil || sb.change == nil {
 			return nil, usageErr("--agentic needs a sandbox")
 		}
-		opts.Agent = &review.Agent{Sandbox: sb.sandbox, Image: sb.image, Limits: sb.limits,
+		opts.Agent = &modelstep.Agent{Sandbox: sb.sandbox, Image: sb.image, Limits: sb.limits,
 			Timeout: s.AgenticCommandTimeout, Change: sb.change, Config: sb.change.Config}
 		opts.MaxToolCalls, opts.MaxResultBytes = s.AgenticMaxToolCalls, s.AgenticMaxResultBytes
 	}
-	return review.NewModelReviewer(opts)
+	return modelstep.NewModelReviewer(opts)
 }
 
 // newProvider builds the configured provider; the key goes to the SDK and

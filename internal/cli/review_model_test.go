@@ -12,6 +12,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/llm/llmtest"
 	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/review/modelstep"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
 
@@ -77,7 +78,7 @@ func TestReviewWithModelEndToEnd(t *testing.T) {
 		t.Fatalf("make-repo: %v\n%s", err, out)
 	}
 	srv := llmtest.OpenAI(t, cliModelKey,
-		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: review.ToolRunCommand,
+		llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: modelstep.ToolRunCommand,
 			Arguments: `{"argv":["python3","-c","import app.jobs, os; print('imported', sorted(k for k in os.environ))"]}`}}},
 		llmtest.Reply{Text: `{"summary":"Adds a cleanup job that deletes exports.","comments":[{"path":"app/jobs.py","line":12,"end_line":null,` +
 			`"quote":"return subprocess.run(\"rm -rf /srv/exports/\" + pattern, shell=True, check=False)","severity":"error",` +

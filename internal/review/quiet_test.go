@@ -1,16 +1,23 @@
-package review
+package review_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
 	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/review"
+	"github.com/asterhq/aster/internal/review/modelstep"
+	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
 )
 
 // Secrets planted by TestReviewQuietDefaults: a real-looking AWS key id (not
@@ -37,7 +44,7 @@ func quietRepo(t *testing.T) (dir, keyBody string) {
 		s = s[n:]
 	}
 	pem.WriteString("-----END PRIVATE KEY-----\n")
-	dir = baseAndFeature(t, "quiet", map[string]string{"README.md": "# quiet\n"}, map[string]string{
+	dir = review.BaseAndFeature(t, "quiet", map[string]string{"README.md": "# quiet\n"}, map[string]string{
 		"src/app.py":                "import subprocess\n\n\ndef run(cmd):\n    return subprocess.call(cmd, shell=True)\n",
 		"src/settings.py":           "AWS_ACCESS_KEY_ID = \"" + qdAWSKey + "\"\n",
 		"tests/test_app.py":         "from src.app import run\n\n\ndef test_run():\n    assert run(\"true\") == 0\n",
@@ -58,12 +65,12 @@ func quietRepo(t *testing.T) (dir, keyBody string) {
 // .aster.yml reports everything in tests; and that no secret reaches the
 // report or the model's prompt.
 func TestReviewQuietDefaults(t *testing.T) {
-	e := newEngine(t)
+	runner := review.NewTestGate(t)
 	dir, keyBody := quietRepo(t)
 	srv := llmtest.OpenAI(t, mtKey)
 	srv.Push(llmtest.Reply{Text: `{"summary": "ok", "comments": []}`})
-	model, _ := mtReviewer(t, mtProviders[0], srv)
-	rep := review(t, e, dir, Options{Reviewer: model})
+	model := quietModel(t, srv)
+	rep := reviewDir(t, runner, dir, review.Options{Reviewer: model})
 
 	got := reported(rep)
 	want := map[at]bool{
@@ -133,18 +140,18 @@ func TestReviewQuietDefaults(t *testing.T) {
 			}
 		}
 	}
-	if rep.Conclusion != Failure {
+	if rep.Conclusion != review.Failure {
 		t.Errorf("conclusion %s: the AWS key and shell=True are errors", rep.Conclusion)
 	}
 
 	var md, js, sarif bytes.Buffer
-	if err := WriteMarkdown(&md, rep); err != nil {
+	if err := review.WriteMarkdown(&md, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteJSON(&js, rep); err != nil {
+	if err := review.WriteJSON(&js, rep); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteSARIF(&sarif, rep, SARIFOptions{ToolVersion: "test", Analyzers: gate.Builtins()}); err != nil {
+	if err := review.WriteSARIF(&sarif, rep, review.SARIFOptions{ToolVersion: "test", Analyzers: gate.Builtins()}); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"3 findings on the change suppressed by path-class policy: 1 in fixtures: gitleaks/private-key×1; 1 in tests: bandit/B101×1; 1 in docs: gitleaks/generic-api-key×1",
@@ -176,12 +183,12 @@ func TestReviewQuietDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch, err := FromGit(t.Context(), GitOptions{Dir: dir, Base: "main", Head: "feature"})
+	ch, err := review.FromGit(t.Context(), review.GitOptions{Dir: dir, Base: "main", Head: "feature"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ch.Config = cfg
-	rep2, err := Run(t.Context(), ch, Options{Gate: e.runner})
+	rep2, err := review.Run(t.Context(), ch, review.Options{Gate: runner})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -189,4 +196,56 @@ func TestReviewQuietDefaults(t *testing.T) {
 	if !got2[at{"bandit", "B101", "tests/test_app.py", 5}] || got2[at{"gitleaks", "private-key", "tests/fixtures/server.key", 1}] || rep2.Summary.Suppressed != 2 {
 		t.Errorf("with tests reporting everything: reported %v, %d suppressed", got2, rep2.Summary.Suppressed)
 	}
+}
+
+// mtKey is the model API key of this test: it must never be sent in a prompt.
+var mtKey = safetexttest.FakeSecret("sk-live-aster-", 32)
+
+// quietModel is the model step over srv, an OpenAI-compatible fake, as
+// modelstep's own tests build it.
+func quietModel(t *testing.T, srv *llmtest.Server) *modelstep.ModelReviewer {
+	t.Helper()
+	p, err := llm.NewOpenAI(llm.OpenAIOptions{Model: "gpt-test", BaseURL: srv.URL, APIKey: mtKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := llm.NewClient(p, llm.ClientOptions{MaxCalls: 10, MaxOutputTokens: 2000, MaxRetries: 1,
+		Sleep: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
+	r, err := modelstep.NewModelReviewer(modelstep.ModelOptions{Client: c, MaxInputTokens: 20_000, MaxOutputTokens: 2000,
+		MaxChunks: 2, MaxComments: 10, Sanitize: safetext.SanitizeOptions{AllowedHosts: []string{"docs.python.org"}, MaxBytes: 3000},
+		MaxSummaryBytes: 3000, Secrets: []string{mtKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// reviewDir reviews main..feature of dir with opts over runner.
+func reviewDir(t *testing.T, runner *gate.Runner, dir string, opts review.Options) *review.Report {
+	t.Helper()
+	ch, err := review.FromGit(t.Context(), review.GitOptions{Dir: dir, Base: "main", Head: "feature"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.Gate = runner
+	rep, err := review.Run(t.Context(), ch, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+type at struct {
+	analyzer, rule, path string
+	line                 int
+}
+
+func reported(rep *review.Report) map[at]bool {
+	m := map[at]bool{}
+	for _, f := range rep.Findings {
+		if f.Reported {
+			m[at{f.Analyzer, f.RuleID, f.Path, f.StartLine}] = true
+		}
+	}
+	return m
 }

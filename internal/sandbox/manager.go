@@ -190,6 +190,40 @@ func (m *Manager) Drain() {
 	m.pool.shutdown()
 }
 
+// PoolStats returns a snapshot of every warm pool (none when Warm is 0).
+func (m *Manager) PoolStats() []PoolStats { return m.pool.stats() }
+
+// WaitWarm blocks until every warm pool holds its target, or ctx ends.
+// Benchmarks and tests use it to measure warm runs; a server need not.
+func (m *Manager) WaitWarm(ctx context.Context) error {
+	t := time.NewTicker(5 * time.Millisecond)
+	defer t.Stop()
+	for {
+		full := true
+		for _, s := range m.PoolStats() {
+			if s.Ready < s.Target {
+				full = false
+			}
+		}
+		if full {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops the warm pool, destroys its idle sandboxes, stops admitting
+// runs (as Drain) and waits, until ctx ends, for every sandbox this Manager
+// is still destroying in the background. Runs in progress are not waited for.
+func (m *Manager) Close(ctx context.Context) error {
+	m.Drain()
+	return m.pool.wait(ctx)
+}
+
 var envKey = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // Normalize applies defaults to spec and validates it. It starts nothing.
@@ -228,7 +262,7 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	if spec.ID == "" {
 		spec.ID = NewRunID()
 	}
-	if _, err := jobHeader(JobFromSpec(spec)); err != nil {
+	if _, err := JobHeader(JobFromSpec(spec)); err != nil {
 		return spec, err
 	}
 	return spec, nil
@@ -336,6 +370,49 @@ func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry, tasks int
 	res.Timings["total"] = ran + closed
 	log.Debug("run finished", "status", res.Status, "exit", res.ExitCode, "ms", res.Timings["total"].Milliseconds())
 	return res, runErr
+}
+
+// admit gives a run its sandbox slot and the host tasks it is charged: a
+// warm sandbox's (returned), free ones, or a place in the queue. When the
+// run does not fit and idle warm sandboxes hold what it lacks, they are
+// destroyed to make room: real runs come before spare capacity. It returns
+// what the run is charged.
+func (m *Manager) admit(ctx context.Context, spec Spec) (*warmEntry, int64, error) {
+	if w := m.pool.take(spec); w != nil {
+		return w, w.tasks, nil
+	}
+	tasks := m.hostTasks(spec.Limits)
+	if m.adm.tryAcquire(tasks) {
+		return nil, tasks, nil
+	}
+	m.pool.evict(m.adm.shortfall(tasks))
+	return nil, tasks, m.adm.acquire(ctx, m.opts.QueueTimeout, tasks)
+}
+
+// finish destroys a used sandbox and frees its slot and its tasks: before
+// returning, or in the background with BackgroundClose. It returns how long
+// the close took when it was waited for.
+func (m *Manager) finish(ctx context.Context, inst Instance, tasks int64, log *slog.Logger) time.Duration {
+	closeIt := func() time.Duration {
+		t0 := m.clock()
+		if err := inst.Close(context.WithoutCancel(ctx)); err != nil {
+			log.Warn("destroy sandbox", "err", err)
+		}
+		d := m.clock().Sub(t0)
+		m.track(inst.ID(), false)
+		m.adm.release(tasks)
+		m.pool.kickRefill()
+		return d
+	}
+	if !m.opts.Pool.BackgroundClose {
+		return closeIt()
+	}
+	m.pool.closeWG.Add(1)
+	go func() {
+		defer m.pool.closeWG.Done()
+		closeIt()
+	}()
+	return 0
 }
 
 func (m *Manager) track(id string, alive bool) {

@@ -11,8 +11,9 @@
 //   - microvm: one QEMU microVM per run, with a guest kernel of its own.
 //
 // Every one of them runs aster-init as the sandbox's PID 1 and speaks the same
-// framed protocol with it (Session), so a Result means the same thing on each.
-// remote is not a runtime but a Manager elsewhere: the public client of an
+// framed protocol with it (runtimekit.Session), so a Result means the same
+// thing on each. What only the runtimes share is in runtimekit. remote is not
+// a runtime but a Manager elsewhere: the public client of an
 // `aster sandbox serve`, in the Manager's shape.
 package sandbox
 

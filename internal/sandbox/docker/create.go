@@ -10,13 +10,14 @@ import (
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // containerConfig builds the container for one sandbox. Nothing here comes from
 // the request except the image (already checked against the allowlist), the
 // sizes in limits (already validated) and the run id; every hardening setting
 // is fixed.
-func (r *Runtime) containerConfig(opts sandbox.PrepareOptions, id sandbox.Identity) (*container.Config, *container.HostConfig) {
+func (r *Runtime) containerConfig(opts sandbox.PrepareOptions, id runtimekit.Identity) (*container.Config, *container.HostConfig) {
 	l := opts.Limits
 	cfg := &container.Config{
 		Image: opts.Image,
@@ -101,7 +102,7 @@ func (r *Runtime) containerConfig(opts sandbox.PrepareOptions, id sandbox.Identi
 	if IsGVisorRuntime(r.opts.EngineRuntime) {
 		// The platform is in the engine's runtimeArgs, out of sight: the
 		// bound assumes the costliest (ptrace).
-		nproc, hostPids := sandbox.GVisorTaskLimits(l.Pids, "")
+		nproc, hostPids := runtimekit.GVisorTaskLimits(l.Pids, "")
 		host.Resources.PidsLimit = ptr(hostPids)
 		host.Resources.Ulimits = append(host.Resources.Ulimits, &container.Ulimit{Name: "nproc", Soft: nproc, Hard: nproc})
 	}

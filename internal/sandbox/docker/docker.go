@@ -21,6 +21,7 @@ import (
 	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // Labels every Aster container carries. The reaper selects on LabelManaged and
@@ -36,7 +37,7 @@ const InitMountPath = "/.aster/init"
 
 // InitStartUser is the user the container starts aster-init as. Init switches
 // to its sandbox's own unprivileged uid before it reads anything; the job runs
-// under a second uid of that sandbox (sandbox.Identity), whatever the image says.
+// under a second uid of that sandbox (runtimekit.Identity), whatever the image says.
 const InitStartUser = "0:0"
 
 // InitCapabilities are the only capabilities a sandbox starts with: aster-init's,
@@ -79,7 +80,7 @@ type Options struct {
 	Labels map[string]string
 	// Identities hands out each sandbox's own uids; nil uses a pool over
 	// the default range.
-	Identities *sandbox.IdentityPool
+	Identities *runtimekit.IdentityPool
 	Logger     *slog.Logger
 }
 
@@ -90,7 +91,7 @@ type Runtime struct {
 	opts    Options
 	log     *slog.Logger
 	initAbs string
-	ids     *sandbox.IdentityPool
+	ids     *runtimekit.IdentityPool
 
 	cgroupOnce sync.Once
 	cgroupFmt  string // host memory cgroup directory of a container, %s = its id; "" unknown
@@ -104,7 +105,7 @@ func New(opts Options) (*Runtime, error) {
 	if opts.InitPath == "" {
 		return nil, errors.New("docker runtime: no aster-init path")
 	}
-	abs, err := sandbox.CheckInitBinary(opts.InitPath)
+	abs, err := runtimekit.CheckInitBinary(opts.InitPath)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +134,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	ids := opts.Identities
 	if ids == nil {
-		if ids, err = sandbox.NewIdentityPool(sandbox.IdentityPoolOptions{}); err != nil {
+		if ids, err = runtimekit.NewIdentityPool(runtimekit.IdentityPoolOptions{}); err != nil {
 			c.Close()
 			return nil, err
 		}

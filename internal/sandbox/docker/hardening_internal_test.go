@@ -11,6 +11,7 @@ import (
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // standInInit is an executable that stands in for aster-init where nothing
@@ -44,7 +45,7 @@ func TestContainerCarriesAsterProfile(t *testing.T) {
 		{TimeoutMS: 1000, MemoryBytes: 64 << 20, MilliCPUs: 100, Pids: 16, WorkdirBytes: 1 << 20, TmpBytes: 1 << 20},
 		{TimeoutMS: 3_600_000, MemoryBytes: 8 << 30, MilliCPUs: 8000, Pids: 4096, WorkdirBytes: 8 << 30, TmpBytes: 8 << 30},
 	} {
-		_, host := r.containerConfig(sandbox.PrepareOptions{RunID: "r-1", Image: "img", Limits: l, Deadline: time.Now().Add(time.Minute)}, sandbox.Identity{Init: 1_900_000_000, Job: 1_900_000_001})
+		_, host := r.containerConfig(sandbox.PrepareOptions{RunID: "r-1", Image: "img", Limits: l, Deadline: time.Now().Add(time.Minute)}, runtimekit.Identity{Init: 1_900_000_000, Job: 1_900_000_001})
 		var profiles [][]byte
 		nnp := false
 		for _, o := range host.SecurityOpt {
@@ -77,7 +78,7 @@ func TestGVisorEngineRuntimeLimitsTasksInside(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, host := r.containerConfig(sandbox.PrepareOptions{RunID: "r-1", Image: "img", Limits: l, Deadline: time.Now().Add(time.Minute)}, sandbox.Identity{Init: 1_900_000_000, Job: 1_900_000_001})
+		_, host := r.containerConfig(sandbox.PrepareOptions{RunID: "r-1", Image: "img", Limits: l, Deadline: time.Now().Add(time.Minute)}, runtimekit.Identity{Init: 1_900_000_000, Job: 1_900_000_001})
 		r.Close()
 		var nproc *int64
 		for _, u := range host.Ulimits {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // helloTimeout bounds how long a started sandbox may take to show that
@@ -63,7 +64,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 	// Demultiplex the attach stream: stdout carries init's frames, stderr its
 	// own diagnostics (capped).
 	pr, pw := io.Pipe()
-	inst.initLog = sandbox.NewLockedCapture(16 << 10)
+	inst.initLog = runtimekit.NewLockedCapture(16 << 10)
 	go func() {
 		_, err := stdcopy.StdCopy(pw, inst.initLog, attached.Reader)
 		pw.CloseWithError(err)
@@ -89,17 +90,17 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 type instance struct {
 	rt    *Runtime
 	id    string
-	ident sandbox.Identity
+	ident runtimekit.Identity
 	// cgroup is the host directory of the container's memory cgroup, "" when
 	// the host cannot read it.
 	cgroup    string
 	destroyed atomic.Bool // the host removed it (so a SIGKILLed init is no OOM)
 	conn      client.HijackedResponse
 	frames    *initproto.Reader
-	initLog   *sandbox.LockedCapture
+	initLog   *runtimekit.LockedCapture
 	exited    chan struct{}
 	exit      container.WaitResponse
-	sandbox.InstanceState
+	runtimekit.InstanceState
 
 	waiting bool // a wait for removal is registered; exited will close
 }
@@ -116,7 +117,7 @@ func (i *instance) watch(wait client.ContainerWaitResult) {
 }
 
 func (i *instance) awaitHello(ctx context.Context) error {
-	return sandbox.AwaitHello(ctx, i.frames, helloTimeout, i.initDiagnostics)
+	return runtimekit.AwaitHello(ctx, i.frames, helloTimeout, i.initDiagnostics)
 }
 
 func (i *instance) initDiagnostics() string {
@@ -129,7 +130,7 @@ func (i *instance) initDiagnostics() string {
 
 // Run implements sandbox.Instance.
 func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	return i.RunOnce(ctx, job, sandbox.RunParts{
+	return i.RunOnce(ctx, job, runtimekit.RunParts{
 		ID:          i.id,
 		Runtime:     "docker",
 		W:           i.conn.Conn,
@@ -141,10 +142,10 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	})
 }
 
-// hostOOM implements sandbox.Session.HostOOM from the container's cgroup
+// hostOOM implements runtimekit.Session.HostOOM from the container's cgroup
 // and, once it is gone, its exit status.
 func (i *instance) hostOOM(bool) (int64, bool) {
-	return sandbox.CgroupHostOOM(i.cgroup, i.exited, func() bool {
+	return runtimekit.CgroupHostOOM(i.cgroup, i.exited, func() bool {
 		return i.exit.StatusCode == 128+9 && !i.destroyed.Load()
 	})
 }

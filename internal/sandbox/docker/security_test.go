@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/sandbox/securitytest"
 )
@@ -191,7 +192,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 		t.Errorf("A4: user %q, want %q", c.Config.User, docker.InitStartUser)
 	}
 	for _, id := range append(strings.Fields(initStatus["Uid"]), strings.Fields(initStatus["Gid"])...) {
-		if n, err := strconv.Atoi(id); err != nil || n < sandbox.DefaultIdentityBase {
+		if n, err := strconv.Atoi(id); err != nil || n < runtimekit.DefaultIdentityBase {
 			t.Errorf("A4: aster-init runs as uid/gid %s / %s, want the sandbox's own ids", initStatus["Uid"], initStatus["Gid"])
 			break
 		}

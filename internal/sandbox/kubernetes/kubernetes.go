@@ -4,7 +4,7 @@
 // activeDeadlineSeconds backstop and the reaper's labels. aster-init reaches the
 // Pod through an init container that copies it into a shared emptyDir, and the
 // job travels over the attach stream with the same framed protocol as on every
-// other runtime (sandbox.Session), so a Result means the same thing everywhere.
+// other runtime (runtimekit.Session), so a Result means the same thing everywhere.
 // Aster keeps a deny-all NetworkPolicy for its sandboxes in the namespace.
 package kubernetes
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // Pacing of the hello exchange that tells the host its attach is live.
@@ -194,7 +195,7 @@ func (i *instance) attach(ctx context.Context) error {
 	stdinR, stdinW := io.Pipe()
 	stdoutR, stdoutW := io.Pipe()
 	i.stdin = stdinW
-	i.initLog = sandbox.NewLockedCapture(16 << 10)
+	i.initLog = runtimekit.NewLockedCapture(16 << 10)
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	i.cancelStream = cancel
 	i.streamDone = make(chan struct{})

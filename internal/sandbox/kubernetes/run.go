@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // endWait bounds how long a run that lost its stream waits for the Pod's status
@@ -32,13 +33,13 @@ type instance struct {
 
 	stdin        *io.PipeWriter
 	frames       *initproto.Reader
-	initLog      *sandbox.LockedCapture
+	initLog      *runtimekit.LockedCapture
 	cancelStream context.CancelFunc
 	streamDone   chan struct{}
 
 	mu        sync.Mutex
 	streamErr error
-	sandbox.InstanceState
+	runtimekit.InstanceState
 
 	destroyOnce sync.Once
 }
@@ -78,7 +79,7 @@ func (i *instance) initDiagnostics() string {
 
 // Run implements sandbox.Instance.
 func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	return i.RunOnce(ctx, job, sandbox.RunParts{
+	return i.RunOnce(ctx, job, runtimekit.RunParts{
 		ID:      i.name,
 		Runtime: i.rt.Name(),
 		W:       i.stdin,
@@ -150,7 +151,7 @@ func (i *instance) explain(ctx context.Context, res sandbox.Result, err error) (
 	return res, err
 }
 
-// hostOOM implements sandbox.Session.HostOOM. While the sandbox runs the host
+// hostOOM implements runtimekit.Session.HostOOM. While the sandbox runs the host
 // cannot read its cgroup (it is on a node), so init's report stands; once it
 // has ended without a result, the Pod's status says whether the OOM killer
 // took init, and it is read before the Session deletes the Pod.

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // The guest: a kernel extracted from a Debian package by
@@ -81,7 +81,7 @@ func ensureGuest(cacheDir, kernelDir, initPath string) (guest, error) {
 	dir := filepath.Join(cacheDir, "guest", sum)
 	g := guest{Kernel: filepath.Join(dir, "vmlinuz"), Initrd: filepath.Join(dir, "initrd.img"), Release: release, Hash: sum}
 	if _, err := os.Stat(g.Initrd); err == nil {
-		sandbox.MarkUsed(dir) // in use: see the pruning below
+		runtimekit.MarkUsed(dir) // in use: see the pruning below
 		return g, nil
 	}
 	// QEMU, as the sandbox's own uid, reopens these through /proc/self/fd,
@@ -110,7 +110,7 @@ func ensureGuest(cacheDir, kernelDir, initPath string) (guest, error) {
 		}
 	}
 	// Builds no runtime has started with for guestUnusedFor go.
-	sandbox.PruneUnused(filepath.Dir(dir), guestUnusedFor, func(name string) bool { return name == sum })
+	runtimekit.PruneUnused(filepath.Dir(dir), guestUnusedFor, func(name string) bool { return name == sum })
 	return g, nil
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // readCpio parses a newc archive: name -> (mode, data, rdev major:minor).
@@ -134,7 +135,7 @@ func TestQEMUArgsHaveNoWayOut(t *testing.T) {
 }
 
 // A new image disk removes the disks of digests no VM booted for
-// sandbox.CacheUnusedFor, and keeps the recent ones.
+// runtimekit.CacheUnusedFor, and keeps the recent ones.
 func TestDiskBuildPrunesOldDisks(t *testing.T) {
 	if _, err := exec.LookPath("mkfs.ext4"); err != nil {
 		t.Skip("mkfs.ext4 not installed (e2fsprogs)")
@@ -144,7 +145,7 @@ func TestDiskBuildPrunesOldDisks(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := &disks{dir: t.TempDir()}
-	old := time.Now().Add(-2 * sandbox.CacheUnusedFor)
+	old := time.Now().Add(-2 * runtimekit.CacheUnusedFor)
 	stale, recent := d.path("sha256:old"), d.path("sha256:recent")
 	for _, p := range []string{stale, recent} {
 		if err := os.WriteFile(p, []byte("disk"), 0o600); err != nil {

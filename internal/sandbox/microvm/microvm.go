@@ -29,6 +29,7 @@ import (
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // Accelerators: Options.Accel.
@@ -56,7 +57,7 @@ type Options struct {
 	Accel string
 	// Identities hands out each VM's own uid for QEMU; nil uses a pool over
 	// the default range.
-	Identities *sandbox.IdentityPool
+	Identities *runtimekit.IdentityPool
 	Logger     *slog.Logger
 }
 
@@ -68,7 +69,7 @@ type Runtime struct {
 	trees   *oci.RootfsCache
 	disks   *disks
 	runsDir string
-	ids     *sandbox.IdentityPool
+	ids     *runtimekit.IdentityPool
 	log     *slog.Logger
 	tscKHz  int64
 
@@ -99,7 +100,7 @@ func New(opts Options) (*Runtime, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v (install it, e.g. `apt-get install qemu-system-x86`)", sandbox.ErrUnavailable, opts.QEMU, err)
 	}
-	initAbs, err := sandbox.CheckInitBinary(opts.InitPath)
+	initAbs, err := runtimekit.CheckInitBinary(opts.InitPath)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +129,7 @@ func New(opts Options) (*Runtime, error) {
 	}
 	r.disks = &disks{dir: filepath.Join(opts.CacheDir, "disks")}
 	if r.ids = opts.Identities; r.ids == nil {
-		if r.ids, err = sandbox.NewIdentityPool(sandbox.IdentityPoolOptions{}); err != nil {
+		if r.ids, err = runtimekit.NewIdentityPool(runtimekit.IdentityPoolOptions{}); err != nil {
 			return nil, err
 		}
 	}
@@ -170,7 +171,7 @@ func (r *Runtime) disk(ctx context.Context, image string) (string, error) {
 		return "", err
 	}
 	if p := r.disks.path(info.Digest); fileExists(p) {
-		sandbox.MarkUsed(p)
+		runtimekit.MarkUsed(p)
 		return p, nil
 	}
 	tree, err := r.trees.Rootfs(ctx, image)

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // The sandbox image reaches the guest as a read-only virtio block device
@@ -75,7 +75,7 @@ func (d *disks) ensure(ctx context.Context, digest, tree string) (string, error)
 	}
 	// Disks of digests no VM booted for a while (an image rebuilt since) go.
 	keep := filepath.Base(p)
-	sandbox.PruneUnused(d.dir, sandbox.CacheUnusedFor, func(name string) bool { return name == keep })
+	runtimekit.PruneUnused(d.dir, runtimekit.CacheUnusedFor, func(name string) bool { return name == keep })
 	return p, nil
 }
 

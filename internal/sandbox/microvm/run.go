@@ -16,6 +16,7 @@ import (
 
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // Sizes a VM adds to what its run was given. Limits.MemoryBytes caps the
@@ -68,7 +69,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (san
 	} else if err == nil && accel == AccelKVM {
 		r.decide(AccelKVM, nil)
 	}
-	if errors.Is(err, sandbox.ErrNoHello) && ctx.Err() == nil {
+	if errors.Is(err, runtimekit.ErrNoHello) && ctx.Err() == nil {
 		// Rarely (twice in a day of loaded CI runs under TCG; never in 400
 		// boots in a row beside stress-ng) a guest says nothing at all; the
 		// failed VM is gone, and one fresh boot is worth its seconds to the
@@ -131,7 +132,7 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 	cmd.SysProcAttr = sysProcAttr(ident.Init, accel == AccelKVM)
 	// QEMU's stdout is the guest's console (the boot stage's messages and
 	// the kernel's at loglevel 1), with its own stderr, kept capped.
-	inst.qemuLog = sandbox.NewLockedCapture(16 << 10)
+	inst.qemuLog = runtimekit.NewLockedCapture(16 << 10)
 	cmd.Stdout, cmd.Stderr = inst.qemuLog, inst.qemuLog
 	inst.SetTiming("create", time.Since(t0))
 	t1 := time.Now()
@@ -160,7 +161,7 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 		timeout = kvmProbeTimeout
 	}
 	t2 := time.Now()
-	if err := sandbox.AwaitHello(ctx, inst.frames, timeout-time.Since(t2), inst.diagnostics); err != nil {
+	if err := runtimekit.AwaitHello(ctx, inst.frames, timeout-time.Since(t2), inst.diagnostics); err != nil {
 		return inst, err
 	}
 	inst.SetTiming("init", time.Since(t2))
@@ -249,21 +250,21 @@ func (r *Runtime) qemuArgs(accel, id string, guestRAM int64, l sandbox.Limits) [
 type instance struct {
 	rt    *Runtime
 	id    string
-	ident sandbox.Identity
+	ident runtimekit.Identity
 	// recorded says the record is this instance's (written by it).
 	recorded bool
 	accel    string
 	cg       *hostCgroup
 
 	proc      *os.Process
-	qemuLog   *sandbox.LockedCapture // QEMU's own stderr
+	qemuLog   *runtimekit.LockedCapture // QEMU's own stderr
 	exited    chan struct{}
 	exitErr   error
 	conn      *net.UnixConn
 	frames    *initproto.Reader
 	destroyed atomic.Bool
 
-	sandbox.InstanceState
+	runtimekit.InstanceState
 }
 
 func (i *instance) ID() string { return i.id }
@@ -289,7 +290,7 @@ func (i *instance) diagnostics() string {
 
 // Run implements sandbox.Instance.
 func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	return i.RunOnce(ctx, job, sandbox.RunParts{
+	return i.RunOnce(ctx, job, runtimekit.RunParts{
 		ID:          i.id,
 		Runtime:     "microvm",
 		W:           i.conn,
@@ -301,7 +302,7 @@ func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, er
 	})
 }
 
-// hostOOM implements sandbox.Session.HostOOM for a VM that ended without a
+// hostOOM implements runtimekit.Session.HostOOM for a VM that ended without a
 // result: the guest kernel's OOM killer taking init (the only way init dies
 // by SIGKILL: no job process can signal it) panics the guest, and the panic
 // names the signal on the console. While the VM runs the host cannot read

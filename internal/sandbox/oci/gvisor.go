@@ -20,6 +20,7 @@ import (
 
 	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // The gVisor platforms Aster knows: how the sentry (gVisor's kernel, a user
@@ -158,9 +159,9 @@ func probeGVisor(ctx context.Context, bin, want string) (GVisorInfo, error) {
 // adaptForGVisor changes what runsc needs changed in a bundle built for a
 // runtime on the host kernel: the pids limit is enforced inside gVisor's
 // kernel and the host cgroup only bounds the sandbox as a whole, at host
-// tasks (sandbox.GVisorTaskLimits says why; Runtime.sandboxPids gives it).
+// tasks (runtimekit.GVisorTaskLimits says why; Runtime.sandboxPids gives it).
 func adaptForGVisor(s *specs.Spec, l sandbox.Limits, host int64) {
-	nproc, _ := sandbox.GVisorTaskLimits(l.Pids, "")
+	nproc, _ := runtimekit.GVisorTaskLimits(l.Pids, "")
 	s.Process.Rlimits = append(s.Process.Rlimits, specs.POSIXRlimit{Type: "RLIMIT_NPROC", Hard: uint64(nproc), Soft: uint64(nproc)})
 	if r := s.Linux.Resources; r != nil && r.Pids != nil {
 		r.Pids = &specs.LinuxPids{Limit: &host}

@@ -8,6 +8,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // The -platform help of the two runsc builds Aster is tested with, as
@@ -65,7 +66,7 @@ func TestAdaptForGVisor(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := sandbox.Limits{TimeoutMS: 1000, MemoryBytes: 256 << 20, MilliCPUs: 1000, Pids: 64, WorkdirBytes: 8 << 20, TmpBytes: 4 << 20}
-	ident := sandbox.Identity{Init: 1_900_000_010, Job: 1_900_000_011}
+	ident := runtimekit.Identity{Init: 1_900_000_010, Job: 1_900_000_011}
 	for _, c := range []struct {
 		platform string
 		host     int64

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // TestBundleCarriesAsterProfile checks that every bundle's seccomp section is
@@ -24,7 +25,7 @@ func TestBundleCarriesAsterProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := sandbox.Limits{TimeoutMS: 1000, MemoryBytes: 64 << 20, MilliCPUs: 100, Pids: 16, WorkdirBytes: 1 << 20, TmpBytes: 1 << 20}
-	s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: time.Now().Add(time.Minute)}, sandbox.Identity{Init: 1_900_000_000, Job: 1_900_000_001}, "r-1", "/cache/rootfs/x", "/opt/aster-init", nil)
+	s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: time.Now().Add(time.Minute)}, runtimekit.Identity{Init: 1_900_000_000, Job: 1_900_000_001}, "r-1", "/cache/rootfs/x", "/opt/aster-init", nil)
 	got, err := json.Marshal(s.Linux.Seccomp)
 	if err != nil {
 		t.Fatal(err)

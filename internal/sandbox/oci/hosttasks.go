@@ -1,6 +1,9 @@
 package oci
 
-import "github.com/asterhq/aster/internal/sandbox"
+import (
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
+)
 
 // runtimeProcessTasks is what a sandbox costs the host outside its own
 // cgroup: the runtime binary's process that started it and waits for it.
@@ -12,7 +15,7 @@ const runtimeProcessTasks = 32
 
 // sandboxPids is the pids limit of a sandbox's host cgroup, where all of its
 // host tasks live: the job's pids limit on crun and runc, the bound of the
-// whole sandbox on gVisor (sandbox.GVisorTaskLimits).
+// whole sandbox on gVisor (runtimekit.GVisorTaskLimits).
 func (r *Runtime) sandboxPids(l sandbox.Limits) int64 {
 	if r.kind != "runsc" {
 		return l.Pids
@@ -20,7 +23,7 @@ func (r *Runtime) sandboxPids(l sandbox.Limits) int64 {
 	if n := r.opts.gvisorHostTasks; n > 0 {
 		return n // a test of what happens at the bound
 	}
-	_, host := sandbox.GVisorTaskLimits(l.Pids, r.gvisor.Platform)
+	_, host := runtimekit.GVisorTaskLimits(l.Pids, r.gvisor.Platform)
 	return host
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // ImageSource is where the runtime gets images from: their digest, and their
@@ -239,7 +240,7 @@ func (c *imageCache) remember(image, digest string) {
 // rememberLocked is remember with c.mu held.
 func (c *imageCache) rememberLocked(image, digest string) {
 	c.byName[image] = cachedImage{digest: digest, rootfs: c.rootfsPath(digest), at: time.Now()}
-	sandbox.MarkUsed(c.rootfsPath(digest))
+	runtimekit.MarkUsed(c.rootfsPath(digest))
 }
 
 func (c *imageCache) rootfsPath(digest string) string {
@@ -333,7 +334,7 @@ func (c *imageCache) exportOnce(ctx context.Context, image, digest string) error
 }
 
 // prune removes the trees of digests no image name in the index points to
-// and that no run has used for sandbox.CacheUnusedFor: every rebuild of an
+// and that no run has used for runtimekit.CacheUnusedFor: every rebuild of an
 // image would otherwise leave its old tree (about a gigabyte for the default
 // image) behind for good.
 func (c *imageCache) prune() {
@@ -341,7 +342,7 @@ func (c *imageCache) prune() {
 	for _, d := range c.readIndex() {
 		current[digestDir(d)] = true
 	}
-	sandbox.PruneUnused(filepath.Join(c.dir, rootfsDir), sandbox.CacheUnusedFor, func(name string) bool { return current[name] })
+	runtimekit.PruneUnused(filepath.Join(c.dir, rootfsDir), runtimekit.CacheUnusedFor, func(name string) bool { return current[name] })
 }
 
 // addMountpoints creates what the sandbox mounts over, so that the runtime

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 	"github.com/asterhq/aster/internal/testkit"
 )
 
@@ -243,13 +244,13 @@ func TestImageCacheRefreshesInTheBackground(t *testing.T) {
 
 // A rebuilt image leaves its old tree behind only while something may still
 // use it: once no name in the index points to it and no run marked it used
-// for sandbox.CacheUnusedFor, the next export removes it.
+// for runtimekit.CacheUnusedFor, the next export removes it.
 func TestImageCachePrunesTreesOfOldDigests(t *testing.T) {
 	src := &fakeSource{archive: tarOf(t, entry{h: tar.Header{Typeflag: tar.TypeReg, Name: "x"}, body: "x"})}
 	dir := t.TempDir()
 	c := newImageCache(dir, src)
 	ctx := t.Context()
-	old := time.Now().Add(-2 * sandbox.CacheUnusedFor)
+	old := time.Now().Add(-2 * runtimekit.CacheUnusedFor)
 	age := func(digest string) {
 		t.Helper()
 		if err := os.Chtimes(c.rootfsPath(digest), old, old); err != nil {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // Options configure the runtime. StateDir and CacheDir are required (the
@@ -47,7 +48,7 @@ type Options struct {
 	Annotations map[string]string
 	// Identities hands out each sandbox's own uids; nil uses a pool over
 	// the default range.
-	Identities *sandbox.IdentityPool
+	Identities *runtimekit.IdentityPool
 	// GVisor says Runtime is gVisor's runsc whatever its file is called
 	// (`--runtime gvisor`); a binary whose name starts with "runsc" is
 	// taken for runsc anyway.
@@ -75,7 +76,7 @@ type Runtime struct {
 	launch   *launcher
 	log      *slog.Logger
 	rootless bool
-	ids      *sandbox.IdentityPool
+	ids      *runtimekit.IdentityPool
 
 	gvisor     GVisorInfo // when kind is "runsc"
 	globalArgs []string   // before every subcommand: runsc's flags
@@ -104,7 +105,7 @@ func New(opts Options) (*Runtime, error) {
 	if bin, err = filepath.Abs(bin); err != nil {
 		return nil, err
 	}
-	initAbs, err := sandbox.CheckInitBinary(opts.InitPath)
+	initAbs, err := runtimekit.CheckInitBinary(opts.InitPath)
 	if err != nil {
 		return nil, err
 	}
@@ -148,7 +149,7 @@ func New(opts Options) (*Runtime, error) {
 		return nil, r.Check(context.Background())
 	}
 	if r.ids = opts.Identities; r.ids == nil {
-		if r.ids, err = sandbox.NewIdentityPool(sandbox.IdentityPoolOptions{}); err != nil {
+		if r.ids, err = runtimekit.NewIdentityPool(runtimekit.IdentityPoolOptions{}); err != nil {
 			return nil, err
 		}
 	}

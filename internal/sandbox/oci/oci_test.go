@@ -7,6 +7,7 @@ import (
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
 
@@ -26,7 +27,7 @@ func TestRunThroughManager(t *testing.T) {
 		t.Fatalf("status %s exit %d: %+v", res.Status, res.ExitCode, res.Wire())
 	}
 	lines := strings.Split(string(res.Stdout.Data), "\n")
-	if uid, err := strconv.Atoi(lines[min(1, len(lines)-1)]); len(lines) != 4 || lines[0] != "hello" || err != nil || uid < sandbox.DefaultIdentityBase ||
+	if uid, err := strconv.Atoi(lines[min(1, len(lines)-1)]); len(lines) != 4 || lines[0] != "hello" || err != nil || uid < runtimekit.DefaultIdentityBase ||
 		lines[2] != "from the workspace" {
 		t.Fatalf("stdout %q, want hello, a sandbox uid, the workspace file", res.Stdout.Data)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // helloTimeout bounds how long a started sandbox may take to show that
@@ -109,7 +110,7 @@ type instance struct {
 	rt    *Runtime
 	id    string
 	dir   string
-	ident sandbox.Identity
+	ident runtimekit.Identity
 	// cgroup is the host directory of the sandbox's memory cgroup.
 	cgroup string
 	// pidsCgroup is the host directory of a gVisor sandbox's pids cgroup when
@@ -121,7 +122,7 @@ type instance struct {
 	stdin   *os.File // host end: frames to init
 	stdout  *os.File // host end: frames from init
 	frames  *initproto.Reader
-	initLog *sandbox.Capture
+	initLog *runtimekit.Capture
 	logDone chan struct{}
 	exited  chan struct{}
 	exitErr error
@@ -129,7 +130,7 @@ type instance struct {
 	pidMu sync.Mutex
 	pidfd int // of the sandbox's init, once known; -1 before
 
-	sandbox.InstanceState
+	runtimekit.InstanceState
 }
 
 func (i *instance) ID() string { return i.id }
@@ -172,7 +173,7 @@ func (i *instance) start() error {
 		return fmt.Errorf("%w: start %s: %v", sandbox.ErrUnavailable, i.rt.kind, err)
 	}
 	i.cmd = cmd.Process
-	i.initLog = sandbox.NewCapture(16 << 10)
+	i.initLog = runtimekit.NewCapture(16 << 10)
 	i.logDone = make(chan struct{})
 	go func() {
 		defer close(i.logDone)
@@ -189,7 +190,7 @@ func (i *instance) start() error {
 }
 
 func (i *instance) awaitHello(ctx context.Context) error {
-	return sandbox.AwaitHello(ctx, i.frames, helloTimeout, i.diagnostics)
+	return runtimekit.AwaitHello(ctx, i.frames, helloTimeout, i.diagnostics)
 }
 
 // diagnostics returns what the runtime and init wrote on stderr, once the
@@ -235,7 +236,7 @@ func (i *instance) Done() <-chan struct{} { return i.exited }
 
 // Run implements sandbox.Instance.
 func (i *instance) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	parts := sandbox.RunParts{
+	parts := runtimekit.RunParts{
 		ID:          i.id,
 		Runtime:     i.rt.Name(),
 		W:           i.stdin,
@@ -263,10 +264,10 @@ func (i *instance) hostCPUTime(res sandbox.Result, err error) (sandbox.Result, e
 	return res, err
 }
 
-// hostOOM implements sandbox.Session.HostOOM from the sandbox's cgroup and,
+// hostOOM implements runtimekit.Session.HostOOM from the sandbox's cgroup and,
 // once it is gone, how its runtime process ended.
 func (i *instance) hostOOM(bool) (int64, bool) {
-	return sandbox.CgroupHostOOM(i.cgroup, i.exited, func() bool {
+	return runtimekit.CgroupHostOOM(i.cgroup, i.exited, func() bool {
 		var ee *exec.ExitError
 		return errors.As(i.exitErr, &ee) && ee.ExitCode() == 128+9 && !i.destroyed.Load()
 	})

@@ -8,6 +8,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // Compiling the seccomp profile is most of crun's own CPU time per sandbox
@@ -25,7 +26,7 @@ const (
 
 // bundleSpec is the config.json of one sandbox, with the compiled filter when
 // the runtime binary is crun and has compiled it once already.
-func (r *Runtime) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identity, id, rootfs string) *specs.Spec {
+func (r *Runtime) bundleSpec(opts sandbox.PrepareOptions, ident runtimekit.Identity, id, rootfs string) *specs.Spec {
 	spec := r.base.bundleSpec(opts, ident, id, rootfs, r.initAbs, r.opts.Annotations)
 	if r.kind == "runsc" {
 		adaptForGVisor(spec, opts.Limits, r.sandboxPids(opts.Limits))

@@ -8,6 +8,7 @@ import (
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // Annotations every Aster bundle carries, the OCI twin of the Docker runtime's
@@ -22,7 +23,7 @@ const (
 const InitMountPath = "/.aster/init"
 
 // InitCapabilities are the only capabilities a sandbox starts with: aster-init's,
-// to start the job under its own uid (sandbox.Identity). Init empties the
+// to start the job under its own uid (runtimekit.Identity). Init empties the
 // bounding set before the job starts and drops all three right after; the job
 // never holds any.
 var InitCapabilities = []string{"CAP_SETUID", "CAP_SETGID", "CAP_SETPCAP"}
@@ -62,7 +63,7 @@ func newSpecBase(apparmor string) (*specBase, error) {
 // bundleSpec builds the config.json of one sandbox. Nothing in it comes from the
 // request except the sizes in opts.Limits (validated by the Manager) and the run
 // id; every hardening setting is fixed.
-func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, ident sandbox.Identity, id, rootfs, initPath string, extra map[string]string) *specs.Spec {
+func (b *specBase) bundleSpec(opts sandbox.PrepareOptions, ident runtimekit.Identity, id, rootfs, initPath string, extra map[string]string) *specs.Spec {
 	l := opts.Limits
 	annotations := map[string]string{}
 	for k, v := range extra {

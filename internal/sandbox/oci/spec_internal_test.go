@@ -10,6 +10,7 @@ import (
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // TestBundleSpecHardening checks the config.json every sandbox gets, without
@@ -21,7 +22,7 @@ func TestBundleSpecHardening(t *testing.T) {
 	}
 	l := sandbox.Limits{TimeoutMS: 1000, MemoryBytes: 256 << 20, MilliCPUs: 1500, Pids: 64, WorkdirBytes: 8 << 20, TmpBytes: 4 << 20}
 	deadline := time.Unix(1_900_000_000, 0)
-	ident := sandbox.Identity{Init: 1_900_000_010, Job: 1_900_000_011}
+	ident := runtimekit.Identity{Init: 1_900_000_010, Job: 1_900_000_011}
 	s := base.bundleSpec(sandbox.PrepareOptions{RunID: "r-1", Limits: l, Deadline: deadline}, ident, "r-1", "/cache/rootfs/x", "/opt/aster-init",
 		map[string]string{AnnotationManaged: "false", "aster.test": "x"})
 

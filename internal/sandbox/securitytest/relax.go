@@ -9,6 +9,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // MostPermissiveLimits are the largest limits the API accepts (within the
@@ -28,7 +29,7 @@ func NoRequestCanRelaxHardening(t *testing.T, rt sandbox.Runtime, image, runID s
 	res := RunMostPermissive(t, rt, image, runID, 2000, "id -u; grep -E '^(CapEff|NoNewPrivs)' /proc/self/status | tr -d '\\t'; ls /sys/class/net; touch /etc/x 2>&1 | grep -c 'Read-only'")
 	uid, rest, _ := strings.Cut(string(res.Stdout.Data), "\n")
 	want := "CapEff:0000000000000000\nNoNewPrivs:1\nlo\n1\n"
-	if n, err := strconv.Atoi(uid); err != nil || n < sandbox.DefaultIdentityBase || rest != want {
+	if n, err := strconv.Atoi(uid); err != nil || n < runtimekit.DefaultIdentityBase || rest != want {
 		t.Fatalf("hardening relaxed by limits: got %q want a sandbox uid, then %q", res.Stdout.Data, want)
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package runtimekit
 
 // Under gVisor a sandbox's processes are tasks of gVisor's own kernel (the
 // sentry), and each application thread also costs the sentry host threads

@@ -1,4 +1,4 @@
-package sandbox
+package runtimekit
 
 import (
 	"debug/buildinfo"

@@ -1,4 +1,4 @@
-package review
+package modelstep
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
 
@@ -59,7 +60,7 @@ type modelComment struct {
 type modelOutput struct {
 	Summary  string
 	Comments []modelComment
-	Invalid  []DroppedComment
+	Invalid  []review.DroppedComment
 	// Ignored names top-level fields outside the schema (an "event" asking
 	// to approve, say): they are never acted on.
 	Ignored []string
@@ -177,7 +178,7 @@ func readComments(dec *json.Decoder, out *modelOutput) error {
 		}
 		c, reason := validateComment(raw)
 		if reason != "" {
-			out.Invalid = append(out.Invalid, DroppedComment{Path: safetext.Cut(c.Path, 300), Line: c.Line, Reason: reason})
+			out.Invalid = append(out.Invalid, review.DroppedComment{Path: safetext.Cut(c.Path, 300), Line: c.Line, Reason: reason})
 			continue
 		}
 		out.Comments = append(out.Comments, c)

@@ -1,4 +1,4 @@
-package sandbox_test
+package runtimekit_test
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
 // TestRunOnce drives a job through the real aster-init with the part of
@@ -14,13 +15,13 @@ import (
 // error result.
 func TestRunOnce(t *testing.T) {
 	s, _ := startInit(t)
-	if err := sandbox.AwaitHello(t.Context(), s.R, 30*time.Second, func() string { return "" }); err != nil {
+	if err := runtimekit.AwaitHello(t.Context(), s.R, 30*time.Second, func() string { return "" }); err != nil {
 		t.Fatal(err)
 	}
-	var st sandbox.InstanceState
+	var st runtimekit.InstanceState
 	st.SetTiming("create", time.Millisecond)
 	afters := 0
-	parts := sandbox.RunParts{
+	parts := runtimekit.RunParts{
 		ID: "run-1", Runtime: "plain", W: s.W, R: s.R, Destroy: s.Destroy,
 		After: func(res sandbox.Result, err error) (sandbox.Result, error) {
 			afters++
@@ -48,12 +49,12 @@ func TestRunOnce(t *testing.T) {
 	}
 
 	res, err = st.RunOnce(t.Context(), job("true"), parts)
-	if !errors.Is(err, sandbox.ErrUsed) || res.Status != sandbox.StatusError || afters != 1 {
+	if !errors.Is(err, runtimekit.ErrUsed) || res.Status != sandbox.StatusError || afters != 1 {
 		t.Fatalf("second run: %v, %+v, afters %d", err, res, afters)
 	}
 
 	// An error result carries the runtime's diagnostics.
-	var fresh sandbox.InstanceState
+	var fresh runtimekit.InstanceState
 	bad := job("true")
 	bad.Workdir = "/work/../etc"
 	res, err = fresh.RunOnce(t.Context(), bad, parts)
@@ -65,7 +66,7 @@ func TestRunOnce(t *testing.T) {
 // TestCloseOnce: the removal runs once, every Close returns its error, and
 // its duration is the "remove" timing.
 func TestCloseOnce(t *testing.T) {
-	var st sandbox.InstanceState
+	var st runtimekit.InstanceState
 	calls := 0
 	gone := errors.New("engine gone")
 	remove := func() error { calls++; return gone }

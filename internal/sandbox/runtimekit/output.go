@@ -1,7 +1,8 @@
-package sandbox
+package runtimekit
 
 import (
 	"fmt"
+	"github.com/asterhq/aster/internal/sandbox"
 	"sync"
 	"unicode/utf8"
 )
@@ -93,13 +94,13 @@ func (c *Capture) tailBytes() []byte {
 // Output returns what was kept. When bytes were dropped, a marker line between
 // the head and the tail says how many; the cut points are moved to UTF-8
 // boundaries so that valid UTF-8 output stays valid.
-func (c *Capture) Output() Output {
+func (c *Capture) Output() sandbox.Output {
 	tail := c.tailBytes()
 	kept := int64(len(c.head) + len(tail))
 	if kept == c.total {
 		data := make([]byte, 0, kept)
 		data = append(data, c.head...)
-		return Output{Data: append(data, tail...), TotalBytes: c.total}
+		return sandbox.Output{Data: append(data, tail...), TotalBytes: c.total}
 	}
 	head := c.head
 	// Trim a partial rune at the end of head and the start of tail.
@@ -117,7 +118,7 @@ func (c *Capture) Output() Output {
 	data = append(data, head...)
 	data = append(data, marker...)
 	data = append(data, tail...)
-	return Output{Data: data, Truncated: true, TotalBytes: c.total, DroppedBytes: dropped}
+	return sandbox.Output{Data: data, Truncated: true, TotalBytes: c.total, DroppedBytes: dropped}
 }
 
 // lastRuneStart returns the index at which to cut b so that it does not end in

@@ -1,4 +1,4 @@
-package review
+package modelstep
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/repoconfig"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/workspace"
 )
@@ -42,7 +43,7 @@ type Agent struct {
 	Timeout time.Duration
 	// Change and Config are the change under review (its head snapshot)
 	// and its base configuration (tests.command).
-	Change  *Change
+	Change  *review.Change
 	Config  repoconfig.Config
 	TempDir string
 	Caps    workspace.Caps
@@ -124,10 +125,10 @@ func (a *Agent) runTests(ctx context.Context) (string, error) {
 	if a.Change == nil || a.Change.OpenSnapshot == nil {
 		return "", errors.New("no snapshot of the change to test")
 	}
-	st := &SandboxTests{Sandbox: a.Sandbox, Image: a.Image, Limits: a.Limits, Timeout: a.timeout(), TempDir: a.TempDir, Caps: a.Caps}
+	st := &review.SandboxTests{Sandbox: a.Sandbox, Image: a.Image, Limits: a.Limits, Timeout: a.timeout(), TempDir: a.TempDir, Caps: a.Caps}
 	cfg := a.Config
 	cfg.Tests.Timeout = "" // the agent's own timeout applies
-	rep := st.RunTests(ctx, TestRequest{Change: a.Change, Config: cfg})
+	rep := st.RunTests(ctx, review.TestRequest{Change: a.Change, Config: cfg})
 	var b strings.Builder
 	fmt.Fprintf(&b, "status: %s\n", rep.Status)
 	if len(rep.Command) > 0 {

@@ -1,4 +1,4 @@
-package sandbox_test
+package runtimekit_test
 
 import (
 	"errors"
@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/microvm"
 	"github.com/asterhq/aster/internal/sandbox/oci"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
 
@@ -26,14 +26,14 @@ func TestCheckInitBinary(t *testing.T) {
 	t.Chdir(dir)
 
 	// A relative path comes back absolute.
-	if got, err := sandbox.CheckInitBinary("init"); err != nil || got != filepath.Join(dir, "init") {
+	if got, err := runtimekit.CheckInitBinary("init"); err != nil || got != filepath.Join(dir, "init") {
 		t.Errorf("executable: %q %v, want %q", got, err, filepath.Join(dir, "init"))
 	}
-	got, err := sandbox.CheckInitBinary("missing")
+	got, err := runtimekit.CheckInitBinary("missing")
 	if !errors.Is(err, fs.ErrNotExist) || !strings.Contains(err.Error(), "build it with `make build`, or pass --init-path") || got != "" {
 		t.Errorf("missing: %q %v", got, err)
 	}
-	got, err = sandbox.CheckInitBinary("plain")
+	got, err = runtimekit.CheckInitBinary("plain")
 	if want := "aster-init at " + filepath.Join(dir, "plain") + " is not executable"; err == nil || err.Error() != want || got != "" {
 		t.Errorf("not executable: %q %v, want %s", got, err, want)
 	}
@@ -58,14 +58,14 @@ func TestCgoInitIsRefusedWithItsCause(t *testing.T) {
 	}
 	want := "aster-init at " + cgoInit + " was built with cgo (CGO_ENABLED=1); rebuild it with CGO_ENABLED=0 go build -o " + cgoInit + " ./cmd/aster-init"
 
-	if got, err := sandbox.CheckInitBinary(cgoInit); err == nil || !strings.Contains(err.Error(), want) || got != "" {
+	if got, err := runtimekit.CheckInitBinary(cgoInit); err == nil || !strings.Contains(err.Error(), want) || got != "" {
 		t.Errorf("CheckInitBinary: %q %v\nwant %q", got, err, want)
 	}
 	static, err := sandboxtest.InitBinaryPath()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := sandbox.CheckInitBinary(static); err != nil || got != static {
+	if got, err := runtimekit.CheckInitBinary(static); err != nil || got != static {
 		t.Errorf("the CGO_ENABLED=0 build: %q %v", got, err)
 	}
 

@@ -1,4 +1,4 @@
-package sandbox_test
+package runtimekit_test
 
 import (
 	"archive/tar"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -35,7 +36,7 @@ func hostileExport(t *testing.T, limits sandbox.Limits, stream []byte, end strin
 		pw.Close()
 	}()
 	var out bytes.Buffer
-	s := &sandbox.Session{W: discard{}, R: initproto.NewReader(pr), Destroy: func() {}, HelloSeen: true}
+	s := &runtimekit.Session{W: discard{}, R: initproto.NewReader(pr), Destroy: func() {}, HelloSeen: true}
 	j := job("true")
 	j.Limits.WorkdirBytes = limits.WorkdirBytes
 	j.Export = &out
@@ -130,7 +131,7 @@ func TestSessionTunnelIDsIncrease(t *testing.T) {
 		pw.Close()
 	}()
 	calls := 0
-	s := &sandbox.Session{W: discard{}, R: initproto.NewReader(pr), Destroy: func() {}, HelloSeen: true}
+	s := &runtimekit.Session{W: discard{}, R: initproto.NewReader(pr), Destroy: func() {}, HelloSeen: true}
 	j := job("true")
 	j.Egress = refuseAll{&calls}
 	res, err := s.Run(t.Context(), j)

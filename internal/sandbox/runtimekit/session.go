@@ -1,4 +1,4 @@
-package sandbox
+package runtimekit
 
 import (
 	"context"
@@ -6,24 +6,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/workspace"
 )
-
-// HostGrace is how long past a job's own timeout the host waits for aster-init
-// to report before it destroys the sandbox itself.
-const HostGrace = 5 * time.Second
-
-// KillGrace is how long a job has between SIGTERM and SIGKILL at its deadline.
-const KillGrace = 500 * time.Millisecond
 
 // ceilingSlack is how far past the output ceiling the host tolerates before it
 // stops trusting init to end the job and destroys the sandbox itself.
@@ -59,78 +50,117 @@ const exitWaitNoResult = 3 * time.Second
 
 // Run sends job and gathers its result. It always returns a Result whose
 // Status is set; err is non-nil only with StatusError.
-func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
+func (s *Session) Run(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
 	start := time.Now()
-	res := Result{ExitCode: -1}
-	hdr, err := jobHeader(job)
+	res := sandbox.Result{ExitCode: -1}
+	hdr, err := sandbox.JobHeader(job)
 	if err != nil {
 		return errorResult(res, err), err
 	}
-
-	var (
-		mu          sync.Mutex
-		reason      Status // why the host ended the run, if it did
-		reasonError string
-	)
-	endRun := func(st Status, msg string) {
-		mu.Lock()
-		if reason == "" {
-			reason, reasonError = st, msg
-		}
-		mu.Unlock()
-		s.Destroy()
-	}
+	r := &sessionRun{s: s, job: job}
 
 	// The host's own deadline: init enforces the timeout, the host enforces
 	// that init does.
-	hostDeadline := time.AfterFunc(job.Limits.Timeout()+KillGrace+HostGrace, func() {
-		endRun(StatusTimeout, "aster-init did not report by the deadline; the sandbox was destroyed")
+	r.deadline = time.AfterFunc(job.Limits.Timeout()+sandbox.KillGrace+sandbox.HostGrace, func() {
+		r.end(sandbox.StatusTimeout, "aster-init did not report by the deadline; the sandbox was destroyed")
 	})
-	defer hostDeadline.Stop()
+	defer r.deadline.Stop()
 	stopCancel := context.AfterFunc(ctx, func() {
-		endRun(StatusKilled, "cancelled: "+context.Cause(ctx).Error())
+		r.end(sandbox.StatusKilled, "cancelled: "+context.Cause(ctx).Error())
 	})
 	defer stopCancel()
 
-	// Send the job from its own goroutine: stdin may be larger than what the
-	// command reads, and output must be drained meanwhile.
-	fw := initproto.NewWriter(s.W)
-	var tunnels *hostTunnels
+	r.fw = initproto.NewWriter(s.W)
 	if job.Egress != nil {
-		tunnels = newHostTunnels(ctx, job.Egress, fw)
+		r.tunnels = newHostTunnels(ctx, job.Egress, r.fw)
 		// Before the report: every tunnel closed, so the Dialer's statistics
 		// are complete when Run returns.
-		defer tunnels.close()
+		defer r.tunnels.close()
 	}
-	var export *exportSink
 	if job.Export != nil {
-		export = newExportSink(job.Export, job.Limits)
+		r.export = newExportSink(job.Export, job.Limits)
 	}
+	r.flow = newStdinFlow()
+	defer r.flow.stop()
+	sendErr := r.send(hdr)
+	c := r.collect()
+	res.Stdout = c.stdout
+	res.Stderr = c.stderr
+	res.Duration = time.Since(start)
+	res.Export = c.export
+	return r.verdict(res, c, sendErr)
+}
+
+// sessionRun is one Session.Run: what its send, collect and verdict steps
+// share.
+type sessionRun struct {
+	s        *Session
+	job      sandbox.Job
+	fw       *initproto.Writer
+	deadline *time.Timer // the host's own deadline; the export moves it
+	tunnels  *hostTunnels
+	export   *exportSink
+	flow     *stdinFlow
+
+	mu           sync.Mutex
+	reason       sandbox.Status // why the host ended the run, if it did
+	reasonError  string
+	workspaceErr error
+}
+
+// end records why the host ends the run (the first reason stands) and
+// destroys the sandbox.
+func (r *sessionRun) end(st sandbox.Status, msg string) {
+	r.mu.Lock()
+	if r.reason == "" {
+		r.reason, r.reasonError = st, msg
+	}
+	r.mu.Unlock()
+	r.s.Destroy()
+}
+
+// send sends the job from its own goroutine: stdin may be larger than what
+// the command reads, and output must be drained meanwhile. The channel gets
+// what sendJob returned.
+func (r *sessionRun) send(hdr initproto.JobHeader) <-chan error {
 	sendErr := make(chan error, 1)
-	var workspaceErr error
-	flow := newStdinFlow()
-	defer flow.stop()
 	go func() {
-		err := sendJob(fw, hdr, job, flow)
+		err := sendJob(r.fw, hdr, r.job, r.flow)
 		sendErr <- err
 		var we *workspaceError
 		if errors.As(err, &we) {
 			// init is waiting for the rest of an archive that will never come.
-			mu.Lock()
-			workspaceErr = we.err
-			mu.Unlock()
-			endRun(StatusError, err.Error())
+			r.mu.Lock()
+			r.workspaceErr = we.err
+			r.mu.Unlock()
+			r.end(sandbox.StatusError, err.Error())
 		}
 	}()
+	return sendErr
+}
 
+// collected is what collect gathered from init.
+type collected struct {
+	rf             *initproto.ResultFrame // init's result; nil when none came
+	readErr        error                  // why reading stopped short, or what was wrong
+	stdout, stderr sandbox.Output
+	export         *sandbox.ExportReport
+}
+
+// collect reads init's frames until its result or the end of the stream:
+// the output (capped, and to OnOutput), stdin grants, tunnels, the export.
+// Then it stops the host's deadline, closes the tunnels, finishes the export
+// and asks HostOOM.
+func (r *sessionRun) collect() collected {
+	job := r.job
 	stdout := NewCapture(job.Limits.OutputBytes)
 	stderr := NewCapture(job.Limits.OutputBytes)
 	var rf *initproto.ResultFrame
 	var readErr error
-	helloSeen := s.HelloSeen
+	helloSeen := r.s.HelloSeen
 	exporting := false
 	for rf == nil && readErr == nil {
-		f, err := s.R.Next()
+		f, err := r.s.R.Next()
 		if err != nil {
 			readErr = err
 			break
@@ -138,96 +168,99 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 		switch f.Type {
 		case initproto.TypeHello:
 			if helloSeen {
-				readErr = fmt.Errorf("%w: second hello frame", ErrProtocol)
+				readErr = fmt.Errorf("%w: second hello frame", sandbox.ErrProtocol)
 			} else if _, err := initproto.DecodeHello(f.Payload); err != nil {
-				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 			}
 			helloSeen = true
 		case initproto.TypeStdout, initproto.TypeStderr:
-			c, name := stdout, Stdout
+			c, name := stdout, sandbox.Stdout
 			if f.Type == initproto.TypeStderr {
-				c, name = stderr, Stderr
+				c, name = stderr, sandbox.Stderr
 			}
 			c.Write(f.Payload)
 			if job.OnOutput != nil {
 				job.OnOutput(name, f.Payload)
 			}
 			if c.Total() > job.Limits.OutputCeilingBytes+ceilingSlack {
-				endRun(StatusOutputLimit, fmt.Sprintf("%s passed the output ceiling and aster-init did not stop it", name))
+				r.end(sandbox.StatusOutputLimit, fmt.Sprintf("%s passed the output ceiling and aster-init did not stop it", name))
 			}
 		case initproto.TypeStdinWant:
 			n, err := initproto.DecodeWant(f.Payload)
 			if err != nil {
-				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 				break
 			}
-			flow.grant(int64(n))
+			r.flow.grant(int64(n))
 		case initproto.TypeTunnelOpen, initproto.TypeTunnelData, initproto.TypeTunnelGrant, initproto.TypeTunnelClose:
-			if tunnels == nil {
-				readErr = fmt.Errorf("%w: %s frame from init in a run without egress", ErrProtocol, f.Type)
+			if r.tunnels == nil {
+				readErr = fmt.Errorf("%w: %s frame from init in a run without egress", sandbox.ErrProtocol, f.Type)
 				break
 			}
 			if f.Type == initproto.TypeTunnelOpen {
-				err = tunnels.open(f.Payload)
+				err = r.tunnels.open(f.Payload)
 			} else {
-				err = tunnels.frame(f)
+				err = r.tunnels.frame(f)
 			}
 			if err != nil {
-				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 			}
 		case initproto.TypeExport, initproto.TypeExportEnd:
-			if export == nil {
-				readErr = fmt.Errorf("%w: %s frame from init in a run without export", ErrProtocol, f.Type)
+			if r.export == nil {
+				readErr = fmt.Errorf("%w: %s frame from init in a run without export", sandbox.ErrProtocol, f.Type)
 				break
 			}
 			if !exporting {
 				// The command has exited; the export has its own deadline.
 				exporting = true
-				hostDeadline.Reset(ExportTimeout)
+				r.deadline.Reset(sandbox.ExportTimeout)
 			}
 			if f.Type == initproto.TypeExport {
-				export.data(f.Payload)
-			} else if err := export.ended(f.Payload); err != nil {
-				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+				r.export.data(f.Payload)
+			} else if err := r.export.ended(f.Payload); err != nil {
+				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 			}
 		case initproto.TypeResult:
-			r, err := initproto.DecodeResult(f.Payload)
+			res, err := initproto.DecodeResult(f.Payload)
 			if err != nil {
-				readErr = fmt.Errorf("%w: %v", ErrProtocol, err)
+				readErr = fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 				break
 			}
-			rf = &r
+			rf = &res
 		default:
-			readErr = fmt.Errorf("%w: unexpected %s frame from init", ErrProtocol, f.Type)
+			readErr = fmt.Errorf("%w: unexpected %s frame from init", sandbox.ErrProtocol, f.Type)
 		}
 	}
-	hostDeadline.Stop()
-	if tunnels != nil {
-		tunnels.close()
+	r.deadline.Stop()
+	if r.tunnels != nil {
+		r.tunnels.close()
 	}
-	var exportRep *ExportReport
-	if export != nil {
-		r := export.finish()
-		exportRep = &r
+	var exportRep *sandbox.ExportReport
+	if r.export != nil {
+		rep := r.export.finish()
+		exportRep = &rep
 	}
-	if rf != nil && s.HostOOM != nil {
-		if n, ok := s.HostOOM(false); ok {
+	if rf != nil && r.s.HostOOM != nil {
+		if n, ok := r.s.HostOOM(false); ok {
 			rf.OOMKills = n
 		}
 	}
+	return collected{rf: rf, readErr: readErr, stdout: stdout.Output(), stderr: stderr.Output(), export: exportRep}
+}
 
-	res.Stdout = stdout.Output()
-	res.Stderr = stderr.Output()
-	res.Duration = time.Since(start)
-	res.Export = exportRep
-	mu.Lock()
-	hostReason, hostMsg, wsErr := reason, reasonError, workspaceErr
-	mu.Unlock()
+// verdict makes the Result of what collect gathered and of why the host
+// ended the run, if it did: init's report when there is one, else the
+// host's reason, an OOM kill of init itself, or a protocol error.
+func (r *sessionRun) verdict(res sandbox.Result, c collected, sendErr <-chan error) (sandbox.Result, error) {
+	s, rf, readErr, exportRep := r.s, c.rf, c.readErr, c.export
+	r.mu.Lock()
+	hostReason, hostMsg, wsErr := r.reason, r.reasonError, r.workspaceErr
+	r.mu.Unlock()
 
 	if rf == nil {
 		switch {
 		case wsErr != nil:
-			err := WorkspaceError("workspace", wsErr, ErrProtocol)
+			err := sandbox.WorkspaceError("workspace", wsErr, sandbox.ErrProtocol)
 			return errorResult(res, err), err
 		case hostReason != "":
 			res.Status, res.Error = hostReason, hostMsg
@@ -237,7 +270,7 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 			// process, so once the job's processes are gone init is all that
 			// is left to kill). The output up to then is kept.
 			s.Destroy()
-			res.Status, res.OOMKilled = StatusOOM, true
+			res.Status, res.OOMKilled = sandbox.StatusOOM, true
 			res.Error = "the sandbox ran out of memory and aster-init was killed before it could report; the output up to then is kept"
 			return res, nil
 		default:
@@ -253,7 +286,7 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 			default:
 			}
 			s.Destroy()
-			err := fmt.Errorf("%w: %s", ErrProtocol, msg)
+			err := fmt.Errorf("%w: %s", sandbox.ErrProtocol, msg)
 			return errorResult(res, err), err
 		}
 	}
@@ -261,18 +294,18 @@ func (s *Session) Run(ctx context.Context, job Job) (Result, error) {
 		s.Destroy()
 	}
 	applyResultFrame(&res, *rf, hostReason, hostMsg)
-	if res.Status == StatusError {
+	if res.Status == sandbox.StatusError {
 		// A workspace or header problem that init found: the caller's fault.
-		return res, fmt.Errorf("%w: %s", ErrInvalidSpec, res.Error)
+		return res, fmt.Errorf("%w: %s", sandbox.ErrInvalidSpec, res.Error)
 	}
-	if exportRep != nil && exportRep.Error != "" && (res.Status == StatusOK || res.Status == StatusExitNonzero) {
+	if exportRep != nil && exportRep.Error != "" && (res.Status == sandbox.StatusOK || res.Status == sandbox.StatusExitNonzero) {
 		// The command ran to its end, but the caller does not get the /work
 		// it asked for: that is not a result to build on.
-		class := ErrProtocol
+		class := sandbox.ErrProtocol
 		if strings.Contains(exportRep.Error, workspace.ErrTooLarge.Error()) {
-			class = ErrTooLarge
+			class = sandbox.ErrTooLarge
 		}
-		res.Status = StatusError
+		res.Status = sandbox.StatusError
 		res.Error = "export /work: " + exportRep.Error
 		return res, fmt.Errorf("%w: %s", class, res.Error)
 	}
@@ -297,18 +330,18 @@ func (s *Session) ranOutOfMemory() bool {
 	return ok && n > 0
 }
 
-func errorResult(res Result, err error) Result {
-	res.Status = StatusError
+func errorResult(res sandbox.Result, err error) sandbox.Result {
+	res.Status = sandbox.StatusError
 	res.Error = err.Error()
 	return res
 }
 
 // applyResultFrame turns init's report into the Result's status and numbers.
 // The order of the checks decides which limit is named when several were hit.
-func applyResultFrame(res *Result, rf initproto.ResultFrame, hostReason Status, hostMsg string) {
+func applyResultFrame(res *sandbox.Result, rf initproto.ResultFrame, hostReason sandbox.Status, hostMsg string) {
 	res.ExitCode = rf.ExitCode
 	if rf.Signal != 0 {
-		res.Signal = SignalName(rf.Signal)
+		res.Signal = sandbox.SignalName(rf.Signal)
 	}
 	res.CPUTime = time.Duration(rf.CPUTimeMS) * time.Millisecond
 	res.PeakMemoryBytes = rf.PeakRSSBytes
@@ -318,9 +351,9 @@ func applyResultFrame(res *Result, rf initproto.ResultFrame, hostReason Status, 
 	}
 	switch {
 	case rf.SetupError != "" && rf.ExitCode < 0 && rf.Signal == 0:
-		res.Status, res.Error = StatusError, rf.SetupError
-	case rf.OutputLimit != "" || hostReason == StatusOutputLimit:
-		res.Status = StatusOutputLimit
+		res.Status, res.Error = sandbox.StatusError, rf.SetupError
+	case rf.OutputLimit != "" || hostReason == sandbox.StatusOutputLimit:
+		res.Status = sandbox.StatusOutputLimit
 		res.Error = fmt.Sprintf("%s passed the output ceiling; the job was ended", rf.OutputLimit)
 		if rf.OutputLimit == "" {
 			res.Error = hostMsg
@@ -329,62 +362,21 @@ func applyResultFrame(res *Result, rf initproto.ResultFrame, hostReason Status, 
 		// Whatever the command's own exit: a job that lost a process to the
 		// OOM killer (a worker of make -j or pytest-xdist) did not run as
 		// written, and a hang or timeout that follows is its consequence.
-		res.Status, res.Error = StatusOOM, "a process of the job was killed for running out of memory"
-	case rf.TimedOut || hostReason == StatusTimeout:
-		res.Status, res.Error = StatusTimeout, "the job passed its wall-clock timeout and was killed"
-	case hostReason == StatusKilled:
-		res.Status, res.Error = StatusKilled, hostMsg
+		res.Status, res.Error = sandbox.StatusOOM, "a process of the job was killed for running out of memory"
+	case rf.TimedOut || hostReason == sandbox.StatusTimeout:
+		res.Status, res.Error = sandbox.StatusTimeout, "the job passed its wall-clock timeout and was killed"
+	case hostReason == sandbox.StatusKilled:
+		res.Status, res.Error = sandbox.StatusKilled, hostMsg
 	case rf.Signal != 0:
-		res.Status, res.Error = StatusKilled, "the command was ended by "+res.Signal
+		res.Status, res.Error = sandbox.StatusKilled, "the command was ended by "+res.Signal
 	case rf.ExitCode == 0:
-		res.Status = StatusOK
+		res.Status = sandbox.StatusOK
 	default:
-		res.Status = StatusExitNonzero
+		res.Status = sandbox.StatusExitNonzero
 		if rf.SetupError != "" {
 			res.Error = rf.SetupError
 		}
 	}
-}
-
-// jobHeader builds and validates the header init will act on.
-func jobHeader(job Job) (initproto.JobHeader, error) {
-	dir := "."
-	// "/work" itself, as the docs name the default, is the workspace root.
-	if job.Workdir != "" && job.Workdir != "/work" && job.Workdir != "/work/" {
-		rel, err := workspace.CleanName(strings.TrimPrefix(job.Workdir, "/work/"))
-		if err != nil {
-			return initproto.JobHeader{}, Invalidf("workdir: %v", err)
-		}
-		dir = rel
-	}
-	env := make([]string, 0, len(job.Env))
-	for _, k := range slices.Sorted(maps.Keys(job.Env)) {
-		env = append(env, k+"="+job.Env[k])
-	}
-	hdr := initproto.JobHeader{
-		Version:            initproto.Version,
-		Argv:               job.Argv,
-		Env:                env,
-		Dir:                dir,
-		TimeoutMS:          job.Limits.TimeoutMS,
-		KillGraceMS:        KillGrace.Milliseconds(),
-		OutputCeilingBytes: job.Limits.OutputCeilingBytes,
-		Workspace:          job.Workspace.Tar != nil || len(job.Workspace.Files) > 0,
-		WorkspaceMaxBytes:  job.Limits.WorkdirBytes,
-		WorkspaceMaxFiles:  workspace.DefaultMaxFiles,
-		Stdin:              job.Stdin != nil,
-		Export:             job.Export != nil,
-	}
-	if job.Egress != nil {
-		hdr.EgressPort = EgressProxyPort
-	}
-	if err := checkJobSize(hdr); err != nil {
-		return hdr, err
-	}
-	if err := hdr.Validate(); err != nil {
-		return hdr, Invalidf("%v", err)
-	}
-	return hdr, nil
 }
 
 // stdinFlow is the host's side of stdin flow control: init grants bytes
@@ -430,7 +422,7 @@ func (f *stdinFlow) take(want int) (int, error) {
 func (f *stdinFlow) stop() { f.once.Do(func() { close(f.done) }) }
 
 // sendJob writes the header, the workspace and stdin as frames.
-func sendJob(fw *initproto.Writer, hdr initproto.JobHeader, job Job, flow *stdinFlow) error {
+func sendJob(fw *initproto.Writer, hdr initproto.JobHeader, job sandbox.Job, flow *stdinFlow) error {
 	p, err := json.Marshal(hdr)
 	if err != nil {
 		return err
@@ -490,18 +482,3 @@ type workspaceError struct{ err error }
 
 func (e *workspaceError) Error() string { return "send workspace: " + e.err.Error() }
 func (e *workspaceError) Unwrap() error { return e.err }
-
-// SignalName names a signal number the way people write it ("SIGKILL").
-func SignalName(n int) string {
-	names := map[syscall.Signal]string{
-		syscall.SIGHUP: "SIGHUP", syscall.SIGINT: "SIGINT", syscall.SIGQUIT: "SIGQUIT", syscall.SIGILL: "SIGILL",
-		syscall.SIGTRAP: "SIGTRAP", syscall.SIGABRT: "SIGABRT", syscall.SIGBUS: "SIGBUS", syscall.SIGFPE: "SIGFPE",
-		syscall.SIGKILL: "SIGKILL", syscall.SIGUSR1: "SIGUSR1", syscall.SIGSEGV: "SIGSEGV", syscall.SIGUSR2: "SIGUSR2",
-		syscall.SIGPIPE: "SIGPIPE", syscall.SIGALRM: "SIGALRM", syscall.SIGTERM: "SIGTERM", syscall.SIGXCPU: "SIGXCPU",
-		syscall.SIGXFSZ: "SIGXFSZ", syscall.SIGSYS: "SIGSYS",
-	}
-	if s, ok := names[syscall.Signal(n)]; ok {
-		return s
-	}
-	return fmt.Sprintf("SIG%d", n)
-}

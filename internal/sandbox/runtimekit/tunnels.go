@@ -1,4 +1,4 @@
-package sandbox
+package runtimekit
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // egressRefusal is implemented by a Dialer's error that is a refusal by
@@ -19,7 +20,7 @@ type egressRefusal interface{ EgressRefused() bool }
 // relays from the job's CONNECT is handed to the run's Dialer, and the
 // connection it returns is relayed through a Mux.
 type hostTunnels struct {
-	d      Dialer
+	d      sandbox.Dialer
 	fw     *initproto.Writer
 	mux    *initproto.Mux
 	ctx    context.Context
@@ -31,7 +32,7 @@ type hostTunnels struct {
 	pending map[uint32]context.CancelFunc
 }
 
-func newHostTunnels(ctx context.Context, d Dialer, fw *initproto.Writer) *hostTunnels {
+func newHostTunnels(ctx context.Context, d sandbox.Dialer, fw *initproto.Writer) *hostTunnels {
 	ctx, cancel := context.WithCancel(ctx)
 	return &hostTunnels{d: d, fw: fw, mux: initproto.NewMux(fw), ctx: ctx, cancel: cancel, pending: make(map[uint32]context.CancelFunc)}
 }

@@ -1,4 +1,4 @@
-package review
+package modelstep
 
 import (
 	"crypto/rand"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
 
@@ -150,13 +151,13 @@ func cutText(s string, n int) string {
 
 // promptInput is what one model call shows.
 type promptInput struct {
-	in       ModelInput
+	in       review.ModelInput
 	parts    []filePart
 	part     int // 1-based
 	ofParts  int
-	findings []gate.Marked // reported findings on parts' files
-	omitted  []OmittedFile // files of the change not shown in any call
-	notShown int           // changed files shown in other parts
+	findings []gate.Marked        // reported findings on parts' files
+	omitted  []review.OmittedFile // files of the change not shown in any call
+	notShown int                  // changed files shown in other parts
 }
 
 // buildPrompt writes the user message of one call.
@@ -238,7 +239,7 @@ func findingsText(fs []gate.Marked) string {
 	return b.String()
 }
 
-func testsText(t *TestsReport) string {
+func testsText(t *review.TestsReport) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "status: %s\ncommand: %s\npassed %d, failed %d, skipped %d\n", t.Status, strings.Join(t.Command, " "),
 		t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped)

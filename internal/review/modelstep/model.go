@@ -1,4 +1,4 @@
-package review
+package modelstep
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
 
@@ -55,7 +56,7 @@ type ModelReviewer struct {
 	log *slog.Logger
 }
 
-var _ Reviewer = (*ModelReviewer)(nil)
+var _ review.Reviewer = (*ModelReviewer)(nil)
 
 // NewModelReviewer returns the model step.
 func NewModelReviewer(o ModelOptions) (*ModelReviewer, error) {
@@ -96,14 +97,14 @@ func NewModelReviewer(o ModelOptions) (*ModelReviewer, error) {
 // modelRun is the state of one review.
 type modelRun struct {
 	r        *ModelReviewer
-	in       ModelInput
+	in       review.ModelInput
 	rd       *safetext.Redactor
 	system   string
 	schema   *llm.Schema
 	tools    []llm.Tool
 	toolLeft int
 
-	rep       ModelReport
+	rep       review.ModelReport
 	redacted  safetext.Redaction
 	summaries []string
 	comments  []modelComment
@@ -118,11 +119,11 @@ type modelRun struct {
 // Review implements Reviewer. Provider failures and exhausted budgets are
 // reported in the ModelReport (status failed or partial, with a note); only
 // a cancelled context is returned as an error.
-func (r *ModelReviewer) Review(ctx context.Context, in ModelInput) (ModelReport, error) {
+func (r *ModelReviewer) Review(ctx context.Context, in review.ModelInput) (review.ModelReport, error) {
 	st := r.o.Client.Stats()
 	run := &modelRun{r: r, in: in, rd: safetext.NewRedactor(r.o.Secrets), redacted: safetext.Redaction{},
-		rep: ModelReport{Status: ModelOK, Provider: st.Provider, Model: st.Model,
-			Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}}}
+		rep: review.ModelReport{Status: review.ModelOK, Provider: st.Provider, Model: st.Model,
+			Comments: []review.Comment{}, DroppedComments: []review.DroppedComment{}, OmittedFiles: []review.OmittedFile{}}}
 	if r.o.Agent != nil {
 		run.tools = r.o.Agent.Tools()
 		run.toolLeft = r.o.MaxToolCalls
@@ -135,7 +136,7 @@ func (r *ModelReviewer) Review(ctx context.Context, in ModelInput) (ModelReport,
 		run.in.Index = in.Index
 	}
 	if len(in.Diff) == 0 {
-		run.rep.Status = ModelSkipped
+		run.rep.Status = review.ModelSkipped
 		run.rep.Note = "model review skipped: no reviewable file in the change"
 		return run.rep, nil
 	}
@@ -159,10 +160,10 @@ func (m *modelRun) review(ctx context.Context) error {
 	}
 	chunkTokens := o.MaxInputTokens - fixed - reserve
 	if chunkTokens < 500 {
-		m.rep.Status = ModelSkipped
+		m.rep.Status = review.ModelSkipped
 		m.problems = append(m.problems, fmt.Sprintf("the fixed part of the prompt (est. %d tokens) leaves no room for the diff in %d input tokens", fixed+reserve, o.MaxInputTokens))
 		for _, f := range m.in.Diff {
-			m.rep.OmittedFiles = append(m.rep.OmittedFiles, OmittedFile{Path: f.Path(), Reason: "left out: no token budget left for the diff"})
+			m.rep.OmittedFiles = append(m.rep.OmittedFiles, review.OmittedFile{Path: f.Path(), Reason: "left out: no token budget left for the diff"})
 		}
 		return nil
 	}
@@ -199,13 +200,13 @@ func (m *modelRun) review(ctx context.Context) error {
 				why = "the model call failed"
 			}
 			for _, fp := range parts {
-				m.rep.OmittedFiles = append(m.rep.OmittedFiles, OmittedFile{Path: fp.file.Path(), Reason: "not sent: " + why})
+				m.rep.OmittedFiles = append(m.rep.OmittedFiles, review.OmittedFile{Path: fp.file.Path(), Reason: "not sent: " + why})
 			}
 		}
 		if stop != "" {
 			for _, rest := range plan.chunks[i+1:] {
 				for _, fp := range rest {
-					m.rep.OmittedFiles = append(m.rep.OmittedFiles, OmittedFile{Path: fp.file.Path(), Reason: "not sent: " + stop})
+					m.rep.OmittedFiles = append(m.rep.OmittedFiles, review.OmittedFile{Path: fp.file.Path(), Reason: "not sent: " + stop})
 				}
 			}
 			break
@@ -218,7 +219,7 @@ func (m *modelRun) review(ctx context.Context) error {
 // fit checks a part's rendered prompt against the input budget (the plan
 // works on estimates per file) and leaves out its lowest-priority files
 // until it fits.
-func (m *modelRun) fit(parts []filePart, part, of, total int, notShown []OmittedFile) []filePart {
+func (m *modelRun) fit(parts []filePart, part, of, total int, notShown []review.OmittedFile) []filePart {
 	for len(parts) > 0 {
 		w := newPromptWriter(m.r.o.Nonce(), m.rd)
 		buildPrompt(promptInput{in: m.in, parts: parts, part: part, ofParts: of, findings: findingsFor(m.in.Findings, parts),
@@ -233,7 +234,7 @@ func (m *modelRun) fit(parts []filePart, part, of, total int, notShown []Omitted
 		}
 		last := parts[len(parts)-1]
 		parts = parts[:len(parts)-1]
-		m.rep.OmittedFiles = append(m.rep.OmittedFiles, OmittedFile{Path: last.file.Path(),
+		m.rep.OmittedFiles = append(m.rep.OmittedFiles, review.OmittedFile{Path: last.file.Path(),
 			Reason: fmt.Sprintf("left out by the token budget: the rendered prompt of part %d was est. %d tokens, over %d", part, est, m.r.o.MaxInputTokens)})
 	}
 	return parts
@@ -262,7 +263,7 @@ func visibleFiles(parts []filePart) []*diff.File {
 
 // call sends one part. sent reports that the model answered; stop, when
 // set, says why no further part may be sent.
-func (m *modelRun) call(ctx context.Context, parts []filePart, part, of, notShownCount int, notShown []OmittedFile) (sent bool, stop string, err error) {
+func (m *modelRun) call(ctx context.Context, parts []filePart, part, of, notShownCount int, notShown []review.OmittedFile) (sent bool, stop string, err error) {
 	o := m.r.o
 	nonce := o.Nonce()
 	w := newPromptWriter(nonce, m.rd)
@@ -366,7 +367,7 @@ func (m *modelRun) callFailed(ctx context.Context, part, of int, err error) stri
 		return ""
 	}
 	m.failed++
-	msg := oneLine(err.Error())
+	msg := safetext.OneLine(err.Error(), 300)
 	switch llm.KindOf(err) {
 	case llm.KindBudget, llm.KindCallCap:
 		m.problems = append(m.problems, partLabel(part, of)+"budget exceeded: "+msg)
@@ -404,13 +405,13 @@ func (m *modelRun) anchorAll(ix *diff.Index) {
 	o := m.r.o
 	echo := newEchoDetector(m.system)
 	type kept struct {
-		c     Comment
+		c     review.Comment
 		moved bool
 	}
 	var keep []kept
 	seen := map[string]bool{}
 	drop := func(path string, line int, reason string) {
-		m.rep.DroppedComments = append(m.rep.DroppedComments, DroppedComment{Path: safetext.Cut(cleanData(path), 300), Line: line, Reason: reason})
+		m.rep.DroppedComments = append(m.rep.DroppedComments, review.DroppedComment{Path: safetext.Cut(cleanData(path), 300), Line: line, Reason: reason})
 	}
 	for _, c := range m.comments {
 		a := anchorComment(ix, c)
@@ -429,7 +430,7 @@ func (m *modelRun) anchorAll(ix *diff.Index) {
 			drop(a.path, a.line, "empty after sanitising")
 			continue
 		}
-		out := Comment{Path: a.path, Line: a.line, EndLine: a.endLine, Severity: c.Severity, Body: body,
+		out := review.Comment{Path: a.path, Line: a.line, EndLine: a.endLine, Severity: c.Severity, Body: body,
 			Fingerprint: commentFingerprint(a.path, a.code, c.Severity)}
 		if !a.endDropped {
 			out.Suggestion = m.cleanSuggestion(c.Suggestion)
@@ -502,7 +503,7 @@ func commentFingerprint(path, code string, sev finding.Severity) string {
 func (m *modelRun) finish() {
 	o := m.r.o
 	st := o.Client.Stats()
-	m.rep.Usage = Usage{Calls: st.Calls, InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens, CostUSD: st.CostUSD}
+	m.rep.Usage = review.Usage{Calls: st.Calls, InputTokens: st.Usage.InputTokens, OutputTokens: st.Usage.OutputTokens, CostUSD: st.CostUSD}
 	if len(m.summaries) > 0 {
 		sum, found := m.rd.Redact(strings.Join(m.summaries, "\n\n"))
 		m.redacted.Add(found)
@@ -511,7 +512,7 @@ func (m *modelRun) finish() {
 		}
 		m.rep.Summary, _ = safetext.Sanitize(sum, safetext.SanitizeOptions{AllowedHosts: o.Sanitize.AllowedHosts, MaxBytes: o.MaxSummaryBytes})
 	}
-	if m.rep.Status == ModelOK {
+	if m.rep.Status == review.ModelOK {
 		budgetLeftOut := false
 		for _, f := range m.rep.OmittedFiles {
 			if !strings.HasPrefix(f.Reason, "no text hunks") {
@@ -520,16 +521,16 @@ func (m *modelRun) finish() {
 		}
 		switch {
 		case m.okChunks == 0:
-			m.rep.Status = ModelFailed
+			m.rep.Status = review.ModelFailed
 		case m.failed > 0 || budgetLeftOut || m.truncated:
-			m.rep.Status = ModelPartial
+			m.rep.Status = review.ModelPartial
 		}
 	}
 	var parts []string
 	switch m.rep.Status {
-	case ModelFailed:
+	case review.ModelFailed:
 		parts = append(parts, "model review failed")
-	case ModelSkipped:
+	case review.ModelSkipped:
 		parts = append(parts, "model review skipped")
 	default:
 		parts = append(parts, fmt.Sprintf("model review by %s %s: %d comment(s)", m.rep.Provider, m.rep.Model, len(m.rep.Comments)))
@@ -537,7 +538,7 @@ func (m *modelRun) finish() {
 			parts = append(parts, fmt.Sprintf("%d dropped", n))
 		}
 	}
-	if m.rep.Status != ModelSkipped {
+	if m.rep.Status != review.ModelSkipped {
 		cost := fmt.Sprintf("$%.4f", st.CostUSD)
 		if !st.CostKnown {
 			cost = "cost unknown (no price for this model)"
@@ -560,7 +561,7 @@ func (m *modelRun) finish() {
 	m.rep.Note = oneLineNote(strings.Join(parts, "; "))
 }
 
-func countOmitted(fs []OmittedFile) int {
+func countOmitted(fs []review.OmittedFile) int {
 	n := 0
 	for _, f := range fs {
 		if !strings.HasPrefix(f.Reason, "no text hunks") {

@@ -1,4 +1,4 @@
-package sandbox_test
+package runtimekit_test
 
 import (
 	"context"
@@ -14,13 +14,14 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
 
 // startInit runs the real aster-init as a plain subprocess (not PID 1, no
 // container) and returns a Session on its stdio. It tests the protocol and the
 // Result end to end without an engine; isolation is tested by the security suite.
-func startInit(t *testing.T) (*sandbox.Session, string) {
+func startInit(t *testing.T) (*runtimekit.Session, string) {
 	t.Helper()
 	work := t.TempDir()
 	cmd := exec.CommandContext(t.Context(), sandboxtest.InitBinary(t), "-work", work)
@@ -39,7 +40,7 @@ func startInit(t *testing.T) (*sandbox.Session, string) {
 	var once sync.Once
 	destroy := func() { once.Do(func() { cmd.Process.Kill(); stdin.Close() }) }
 	t.Cleanup(func() { destroy(); cmd.Wait() })
-	return &sandbox.Session{W: stdin, R: initproto.NewReader(stdout), Destroy: destroy}, work
+	return &runtimekit.Session{W: stdin, R: initproto.NewReader(stdout), Destroy: destroy}, work
 }
 
 func job(argv ...string) sandbox.Job {
@@ -171,7 +172,7 @@ func TestSessionProtocolViolations(t *testing.T) {
 				pw.Close()
 			}()
 			destroyed := false
-			s := &sandbox.Session{W: discard{}, R: initproto.NewReader(pr), Destroy: func() { destroyed = true }, HelloSeen: true}
+			s := &runtimekit.Session{W: discard{}, R: initproto.NewReader(pr), Destroy: func() { destroyed = true }, HelloSeen: true}
 			res, err := s.Run(t.Context(), job("true"))
 			if res.Status != sandbox.StatusError || !errors.Is(err, sandbox.ErrProtocol) || !destroyed {
 				t.Fatalf("status %s err %v destroyed %v", res.Status, err, destroyed)
@@ -200,8 +201,8 @@ func TestSessionWorkdirSpelledOut(t *testing.T) {
 func TestAwaitHelloTimeout(t *testing.T) {
 	pr, pw := io.Pipe()
 	defer pw.Close()
-	err := sandbox.AwaitHello(t.Context(), initproto.NewReader(pr), 20*time.Millisecond, func() string { return " (console: stuck)" })
-	if !errors.Is(err, sandbox.ErrNoHello) || !errors.Is(err, sandbox.ErrProtocol) || !strings.Contains(err.Error(), "did not say hello within 20ms (console: stuck)") {
+	err := runtimekit.AwaitHello(t.Context(), initproto.NewReader(pr), 20*time.Millisecond, func() string { return " (console: stuck)" })
+	if !errors.Is(err, runtimekit.ErrNoHello) || !errors.Is(err, sandbox.ErrProtocol) || !strings.Contains(err.Error(), "did not say hello within 20ms (console: stuck)") {
 		t.Fatalf("silent sandbox: %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package sandbox
+package runtimekit
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // InstanceState is what every runtime's Instance keeps the same way: the
@@ -70,7 +71,7 @@ type RunParts struct {
 	// After, when set, may change the result once the session has returned
 	// and the job's duration is recorded: what the runtime knows better than
 	// init (how the sandbox ended, the host's CPU count).
-	After func(res Result, err error) (Result, error)
+	After func(res sandbox.Result, err error) (sandbox.Result, error)
 	// Diagnostics, when set, returns what the sandbox's own log adds to the
 	// Error of a StatusError result (" (…)", or "" when there is nothing).
 	Diagnostics func() string
@@ -79,7 +80,7 @@ type RunParts struct {
 // RunOnce implements Instance.Run for a runtime: the second call returns
 // ErrUsed; the first drives job through a Session over p's streams and
 // returns its Result with the runtime's ID, name, timings and diagnostics.
-func (s *InstanceState) RunOnce(ctx context.Context, job Job, p RunParts) (Result, error) {
+func (s *InstanceState) RunOnce(ctx context.Context, job sandbox.Job, p RunParts) (sandbox.Result, error) {
 	s.mu.Lock()
 	used := s.ran
 	s.ran = true
@@ -104,7 +105,7 @@ func (s *InstanceState) RunOnce(ctx context.Context, job Job, p RunParts) (Resul
 	res.ID = p.ID
 	res.Runtime = p.Runtime
 	res.Timings = s.Timings()
-	if p.Diagnostics != nil && res.Status == StatusError && res.Error != "" {
+	if p.Diagnostics != nil && res.Status == sandbox.StatusError && res.Error != "" {
 		res.Error += p.Diagnostics()
 	}
 	return res, err

@@ -1,4 +1,4 @@
-package review
+package modelstep
 
 import (
 	"archive/tar"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -88,7 +89,7 @@ func TestAgenticToolsThroughTheSandbox(t *testing.T) {
 				}},
 				llmtest.Reply{Text: okAnswer("app/server.py", 26)},
 			)
-			ch := &Change{OpenSnapshot: snapshotOf(t, map[string]string{"go.mod": "module demo\n", "main.go": "package main\n"})}
+			ch := &review.Change{OpenSnapshot: snapshotOf(t, map[string]string{"go.mod": "module demo\n", "main.go": "package main\n"})}
 			agent := &Agent{Sandbox: sb, Image: "aster-sandbox:test", Timeout: 45 * time.Second, Change: ch, TempDir: t.TempDir()}
 			r, _ := mtReviewer(t, p, srv, func(mo *ModelOptions, co *llm.ClientOptions) {
 				mo.Agent, mo.MaxToolCalls, mo.MaxResultBytes = agent, 2, 1200
@@ -171,7 +172,7 @@ func TestAgenticModelIgnoringToolLimit(t *testing.T) {
 				llmtest.Reply{ToolCalls: []llmtest.ToolCall{{Name: ToolRunCommand, Arguments: `{"argv":["echo","again"]}`}}},
 				llmtest.Reply{Text: okAnswer("app/server.py", 26)},
 			)
-			ch := &Change{OpenSnapshot: snapshotOf(t, map[string]string{"main.go": "package main\n"})}
+			ch := &review.Change{OpenSnapshot: snapshotOf(t, map[string]string{"main.go": "package main\n"})}
 			agent := &Agent{Sandbox: sb, Image: "img", Change: ch, TempDir: t.TempDir()}
 			r, _ := mtReviewer(t, p, srv, func(mo *ModelOptions, co *llm.ClientOptions) {
 				mo.Agent, mo.MaxToolCalls = agent, 1

@@ -1,4 +1,4 @@
-package sandbox
+package runtimekit
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // AwaitHello reads aster-init's first frame from r and checks it is a hello of
@@ -32,13 +33,13 @@ func AwaitHello(ctx context.Context, r *initproto.Reader, timeout time.Duration,
 			if diag != nil {
 				more = diag()
 			}
-			return fmt.Errorf("%w: aster-init did not start: %v%s", ErrProtocol, got.err, more)
+			return fmt.Errorf("%w: aster-init did not start: %v%s", sandbox.ErrProtocol, got.err, more)
 		}
 		if got.f.Type != initproto.TypeHello {
-			return fmt.Errorf("%w: first frame from aster-init is %s", ErrProtocol, got.f.Type)
+			return fmt.Errorf("%w: first frame from aster-init is %s", sandbox.ErrProtocol, got.f.Type)
 		}
 		if _, err := initproto.DecodeHello(got.f.Payload); err != nil {
-			return fmt.Errorf("%w: %v", ErrProtocol, err)
+			return fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 		}
 		return nil
 	case <-timer.C:
@@ -46,7 +47,7 @@ func AwaitHello(ctx context.Context, r *initproto.Reader, timeout time.Duration,
 		if diag != nil {
 			more = diag()
 		}
-		return fmt.Errorf("%w: %w within %s%s", ErrProtocol, ErrNoHello, timeout, more)
+		return fmt.Errorf("%w: %w within %s%s", sandbox.ErrProtocol, ErrNoHello, timeout, more)
 	case <-ctx.Done():
 		return context.Cause(ctx)
 	}
@@ -61,6 +62,6 @@ var ErrNoHello = errors.New("aster-init did not say hello")
 var ErrUsed = errors.New("sandbox instance already used: a sandbox runs exactly one job")
 
 // UsedResult is the Result that goes with ErrUsed.
-func UsedResult() Result {
-	return Result{Status: StatusError, ExitCode: -1, Error: ErrUsed.Error()}
+func UsedResult() sandbox.Result {
+	return sandbox.Result{Status: sandbox.StatusError, ExitCode: -1, Error: ErrUsed.Error()}
 }

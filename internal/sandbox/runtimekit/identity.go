@@ -1,9 +1,10 @@
-package sandbox
+package runtimekit
 
 import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/sandbox"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -137,7 +138,7 @@ func (p *IdentityPool) Acquire() (Identity, error) {
 		}
 		return id, nil
 	}
-	return Identity{}, fmt.Errorf("%w: no free sandbox id in %d tries", ErrBusy, min(p.slots, 4096))
+	return Identity{}, fmt.Errorf("%w: no free sandbox id in %d tries", sandbox.ErrBusy, min(p.slots, 4096))
 }
 
 // InUse is the number of slots this pool holds now.

@@ -1,4 +1,4 @@
-package review
+package modelstep
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review"
 )
 
 // BudgetOptions size the model's view of a change.
@@ -91,7 +92,7 @@ type costedFile struct {
 type budgetPlan struct {
 	chunks [][]filePart
 	// omitted are files (or hunks) left out, with why.
-	omitted []OmittedFile
+	omitted []review.OmittedFile
 }
 
 // fileOverheadTokens estimates what a file costs besides its hunks: its
@@ -148,7 +149,7 @@ func planBudget(files []*diff.File, findings []gate.Marked, o BudgetOptions) bud
 	var used []int64
 	for _, c := range costed {
 		if len(c.file.Hunks) == 0 {
-			plan.omitted = append(plan.omitted, OmittedFile{Path: c.file.Path(), Reason: "no text hunks to review"})
+			plan.omitted = append(plan.omitted, review.OmittedFile{Path: c.file.Path(), Reason: "no text hunks to review"})
 			continue
 		}
 		placed := false
@@ -198,12 +199,12 @@ func planBudget(files []*diff.File, findings []gate.Marked, o BudgetOptions) bud
 				plan.chunks = plan.chunks[:best]
 				used = used[:best]
 			}
-			plan.omitted = append(plan.omitted, OmittedFile{Path: c.file.Path(), Reason: omitReason(c, capacity, maxChunks)})
+			plan.omitted = append(plan.omitted, review.OmittedFile{Path: c.file.Path(), Reason: omitReason(c, capacity, maxChunks)})
 			continue
 		}
 		plan.chunks[best] = append(plan.chunks[best], filePart{file: c.file, show: show})
 		used[best] += capacity - used[best] - room + kept
-		plan.omitted = append(plan.omitted, OmittedFile{Path: c.file.Path(),
+		plan.omitted = append(plan.omitted, review.OmittedFile{Path: c.file.Path(),
 			Reason: fmt.Sprintf("partly reviewed: %d of %d hunks shown, the rest (est. %d tokens) did not fit the token budget", nkeep, len(c.hunks), c.tokens-kept)})
 	}
 	return plan

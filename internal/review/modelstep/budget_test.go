@@ -1,4 +1,4 @@
-package review
+package modelstep
 
 import (
 	"fmt"
@@ -11,6 +11,7 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
+	"github.com/asterhq/aster/internal/review"
 )
 
 // addedFile writes the diff of a new file of n lines of width w.
@@ -39,7 +40,7 @@ func okAnswer(path string, line int) string {
 // budgetRun reviews in with a fake OpenAI server answering every call, and
 // checks the budget's promises: at most maxChunks calls, each within
 // maxInput tokens, every file either shown or named as left out.
-func budgetRun(t *testing.T, in ModelInput, maxInput int64, maxChunks int, mut func(*ModelOptions, *llm.ClientOptions)) (ModelReport, []llmtest.Request) {
+func budgetRun(t *testing.T, in review.ModelInput, maxInput int64, maxChunks int, mut func(*ModelOptions, *llm.ClientOptions)) (review.ModelReport, []llmtest.Request) {
 	t.Helper()
 	p := mtProviders[0]
 	srv := p.start(t)
@@ -90,7 +91,7 @@ func budgetRun(t *testing.T, in ModelInput, maxInput int64, maxChunks int, mut f
 			t.Fatalf("%s was neither shown nor named as left out", f.Path())
 		}
 	}
-	if len(named) > 0 && rep.Status != ModelPartial {
+	if len(named) > 0 && rep.Status != review.ModelPartial {
 		t.Errorf("status %s with files left out", rep.Status)
 	}
 	return rep, reqs
@@ -120,7 +121,7 @@ func TestBudgetFiftyMegabyteDiff(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("diff: %d MB, %d files", size>>20, len(files))
-	in := ModelInput{Title: "Vendor everything", Diff: files, Index: diff.NewIndex(files),
+	in := review.ModelInput{Title: "Vendor everything", Diff: files, Index: diff.NewIndex(files),
 		Findings: []gate.Marked{{Finding: finding.Finding{Analyzer: "gosec", RuleID: "G204", Severity: finding.Error, Path: "src/hot.go", StartLine: 2, EndLine: 2, Message: "subprocess"}, Reported: true}}}
 	rep, reqs := budgetRun(t, in, 30_000, 3, nil)
 	if !strings.Contains(string(reqs[0].Body), "FILE src/hot.go") {
@@ -161,7 +162,7 @@ func TestBudgetTenThousandFiles(t *testing.T) {
 	if err != nil || len(files) != 10_000 {
 		t.Fatalf("%d files, %v", len(files), err)
 	}
-	in := ModelInput{Diff: files, Index: diff.NewIndex(files),
+	in := review.ModelInput{Diff: files, Index: diff.NewIndex(files),
 		Findings: []gate.Marked{{Finding: finding.Finding{Analyzer: "x", RuleID: "y", Severity: finding.Warning, Path: "src/hot.go", StartLine: 2, EndLine: 2, Message: "m"}, Reported: true}}}
 	rep, reqs := budgetRun(t, in, 24_000, 3, nil)
 	// Priority: the finding first, then code; no test or doc file while code is left out.
@@ -191,13 +192,13 @@ func TestBudgetCostCapHolds(t *testing.T) {
 	}
 	modifiedFile(&b, "src/hot.go", 1, 10)
 	files, _ := diff.ParseString(b.String())
-	in := ModelInput{Diff: files, Index: diff.NewIndex(files)}
+	in := review.ModelInput{Diff: files, Index: diff.NewIndex(files)}
 	// At $10/M input, one ~20k-token call costs ~$0.2; the cap allows one.
 	rep, reqs := budgetRun(t, in, 20_000, 4, func(mo *ModelOptions, co *llm.ClientOptions) {
 		co.Prices = llm.PriceTable{"gpt-test": {InputPerMTok: 10, OutputPerMTok: 30}}
 		co.MaxCostUSD = 0.30
 	})
-	if len(reqs) != 1 || rep.Usage.CostUSD > 0.30 || rep.Status != ModelPartial {
+	if len(reqs) != 1 || rep.Usage.CostUSD > 0.30 || rep.Status != review.ModelPartial {
 		t.Fatalf("%d calls, $%v, status %s", len(reqs), rep.Usage.CostUSD, rep.Status)
 	}
 	notSent := 0
