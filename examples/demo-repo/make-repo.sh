@@ -1,6 +1,6 @@
 #!/bin/sh
-# make-repo.sh DIR creates Aster's built-in example repository in DIR (a
-# new directory): a base commit on main, and a branch "feature" whose head
+# make-repo.sh DIR creates Aster's built-in example repository in DIR (a new
+# directory, or one this script made before, which is made again): a base commit on main, and a branch "feature" whose head
 # commit adds a hard-coded credential, a shell injection in a .sh script and a
 # Python subprocess call with shell=True. A nested .git cannot be committed,
 # so the repository is made at run time. Then: aster review DIR
@@ -10,8 +10,13 @@
 set -eu
 dir="${1:?usage: $0 DIR}"
 if [ -e "$dir" ]; then
-	echo "make-repo: $dir already exists" >&2
-	exit 2
+	# A repository this script made before is made again; anything else is left alone.
+	if [ -d "$dir/.git" ] && [ "$(git -C "$dir" config user.email 2>/dev/null)" = "demo@example.invalid" ]; then
+		rm -rf "$dir"
+	else
+		echo "make-repo: $dir already exists and is not a demo repository this script made; choose another DIR" >&2
+		exit 2
+	fi
 fi
 mkdir -p "$dir"
 cd "$dir"

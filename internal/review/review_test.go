@@ -32,6 +32,31 @@ func demoRepo(t *testing.T) string {
 	return dir
 }
 
+// make-repo.sh run twice on one directory makes the example again; a directory it did
+// not make is refused and left as it was.
+func TestMakeRepoTwice(t *testing.T) {
+	dir := demoRepo(t)
+	script := filepath.Join(repoRoot(), "examples", "demo-repo", "make-repo.sh")
+	if out, err := exec.CommandContext(t.Context(), "sh", script, dir).CombinedOutput(); err != nil || !strings.Contains(string(out), "created") {
+		t.Fatalf("second run: %v\n%s", err, out)
+	}
+	if out, err := exec.CommandContext(t.Context(), "git", "-C", dir, "rev-parse", "--abbrev-ref", "HEAD").Output(); err != nil || strings.TrimSpace(string(out)) != "feature" {
+		t.Fatalf("after the second run: HEAD %q %v", out, err)
+	}
+	other := t.TempDir()
+	keep := filepath.Join(other, "keep.txt")
+	if err := os.WriteFile(keep, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.CommandContext(t.Context(), "sh", script, other).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "not a demo repository") {
+		t.Fatalf("a directory make-repo did not make: %v\n%s", err, out)
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "mine" {
+		t.Fatalf("the refused directory was changed: %q %v", b, err)
+	}
+}
+
 // gitRun runs git in dir with automatic gc and maintenance off: a commit of
 // thousands of files otherwise starts a background `git gc --auto` that is
 // still writing into the repository when t.TempDir removes it.
@@ -163,6 +188,8 @@ func TestReviewDemo(t *testing.T) {
 		{"gitleaks", "github-pat", "app/settings.py", 6},
 		{"ast-grep", "aster.python.command-injection", "app/jobs.py", 13},
 		{"shellcheck", "SC2086", "scripts/deploy.sh", 9},
+		// The planted shell injection is reported as one: eval of an unquoted variable.
+		{"ast-grep", "aster.shell.code-injection", "scripts/deploy.sh", 9},
 	} {
 		if !got[want] {
 			t.Errorf("missing reported finding %+v; reported: %v", want, got)

@@ -7,3 +7,5 @@ run() {
     "$@"
 }
 echo "$1"
+eval "$(printf 'export A=%s' "$x")"
+eval "set -- $(getopt -o ab -- "$@")"

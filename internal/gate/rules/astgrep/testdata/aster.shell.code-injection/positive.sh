@@ -7,3 +7,9 @@ run() {
 eval "docker $*"
 # ruleid: aster.shell.code-injection
 eval "${2:-true}"
+
+hook=$2
+# ruleid: aster.shell.code-injection
+eval sh "$target"/hooks/$hook
+# ruleid: aster.shell.code-injection
+eval $CMD
