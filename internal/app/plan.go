@@ -2,10 +2,8 @@ package app
 
 import (
 	"bytes"
-	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/asterhq/aster/internal/diff"
@@ -23,58 +21,6 @@ const CheckRunName = "aster"
 const maxAnnotationChars = 4000
 
 func short(sha string) string { return review.ShortSHA(sha) }
-
-// findingFingerprints identifies each finding across pushes, aligned with fs. A finding
-// from the pipeline carries the gate's fingerprint (the flagged line's text and the
-// occurrence index, see finding.AssignFingerprints). One without (a Reviewer that does not
-// compute them) is identified by what and where (file) it is, plus its occurrence index
-// among the same; the first occurrence keeps the value that scheme always had.
-func findingFingerprints(fs []gate.Marked) []string {
-	out := make([]string, len(fs))
-	var bare []int // the indexes in fs of the findings without a fingerprint
-	var keys []string
-	for i, f := range fs {
-		if f.Fingerprint != "" {
-			out[i] = github.Fingerprint("finding", f.Fingerprint)
-			continue
-		}
-		bare = append(bare, i)
-		keys = append(keys, f.Analyzer+"\x00"+f.RuleID+"\x00"+f.Path+"\x00"+strings.Join(strings.Fields(f.Message), " "))
-	}
-	occ := finding.Occurrences(keys, func(a, b int) int {
-		return cmp.Compare(fs[bare[a]].StartLine, fs[bare[b]].StartLine)
-	})
-	for j, i := range bare {
-		f := fs[i]
-		parts := []string{"finding", f.Analyzer, f.RuleID, f.Path, strings.Join(strings.Fields(f.Message), " ")}
-		if occ[j] > 0 {
-			parts = append(parts, "#"+strconv.Itoa(occ[j]))
-		}
-		out[i] = github.Fingerprint(parts...)
-	}
-	return out
-}
-
-// legacyFingerprint is the marker an Aster from before occurrence-aware fingerprints
-// posted for f: it hashed analyzer, rule, path and message only, so one marker stood for
-// every repeat of a message in a file (and only the first was ever posted). Markers of that
-// kind stay on pull requests after an upgrade; github.Comment.Aliases lets one of them
-// cover one finding, so an upgrade neither reposts what was posted nor hides what was new.
-// "" when f's fingerprint is not of the current scheme (then it already is the old value).
-func legacyFingerprint(f gate.Marked) string {
-	if !strings.HasPrefix(f.Fingerprint, "v2:") {
-		return ""
-	}
-	return github.Fingerprint("finding", finding.LegacyFingerprint(finding.Finding{
-		Analyzer: f.Analyzer, RuleID: f.RuleID, Path: f.Path, Message: f.Message}))
-}
-
-func commentFingerprint(c review.Comment) string {
-	if c.Fingerprint != "" {
-		return github.Fingerprint("model", c.Fingerprint)
-	}
-	return github.Fingerprint("model", c.Path, strings.Join(strings.Fields(c.Body), " "))
-}
 
 // scope says where inline comments may go: lines inside the pull request's hunks (GitHub
 // refuses anything else with a 422 that would lose the whole review) and, for an
@@ -162,7 +108,7 @@ type plan struct {
 // secret's shape from the redactor).
 func buildPlan(rep *review.Report, sc scope, rd *safetext.Redactor) plan {
 	var p plan
-	fps := findingFingerprints(rep.Findings)
+	fps := finding.MarkerIDs(markedFindings(rep.Findings))
 	order := make([]int, len(rep.Findings))
 	for i := range order {
 		order[i] = i
@@ -187,7 +133,7 @@ func buildPlan(rep *review.Report, sc scope, rd *safetext.Redactor) plan {
 		if gc.Line == 0 {
 			gc.Line, gc.BodyOnly = max(f.StartLine, 0), true
 		}
-		if old := legacyFingerprint(f); old != "" && sc.mayHavePosted(f) {
+		if old := finding.LegacyMarkerID(f.Finding); old != "" && sc.mayHavePosted(f) {
 			gc.Aliases = []string{old}
 		}
 		p.comments = append(p.comments, gc)
@@ -199,7 +145,7 @@ func buildPlan(rep *review.Report, sc scope, rd *safetext.Redactor) plan {
 			p.unanchored++
 			continue
 		}
-		gc := github.Comment{Path: c.Path, Line: c.Line, Body: review.ModelComment(review.RedactComment(c, rd)), Fingerprint: commentFingerprint(c)}
+		gc := github.Comment{Path: c.Path, Line: c.Line, Body: review.ModelComment(review.RedactComment(c, rd)), Fingerprint: finding.CommentMarkerID(c.Fingerprint, c.Path, c.Body)}
 		if f := sc.anchor.File(c.Path); c.EndLine > c.Line && f != nil && f.SameHunk(c.Line, c.EndLine) {
 			gc.StartLine, gc.Line = c.Line, c.EndLine
 		}
@@ -226,4 +172,13 @@ func annotation(f gate.Marked) github.Annotation {
 		Title:   safetext.Cut(safetext.Clean(f.Analyzer+": "+f.RuleID), 200),
 		Message: safetext.Cut(msg, maxAnnotationChars),
 	}
+}
+
+// markedFindings are the findings of fs.
+func markedFindings(fs []gate.Marked) []finding.Finding {
+	out := make([]finding.Finding, len(fs))
+	for i, f := range fs {
+		out[i] = f.Finding
+	}
+	return out
 }

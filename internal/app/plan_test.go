@@ -30,7 +30,7 @@ func TestLegacyMarkerAfterAnUpgradeIncremental(t *testing.T) {
 	}
 	out := &review.Report{Findings: []gate.Marked{mk(2, "subprocess.call(a, shell=True)"), mk(6, "subprocess.call(b, shell=True)")}}
 	pl := buildPlan(out, sc, nil)
-	legacy := github.Fingerprint("finding", finding.LegacyFingerprint(finding.Finding{Analyzer: "bandit", RuleID: "B602", Path: "app.py", Message: "shell=True"}))
+	legacy := finding.Fingerprint("finding", finding.LegacyFingerprint(finding.Finding{Analyzer: "bandit", RuleID: "B602", Path: "app.py", Message: "shell=True"}))
 	rp := github.PlanReview(github.PlanOptions{Comments: pl.comments, Posted: map[string]bool{legacy: true}})
 	if len(rp.Inline) != 1 || rp.Inline[0].Line != 6 || len(rp.Folded) != 0 || len(rp.Skipped) != 1 || rp.Skipped[0].Line != 2 {
 		t.Fatalf("inline %+v, folded %+v, skipped %+v: want line 6 inline and line 2 covered by the legacy marker", rp.Inline, rp.Folded, rp.Skipped)

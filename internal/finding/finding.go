@@ -7,8 +7,6 @@ package finding
 
 import (
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"slices"
 	"strconv"
@@ -132,122 +130,6 @@ func (f Finding) Location() string {
 	default:
 		return f.Path + ":" + strconv.Itoa(f.StartLine)
 	}
-}
-
-// LegacyFingerprint is the fingerprint Aster wrote before occurrences were
-// told apart: analyzer, rule, path and message, so every repeat of a rule's
-// message in one file shared it. It is kept only so that markers already
-// posted on a pull request (GitHub comments carry them) are still recognised
-// after an upgrade; nothing new is identified by it.
-func LegacyFingerprint(f Finding) string {
-	h := sha256.New()
-	for _, s := range []string{f.Analyzer, f.RuleID, f.Path, f.Message} {
-		h.Write([]byte(s))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:12])
-}
-
-// LineSource returns the text of line n (1-based) of path, and false when it
-// does not have it (file not in the snapshot, line past its end).
-type LineSource func(path string, n int) (string, bool)
-
-// Bounds of the text a fingerprint is built from: the first lines of the
-// flagged range, each cut to a length no real source line needs.
-const (
-	SnippetLines     = 3
-	SnippetLineBytes = 512
-)
-
-// AssignFingerprints sets every finding's Fingerprint. It identifies a
-// finding by analyzer, rule, path and the whitespace-collapsed text of its
-// flagged lines (at most SnippetLines), plus its occurrence index among the
-// findings with that same key, in file order. No line number goes in, so
-// inserting or removing lines above a finding keeps its fingerprint, and two
-// occurrences of one rule in one file (two shell=True calls, two keys) get
-// two. When src is nil or lacks a line (a file-level finding, a file outside
-// the snapshot), the normalised message stands in for the text.
-//
-// The occurrence index is what keeps identical lines apart; its cost is that
-// a new identical line above older ones takes the first index, so the finding
-// reported as new is the last of them rather than the one added.
-func AssignFingerprints(fs []Finding, src LineSource) {
-	keys := make([]string, len(fs))
-	for i, f := range fs {
-		keys[i] = fingerprintKey(f, src)
-	}
-	// File order within a key: by place, then message, so the index does not
-	// depend on the order an analyzer printed its results in.
-	occ := Occurrences(keys, func(a, b int) int {
-		fa, fb := fs[a], fs[b]
-		return cmp.Or(cmp.Compare(fa.StartLine, fb.StartLine),
-			cmp.Compare(fa.StartColumn, fb.StartColumn), cmp.Compare(fa.Message, fb.Message))
-	})
-	for i, key := range keys {
-		h := sha256.New()
-		h.Write([]byte(key))
-		h.Write([]byte(strconv.Itoa(occ[i])))
-		fs[i].Fingerprint = fingerprintPrefix + hex.EncodeToString(h.Sum(nil)[:12])
-	}
-}
-
-// Occurrences gives each of keys its occurrence index among the equal keys:
-// 0 for the first, 1 for the second, and so on. Equal keys are counted in the
-// order place (a comparison of the items at two indexes of keys) puts them;
-// ties keep their order in keys.
-func Occurrences(keys []string, place func(i, j int) int) []int {
-	order := make([]int, len(keys))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return cmp.Or(strings.Compare(keys[a], keys[b]), place(a, b))
-	})
-	occ := make([]int, len(keys))
-	for j := 1; j < len(order); j++ {
-		if keys[order[j]] == keys[order[j-1]] {
-			occ[order[j]] = occ[order[j-1]] + 1
-		}
-	}
-	return occ
-}
-
-// fingerprintPrefix marks the current scheme, so a fingerprint is never
-// mistaken for a LegacyFingerprint (plain hex) by anything that stores both.
-const fingerprintPrefix = "v2:"
-
-// ComputeFingerprint is the fingerprint of f alone, without its file's text:
-// what AssignFingerprints(fs, nil) gives the first occurrence of its key. The
-// gate replaces it with one built from the flagged lines.
-func ComputeFingerprint(f Finding) string {
-	fs := []Finding{f}
-	AssignFingerprints(fs, nil)
-	return fs[0].Fingerprint
-}
-
-func fingerprintKey(f Finding, src LineSource) string {
-	text := ""
-	if src != nil && f.StartLine > 0 {
-		var lines []string
-		for n := f.StartLine; n <= max(f.EndLine, f.StartLine) && n < f.StartLine+SnippetLines; n++ {
-			l, ok := src(f.Path, n)
-			if !ok {
-				lines = nil
-				break
-			}
-			if len(l) > SnippetLineBytes {
-				l = l[:SnippetLineBytes]
-			}
-			lines = append(lines, strings.Join(strings.Fields(l), " "))
-		}
-		if lines != nil {
-			text = "text\x00" + strings.Join(lines, "\n")
-		}
-	}
-	if text == "" {
-		text = "message\x00" + strings.Join(strings.Fields(f.Message), " ")
-	}
-	return strings.Join([]string{f.Analyzer, f.RuleID, f.Path, text}, "\x00") + "\x00"
 }
 
 // Sort orders findings by path, line, column, analyzer and rule.

@@ -1,8 +1,6 @@
 package github
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"regexp"
 	"strings"
 
@@ -19,18 +17,6 @@ const (
 )
 
 var fingerprintMarker = regexp.MustCompile(`<!-- aster:fp=([0-9a-f]{16,64}) -->`)
-
-// Fingerprint is a stable id for a comment: the hex of SHA-256 over the parts (separated so
-// ("ab","c") and ("a","bc") differ), cut to 16 bytes. Build it from what identifies the finding
-// across pushes (path, rule, normalised message), not from the line number, which moves.
-func Fingerprint(parts ...string) string {
-	h := sha256.New()
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
-}
 
 // WithFingerprint returns body, stripped of any Aster marker it carried, with the fingerprint
 // marker for fp appended on its own line.

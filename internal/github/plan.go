@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/review/safetext"
 )
 
@@ -22,7 +23,7 @@ type Comment struct {
 	StartLine   int
 	Side        string
 	Body        string
-	Fingerprint string // from Fingerprint(...); "" means Fingerprint(Path, Body)
+	Fingerprint string // from finding.Fingerprint(...); "" means finding.Fingerprint(Path, Body)
 	// Aliases are older fingerprints this comment may have been posted under (a scheme
 	// an upgrade replaced). A posted alias marker stands for one comment of a run: the
 	// first one in plan order that carries it, which is then skipped; the others are new.
@@ -66,7 +67,7 @@ func PlanReview(opts PlanOptions) ReviewPlan {
 	aliasUsed := map[string]bool{}
 	for _, c := range opts.Comments {
 		if c.Fingerprint == "" {
-			c.Fingerprint = Fingerprint(c.Path, c.Body)
+			c.Fingerprint = finding.Fingerprint(c.Path, c.Body)
 		}
 		if opts.Posted[c.Fingerprint] || seen[c.Fingerprint] || postedAlias(c, opts.Posted, aliasUsed) {
 			plan.Skipped = append(plan.Skipped, c)

@@ -8,16 +8,17 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/github"
 )
 
 func TestFingerprintMarkersRoundTrip(t *testing.T) {
 	t.Parallel()
-	fp := github.Fingerprint("main.go", "G104", "error ignored")
-	if len(fp) != 32 || fp != github.Fingerprint("main.go", "G104", "error ignored") {
+	fp := finding.Fingerprint("main.go", "G104", "error ignored")
+	if len(fp) != 32 || fp != finding.Fingerprint("main.go", "G104", "error ignored") {
 		t.Fatalf("fingerprint %q not stable", fp)
 	}
-	if github.Fingerprint("ab", "c") == github.Fingerprint("a", "bc") {
+	if finding.Fingerprint("ab", "c") == finding.Fingerprint("a", "bc") {
 		t.Error("part boundaries do not count")
 	}
 	body := github.WithFingerprint("Check the error.", fp)
@@ -60,7 +61,7 @@ func comments(n int) []github.Comment {
 func TestPlanReview(t *testing.T) {
 	t.Parallel()
 	all := comments(40)
-	posted := map[string]bool{github.Fingerprint("main.go", "finding 0"): true, github.Fingerprint("main.go", "finding 5"): true}
+	posted := map[string]bool{finding.Fingerprint("main.go", "finding 0"): true, finding.Fingerprint("main.go", "finding 5"): true}
 	tests := []struct {
 		name                          string
 		opts                          github.PlanOptions
@@ -160,11 +161,11 @@ func TestAnnotationBatches(t *testing.T) {
 // its marker even under the inline cap, never placed inline.
 func TestPlanAliasesAndBodyOnly(t *testing.T) {
 	t.Parallel()
-	old := github.Fingerprint("legacy", "SC2086")
+	old := finding.Fingerprint("legacy", "SC2086")
 	cs := []github.Comment{
-		{Path: "run.sh", Line: 2, Body: "quote $1 (a)", Fingerprint: github.Fingerprint("a"), Aliases: []string{old}},
-		{Path: "run.sh", Line: 3, Body: "quote $1 (b)", Fingerprint: github.Fingerprint("b"), Aliases: []string{old}},
-		{Path: "run.sh", Line: 90, Body: "outside the hunks", Fingerprint: github.Fingerprint("c"), BodyOnly: true},
+		{Path: "run.sh", Line: 2, Body: "quote $1 (a)", Fingerprint: finding.Fingerprint("a"), Aliases: []string{old}},
+		{Path: "run.sh", Line: 3, Body: "quote $1 (b)", Fingerprint: finding.Fingerprint("b"), Aliases: []string{old}},
+		{Path: "run.sh", Line: 90, Body: "outside the hunks", Fingerprint: finding.Fingerprint("c"), BodyOnly: true},
 	}
 	p := github.PlanReview(github.PlanOptions{Comments: cs, Posted: map[string]bool{old: true}})
 	if len(p.Skipped) != 1 || p.Skipped[0].Line != 2 {
@@ -174,7 +175,7 @@ func TestPlanAliasesAndBodyOnly(t *testing.T) {
 		t.Errorf("inline %+v, want the second comment", p.Inline)
 	}
 	if len(p.Folded) != 1 || p.Folded[0].Line != 90 || !strings.Contains(p.Body, "`run.sh:90`: outside the hunks") ||
-		!slices.Contains(github.Fingerprints(p.Body), github.Fingerprint("c")) {
+		!slices.Contains(github.Fingerprints(p.Body), finding.Fingerprint("c")) {
 		t.Errorf("body-only comment not listed with its marker: folded %+v, body:\n%s", p.Folded, p.Body)
 	}
 	// Without the alias posted, both go inline.

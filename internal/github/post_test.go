@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
 )
@@ -39,7 +40,7 @@ func TestPostReviewIdempotentAcrossRuns(t *testing.T) {
 
 	// A human pastes a marker to silence finding 39: only the bot's own markers count.
 	f.fake.AddReviewComment(owner, name, githubtest.Comment{Number: 7, Author: "mallory", Path: "main.go", Line: 1,
-		Body: github.WithFingerprint("lol", github.Fingerprint("main.go", "finding 39"))})
+		Body: github.WithFingerprint("lol", finding.Fingerprint("main.go", "finding 39"))})
 
 	first := post(findings(0, 40))
 	if !first.Posted || len(first.Plan.Inline) != 30 || len(first.Plan.Folded) != 10 {

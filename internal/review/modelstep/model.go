@@ -2,8 +2,6 @@ package modelstep
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -431,7 +429,7 @@ func (m *modelRun) anchorAll(ix *diff.Index) {
 			continue
 		}
 		out := review.Comment{Path: a.path, Line: a.line, EndLine: a.endLine, Severity: c.Severity, Body: body,
-			Fingerprint: commentFingerprint(a.path, a.code, c.Severity)}
+			Fingerprint: finding.CommentFingerprint(a.path, a.code, c.Severity)}
 		if !a.endDropped {
 			out.Suggestion = m.cleanSuggestion(c.Suggestion)
 		}
@@ -485,18 +483,6 @@ func (m *modelRun) cleanSuggestion(s string) string {
 		return ""
 	}
 	return s
-}
-
-// commentFingerprint identifies a model comment across runs by what it is
-// about (file, the code line, severity), not by its wording, which changes
-// every run: a re-review does not post the same point again.
-func commentFingerprint(path, code string, sev finding.Severity) string {
-	h := sha256.New()
-	for _, p := range []string{"aster-model", path, squash(code), string(sev)} {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // finish fills usage, summary, status and the one-line note.

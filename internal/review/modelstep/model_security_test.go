@@ -1,9 +1,10 @@
 package modelstep
 
 import (
-	"github.com/asterhq/aster/internal/review"
 	"strings"
 	"testing"
+
+	"github.com/asterhq/aster/internal/review"
 )
 
 // TestSecurityJ runs SECURITY.md section J's model cases one by one, on both
