@@ -62,6 +62,7 @@ type Cell struct {
 	Errors      int     `json:"errors"`
 	FirstError  string  `json:"first_error,omitempty"`
 	P50MS       float64 `json:"p50_ms"`
+	P95MS       float64 `json:"p95_ms"`
 	P99MS       float64 `json:"p99_ms"`
 	MeanMS      float64 `json:"mean_ms"`
 	// ThroughputRPS is successful runs per second of the closed loop.
@@ -75,6 +76,19 @@ type Cell struct {
 	PacedP99MS    *float64 `json:"paced_p99_ms,omitempty"`
 	PacedHitRate  *float64 `json:"paced_hit_rate,omitempty"`
 	Slowest       *Slowest `json:"slowest,omitempty"`
+	// Phases are the percentiles of each phase of the server's own timings (queue,
+	// prepare, create, start, init, job, remove, total) over the cell's successful runs,
+	// for the systems whose answer carries them (Aster's).
+	Phases map[string]PhaseStats `json:"phases,omitempty"`
+}
+
+// PhaseStats are one phase's percentiles in milliseconds (the server reports whole
+// milliseconds, so a phase under 1 ms reads 0).
+type PhaseStats struct {
+	N     int     `json:"n"`
+	P50MS float64 `json:"p50_ms"`
+	P95MS float64 `json:"p95_ms"`
+	P99MS float64 `json:"p99_ms"`
 }
 
 // sample is one request's outcome.
@@ -215,6 +229,7 @@ func paced(ctx context.Context, ws warmSystem, job Job, conc int, cfg Config, ce
 func fill(cell *Cell, samples []sample, elapsed time.Duration) {
 	var ok []time.Duration
 	var sum time.Duration
+	phases := map[string][]time.Duration{}
 	for _, s := range samples {
 		if s.err != nil {
 			cell.Errors++
@@ -225,6 +240,9 @@ func fill(cell *Cell, samples []sample, elapsed time.Duration) {
 		}
 		ok = append(ok, s.d)
 		sum += s.d
+		for phase, v := range s.timings {
+			phases[phase] = append(phases[phase], time.Duration(v)*time.Millisecond)
+		}
 		if cell.Slowest == nil || ms(s.d) > cell.Slowest.MS {
 			cell.Slowest = &Slowest{MS: ms(s.d), Warm: s.warm, TimingsMS: s.timings}
 		}
@@ -234,7 +252,14 @@ func fill(cell *Cell, samples []sample, elapsed time.Duration) {
 		return
 	}
 	cell.P50MS = ms(percentile(ok, 50))
+	cell.P95MS = ms(percentile(ok, 95))
 	cell.P99MS = ms(percentile(ok, 99))
+	for phase, ds := range phases {
+		if cell.Phases == nil {
+			cell.Phases = map[string]PhaseStats{}
+		}
+		cell.Phases[phase] = PhaseStats{N: len(ds), P50MS: ms(percentile(ds, 50)), P95MS: ms(percentile(ds, 95)), P99MS: ms(percentile(ds, 99))}
+	}
 	cell.MeanMS = ms(sum / time.Duration(len(ok)))
 	cell.ThroughputRPS = round2(float64(len(ok)) / elapsed.Seconds())
 }

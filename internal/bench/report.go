@@ -144,7 +144,7 @@ func (r *Report) PrintTable(w io.Writer) {
 	fmt.Fprintf(w, "closed loop of %s per cell (at least %d requests); warm rows add %d paced rounds with a full pool of %d\n\n",
 		time.Duration(r.Settings.DurationMS)*time.Millisecond, r.Settings.MinRequests, r.Settings.PacedRounds, r.Settings.Warm)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "system\tjob\tconc\tn\terrors\tp50 ms\tp99 ms\truns/s\twarm hit\tpaced p50 ms\tpaced p99 ms\t")
+	fmt.Fprintln(tw, "system\tjob\tconc\tn\terrors\tp50 ms\tp95 ms\tp99 ms\truns/s\twarm hit\tpaced p50 ms\tpaced p99 ms\t")
 	for _, c := range r.Cells {
 		hit, pp50, pp99 := "-", "-", "-"
 		if c.WarmHitRate != nil {
@@ -153,10 +153,11 @@ func (r *Report) PrintTable(w io.Writer) {
 		if c.PacedP50MS != nil {
 			pp50, pp99 = fmt.Sprintf("%.2f", *c.PacedP50MS), fmt.Sprintf("%.2f", *c.PacedP99MS)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t\n",
-			c.System, c.Job, c.Concurrency, c.Requests, c.Errors, c.P50MS, c.P99MS, c.ThroughputRPS, hit, pp50, pp99)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t%s\t%s\t\n",
+			c.System, c.Job, c.Concurrency, c.Requests, c.Errors, c.P50MS, c.P95MS, c.P99MS, c.ThroughputRPS, hit, pp50, pp99)
 	}
 	tw.Flush()
+	r.printPhases(w)
 	for _, p := range r.Pairs {
 		fmt.Fprintf(w, "\n%s\n", p)
 	}
@@ -248,4 +249,40 @@ func runPair(ctx context.Context, env Env, cfg Config) (Pair, error) {
 	}
 	defer b.Close()
 	return pair(ctx, a, b, cfg.Jobs[0], cfg.Pairs), nil
+}
+
+// phaseOrder is the order phases are printed in: a run's life, then its total.
+var phaseOrder = []string{"queue", "prepare", "create", "start", "init", "job", "remove", "total"}
+
+// printPhases writes, for every cell whose system reports the server's timings, each
+// phase's p50/p95/p99 in milliseconds: where a slow start went.
+func (r *Report) printPhases(w io.Writer) {
+	var cells []Cell
+	for _, c := range r.Cells {
+		if len(c.Phases) > 0 {
+			cells = append(cells, c)
+		}
+	}
+	if len(cells) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nPhases (the server's timings, ms: p50 / p95 / p99):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprint(tw, "system\tjob\tconc\t")
+	for _, p := range phaseOrder {
+		fmt.Fprintf(tw, "%s\t", p)
+	}
+	fmt.Fprintln(tw)
+	for _, c := range cells {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t", c.System, c.Job, c.Concurrency)
+		for _, p := range phaseOrder {
+			if s, ok := c.Phases[p]; ok {
+				fmt.Fprintf(tw, "%.0f / %.0f / %.0f\t", s.P50MS, s.P95MS, s.P99MS)
+			} else {
+				fmt.Fprint(tw, "-\t")
+			}
+		}
+		fmt.Fprintln(tw)
+	}
+	tw.Flush()
 }

@@ -2,8 +2,10 @@ package bench
 
 import (
 	"bytes"
+	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asterhq/aster/internal/testkit"
 )
@@ -45,5 +47,35 @@ func TestPrintTableShowsResultsNotTargets(t *testing.T) {
 	}
 	if strings.Contains(out, "warm p50") {
 		t.Errorf("a figure not measured is shown:\n%s", out)
+	}
+}
+
+// A cell's phases are the percentiles of the server's own timings over its successful
+// runs, printed in a run's order; a failed run's timings do not count.
+func TestPhasePercentiles(t *testing.T) {
+	var samples []sample
+	for i := range 100 {
+		samples = append(samples, sample{d: time.Duration(10+i) * time.Millisecond,
+			timings: map[string]int64{"queue": 0, "create": int64(i + 1), "job": 2, "total": int64(10 + i)}})
+	}
+	samples = append(samples, sample{d: time.Second, err: errors.New("refused"), timings: map[string]int64{"create": 100000}})
+	var cell Cell
+	fill(&cell, samples, time.Second)
+	c := cell.Phases["create"]
+	if c.N != 100 || c.P50MS != 50 || c.P95MS != 95 || c.P99MS != 99 {
+		t.Errorf("create: %+v", c)
+	}
+	if cell.P95MS != 104 {
+		t.Errorf("the cell's p95: %v", cell.P95MS)
+	}
+	cell.System, cell.Job, cell.Concurrency = SysOCICold, "true", 1
+	var b bytes.Buffer
+	(&Report{Cells: []Cell{cell}}).PrintTable(&b)
+	out := b.String()
+	if !strings.Contains(out, "Phases (the server's timings") || !strings.Contains(out, "50 / 95 / 99") {
+		t.Errorf("no phase table:\n%s", out)
+	}
+	if strings.Index(out, "queue") > strings.Index(out, "create") || strings.Index(out, "create") > strings.Index(out, "total") {
+		t.Errorf("phases out of order:\n%s", out)
 	}
 }

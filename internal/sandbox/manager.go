@@ -27,6 +27,13 @@ type Observer interface {
 	Running(n int)
 }
 
+// PhaseObserver is an Observer that also wants where each finished run's time went:
+// Result.Timings by phase (queue, prepare, create, start, init, job, remove, total, warm),
+// for per-phase histograms. Called once per run that got a sandbox slot.
+type PhaseObserver interface {
+	RunPhases(runtime string, timings map[string]time.Duration)
+}
+
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
 	Runtime Runtime
@@ -299,17 +306,25 @@ func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions
 		defer spooled.Close()
 		spec.Workspace.Tar = spooled.Reader()
 	}
+	queued := m.clock()
 	warm, tasks, err := m.admit(ctx, spec)
 	if err != nil {
 		return failed(spec, err), err
 	}
+	waited := m.clock().Sub(queued)
 	if opts.Admitted != nil {
 		opts.Admitted()
 	}
 	m.obs.RunStarted()
 	start := m.clock()
 	res, err := m.run(ctx, spec, warm, tasks)
+	if res.Timings != nil {
+		res.Timings["queue"] = waited
+	}
 	m.obs.RunFinished(res.Status, time.Since(start))
+	if po, ok := m.obs.(PhaseObserver); ok && res.Timings != nil {
+		po.RunPhases(res.Runtime, res.Timings)
+	}
 	return res, err
 }
 

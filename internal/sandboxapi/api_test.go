@@ -40,17 +40,20 @@ func TestHealthReadyMetrics(t *testing.T) {
 	h.execute(api.ExecuteRequest{Argv: []string{"true"}})
 	h.execute(api.ExecuteRequest{Argv: []string{"false"}})
 	for name, want := range map[string]float64{
-		`aster_sandbox_runs_total{status="ok"}`:                    1,
-		`aster_sandbox_runs_total{status="exit_nonzero"}`:          1,
-		`aster_sandbox_runs_total{status="timeout"}`:               0,
-		`aster_sandbox_max_concurrent`:                             3,
-		`aster_sandbox_queue_size`:                                 5,
-		`aster_sandbox_running`:                                    0,
-		`aster_sandbox_queue_depth`:                                0,
-		`aster_engine_up`:                                          1,
-		`aster_api_requests_total{code="200",route="/v1/execute"}`: 2,
-		`aster_sandbox_run_duration_seconds_count{status="ok"}`:    1,
-		`aster_sandbox_rejected_total{reason="queue_full"}`:        0,
+		`aster_sandbox_runs_total{status="ok"}`:                             1,
+		`aster_sandbox_runs_total{status="exit_nonzero"}`:                   1,
+		`aster_sandbox_runs_total{status="timeout"}`:                        0,
+		`aster_sandbox_max_concurrent`:                                      3,
+		`aster_sandbox_queue_size`:                                          5,
+		`aster_sandbox_running`:                                             0,
+		`aster_sandbox_queue_depth`:                                         0,
+		`aster_engine_up`:                                                   1,
+		`aster_api_requests_total{code="200",route="/v1/execute"}`:          2,
+		`aster_sandbox_run_duration_seconds_count{status="ok"}`:             1,
+		`aster_sandbox_rejected_total{reason="queue_full"}`:                 0,
+		`aster_sandbox_phase_seconds_count{phase="queue",runtime="docker"}`: 2,
+		`aster_sandbox_phase_seconds_count{phase="job",runtime="docker"}`:   2,
+		`aster_sandbox_phase_seconds_count{phase="total",runtime="docker"}`: 2,
 	} {
 		if got := h.metric(name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)

@@ -29,12 +29,21 @@ type Metrics struct {
 	requests        *prometheus.CounterVec
 	requestDuration *prometheus.HistogramVec
 	engineUp        prometheus.Gauge
+	phases          *prometheus.HistogramVec
 
 	mu     sync.Mutex
 	avgRun float64 // exponentially weighted mean run time, seconds
 }
 
-var _ sandbox.Observer = (*Metrics)(nil)
+var (
+	_ sandbox.Observer      = (*Metrics)(nil)
+	_ sandbox.PhaseObserver = (*Metrics)(nil)
+)
+
+// sandboxPhases are the phases of a run the phase histogram keeps (sandbox.Result.Timings);
+// any other name a runtime records is left out, so the label set stays bounded.
+var sandboxPhases = map[string]bool{"queue": true, "prepare": true, "create": true, "start": true, "init": true,
+	"job": true, "remove": true, "total": true, "warm": true}
 
 // gauge is a gauge with no labels.
 func gauge(name, help string) prometheus.Gauge {
@@ -70,10 +79,16 @@ func NewMetrics() *Metrics {
 			Buckets: []float64{0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 300},
 		}, []string{"route"}),
 		engineUp: gauge("aster_engine_up", "1 when the last check reached the container engine, else 0."),
-		avgRun:   1,
+		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "aster_sandbox_phase_seconds",
+			Help: "Where a run's time went, by runtime and phase: queue (waiting for a slot), prepare (create + start), create, start, " +
+				"init (aster-init's hello), job, remove (teardown), total; warm is how long a pooled sandbox waited for its run.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"runtime", "phase"}),
+		avgRun: 1,
 	}
 	m.reg.MustRegister(m.runs, m.runDuration, m.queueDepth, m.running, m.maxConcurrent, m.queueSize,
-		m.rejected, m.requests, m.requestDuration, m.engineUp,
+		m.rejected, m.requests, m.requestDuration, m.engineUp, m.phases,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range sandbox.Statuses {
 		m.runs.WithLabelValues(string(s))
@@ -106,6 +121,15 @@ func (m *Metrics) RunFinished(status sandbox.Status, d time.Duration) {
 
 // Rejected implements sandbox.Observer.
 func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).Inc() }
+
+// RunPhases implements sandbox.PhaseObserver.
+func (m *Metrics) RunPhases(runtime string, timings map[string]time.Duration) {
+	for phase, d := range timings {
+		if sandboxPhases[phase] {
+			m.phases.WithLabelValues(runtime, phase).Observe(d.Seconds())
+		}
+	}
+}
 
 // QueueDepth implements sandbox.Observer.
 func (m *Metrics) QueueDepth(n int) { m.queueDepth.Set(float64(n)) }
