@@ -50,10 +50,15 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.
 	if err != nil {
 		return configProblem(err.Error()), nil
 	}
-	files, truncated, err := review.ParseDiff(bytes.NewReader(in.Diff), diff.Options{})
-	if err != nil {
-		return nil, err
+	parsed := in.Parsed
+	if parsed == nil {
+		files, truncated, err := review.ParseDiff(bytes.NewReader(in.Diff), diff.Options{})
+		if err != nil {
+			return nil, err
+		}
+		parsed = &ParsedDiffs{Files: files, Truncated: truncated}
 	}
+	files := parsed.Files
 	// The dependency cache is the repository's; a fork's pull requests run
 	// their author's code, so they get a cache of their own. Within it, the
 	// pull request is the scope: its installs are never offered to another
@@ -66,7 +71,7 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.
 	ch := &review.Change{
 		Repository: in.Repository, CacheID: cacheID, CacheScope: "pr:" + strconv.Itoa(in.Number),
 		Title: in.Title, Body: in.Body, Base: in.Base, Head: in.Head,
-		Diff: files, DiffTruncated: truncated || in.DiffTruncated,
+		Diff: files, DiffTruncated: parsed.Truncated || in.DiffTruncated,
 		Config: cfg, ConfigSource: source, OpenSnapshot: in.OpenSnapshot,
 	}
 	for _, f := range files {
@@ -85,9 +90,12 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.
 		}
 		opts.Reviewer = model
 		if model != nil && in.SinceSHA != "" {
-			incr, _, err := review.ParseDiff(bytes.NewReader(in.IncrementalDiff), diff.Options{})
-			if err != nil {
-				return nil, err
+			incr := parsed.Incremental
+			if in.Parsed == nil {
+				incr, _, err = review.ParseDiff(bytes.NewReader(in.IncrementalDiff), diff.Options{})
+				if err != nil {
+					return nil, err
+				}
 			}
 			opts.Reviewer = incrementalModel{inner: model, files: incr, since: in.SinceSHA}
 		}

@@ -31,23 +31,47 @@ type scope struct {
 	incr *diff.Index
 }
 
-// newScope indexes the pull request's diff (where comments may go) and, for an incremental
-// review, the diff since the previous head (which lines are new).
+// newScope parses the pull request's diff and, for an incremental review, the diff since
+// the previous head (parseDiffs), and gives their scope.
 func newScope(full, incr []byte, incremental bool) (scope, error) {
-	// A diff cut at its cap still places comments on the part that is there.
-	files, _, err := review.ParseDiff(bytes.NewReader(full), diff.Options{})
+	p, err := parseDiffs(full, incr, incremental)
 	if err != nil {
-		return scope{}, fmt.Errorf("pull request diff: %w", err)
+		return scope{}, err
 	}
-	sc := scope{anchor: diff.NewIndex(files)}
+	return scopeOf(p), nil
+}
+
+// parseDiffs parses the pull request's diff (where comments may go) and, for an incremental
+// review, the diff since the previous head (which lines are new): the one parse of each,
+// which the worker hands to the Reviewer too.
+func parseDiffs(full, incr []byte, incremental bool) (*ParsedDiffs, error) {
+	// A diff cut at its cap still places comments on the part that is there.
+	files, truncated, err := review.ParseDiff(bytes.NewReader(full), diff.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("pull request diff: %w", err)
+	}
+	p := &ParsedDiffs{Files: files, Truncated: truncated}
 	if incremental {
 		inc, _, err := review.ParseDiff(bytes.NewReader(incr), diff.Options{})
 		if err != nil {
-			return scope{}, fmt.Errorf("incremental diff: %w", err)
+			return nil, fmt.Errorf("incremental diff: %w", err)
 		}
-		sc.incr = diff.NewIndex(inc)
+		p.Incremental = inc
+		if p.Incremental == nil {
+			p.Incremental = []*diff.File{}
+		}
 	}
-	return sc, nil
+	return p, nil
+}
+
+// scopeOf indexes the parsed diffs: where comments may go and, for an incremental review,
+// which lines are new.
+func scopeOf(p *ParsedDiffs) scope {
+	sc := scope{anchor: diff.NewIndex(p.Files)}
+	if p.Incremental != nil {
+		sc.incr = diff.NewIndex(p.Incremental)
+	}
+	return sc
 }
 
 // inHunk reports whether line n of path is inside a hunk of ix.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 
+	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/review"
 )
 
@@ -47,6 +48,18 @@ type ReviewInput struct {
 	ConfigError string
 	// Tests asks for the repository's tests even when Config names no test command.
 	Tests bool
+	// Parsed is Diff and IncrementalDiff parsed, once, by the worker, which places the
+	// comments on the same files; nil: the Reviewer parses the text itself.
+	Parsed *ParsedDiffs
+}
+
+// ParsedDiffs are a ReviewInput's diffs parsed.
+type ParsedDiffs struct {
+	// Files are Diff's; Truncated says the parser cut it at its caps.
+	Files     []*diff.File
+	Truncated bool
+	// Incremental are IncrementalDiff's (nil for a full review).
+	Incremental []*diff.File
 }
 
 // Check-run conclusions a review may carry.

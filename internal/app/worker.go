@@ -393,11 +393,11 @@ func (r *run) gather(ctx context.Context, pr github.PullRequest, since string) (
 	case !cfg.Absent:
 		in.Config = cfg.Content
 	}
-	sc, err := newScope(full.Text, in.IncrementalDiff, since != "")
+	parsed, err := parseDiffs(full.Text, in.IncrementalDiff, since != "")
 	if err != nil {
 		return nil, nil, err
 	}
-	in.scope = sc
+	in.Parsed, in.scope = parsed, scopeOf(parsed)
 	if r.state.Result != nil {
 		return in, nil, nil // the review is done; only posting is left
 	}

@@ -64,6 +64,23 @@ type Config struct {
 	// vendored, generated): how each is recognised and what is suppressed in
 	// it. Absent classes keep their conventions.
 	Classes map[string]ClassConfig `yaml:"classes" json:"classes,omitempty"`
+
+	// parsed holds the values above parsed, set by Parse and Default: the
+	// accessors read it. A Config built in code has none, and its accessors
+	// parse what they need. A parsed Config is read-only.
+	parsed *settings
+}
+
+// settings are a Config's string values parsed into the types the review
+// uses, once.
+type settings struct {
+	failOn      finding.Severity // "" for never
+	mode        gate.Mode
+	ignore      gate.Globs
+	testTimeout time.Duration // when tests.timeout is set
+	maxFileSize int64
+	policy      *gate.Policy
+	policyErr   error
 }
 
 // ClassConfig changes one path class.
@@ -150,7 +167,12 @@ type AnalyzerConfig struct {
 }
 
 // Default is the configuration of a repository without .aster.yml.
-func Default() Config { return Config{Version: 1} }
+func Default() Config {
+	c := Config{Version: 1}
+	s, _ := c.parse()
+	c.parsed = &s
+	return c
+}
 
 // ErrInvalid marks a configuration that cannot be used.
 var ErrInvalid = errors.New("invalid " + FileName)
@@ -178,70 +200,116 @@ func Parse(data []byte) (Config, error) {
 	if c.Version == 0 {
 		c.Version = 1
 	}
-	if err := c.Validate(); err != nil {
+	st, err := c.parse()
+	if err != nil {
 		return Config{}, err
 	}
+	c.parsed = &st
 	return c, nil
 }
 
 // Validate checks every value and says which one is wrong.
 func (c Config) Validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
-	}
-	if c.Version != 1 {
-		return bad("version %d is not supported (use 1)", c.Version)
-	}
-	if c.FailOn != "" && c.FailOn != "never" {
-		if _, err := finding.ParseSeverity(c.FailOn); err != nil {
-			return bad("fail_on: %q is not error, warning, note or never", c.FailOn)
+	_, err := c.parse()
+	return err
+}
+
+// parse checks every value, in order, and parses each into settings. The
+// error is the first wrong value's; the settings are filled regardless, each
+// value on its own (what a wrong one gives is of no use).
+func (c Config) parse() (settings, error) {
+	var st settings
+	var first error
+	bad := func(format string, args ...any) {
+		if first == nil {
+			first = fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, args...))
 		}
 	}
-	if _, err := gate.ParseMode(c.FilterMode); err != nil {
-		return bad("filter_mode: %v", err)
+	fail := func(err error) {
+		if first == nil {
+			first = err
+		}
 	}
+	if c.Version != 1 {
+		bad("version %d is not supported (use 1)", c.Version)
+	}
+	switch c.FailOn {
+	case "":
+		st.failOn = finding.Error
+	case "never":
+	default:
+		sev, err := finding.ParseSeverity(c.FailOn)
+		if err != nil {
+			bad("fail_on: %q is not error, warning, note or never", c.FailOn)
+		}
+		st.failOn = sev
+	}
+	mode, err := gate.ParseMode(c.FilterMode)
+	if err != nil {
+		bad("filter_mode: %v", err)
+	}
+	st.mode = mode
 	if len(c.Paths.Ignore) > MaxIgnoreGlobs {
-		return bad("paths.ignore has %d globs, more than %d", len(c.Paths.Ignore), MaxIgnoreGlobs)
+		bad("paths.ignore has %d globs, more than %d", len(c.Paths.Ignore), MaxIgnoreGlobs)
 	}
-	if _, err := gate.CompileGlobs(c.Paths.Ignore); err != nil {
-		return bad("paths.ignore: %v", err)
+	ignore, err := gate.CompileGlobs(c.Paths.Ignore)
+	if err != nil {
+		bad("paths.ignore: %v", err)
 	}
+	st.ignore = ignore
 	if len(c.Instructions) > MaxInstructionsBytes {
-		return bad("instructions are %d bytes, more than %d", len(c.Instructions), MaxInstructionsBytes)
+		bad("instructions are %d bytes, more than %d", len(c.Instructions), MaxInstructionsBytes)
 	}
 	if len(c.Tests.Command) > MaxTestArgs {
-		return bad("tests.command has more than %d arguments", MaxTestArgs)
+		bad("tests.command has more than %d arguments", MaxTestArgs)
 	}
 	for _, a := range c.Tests.Command {
 		if len(a) > 4096 || strings.ContainsRune(a, 0) {
-			return bad("tests.command: an argument is too long or contains NUL")
+			bad("tests.command: an argument is too long or contains NUL")
+			break
 		}
 	}
 	if err := testrun.ValidateSetup(c.Tests.Setup); err != nil {
-		return bad("tests.%v", err)
+		bad("tests.%v", err)
 	}
 	if c.Tests.Timeout != "" {
 		d, err := config.ParseDuration(c.Tests.Timeout)
 		if err != nil || d < time.Second || d > MaxTestTimeout {
-			return bad("tests.timeout %q must be a duration from 1s to %s", c.Tests.Timeout, MaxTestTimeout)
+			bad("tests.timeout %q must be a duration from 1s to %s", c.Tests.Timeout, MaxTestTimeout)
 		}
+		st.testTimeout = d
 	}
+	st.maxFileSize = DefaultMaxFileBytes
 	if c.Limits.MaxFileBytes != "" {
 		n, err := config.ParseBytes(c.Limits.MaxFileBytes)
 		if err != nil || n < 1024 || n > MaxMaxFileBytes {
-			return bad("limits.max_file_bytes %q must be a size from 1k to 64m", c.Limits.MaxFileBytes)
+			bad("limits.max_file_bytes %q must be a size from 1k to 64m", c.Limits.MaxFileBytes)
 		}
+		st.maxFileSize = n
 	}
-	if _, err := c.Policy(); err != nil {
-		return err
+	st.policy, st.policyErr = c.newPolicy()
+	if st.policyErr != nil {
+		fail(st.policyErr)
 	}
 	if len(c.Analyzers) > MaxAnalyzers {
-		return bad("%d analyzers, more than %d", len(c.Analyzers), MaxAnalyzers)
+		bad("%d analyzers, more than %d", len(c.Analyzers), MaxAnalyzers)
 	}
-	if _, err := c.Resolve(gate.Builtins()); err != nil {
-		return err
+	if first == nil {
+		if _, err := c.Resolve(gate.Builtins()); err != nil {
+			fail(err)
+		}
 	}
-	return nil
+	return st, first
+}
+
+// settings are c's parsed values: Parse's, or parsed now for a Config built
+// in code.
+func (c Config) settings() settings {
+	if c.parsed != nil {
+		return *c.parsed
+	}
+	st, _ := c.parse()
+	return st
 }
 
 // Resolve applies the analyzers section to builtins: built-ins in their
@@ -327,6 +395,11 @@ func (ac AnalyzerConfig) apply(a gate.Analyzer) (gate.Analyzer, error) {
 // Policy returns the path-class policy: the conventions, changed by
 // classes:.
 func (c Config) Policy() (*gate.Policy, error) {
+	st := c.settings()
+	return st.policy, st.policyErr
+}
+
+func (c Config) newPolicy() (*gate.Policy, error) {
 	settings := make(map[gate.Class]gate.ClassSettings, len(c.Classes))
 	for _, name := range slices.Sorted(maps.Keys(c.Classes)) {
 		cl, err := gate.ParseClass(name)
@@ -347,43 +420,21 @@ func (c Config) Policy() (*gate.Policy, error) {
 }
 
 // FailOnSeverity returns the fail_on threshold ("" for never).
-func (c Config) FailOnSeverity() finding.Severity {
-	switch c.FailOn {
-	case "":
-		return finding.Error
-	case "never":
-		return ""
-	}
-	s, _ := finding.ParseSeverity(c.FailOn)
-	return s
-}
+func (c Config) FailOnSeverity() finding.Severity { return c.settings().failOn }
 
 // Mode returns the filter mode.
-func (c Config) Mode() gate.Mode {
-	m, _ := gate.ParseMode(c.FilterMode)
-	return m
-}
+func (c Config) Mode() gate.Mode { return c.settings().mode }
 
 // MaxFileSize returns limits.max_file_bytes in bytes.
-func (c Config) MaxFileSize() int64 {
-	if c.Limits.MaxFileBytes == "" {
-		return DefaultMaxFileBytes
-	}
-	n, _ := config.ParseBytes(c.Limits.MaxFileBytes)
-	return n
-}
+func (c Config) MaxFileSize() int64 { return c.settings().maxFileSize }
 
 // Ignore returns the compiled ignore globs.
-func (c Config) Ignore() gate.Globs {
-	g, _ := gate.CompileGlobs(c.Paths.Ignore)
-	return g
-}
+func (c Config) Ignore() gate.Globs { return c.settings().ignore }
 
 // TestTimeout returns tests.timeout, or def when unset.
 func (c Config) TestTimeout(def time.Duration) time.Duration {
 	if c.Tests.Timeout == "" {
 		return def
 	}
-	d, _ := config.ParseDuration(c.Tests.Timeout)
-	return d
+	return c.settings().testTimeout
 }
