@@ -123,3 +123,47 @@ func TestTar(t *testing.T) {
 		t.Error("an unknown engine was packed")
 	}
 }
+
+// TestPythonJudged: the engine names the sinks it judged, flagged or not —
+// the call's lines and the lines its SQL text was built on — and marks the
+// calls it judged safe by their own arguments (a safe YAML loader, a
+// constant document); a sink in code it never reached a judgement on (a
+// yaml.load of a file's content) is judged for want of a source only.
+func TestPythonJudged(t *testing.T) {
+	dir := t.TempDir()
+	src := `import pickle
+import yaml
+from flask import request
+
+
+def view(db):
+    q = "SELECT name FROM t WHERE id = %s" % "7"
+    db.execute(q)
+    yaml.load(request.data, Loader=yaml.SafeLoader)
+    doc = "a: 1"
+    yaml.load(doc)
+    yaml.load(open("conf.yml").read())
+    pickle.loads(request.data)
+`
+	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := hostPython(t, dir)
+	for _, c := range []struct {
+		line   int
+		cat    string
+		byCall bool
+	}{
+		{7, "sql-injection", false}, {8, "sql-injection", false},
+		{9, "insecure-deserialization", true}, {11, "insecure-deserialization", true},
+		{12, "insecure-deserialization", false}, {13, "insecure-deserialization", false},
+	} {
+		ok, byCall := res.Judged.Has("app.py", c.line, c.line, c.cat)
+		if !ok || byCall != c.byCall {
+			t.Errorf("line %d %s: judged %v, by the call %v", c.line, c.cat, ok, byCall)
+		}
+	}
+	if ok, _ := res.Judged.Has("app.py", 1, 6, "sql-injection"); ok {
+		t.Errorf("judged lines no sink is on: %+v", res.Judged)
+	}
+}

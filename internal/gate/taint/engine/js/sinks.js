@@ -34,6 +34,7 @@ function deepLive(v, cat) {
 }
 
 function sink(A, cat, node, fr, v, what, opts = {}) {
+  A.judge(cat, node, fr);
   const x = opts.deep ? deepLive(v, cat) : (live(v, cat) ? v : null);
   if (!x) return false;
   const src = x.t.tr.source().text;
@@ -54,6 +55,7 @@ function hostOpen(v, forRedirect) {
 }
 
 function redirect(A, node, fr, v, what) {
+  A.judge('open-redirect', node, fr);
   if (!live(v, 'open-redirect') || !hostOpen(v, true)) return false;
   return sink(A, 'open-redirect', node, fr, v, what);
 }

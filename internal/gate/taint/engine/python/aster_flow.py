@@ -217,6 +217,8 @@ class Frame:
         self.clean_exprs = {}      # source expression text -> categories a guard proved safe
         self.urlparse_of = {}      # name bound to urlparse(x) -> x's name
         self.realpath_of = {}      # name bound to realpath(x) -> x's name
+        self.consts = set()        # local names bound only to a string literal
+        self.defs = {}             # local name -> lines its value was built on (see Analyzer.judge)
 
 
 class Analyzer:
@@ -288,8 +290,28 @@ class Analyzer:
 
     # ------------------------------------------------------------ reporting
 
+    def judge(self, fr, category, node, basis="flow"):
+        """Record that the engine judged a sink of category at node: the
+        call's lines and the lines its arguments' text was built on (through
+        local names), so that a rule without data flow flagging one of them
+        is superseded by this judgement and by nothing else. basis "call":
+        the call is safe by its own arguments (a safe loader, a constant)."""
+        lines = set(range(getattr(node, "lineno", 0) or 0, (getattr(node, "end_lineno", 0) or 0) + 1))
+        if isinstance(node, ast.Call):
+            for a in list(node.args) + [k.value for k in node.keywords]:
+                lines |= self.built_lines(fr, a)
+        self.ctx.record_judged(fr.mod.path, category, lines, basis)
+
+    def built_lines(self, fr, node):
+        out = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in fr.defs:
+                out |= fr.defs[n.id]
+        return out
+
     def sink(self, fr, category, node, t, sink_text, kinds=(WEB, LOCAL)):
         """Data t reaches a sink of category at node."""
+        self.judge(fr, category, node)
         if not t:
             return
         step = step_of(fr.mod.path, node.lineno, sink_text)
@@ -316,6 +338,7 @@ class Analyzer:
             self.ctx.report(category, fr.mod.path, node, lab.trace + (step,), lab.kind, sink_text)
 
     def pattern(self, fr, category, node, message, level="warning"):
+        self.judge(fr, category, node, "call")
         self.ctx.report_pattern(category, fr.mod.path, node, message, level)
 
     # ------------------------------------------------------------ expressions
@@ -570,6 +593,7 @@ class Analyzer:
         if q in R.LOCAL_SOURCE_CALLS:
             return self.source(fr, node, LOCAL)
         if q and q.startswith("random.") and q.split(".")[-1] in R.WEAK_RANDOM_FUNCS and "SystemRandom" not in q:
+            self.judge(fr, "weak-randomness", node)
             return union(self.source(fr, node, RAND), alla)
         if recv_t and meth in ("get", "getlist", "get_all", "getone") and self.is_source_text(recv_t, recv) and not any(args[1:2]):
             return self.retext(recv_t, node, fr)
@@ -882,17 +906,29 @@ class Analyzer:
                 or q in ("yaml.load", "yaml.load_all"):
             fr.sink_built = True
         spec = R.SINK_CALLS.get(q) if q else None
+        if spec is not None:
+            self.judge(fr, spec[0], node)
+        elif isinstance(node.func, ast.Name) and R.SINK_CALLS.get("builtins." + node.func.id, ("",))[0] == "code-injection":
+            # a name like eval that this module binds to something else: judged not to be Python's
+            self.judge(fr, "code-injection", node)
+        if spec is not None and spec[0] == "insecure-deserialization" and first is not None and self.is_constant(fr, first):
+            self.judge(fr, spec[0], node, "call")
         if q in R.SUBPROCESS_CALLS:
             self.subprocess_sink(fr, node, q, args, kw)
             return
         if q in ("yaml.load", "yaml.load_all"):
             loader = kw.get("Loader")
             lnode = next((k.value for k in node.keywords if k.arg == "Loader"), node.args[1] if len(node.args) > 1 else None)
-            if lnode is None or "Safe" not in text_of(lnode) and "BaseLoader" not in text_of(lnode):
+            if (lnode is not None and ("Safe" in text_of(lnode) or "BaseLoader" in text_of(lnode))) or \
+                    (first is not None and self.is_constant(fr, first)):
+                # a loader that builds no Python objects, or the program's own document
+                self.judge(fr, "insecure-deserialization", node, "call")
+            else:
                 self.sink(fr, "insecure-deserialization", node, args[0] if args else kw.get("stream", EMPTY), q)
             del loader
             return
         if q in ("numpy.load",):
+            self.judge(fr, "insecure-deserialization", node, "call")
             if any(k.arg == "allow_pickle" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords):
                 self.sink(fr, "insecure-deserialization", node, args[0] if args else EMPTY, q)
             return
@@ -944,6 +980,17 @@ class Analyzer:
             return
         self.sink(fr, cat, node, t, text_of(node.func))
 
+    def is_constant(self, fr, node):
+        """Whether an argument is text the program wrote itself: a literal,
+        an f-string of literals, or a name only ever bound to a literal here."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (str, bytes))
+        if isinstance(node, ast.JoinedStr):
+            return all(isinstance(v, ast.Constant) for v in node.values)
+        if isinstance(node, ast.Name):
+            return node.id in fr.consts
+        return False
+
     @staticmethod
     def looks_like_xpath(arg):
         consts = []
@@ -954,6 +1001,7 @@ class Analyzer:
         return any(c in s for c in "/[@=") or not consts
 
     def subprocess_sink(self, fr, node, q, args, kw):
+        self.judge(fr, "command-injection", node)
         shell = next((k.value for k in node.keywords if k.arg == "shell"), None)
         shell_on = shell is not None and not (isinstance(shell, ast.Constant) and not shell.value)
         cmd_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "args"), None)
@@ -990,6 +1038,7 @@ class Analyzer:
         self.sink(fr, "command-injection", node, cmd_t, sink_text)
 
     def response_sink(self, fr, node, q, args, kw):
+        self.judge(fr, "xss", node)
         ctype = None
         for k in node.keywords:
             if k.arg in ("mimetype", "content_type", "media_type"):
@@ -1076,6 +1125,9 @@ class Analyzer:
                     ("no_network" in kws and false(kws["no_network"])):
                 self.pattern(fr, "xxe", node, "XML parser resolves external entities", "error")
             return
+        if q and q.startswith(R.XML_PARSE_MODULES) and q.rsplit(".", 1)[-1] in R.XML_PARSE_FUNCS:
+            # a parser's defaults are judged here: only the options above enable entities
+            self.judge(fr, "xxe", node, "call")
         if meth == "setFeature" and len(node.args) >= 2:
             feat = text_of(node.args[0])
             if ("external_ges" in feat or "external_pes" in feat or "external-general-entities" in feat) and \
@@ -1149,6 +1201,15 @@ class Analyzer:
                     inner = value.args[0]
                     fr.realpath_of[n] = [x.id for x in ast.walk(inner) if isinstance(x, ast.Name)]
             self.store_name(fr, n, extend(t, step_of(fr.mod.path, line, n)) if t else EMPTY, node)
+            vl = set(range(getattr(value, "lineno", line) or line, (getattr(value, "end_lineno", line) or line) + 1))
+            vl |= self.built_lines(fr, value)
+            if augment:
+                vl |= fr.defs.get(n, set())
+            fr.defs[n] = vl if len(vl) <= 64 else set(sorted(vl)[-64:])
+            if not augment and isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes)):
+                fr.consts.add(n)
+            else:
+                fr.consts.discard(n)
             # a fresh value replaces what the name's attributes held
             if not augment:
                 for k in [k for k in fr.env if k.startswith(n + ".") or k.startswith(n + "[")]:

@@ -388,6 +388,13 @@ SINK_METHODS = {
 # that parse XML, with a receiver that is not itself request data.
 XPATH_FIND_METHODS = {"find", "findall", "findtext", "iterfind"}
 XML_LIBS = ("lxml", "xml", "elementpath", "defusedxml")
+# XML parsing calls whose entity handling the engine judges by their options
+XML_PARSE_MODULES = ("xml.etree.", "xml.dom.", "xml.sax", "lxml.etree.", "xml.parsers.expat", "lxml.objectify.", "defusedxml.")
+XML_PARSE_FUNCS = {"parse", "parseString", "fromstring", "XML", "iterparse", "XMLParser", "XMLPullParser",
+                   "make_parser", "ParserCreate", "fromstringlist", "XMLID", "iterwalk", "pulldom"}
+# imports whose every call the engine judges (the module as a whole: a rule
+# flagging the import itself is superseded by those judgements)
+JUDGED_IMPORTS = {"subprocess": "command-injection", "xml": "xxe", "lxml": "xxe"}
 
 # Subprocess functions: command injection when the shell runs request data,
 # or when request data chooses the program.
