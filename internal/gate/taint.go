@@ -2,6 +2,7 @@ package gate
 
 import (
 	"strconv"
+	"strings"
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate/taint"
@@ -81,6 +82,17 @@ var banditJudgedByCall = map[string]string{
 	"B301": "insecure-deserialization", "B302": "insecure-deserialization", "B506": "insecure-deserialization",
 }
 
+// astgrepPyCoveredByTaint are Aster's ast-grep Python rules in the engine's
+// categories: they follow one assignment from the request at most, so where
+// the engine judged the same sink they are superseded like Bandit's (the
+// deserialization rule only where the call was judged safe by itself).
+var astgrepPyCoveredByTaint = map[string]string{
+	"aster.python.code-injection": "code-injection", "aster.python.command-injection": "command-injection",
+	"aster.python.open-redirect": "open-redirect", "aster.python.path-traversal": "path-traversal",
+	"aster.python.sql-injection": "sql-injection", "aster.python.ssrf": "ssrf", "aster.python.xss": "xss",
+	"aster.python.xxe": "xxe",
+}
+
 // BanditCategory is the taint category a Bandit test that the taint engine
 // supersedes belongs to, "" for the others.
 func BanditCategory(test string) string {
@@ -97,34 +109,35 @@ func BanditCategory(test string) string {
 // in Bandit's result.
 func supersede(results []AnalyzerResult, fs []finding.Finding) (kept, taken []finding.Finding) {
 	ti := -1
-	bi := -1
 	for i, r := range results {
-		switch r.Name {
-		case TaintPython:
-			if r.Status == StatusOK {
-				ti = i
-			}
-		case "bandit":
-			bi = i
+		if r.Name == TaintPython && r.Status == StatusOK {
+			ti = i
 		}
 	}
-	if ti < 0 || bi < 0 {
+	if ti < 0 {
 		return fs, nil
 	}
 	judged := results[ti].Judged
 	flagged := engineLines(fs, TaintPython)
 	kept = fs[:0]
 	for _, f := range fs {
-		if f.Analyzer == "bandit" && judgedBy(judged, flagged, f) {
+		if (f.Analyzer == "bandit" || f.Analyzer == "ast-grep" && strings.HasSuffix(f.Path, ".py")) && judgedBy(judged, flagged, f) {
 			taken = append(taken, f)
 			continue
 		}
 		kept = append(kept, f)
 	}
-	if len(taken) > 0 {
-		r := &results[bi]
-		r.Superseded = len(taken)
-		r.Findings -= len(taken)
+	for i := range results {
+		n := 0
+		for _, f := range taken {
+			if f.Analyzer == results[i].Name {
+				n++
+			}
+		}
+		if n > 0 {
+			results[i].Superseded += n
+			results[i].Findings -= n
+		}
 	}
 	return kept, taken
 }
@@ -132,11 +145,18 @@ func supersede(results []AnalyzerResult, fs []finding.Finding) (kept, taken []fi
 // judgedBy reports whether the taint engine's judgements supersede Bandit's
 // finding f.
 func judgedBy(judged finding.Judged, flagged map[string]bool, f finding.Finding) bool {
-	if c := banditCoveredByTaint[f.RuleID]; c != "" {
+	covered, byCallOnly := banditCoveredByTaint[f.RuleID], banditJudgedByCall[f.RuleID]
+	if f.Analyzer == "ast-grep" {
+		covered, byCallOnly = astgrepPyCoveredByTaint[f.RuleID], ""
+		if f.RuleID == "aster.python.insecure-deserialization" {
+			byCallOnly = "insecure-deserialization"
+		}
+	}
+	if c := covered; c != "" {
 		ok, _ := judged.Has(f.Path, f.StartLine, f.EndLine, c)
 		return ok
 	}
-	if c := banditJudgedByCall[f.RuleID]; c != "" {
+	if c := byCallOnly; c != "" {
 		_, byCall := judged.Has(f.Path, f.StartLine, f.EndLine, c)
 		return byCall || flagged[lineKey(f.Path, f.StartLine, c)]
 	}
