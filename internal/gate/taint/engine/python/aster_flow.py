@@ -217,7 +217,9 @@ class Frame:
         self.clean_exprs = {}      # source expression text -> categories a guard proved safe
         self.urlparse_of = {}      # name bound to urlparse(x) -> x's name
         self.realpath_of = {}      # name bound to realpath(x) -> x's name
-        self.consts = set()        # local names bound only to a string literal
+        self.consts = {}           # local name -> the string literal it was last bound to
+        self.guard_calls = {}      # name bound to a validating call's result -> the call
+        self.check_args = {}       # name bound to a call's result -> the names the call was given
         self.defs = {}             # local name -> lines its value was built on (see Analyzer.judge)
 
 
@@ -432,10 +434,10 @@ class Analyzer:
     def e_BinOp(self, fr, node):
         left = self.expr(fr, node.left)
         right = self.expr(fr, node.right)
+        if isinstance(node.op, ast.Add) and right:
+            # what follows a fixed prefix ('/app/' + a + '/' + b) cannot move the URL off it
+            right = sanitize(right, self.prefix_safety(fr, node.left))
         t = union(left, right)
-        if isinstance(node.op, ast.Add) and right and not left:
-            safe = self.prefix_safety(fr, node.left)
-            t = sanitize(t, safe)
         if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
             t = self.secret_in_text(fr, node, node.left.value, t)
             t = sanitize(t, self.const_prefix_safety(node.left.value.split("%", 1)[0]))
@@ -454,6 +456,8 @@ class Analyzer:
         a fixed path fixes where a URL goes."""
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return self.const_prefix_safety(node.value)
+        if isinstance(node, ast.Name) and isinstance(fr.consts.get(node.id), str):
+            return self.const_prefix_safety(fr.consts[node.id])
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.prefix_safety(fr, node.left)
         return frozenset()
@@ -636,6 +640,12 @@ class Analyzer:
             return EMPTY
         if meth in R.XPATH_FIND_METHODS and any(l in fr.mod.libs for l in R.XML_LIBS) and not recv_t:
             return EMPTY
+        fmt = recv.value if isinstance(recv, ast.Constant) else fr.consts.get(recv.id) if isinstance(recv, ast.Name) else None
+        if meth == "format" and isinstance(fmt, str):
+            if "{" not in fmt:
+                # no replacement field: the arguments are dropped, the text is the constant
+                return EMPTY
+            return sanitize(alla, self.const_prefix_safety(fmt.split("{", 1)[0]))
         if isinstance(func, ast.Attribute) and R.ORM_CALL.search(text_of(func)):
             # a row an ORM query returns is the database's, not the request's
             return only_kind(alla, (RAND,))
@@ -645,8 +655,6 @@ class Analyzer:
         if q in ("os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath") and node.args:
             # a later absolute part replaces the earlier ones: every part counts
             return alla
-        if meth == "format" and isinstance(recv, ast.Constant):
-            return sanitize(alla, self.const_prefix_safety(str(recv.value).split("{", 1)[0]))
         if meth == "join" and isinstance(recv, ast.Constant):
             return alla
         if meth in ("append", "extend", "add", "insert", "update", "setdefault", "appendleft", "put", "write") \
@@ -1179,6 +1187,9 @@ class Analyzer:
 
     def s_AugAssign(self, fr, node):
         t = self.expr(fr, node.value)
+        if isinstance(node.op, ast.Add) and isinstance(node.target, ast.Name) and isinstance(fr.consts.get(node.target.id), str):
+            # url = "https://host/"; url += x: x follows a fixed prefix
+            t = sanitize(t, self.const_prefix_safety(fr.consts[node.target.id]))
         cur = self.expr(fr, node.target)
         self.bind(fr, node.target, union(cur, t), node.value, node, augment=True)
 
@@ -1207,9 +1218,17 @@ class Analyzer:
                 vl |= fr.defs.get(n, set())
             fr.defs[n] = vl if len(vl) <= 64 else set(sorted(vl)[-64:])
             if not augment and isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes)):
-                fr.consts.add(n)
+                fr.consts[n] = value.value
             else:
-                fr.consts.discard(n)
+                fr.consts.pop(n, None)
+            self.note_check(fr, [n], value)
+            fname = (value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
+                     if isinstance(value.func, ast.Name) else "") if isinstance(value, ast.Call) else ""
+            if fname and any(w in fname.lower() for w in ("safe", "allowed", "valid", "whitelist", "allowlist",
+                                                           "permitted", "trusted")):
+                fr.guard_calls[n] = value
+            else:
+                fr.guard_calls.pop(n, None)
             # a fresh value replaces what the name's attributes held
             if not augment:
                 for k in [k for k in fr.env if k.startswith(n + ".") or k.startswith(n + "[")]:
@@ -1217,6 +1236,7 @@ class Analyzer:
                         del fr.env[k]
             return
         if isinstance(target, (ast.Tuple, ast.List)):
+            self.note_check(fr, [e.id for e in target.elts if isinstance(e, ast.Name)], value)
             vals = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
             for i, e in enumerate(target.elts):
                 if vals is not None:
@@ -1261,6 +1281,20 @@ class Analyzer:
                     self.store_name(fr, base.id + "[" + repr(keyname) + "]", extend(t, step_of(fr.mod.path, line, text_of(target))), node)
                 self.store_name(fr, base.id, union(fr.env.get(base.id, EMPTY), extend(t, step_of(fr.mod.path, line, text_of(target)))), node)
             return
+
+    def note_check(self, fr, names, value):
+        """Remember the names a call was given when its result is bound:
+        a later branch on that result is the program checking them."""
+        if isinstance(value, ast.Await):
+            value = value.value
+        given = []
+        if isinstance(value, ast.Call) and not (self.qualname(fr, value.func) or "").startswith(("builtins.", "re.")):
+            given = [a.id for a in list(value.args) + [k.value for k in value.keywords] if isinstance(a, ast.Name)]
+        for n in names:
+            if given:
+                fr.check_args[n] = given
+            else:
+                fr.check_args.pop(n, None)
 
     def config_assign(self, fr, name, value, node):
         if name in ("SESSION_COOKIE_SECURE", "SESSION_COOKIE_HTTPONLY", "CSRF_COOKIE_SECURE",
@@ -1465,8 +1499,24 @@ class Analyzer:
 
     # ------------------------------------------------------------ guards
 
+    def checked_names(self, fr, test):
+        """Names a condition checks through a call: given to a call in it, or
+        to the call whose result it tests (user, ok = lookup(name))."""
+        out = []
+        for n in ast.walk(test):
+            if isinstance(n, ast.Call) and not (self.qualname(fr, n.func) or "").startswith(("builtins.", "re.")):
+                out += [a.id for a in list(n.args) + [k.value for k in n.keywords] if isinstance(a, ast.Name)]
+            elif isinstance(n, ast.Name) and n.id in fr.check_args:
+                out += fr.check_args[n.id]
+        return out
+
     def apply_guard(self, fr, test, truth):
-        for name, cats in self.guard_facts(fr, test, truth).items():
+        facts = dict(self.guard_facts(fr, test, truth))
+        for n in self.checked_names(fr, test):
+            # a session keeps what the program checked before storing it (a
+            # user name whose password was verified): the trust boundary holds
+            facts[n] = frozenset(facts.get(n, frozenset()) | {"trust-boundary"})
+        for name, cats in facts.items():
             if "[" in name or "(" in name:
                 fr.clean_exprs[name] = frozenset(fr.clean_exprs.get(name, frozenset()) | cats)
                 continue
@@ -1492,6 +1542,20 @@ class Analyzer:
                 for v in test.values:
                     for n, c in self.guard_facts(fr, v, truth).items():
                         add([n], c)
+            else:
+                # one of the operands decided: what every one of them proves
+                each = [self.guard_facts(fr, v, truth) for v in test.values]
+                for n in set.intersection(*[set(f) for f in each]) if each else ():
+                    add([n], frozenset.intersection(*[f[n] for f in each]))
+            return facts
+        if isinstance(test, ast.Name):
+            if not truth and test.id in fr.env:
+                # a falsy value is empty: nothing reaches a sink through it
+                add([test.id], R.ALL)
+            call = fr.guard_calls.get(test.id)
+            if call is not None:
+                for n, c in self.guard_facts(fr, call, truth).items():
+                    add([n], c)
             return facts
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             op, left, right = test.ops[0], test.left, test.comparators[0]
@@ -1518,7 +1582,7 @@ class Analyzer:
             q = self.qualname(fr, test.func)
             fname = (test.func.attr if isinstance(test.func, ast.Attribute) else
                      test.func.id if isinstance(test.func, ast.Name) else "")
-            argnames = [name_of(a) for a in test.args]
+            argnames = [name_of(a) for a in list(test.args) + [k.value for k in test.keywords if k.arg not in ("allowed_hosts", "require_https")]]
             argnames = [a for a in argnames if a]
             if not truth:
                 return facts
