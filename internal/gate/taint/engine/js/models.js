@@ -1267,6 +1267,16 @@ function methodCall(A, c) {
     return recv;
   }
   // Boolean and number results hold no input.
+  if (m === 'test' && recv && recv.kind === 'regex' && node.arguments && node.arguments[0]) {
+    // ok = EMAIL.test(x); if (ok) ...: the result carries what passing proves
+    const mask = patternMask(recv.re);
+    const k = mask ? exprKey(node.arguments[0]) || exprKey(node.arguments[0], fr.mod.code) : null;
+    if (k) {
+      const out = new Val();
+      out.implied = [{ key: k, mask }];
+      return out;
+    }
+  }
   if (BOOL_METHODS.has(m)) return new Val();
   // String methods.
   if (recv.t || recv.r || recv.str || typeof recv.c === 'string') {
@@ -1617,6 +1627,38 @@ const ALLOW_FN = /^(is|has)?_?(valid|safe|allowed|whitelisted|permitted|trusted|
 const VALIDATOR_OK = /^is(Int|Numeric|Alphanumeric|Alpha|UUID|MongoId|Hexadecimal|Boolean|In|Float|Decimal|Hash|ISO8601|Date|Port|Slug|Hex|Number|Integer|SafeInteger|Finite|Time|Octal|Ean|ISBN|IBAN|BIC|Semver|JWT|MD5|ISO31661Alpha2|ISO4217)$/;
 const VALIDATOR_STR = /^is(Email|URL|MobilePhone|Ascii|Length|FQDN|IP|IPRange|Base64|DataURI|MimeType|Locale|Currency|PostalCode|Whitelisted|Lowercase|Uppercase|Empty|JSON|Strong\w*)$/;
 
+// patternMask is what a string's passing an anchored pattern proves, for a
+// pattern the plain anchored check (no wildcard, no alternation) refuses
+// because its character classes hold '.' or '|' (an e-mail address): no
+// operator object passes one that "[object Object]" fails (NoSQL), and
+// none with '<' or '>' passes one that admits neither (XSS).
+function patternMask(re) {
+  if (!re || typeof re.pattern !== 'string' || /m/.test(re.flags || '')) return 0;
+  const src = re.pattern;
+  if (!/^\^/.test(src) || !/[^\\]\$$/.test(src)) return 0;
+  const outside = src.replace(/\\./g, 'x').replace(/\[(?:\\.|[^\]\\])*\]/g, 'C');
+  if (/[|.]/.test(outside)) return 0;
+  let mask = 0;
+  try {
+    if (!new RegExp(src, re.flags || '').test('[object Object]')) mask |= M('nosql-injection');
+  } catch {
+    return 0;
+  }
+  if (!/[<>]|\\[SWDsbB]|\[\^/.test(src)) mask |= M('xss');
+  return mask;
+}
+
+// regexOf is the pattern a regular expression literal or a name bound to one holds.
+function regexOf(n, sc) {
+  if (n.type === 'Literal' && n.regex) return n.regex;
+  if (n.type === 'Identifier' && sc) {
+    const s = sc.find(n.name);
+    const v = s && s.vars.get(n.name);
+    if (v && v.kind === 'regex' && v.re) return v.re;
+  }
+  return null;
+}
+
 // guards returns the narrowings a condition gives when it is sense (true or
 // false): the expressions it checks against an allow-list or a pattern.
 function guards(A, t, sense, sc, fr) {
@@ -1719,7 +1761,14 @@ function guards(A, t, sense, sc, fr) {
         if ((m === 'test' || m === 'match') && arg) {
           const reNode = m === 'test' ? cal.object : arg;
           const subject = m === 'test' ? arg : cal.object;
+          const named = reNode.type === 'Identifier' ? regexOf(reNode, sc) : null;
+          if (named && sense) {
+            const mask = patternMask(named);
+            if (mask) add(subject, mask);
+          }
           if (reNode.type === 'Literal' && reNode.regex) {
+            const pm = patternMask(reNode.regex);
+            if (pm && sense) add(subject, pm);
             const src = reNode.regex.pattern;
             const anchored = /^\^/.test(src) && /\$$/.test(src) && !/(^|[^\\])\.(?![^[]*\])/.test(src.slice(1, -1)) && !/\|/.test(src);
             if (anchored && sense) add(subject, ALL);
