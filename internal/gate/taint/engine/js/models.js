@@ -98,6 +98,23 @@ function cached(obj, key, make) {
   return obj.props.get(key);
 }
 
+// Request parts express-mongo-sanitize's middleware strips operator keys
+// ('$gt', 'a.b') from, when the module mounts it on its app.
+const MONGO_SANITIZED = new Set(['body', 'query', 'params', 'headers']);
+
+// mongoSanitized reports whether mod requires express-mongo-sanitize and
+// mounts it: app.use(name()) or app.use(name.sanitize()) (cached per module).
+function mongoSanitized(mod) {
+  if (!mod || typeof mod.code !== 'string') return false;
+  if (mod.mongoSanitized === undefined) {
+    const code = mod.code;
+    const m = /(?:\b(\w+)\s*=\s*require\(\s*['"]express-mongo-sanitize['"]\s*\)|import\s+(\w+)\s+from\s+['"]express-mongo-sanitize['"])/.exec(code);
+    const name = m && (m[1] || m[2]);
+    mod.mongoSanitized = !!name && new RegExp(`\\.use\\(\\s*${name}(?:\\.sanitize)?\\s*\\(`).test(code);
+  }
+  return mod.mongoSanitized;
+}
+
 function requestProp(A, obj, key, node, fr) {
   const ctx = obj.kind === 'ctx';
   if (key === 'session') return cached(obj, 'session', () => kindVal('session', { props: new Map() }));
@@ -115,6 +132,7 @@ function requestProp(A, obj, key, node, fr) {
     const v = sourceVal(A, txt, node, fr, { obj: REQ_OBJ.has(key), str: REQ_STR.has(key) });
     // Route parameters and headers are strings: no object can come in.
     if (REQ_STRINGS.has(key)) v.strFields = true;
+    if (!ctx && MONGO_SANITIZED.has(key) && mongoSanitized(fr.mod) && v.t) v.t = v.t.sanitized(M('nosql-injection'));
     v.props = obj.srcCache.get(key);
     if (key === 'cookies' && !ctx) v.kind = null;
     return v;
