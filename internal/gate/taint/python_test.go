@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -127,8 +128,8 @@ func TestTar(t *testing.T) {
 // TestPythonJudged: the engine names the sinks it judged, flagged or not —
 // the call's lines and the lines its SQL text was built on — and marks the
 // calls it judged safe by their own arguments (a safe YAML loader, a
-// constant document); a sink in code it never reached a judgement on (a
-// yaml.load of a file's content) is judged for want of a source only.
+// constant document); a yaml.load of a file whose path the program was given (an upload
+// read back) is judged for want of a source only.
 func TestPythonJudged(t *testing.T) {
 	dir := t.TempDir()
 	src := `import pickle
@@ -142,7 +143,7 @@ def view(db):
     yaml.load(request.data, Loader=yaml.SafeLoader)
     doc = "a: 1"
     yaml.load(doc)
-    yaml.load(open("conf.yml").read())
+    yaml.load(open(db.upload_path).read())
     pickle.loads(request.data)
 `
 	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(src), 0o644); err != nil {
@@ -165,5 +166,49 @@ def view(db):
 	}
 	if ok, _ := res.Judged.Has("app.py", 1, 6, "sql-injection"); ok {
 		t.Errorf("judged lines no sink is on: %+v", res.Judged)
+	}
+}
+
+// TestPythonJudgedLoaders: ruamel's round-trip and safe loaders and a pickle
+// of the program's own constant-named file are judged safe by the call;
+// ruamel's unsafe loader of request data and a file the request names are
+// reported, never judged safe by the call.
+func TestPythonJudgedLoaders(t *testing.T) {
+	dir := t.TempDir()
+	src := `import pickle
+
+from flask import request
+from ruamel.yaml import YAML
+
+
+def view():
+    rt = YAML()
+    rt.load(request.data)
+    safe = YAML(typ="safe")
+    safe.load(request.data)
+    pickle.load(open("./cache/index.dat", "rb"))
+    pickle.load(open(request.args["f"], "rb"))
+    raw = YAML(typ="unsafe")
+    return raw.load(request.data)
+`
+	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := hostPython(t, dir)
+	for _, c := range []struct {
+		line   int
+		byCall bool
+	}{{9, true}, {11, true}, {12, true}, {13, false}, {15, false}} {
+		ok, byCall := res.Judged.Has("app.py", c.line, c.line, "insecure-deserialization")
+		if !ok || byCall != c.byCall {
+			t.Errorf("line %d: judged %v, by the call %v", c.line, ok, byCall)
+		}
+	}
+	var lines []int
+	for _, f := range res.Findings {
+		lines = append(lines, f.StartLine)
+	}
+	if !slices.Equal(lines, []int{13, 15}) {
+		t.Errorf("findings on lines %v, want [13 15] (the file the request names, the unsafe loader)", lines)
 	}
 }

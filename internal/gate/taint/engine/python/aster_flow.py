@@ -15,6 +15,7 @@ Everything is deterministic: dictionaries keep insertion order, files and
 functions are visited sorted, and the first trace to reach a key is kept."""
 
 import ast
+import builtins
 import re
 
 import aster_rules as R
@@ -217,6 +218,7 @@ class Frame:
         self.clean_exprs = {}      # source expression text -> categories a guard proved safe
         self.urlparse_of = {}      # name bound to urlparse(x) -> x's name
         self.realpath_of = {}      # name bound to realpath(x) -> x's name
+        self.ctor_of = {}          # local name -> the call whose result it holds
         self.consts = {}           # local name -> the string literal it was last bound to
         self.guard_calls = {}      # name bound to a validating call's result -> the call
         self.check_args = {}       # name bound to a call's result -> the names the call was given
@@ -921,6 +923,15 @@ class Analyzer:
             self.judge(fr, "code-injection", node)
         if spec is not None and spec[0] == "insecure-deserialization" and first is not None and self.is_constant(fr, first):
             self.judge(fr, spec[0], node, "call")
+        if meth in ("load", "load_all") and isinstance(recv, ast.Name) and recv.id in fr.ctor_of \
+                and self.qualname(fr, fr.ctor_of[recv.id].func) in ("ruamel.yaml.YAML", "ruamel.yaml.main.YAML"):
+            typ = next((k.value for k in fr.ctor_of[recv.id].keywords if k.arg == "typ"), None)
+            if typ is None or (isinstance(typ, ast.Constant) and typ.value in ("rt", "safe", "base")):
+                # ruamel's round-trip, safe and base loaders build no arbitrary objects
+                self.judge(fr, "insecure-deserialization", node, "call")
+            else:
+                self.sink(fr, "insecure-deserialization", node, union(*args), text_of(node.func))
+            return
         if q in R.SUBPROCESS_CALLS:
             self.subprocess_sink(fr, node, q, args, kw)
             return
@@ -997,6 +1008,12 @@ class Analyzer:
             return all(isinstance(v, ast.Constant) for v in node.values)
         if isinstance(node, ast.Name):
             return node.id in fr.consts
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("read", "read_bytes", "read_text") \
+                and not node.args:
+            return self.is_constant(fr, node.func.value)
+        if isinstance(node, ast.Call) and self.qualname(fr, node.func) in ("builtins.open", "io.open", "pathlib.Path") and node.args:
+            # the program's own file, named by a constant path
+            return self.is_constant(fr, node.args[0])
         return False
 
     @staticmethod
@@ -1222,6 +1239,10 @@ class Analyzer:
             else:
                 fr.consts.pop(n, None)
             self.note_check(fr, [n], value)
+            if isinstance(value, ast.Call):
+                fr.ctor_of[n] = value
+            else:
+                fr.ctor_of.pop(n, None)
             fname = (value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
                      if isinstance(value.func, ast.Name) else "") if isinstance(value, ast.Call) else ""
             if fname and any(w in fname.lower() for w in ("safe", "allowed", "valid", "whitelist", "allowlist",
@@ -1288,7 +1309,7 @@ class Analyzer:
         if isinstance(value, ast.Await):
             value = value.value
         given = []
-        if isinstance(value, ast.Call) and not (self.qualname(fr, value.func) or "").startswith(("builtins.", "re.")):
+        if isinstance(value, ast.Call) and not self.is_plain_check(fr, value):
             given = [a.id for a in list(value.args) + [k.value for k in value.keywords] if isinstance(a, ast.Name)]
         for n in names:
             if given:
@@ -1499,12 +1520,18 @@ class Analyzer:
 
     # ------------------------------------------------------------ guards
 
+    def is_plain_check(self, fr, call):
+        """Whether a call is Python's own (len, str, a regex): it checks a
+        value's shape, not who its sender is."""
+        q = self.qualname(fr, call.func) or ""
+        return q.startswith("re.") or (q.startswith("builtins.") and hasattr(builtins, q.split(".", 1)[1]))
+
     def checked_names(self, fr, test):
         """Names a condition checks through a call: given to a call in it, or
         to the call whose result it tests (user, ok = lookup(name))."""
         out = []
         for n in ast.walk(test):
-            if isinstance(n, ast.Call) and not (self.qualname(fr, n.func) or "").startswith(("builtins.", "re.")):
+            if isinstance(n, ast.Call) and not self.is_plain_check(fr, n):
                 out += [a.id for a in list(n.args) + [k.value for k in n.keywords] if isinstance(a, ast.Name)]
             elif isinstance(n, ast.Name) and n.id in fr.check_args:
                 out += fr.check_args[n.id]
