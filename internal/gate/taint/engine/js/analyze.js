@@ -1144,7 +1144,14 @@ class Analyzer {
       return models.implied(this, fnVal.fn, ret, call.argNodes, fr);
     }
     if (fnVal.native) return fnVal.native(args, node, fr, recv);
-    if (fnVal.kind === 'db') return Val.of({ kind: 'db' });
+    if (fnVal.kind === 'db') {
+      // new Model({ name, email }): a document holding the fields it was given, each its own
+      const a0 = args[0], n0 = call.argNodes && call.argNodes[0];
+      if (isNew && args.length === 1 && a0 && a0.props && n0 && n0.type === 'ObjectExpression') {
+        return Val.of({ kind: 'db', props: new Map(a0.props) });
+      }
+      return Val.of({ kind: 'db' });
+    }
     return models.unknownCall(this, call);
   }
 

@@ -1427,6 +1427,10 @@ function unknownCall(A, c) {
   void names;
   const name = c.method !== null && c.method !== undefined ? c.method : (c.callee.type === 'Identifier' ? c.callee.name : '');
   if (c.fn.kind === 'tplfn') return new Val();
+  if (c.isNew && c.args.length === 1 && c.args[0] && c.args[0].props && c.argNodes[0] && c.argNodes[0].type === 'ObjectExpression') {
+    // new Model({ name, email }) of a class not in view: an instance holding the fields it was given, each its own
+    return Val.of({ props: new Map(c.args[0].props), kind: 'obj' });
+  }
   if (CLEAN_RESULT.test(name)) return new Val();
   if (c.recv && c.method !== null) {
     if (c.recv.t) return derived(c.recv, false);
