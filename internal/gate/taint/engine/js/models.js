@@ -619,6 +619,8 @@ function pathCall(A, c, p) {
       break;
   }
   const fsm = /^fs\.(?:promises\.)?(\w+)$/.exec(p);
+  // an fs call that opens no file by a path it is given (realpath, fstat): judged, no sink
+  if (fsm && !FS_PATH.has(fsm[1].replace(/Sync$/, ''))) A.judge('path-traversal', node, fr);
   if (fsm && FS_PATH.has(fsm[1].replace(/Sync$/, ''))) {
     const m = fsm[1].replace(/Sync$/, '');
     const n = FS_TWO.has(m) ? 2 : 1;
@@ -1145,6 +1147,8 @@ function methodCall(A, c) {
   // SQL.
   if (SQL_METHODS.has(m) || SQL_METHODS_TEXT.has(m)) {
     const dbish = recv.kind === 'db' || DB_NAME.test(rname) || RAW_METHODS.has(m);
+    // a query call of a database judged, its text untainted or not
+    if (a[0] && !a[0].fn && (SQL_METHODS.has(m) ? (dbish || S.sqlText(a[0])) : S.sqlText(a[0]))) A.judge('sql-injection', node, fr);
     if (a[0] && !a[0].fn && S.live(a[0], 'sql-injection')) {
       if (SQL_METHODS.has(m) ? (dbish || S.sqlText(a[0])) : S.sqlText(a[0])) {
         // The query text given as {sql: ...} or {text: ...} too.

@@ -61,6 +61,7 @@ function redirect(A, node, fr, v, what) {
 }
 
 function ssrf(A, node, fr, v, what) {
+  A.judge('ssrf', node, fr);
   if (!v) return false;
   if (v.props && !v.t) {
     // An options object: {url}, {host}, {hostname}, {uri}, {baseURL}.
@@ -82,8 +83,9 @@ function sqlText(v) {
 }
 
 function sql(A, node, fr, v, what, needText) {
-  if (!live(v, 'sql-injection')) return false;
   if (needText && !sqlText(v)) return false;
+  A.judge('sql-injection', node, fr);
+  if (!live(v, 'sql-injection')) return false;
   if (v.obj) return false;
   return sink(A, 'sql-injection', node, fr, v, what);
 }
@@ -91,6 +93,7 @@ function sql(A, node, fr, v, what, needText) {
 // nosql checks a query object for fields an attacker can turn into
 // operators ({$ne: null}) and for tainted $where code.
 function nosql(A, node, fr, v, what) {
+  A.judge('nosql-injection', node, fr);
   if (!v) return false;
   if (v.fn) return false;
   if (live(v, 'nosql-injection') && !v.str) return sink(A, 'nosql-injection', node, fr, v, what);
