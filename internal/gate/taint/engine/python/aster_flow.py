@@ -246,6 +246,10 @@ class Analyzer:
                 return None
             for star in mod.star:
                 return star + "." + n
+            if n in R.STDLIB_MODULES and not hasattr(builtins, n):
+                # a standard module used without its import in sight (imported
+                # elsewhere, or code quoted to show a rule): the module it names
+                return n
             return "builtins." + n
         if isinstance(node, ast.Attribute):
             base = self.qualname(fr, node.value)
@@ -598,6 +602,10 @@ class Analyzer:
             return self.source(fr, node, WEB)
         if q in R.LOCAL_SOURCE_CALLS:
             return self.source(fr, node, LOCAL)
+        if meth in ("parse_args", "parse_known_args") and isinstance(recv, ast.Name) and \
+                fr.kinds.get(recv.id) in R.ARG_PARSERS:
+            # the command line, parsed: as local as sys.argv
+            return self.source(fr, node, LOCAL)
         if q and q.startswith("random.") and q.split(".")[-1] in R.WEAK_RANDOM_FUNCS and "SystemRandom" not in q:
             self.judge(fr, "weak-randomness", node)
             return union(self.source(fr, node, RAND), alla)
@@ -932,6 +940,8 @@ class Analyzer:
             else:
                 self.sink(fr, "insecure-deserialization", node, union(*args), text_of(node.func))
             return
+        if q in R.OS_EXEC_CALLS and self.shell_script_sink(fr, node, q):
+            return
         if q in R.SUBPROCESS_CALLS:
             self.subprocess_sink(fr, node, q, args, kw)
             return
@@ -1024,6 +1034,27 @@ class Analyzer:
                 consts.append(n.value)
         s = "".join(consts)
         return any(c in s for c in "/[@=") or not consts
+
+    def shell_script_sink(self, fr, node, q):
+        """os.exec*/os.spawn* of a shell with -c: the argument after -c is a
+        script, a sink as much as the program is. True when it ran a shell."""
+        at = R.OS_EXEC_CALLS[q]
+        if len(node.args) <= at:
+            return False
+        prog = node.args[at]
+        if not (isinstance(prog, ast.Constant) and str(prog.value).split("/")[-1] in R.SHELLS):
+            return False
+        rest = list(node.args[at + 1:])
+        flat = []
+        for a in rest:
+            flat.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
+        self.judge(fr, "command-injection", node)
+        for i, e in enumerate(flat):
+            if isinstance(e, ast.Constant) and str(e.value) in ("-c", "-lc", "/c"):
+                t = union(*[self.expr(fr, x) for x in flat[i + 1:i + 2]])
+                self.sink(fr, "command-injection", node, t, text_of(node.func))
+                break
+        return True
 
     def subprocess_sink(self, fr, node, q, args, kw):
         self.judge(fr, "command-injection", node)

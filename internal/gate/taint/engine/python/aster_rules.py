@@ -77,6 +77,13 @@ HANDLER_METHODS = {"get_argument", "get_arguments", "get_query_argument", "get_q
 # terminal. Their findings are warnings (the user of a command-line tool is
 # usually the one typing).
 LOCAL_SOURCES = {"sys.argv", "os.environ", "sys.stdin"}
+# Command-line parsers whose parse_args() is the command line, parsed.
+ARG_PARSERS = {"argparse.ArgumentParser", "optparse.OptionParser"}
+# os.exec*/os.spawn* and the position of the program they run.
+OS_EXEC_CALLS = {**{"os." + f: 0 for f in ("execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe")},
+                 **{"os." + f: 1 for f in ("spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe")}}
+# Standard modules a bare name stands for when nothing in the module binds it.
+STDLIB_MODULES = frozenset(getattr(__import__("sys"), "stdlib_module_names", ()))
 LOCAL_SOURCE_CALLS = {"os.getenv", "os.environ.get", "builtins.input", "builtins.raw_input",
                       "os.getenvb", "sys.stdin.read", "sys.stdin.readline"}
 
