@@ -135,6 +135,7 @@ func TestPythonJudged(t *testing.T) {
 	src := `import pickle
 import yaml
 from flask import request
+from sqlalchemy import text
 
 
 def view(db):
@@ -145,26 +146,36 @@ def view(db):
     yaml.load(doc)
     yaml.load(open(db.upload_path).read())
     pickle.loads(request.data)
+
+
+def lookup(db, name):
+    q = "SELECT * FROM users WHERE name = '%s'" % name
+    return db.execute(text(q))
 `
 	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	res := hostPython(t, dir)
+	// lookup's sink takes its parameter: the verdict is its callers', and
+	// a caller may be out of sight (a framework's handler), so no judgement
+	if ok, _ := res.Judged.Has("app.py", 18, 19, "sql-injection"); ok {
+		t.Errorf("a sink fed by a parameter judged: %+v", res.Judged["app.py"])
+	}
 	for _, c := range []struct {
 		line   int
 		cat    string
 		byCall bool
 	}{
-		{7, "sql-injection", false}, {8, "sql-injection", false},
-		{9, "insecure-deserialization", true}, {11, "insecure-deserialization", true},
-		{12, "insecure-deserialization", false}, {13, "insecure-deserialization", false},
+		{8, "sql-injection", false}, {9, "sql-injection", false},
+		{10, "insecure-deserialization", true}, {12, "insecure-deserialization", true},
+		{13, "insecure-deserialization", false}, {14, "insecure-deserialization", false},
 	} {
 		ok, byCall := res.Judged.Has("app.py", c.line, c.line, c.cat)
 		if !ok || byCall != c.byCall {
 			t.Errorf("line %d %s: judged %v, by the call %v", c.line, c.cat, ok, byCall)
 		}
 	}
-	if ok, _ := res.Judged.Has("app.py", 1, 6, "sql-injection"); ok {
+	if ok, _ := res.Judged.Has("app.py", 1, 7, "sql-injection"); ok {
 		t.Errorf("judged lines no sink is on: %+v", res.Judged)
 	}
 }

@@ -310,6 +310,22 @@ class Analyzer:
                 lines |= self.built_lines(fr, a)
         self.ctx.record_judged(fr.mod.path, category, lines, basis)
 
+    @staticmethod
+    def deferred(t, category):
+        """Whether a sink's data is the function's own parameter: its verdict
+        is its callers', which may be out of sight (a framework's handler)."""
+        return any(lab.kind == PARAM and category not in lab.san for lab in (t or {}).values())
+
+    def wraps_sink(self, fr, node, category):
+        """Whether a sink's argument is itself a sink call of its category
+        (execute(text(q))): that inner call gave, or deferred, the verdict."""
+        for a in getattr(node, "args", ()):
+            if isinstance(a, ast.Call):
+                spec = R.SINK_CALLS.get(self.qualname(fr, a.func) or "")
+                if spec is not None and spec[0] == category:
+                    return True
+        return False
+
     def built_lines(self, fr, node):
         out = set()
         for n in ast.walk(node):
@@ -319,7 +335,8 @@ class Analyzer:
 
     def sink(self, fr, category, node, t, sink_text, kinds=(WEB, LOCAL)):
         """Data t reaches a sink of category at node."""
-        self.judge(fr, category, node)
+        if not self.deferred(t, category) and not self.wraps_sink(fr, node, category):
+            self.judge(fr, category, node)
         if not t:
             return
         step = step_of(fr.mod.path, node.lineno, sink_text)
@@ -924,7 +941,8 @@ class Analyzer:
                 or q in ("yaml.load", "yaml.load_all"):
             fr.sink_built = True
         spec = R.SINK_CALLS.get(q) if q else None
-        if spec is not None:
+        if spec is not None and not self.deferred(union(*[args[i] for i in spec[1] if i < len(args)],
+                                                         *[kw[n] for n in spec[2] if n in kw]), spec[0]):
             self.judge(fr, spec[0], node)
         elif isinstance(node.func, ast.Name) and R.SINK_CALLS.get("builtins." + node.func.id, ("",))[0] == "code-injection":
             # a name like eval that this module binds to something else: judged not to be Python's
