@@ -84,8 +84,9 @@ var banditJudgedByCall = map[string]string{
 
 // astgrepPyCoveredByTaint are Aster's ast-grep Python rules in the engine's
 // categories: they follow one assignment from the request at most, so where
-// the engine judged the same sink they are superseded like Bandit's (the
-// deserialization rule only where the call was judged safe by itself).
+// the engine judged the same sink safe they are superseded like Bandit's
+// (the deserialization rule only where the call was judged safe by
+// itself); where it reported the sink, the two merge.
 var astgrepPyCoveredByTaint = map[string]string{
 	"aster.python.code-injection": "code-injection", "aster.python.command-injection": "command-injection",
 	"aster.python.open-redirect": "open-redirect", "aster.python.path-traversal": "path-traversal",
@@ -154,7 +155,14 @@ func judgedBy(judged finding.Judged, flagged map[string]bool, f finding.Finding)
 	}
 	if c := covered; c != "" {
 		ok, _ := judged.Has(f.Path, f.StartLine, f.EndLine, c)
-		return ok
+		if f.Analyzer == "ast-grep" && flagged[lineKey(f.Path, f.StartLine, c)] {
+			// the engine reported the same sink: the two merge into one
+			// finding (ast-grep's, also taint-python's, with the flow)
+			return false
+		}
+		// Bandit's goes where the engine judged the sink or reported it
+		// (a function nothing here calls, its parameter in a shell command)
+		return ok || flagged[lineKey(f.Path, f.StartLine, c)]
 	}
 	if c := byCallOnly; c != "" {
 		_, byCall := judged.Has(f.Path, f.StartLine, f.EndLine, c)

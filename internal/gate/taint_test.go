@@ -111,22 +111,27 @@ func TestSupersedeJS(t *testing.T) {
 // where it merely saw no source.
 func TestSupersedeOnlyJudged(t *testing.T) {
 	fs := []finding.Finding{
-		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 3},                          // judged: taken
-		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 20},                         // never judged: kept
-		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 24, EndLine: 26},            // judged on its last line: taken
-		{Analyzer: "bandit", RuleID: "B603", Path: "app.py", StartLine: 3},                          // judged, another category: kept
-		{Analyzer: "bandit", RuleID: "B506", Path: "app.py", StartLine: 30},                         // judged for want of a source only: kept
-		{Analyzer: "bandit", RuleID: "B506", Path: "app.py", StartLine: 32},                         // judged safe by its loader: taken
-		{Analyzer: "bandit", RuleID: "B301", Path: "app.py", StartLine: 34},                         // the engine reported it: taken
-		{Analyzer: "bandit", RuleID: "B301", Path: "other.py", StartLine: 34},                       // kept
-		{Analyzer: "ast-grep", RuleID: "aster.python.sql-injection", Path: "app.py", StartLine: 3},  // judged: taken
-		{Analyzer: "ast-grep", RuleID: "aster.python.sql-injection", Path: "app.py", StartLine: 20}, // never judged: kept
+		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 3},               // judged: taken
+		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 20},              // never judged: kept
+		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 24, EndLine: 26}, // judged on its last line: taken
+		{Analyzer: "bandit", RuleID: "B603", Path: "app.py", StartLine: 3},               // judged, another category: kept
+		{Analyzer: "bandit", RuleID: "B506", Path: "app.py", StartLine: 30},              // judged for want of a source only: kept
+		{Analyzer: "bandit", RuleID: "B506", Path: "app.py", StartLine: 32},              // judged safe by its loader: taken
+		{Analyzer: "bandit", RuleID: "B301", Path: "app.py", StartLine: 34},              // the engine reported it: taken
+		{Analyzer: "bandit", RuleID: "B301", Path: "other.py", StartLine: 34},            // kept
+		{Analyzer: "bandit", RuleID: "B602", Path: "app.py", StartLine: 50},              // not judged but reported by the engine: taken
+		{Analyzer: TaintPython, RuleID: "aster.taint.command-injection", Path: "app.py", StartLine: 50},
+		{Analyzer: "ast-grep", RuleID: "aster.python.sql-injection", Path: "app.py", StartLine: 3},   // judged: taken
+		{Analyzer: "ast-grep", RuleID: "aster.python.sql-injection", Path: "app.py", StartLine: 20},  // never judged: kept
+		{Analyzer: "ast-grep", RuleID: "aster.python.code-injection", Path: "app.py", StartLine: 40}, // the engine reported it: kept, merged
+		{Analyzer: TaintPython, RuleID: "aster.taint.code-injection", Path: "app.py", StartLine: 40},
 		{Analyzer: TaintPython, RuleID: "aster.taint.insecure-deserialization", Path: "app.py", StartLine: 34},
 	}
 	results := []AnalyzerResult{
 		{Name: TaintPython, Status: StatusOK, Findings: 1, Judged: finding.Judged{"app.py": {
 			3: {"sql-injection": false}, 26: {"sql-injection": false},
-			30: {"insecure-deserialization": false}, 32: {"insecure-deserialization": true}, 34: {"insecure-deserialization": false}}}},
+			30: {"insecure-deserialization": false}, 32: {"insecure-deserialization": true}, 34: {"insecure-deserialization": false},
+			40: {"code-injection": false}}}},
 		{Name: "bandit", Status: StatusOK, Findings: 8}, {Name: "ast-grep", Status: StatusOK, Findings: 2},
 	}
 	kept, taken := supersede(results, slices.Clone(fs))
@@ -134,10 +139,10 @@ func TestSupersedeOnlyJudged(t *testing.T) {
 	for _, f := range taken {
 		got = append(got, f.Analyzer+":"+strconv.Itoa(f.StartLine))
 	}
-	if want := []string{"bandit:3", "bandit:24", "bandit:32", "bandit:34", "ast-grep:3"}; !slices.Equal(got, want) {
+	if want := []string{"bandit:3", "bandit:24", "bandit:32", "bandit:34", "bandit:50", "ast-grep:3"}; !slices.Equal(got, want) {
 		t.Errorf("taken %v, want %v", got, want)
 	}
-	if len(kept) != 6 || results[1].Superseded != 4 || results[2].Superseded != 1 {
+	if len(kept) != 9 || results[1].Superseded != 5 || results[2].Superseded != 1 {
 		t.Errorf("kept %d, results %+v", len(kept), results)
 	}
 

@@ -1066,16 +1066,16 @@ class Analyzer:
         flat = []
         for a in rest:
             flat.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
-        self.judge(fr, "command-injection", node)
         for i, e in enumerate(flat):
             if isinstance(e, ast.Constant) and str(e.value) in ("-c", "-lc", "/c"):
                 t = union(*[self.expr(fr, x) for x in flat[i + 1:i + 2]])
                 self.sink(fr, "command-injection", node, t, text_of(node.func))
                 break
+        else:
+            self.judge(fr, "command-injection", node)
         return True
 
     def subprocess_sink(self, fr, node, q, args, kw):
-        self.judge(fr, "command-injection", node)
         shell = next((k.value for k in node.keywords if k.arg == "shell"), None)
         shell_on = shell is not None and not (isinstance(shell, ast.Constant) and not shell.value)
         cmd_node = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg == "args"), None)
@@ -1089,6 +1089,7 @@ class Analyzer:
             return
         if isinstance(cmd_node, (ast.List, ast.Tuple)):
             if not cmd_node.elts:
+                self.judge(fr, "command-injection", node)
                 return
             head = cmd_node.elts[0]
             # a command-line tool runs the program its own user names: only
@@ -1103,16 +1104,18 @@ class Analyzer:
                     if isinstance(e, ast.Constant) and str(e.value) in ("-c", "/c", "-Command"):
                         self.sink(fr, "command-injection", node, union(*[self.expr(fr, x) for x in rest[i + 1:]]), sink_text)
                         return
+            # a program the code names, its arguments as a list: no shell parses them
+            self.judge(fr, "command-injection", node)
             return
         if isinstance(cmd_node, ast.Name):
             k = fr.kinds.get(cmd_node.id)
             if k == "list":
+                self.judge(fr, "command-injection", node)
                 return
         # a string command run without a shell: request data names the program
         self.sink(fr, "command-injection", node, cmd_t, sink_text)
 
     def response_sink(self, fr, node, q, args, kw):
-        self.judge(fr, "xss", node)
         ctype = None
         for k in node.keywords:
             if k.arg in ("mimetype", "content_type", "media_type"):
@@ -1122,9 +1125,11 @@ class Analyzer:
         if q == "aiohttp.web.Response":
             # aiohttp sends text= as text/plain unless told otherwise
             if ctype is None or not (isinstance(ctype, ast.Constant) and "html" in str(ctype.value)):
+                self.judge(fr, "xss", node)
                 return
         elif ctype is not None:
             if isinstance(ctype, ast.Constant) and "html" not in str(ctype.value):
+                self.judge(fr, "xss", node)
                 return
         self.sink(fr, "xss", node, body_t, text_of(node.func))
 
