@@ -98,6 +98,9 @@ type ReadResult struct {
 	// Stats are what the tool said of its run's cost (SARIF invocation
 	// properties "files", "ms", "max_rss_kb"), when it said.
 	Stats *RunStats `json:"stats,omitempty"`
+	// Judged are the sinks a taint engine judged (invocation property
+	// "judged"), nil for other tools.
+	Judged Judged `json:"-"`
 }
 
 // Notice is a tool's warning about one file of its run.

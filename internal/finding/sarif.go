@@ -87,7 +87,7 @@ type sarifInvocation struct {
 	ExitCode                   *int                `json:"exitCode,omitempty"`
 	ToolExecutionNotifications []sarifNotification `json:"toolExecutionNotifications,omitempty"`
 	// Properties are read for the numbers Aster's taint engines write
-	// ("files", "ms", "max_rss_kb"); any other shape is ignored.
+	// ("files", "ms", "max_rss_kb", "judged"); any other shape is ignored.
 	Properties map[string]any `json:"properties,omitempty"`
 }
 

@@ -80,3 +80,29 @@ func TestFlowRoundTrip(t *testing.T) {
 		t.Errorf("step text %q", s)
 	}
 }
+
+// TestReadSARIFJudged: a taint engine's "judged" invocation property is read
+// by file, line and category, "call" judgements marked, paths cleaned, and
+// malformed entries skipped.
+func TestReadSARIFJudged(t *testing.T) {
+	doc := `{"version":"2.1.0","runs":[{"tool":{"driver":{"name":"aster-taint"}},
+"invocations":[{"executionSuccessful":true,"properties":{"files":1,"ms":3,"judged":{
+"/work/app.py":[[3,"sql-injection","flow"],[9,"insecure-deserialization","call"],[0,"xss","flow"],["x","xss","flow"],[4,"xss"]],
+"lib/x.py":"not a list"}}}],"results":[]}]}`
+	res, err := ReadSARIF(strings.NewReader(doc), ReadOptions{Root: "/work"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, byCall := res.Judged.Has("app.py", 3, 3, "sql-injection"); !ok || byCall {
+		t.Errorf("app.py:3 sql: %v %v", ok, byCall)
+	}
+	if ok, byCall := res.Judged.Has("app.py", 8, 9, "insecure-deserialization"); !ok || !byCall {
+		t.Errorf("app.py:9 deserialization: %v %v", ok, byCall)
+	}
+	if ok, _ := res.Judged.Has("app.py", 3, 3, "xss"); ok {
+		t.Error("xss judged on a line nothing named")
+	}
+	if n := len(res.Judged["app.py"]); n != 2 || len(res.Judged) != 1 {
+		t.Errorf("judged %+v", res.Judged)
+	}
+}

@@ -48,6 +48,7 @@ func readRun(c *collector, run *sarifRun) {
 		if st, ok := runStats(inv.Properties); ok && c.res.Stats == nil {
 			c.res.Stats = &st
 		}
+		c.res.Judged = readJudged(inv.Properties, c.opts.Root, c.res.Judged)
 	}
 	rules := run.Tool.Driver.Rules
 	byID := make(map[string]*sarifRule, len(rules))

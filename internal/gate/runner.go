@@ -73,6 +73,9 @@ type AnalyzerResult struct {
 	// Stats are the tool's own account of its run (the taint engines':
 	// files, time, peak memory).
 	Stats *finding.RunStats `json:"stats,omitempty"`
+	// Judged are the sinks a taint engine judged, flagged or not: where
+	// its category's rules without data flow are superseded.
+	Judged finding.Judged `json:"-"`
 	// Superseded counts findings of this analyzer left out of the review
 	// because another analyzer follows data into their category (Bandit's
 	// rules without data flow, where taint-python ran).
@@ -403,7 +406,7 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		res.SkippedFiles = nil
 	}
 	res.ToolErrors, res.Dropped, res.Suppressed = rr.ToolErrors, rr.Dropped, rr.Suppressed
-	res.Notices, res.Stats = rr.Notices, rr.Stats
+	res.Notices, res.Stats, res.Judged = rr.Notices, rr.Stats, rr.Judged
 	res.Findings = len(rr.Findings)
 	res.Status = StatusOK
 	res.DurationMS = time.Since(t0).Milliseconds()

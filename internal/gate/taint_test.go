@@ -2,6 +2,7 @@ package gate
 
 import (
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/asterhq/aster/internal/finding"
@@ -23,7 +24,8 @@ func TestSupersedeBandit(t *testing.T) {
 		}
 	}
 	results := []AnalyzerResult{
-		{Name: TaintPython, Status: StatusOK, Notices: []finding.Notice{{Path: "huge.py", Text: "taint: huge.py skipped"}}},
+		{Name: TaintPython, Status: StatusOK, Notices: []finding.Notice{{Path: "huge.py", Text: "taint: huge.py skipped"}},
+			Judged: finding.Judged{"app.py": {3: {"sql-injection": false}, 9: {"command-injection": false}, 14: {"insecure-deserialization": false}}}},
 		{Name: "bandit", Status: StatusOK, Findings: 5},
 	}
 	kept, taken := supersede(results, fs())
@@ -37,7 +39,8 @@ func TestSupersedeBandit(t *testing.T) {
 		t.Errorf("bandit result %+v", results[1])
 	}
 	for _, st := range []Status{StatusFailed, StatusTimeout, StatusSkipped} {
-		results := []AnalyzerResult{{Name: TaintPython, Status: st}, {Name: "bandit", Status: StatusOK, Findings: 5}}
+		results := []AnalyzerResult{{Name: TaintPython, Status: st, Judged: finding.Judged{"app.py": {3: {"sql-injection": false}}}},
+			{Name: "bandit", Status: StatusOK, Findings: 5}}
 		kept, taken := supersede(results, fs())
 		if len(kept) != 6 || len(taken) != 0 || results[1].Superseded != 0 {
 			t.Errorf("taint %s: kept %d, taken %d", st, len(kept), len(taken))
@@ -67,7 +70,8 @@ func TestSupersedeJS(t *testing.T) {
 	a, _ := Lookup(Builtins(), TaintJS)
 	changed := map[string]bool{"app.js": true, "huge.js": true}
 	results := []AnalyzerResult{
-		{Name: TaintJS, Status: StatusOK, Findings: 1, Notices: []finding.Notice{{Path: "huge.js", Text: "taint: huge.js skipped"}}},
+		{Name: TaintJS, Status: StatusOK, Findings: 1, Notices: []finding.Notice{{Path: "huge.js", Text: "taint: huge.js skipped"}},
+			Judged: finding.Judged{"app.js": {3: {"path-traversal": false}, 5: {"code-injection": false}, 9: {"sql-injection": false}}}},
 		{Name: "eslint", Status: StatusOK, Findings: 3},
 		{Name: "ast-grep", Status: StatusOK, Findings: 4},
 	}
@@ -95,5 +99,65 @@ func TestSupersedeJS(t *testing.T) {
 	}
 	if kept, taken := supersedeJS(results, fs(), taintJSTargets(nil, changed)); len(kept) != 8 || len(taken) != 0 {
 		t.Errorf("without taint-js among the analyzers: kept %d, taken %d", len(kept), len(taken))
+	}
+}
+
+// TestSupersedeOnlyJudged: a rule without data flow is superseded only where
+// the taint engine judged a sink of its category on the finding's lines
+// (reported it or found it safe). A finding where the engine never looked (a
+// source it does not know, a sink in a function it did not reach) stays;
+// Bandit's deserialization tests go only where the engine reported the call
+// or judged it safe by its own arguments (a safe loader, a constant), not
+// where it merely saw no source.
+func TestSupersedeOnlyJudged(t *testing.T) {
+	fs := []finding.Finding{
+		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 3},               // judged: taken
+		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 20},              // never judged: kept
+		{Analyzer: "bandit", RuleID: "B608", Path: "app.py", StartLine: 24, EndLine: 26}, // judged on its last line: taken
+		{Analyzer: "bandit", RuleID: "B603", Path: "app.py", StartLine: 3},               // judged, another category: kept
+		{Analyzer: "bandit", RuleID: "B506", Path: "app.py", StartLine: 30},              // judged for want of a source only: kept
+		{Analyzer: "bandit", RuleID: "B506", Path: "app.py", StartLine: 32},              // judged safe by its loader: taken
+		{Analyzer: "bandit", RuleID: "B301", Path: "app.py", StartLine: 34},              // the engine reported it: taken
+		{Analyzer: "bandit", RuleID: "B301", Path: "other.py", StartLine: 34},            // kept
+		{Analyzer: "bandit", RuleID: "B602", Path: "app.py", StartLine: 50},              // not judged but reported by the engine: taken
+		{Analyzer: TaintPython, RuleID: "aster.taint.command-injection", Path: "app.py", StartLine: 50},
+		{Analyzer: "ast-grep", RuleID: "aster.python.sql-injection", Path: "app.py", StartLine: 3},   // judged: taken
+		{Analyzer: "ast-grep", RuleID: "aster.python.sql-injection", Path: "app.py", StartLine: 20},  // never judged: kept
+		{Analyzer: "ast-grep", RuleID: "aster.python.code-injection", Path: "app.py", StartLine: 40}, // the engine reported it: kept, merged
+		{Analyzer: TaintPython, RuleID: "aster.taint.code-injection", Path: "app.py", StartLine: 40},
+		{Analyzer: TaintPython, RuleID: "aster.taint.insecure-deserialization", Path: "app.py", StartLine: 34},
+	}
+	results := []AnalyzerResult{
+		{Name: TaintPython, Status: StatusOK, Findings: 1, Judged: finding.Judged{"app.py": {
+			3: {"sql-injection": false}, 26: {"sql-injection": false},
+			30: {"insecure-deserialization": false}, 32: {"insecure-deserialization": true}, 34: {"insecure-deserialization": false},
+			40: {"code-injection": false}}}},
+		{Name: "bandit", Status: StatusOK, Findings: 8}, {Name: "ast-grep", Status: StatusOK, Findings: 2},
+	}
+	kept, taken := supersede(results, slices.Clone(fs))
+	var got []string
+	for _, f := range taken {
+		got = append(got, f.Analyzer+":"+strconv.Itoa(f.StartLine))
+	}
+	if want := []string{"bandit:3", "bandit:24", "bandit:32", "bandit:34", "bandit:50", "ast-grep:3"}; !slices.Equal(got, want) {
+		t.Errorf("taken %v, want %v", got, want)
+	}
+	if len(kept) != 9 || results[1].Superseded != 5 || results[2].Superseded != 1 {
+		t.Errorf("kept %d, results %+v", len(kept), results)
+	}
+
+	js := []finding.Finding{
+		{Analyzer: "ast-grep", RuleID: "aster.js.sql-injection", Path: "api.js", StartLine: 7},  // judged: taken
+		{Analyzer: "ast-grep", RuleID: "aster.js.sql-injection", Path: "api.js", StartLine: 12}, // never judged: kept
+		{Analyzer: "eslint", RuleID: "no-eval", Path: "api.js", StartLine: 7},                   // judged for SQL, not code: kept
+	}
+	jr := []AnalyzerResult{
+		{Name: TaintJS, Status: StatusOK, Judged: finding.Judged{"api.js": {7: {"sql-injection": false}}}},
+		{Name: "ast-grep", Status: StatusOK, Findings: 2}, {Name: "eslint", Status: StatusOK, Findings: 1},
+	}
+	a, _ := Lookup(Builtins(), TaintJS)
+	kept, taken = supersedeJS(jr, slices.Clone(js), taintJSTargets([]Analyzer{a}, map[string]bool{"api.js": true}))
+	if len(taken) != 1 || taken[0].StartLine != 7 || taken[0].Analyzer != "ast-grep" || len(kept) != 2 {
+		t.Errorf("js: taken %+v, kept %+v", taken, kept)
 	}
 }

@@ -38,8 +38,9 @@ func taintJSAnalyzer() Analyzer {
 // plugin and of Aster's own ast-grep pack, in the categories the JavaScript
 // taint engine follows data into: they flag every call of a kind (a file
 // name that is not a literal, any child_process use, any eval), so where
-// taint-js ran on the file, their findings are not reported (Result.
-// Superseded keeps them). The others stay: unsafe regular expressions,
+// taint-js judged a sink of their category on the finding's line (reported
+// it or found it safe), their findings are not reported (Result.Superseded
+// keeps them); one at a place the engine never judged stays. The others stay: unsafe regular expressions,
 // timing attacks, weak crypto, hard-coded credentials, disabled TLS.
 var jsCoveredByTaint = map[string]string{
 	"security/detect-non-literal-fs-filename": "path-traversal",
@@ -81,8 +82,9 @@ func taintJSTargets(list []Analyzer, changed map[string]bool) func(string) bool 
 }
 
 // supersedeJS takes out of fs the ESLint and ast-grep findings of rules
-// the JavaScript taint engine covers, when it ran ok, in the files it
-// analysed (not one it left out and named in its notices). It returns the
+// the JavaScript taint engine covers, when it ran ok, on the lines of the
+// files it analysed where it judged a sink of their category (never in a
+// file it left out: it judged nothing there). It returns the
 // findings kept and those taken, and counts the taken ones in each
 // analyzer's result.
 func supersedeJS(results []AnalyzerResult, fs []finding.Finding, target func(string) bool) (kept, taken []finding.Finding) {
@@ -95,15 +97,12 @@ func supersedeJS(results []AnalyzerResult, fs []finding.Finding, target func(str
 	if ti < 0 || target == nil {
 		return fs, nil
 	}
-	skipped := map[string]bool{}
-	for _, n := range results[ti].Notices {
-		skipped[n.Path] = true
-	}
+	judged := results[ti].Judged
 	kept = fs[:0]
 	count := map[string]int{}
 	for _, f := range fs {
 		if (f.Analyzer == "eslint" || f.Analyzer == "ast-grep") && jsCoveredByTaint[f.RuleID] != "" &&
-			!strings.HasSuffix(f.Path, ".html") && target(f.Path) && !skipped[f.Path] {
+			!strings.HasSuffix(f.Path, ".html") && target(f.Path) && jsJudged(judged, f) {
 			taken = append(taken, f)
 			count[f.Analyzer]++
 			continue
@@ -117,4 +116,10 @@ func supersedeJS(results []AnalyzerResult, fs []finding.Finding, target func(str
 		}
 	}
 	return kept, taken
+}
+
+// jsJudged reports whether taint-js judged a sink of f's category on f's lines.
+func jsJudged(judged finding.Judged, f finding.Finding) bool {
+	ok, _ := judged.Has(f.Path, f.StartLine, f.EndLine, jsCoveredByTaint[f.RuleID])
+	return ok
 }

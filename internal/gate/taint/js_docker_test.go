@@ -188,3 +188,54 @@ func TestJSEngineDeterministic(t *testing.T) {
 		t.Errorf("two runs differ (or found nothing):\n%.2000s\n%.2000s", a, b)
 	}
 }
+
+// TestJSJudgedInImage: taint-js, run as the gate runs it, names the sinks it
+// judged whether it reported them or not — a query of constant text, a
+// fetch to a fixed host, an fs call that opens nothing by path — a
+// module it reached through a require from another target included, and
+// not the lines of a callback's body nor lines with no sink.
+func TestJSJudgedInImage(t *testing.T) {
+	rt := sandboxtest.Docker(t)
+	mgr := sandboxtest.Manager(t, rt, 2)
+	files := map[string][]byte{
+		"app.js": []byte(`const express = require("express");
+const db = require("./db");
+const app = express();
+app.get("/a", (req, res) => db.count(req, res));
+`),
+		"db.js": []byte(`const fs = require("fs");
+const axios = require("axios");
+const mysql = require("mysql");
+const pool = mysql.createPool({});
+exports.count = (req, res) => {
+  pool.query("SELECT count(*) AS n FROM items", (err, rows) => {
+    const where = fs.realpathSync("/srv/data");
+    res.json({ n: rows[0].n, where });
+  });
+  axios.get("https://api.example.org/v1/" + encodeURIComponent(req.query.id));
+};
+`),
+	}
+	a, _ := gate.Lookup(gate.Builtins(), gate.TaintJS)
+	res := gate.NewRunner(mgr, gate.RunnerOptions{Image: sandboxtest.Image()}).Run(context.Background(),
+		gate.Request{Snapshot: snapshot(t, files), Analyzers: []gate.Analyzer{a}})
+	ar := res.Analyzers[0]
+	if ar.Status != gate.StatusOK {
+		t.Fatalf("analyzer %+v", ar)
+	}
+	for _, c := range []struct {
+		line int
+		cat  string
+		want bool
+	}{
+		{6, "sql-injection", true}, {7, "sql-injection", false}, {8, "sql-injection", false},
+		{7, "path-traversal", true}, {10, "ssrf", true}, {5, "sql-injection", false},
+	} {
+		if got, _ := ar.Judged.Has("db.js", c.line, c.line, c.cat); got != c.want {
+			t.Errorf("db.js:%d %s judged %v, want %v (judged %v)", c.line, c.cat, got, c.want, ar.Judged["db.js"])
+		}
+	}
+	if len(res.Findings) != 0 {
+		t.Errorf("findings %+v", res.Findings)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,5 +122,104 @@ func TestTar(t *testing.T) {
 	}
 	if _, err := taint.Tar("cobol", nil); err == nil {
 		t.Error("an unknown engine was packed")
+	}
+}
+
+// TestPythonJudged: the engine names the sinks it judged, flagged or not —
+// the call's lines and the lines its SQL text was built on — and marks the
+// calls it judged safe by their own arguments (a safe YAML loader, a
+// constant document); a yaml.load of a file whose path the program was given (an upload
+// read back) is judged for want of a source only.
+func TestPythonJudged(t *testing.T) {
+	dir := t.TempDir()
+	src := `import pickle
+import yaml
+from flask import request
+from sqlalchemy import text
+
+
+def view(db):
+    q = "SELECT name FROM t WHERE id = %s" % "7"
+    db.execute(q)
+    yaml.load(request.data, Loader=yaml.SafeLoader)
+    doc = "a: 1"
+    yaml.load(doc)
+    yaml.load(open(db.upload_path).read())
+    pickle.loads(request.data)
+
+
+def lookup(db, name):
+    q = "SELECT * FROM users WHERE name = '%s'" % name
+    return db.execute(text(q))
+`
+	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := hostPython(t, dir)
+	// lookup's sink takes its parameter: the verdict is its callers', and
+	// a caller may be out of sight (a framework's handler), so no judgement
+	if ok, _ := res.Judged.Has("app.py", 18, 19, "sql-injection"); ok {
+		t.Errorf("a sink fed by a parameter judged: %+v", res.Judged["app.py"])
+	}
+	for _, c := range []struct {
+		line   int
+		cat    string
+		byCall bool
+	}{
+		{8, "sql-injection", false}, {9, "sql-injection", false},
+		{10, "insecure-deserialization", true}, {12, "insecure-deserialization", true},
+		{13, "insecure-deserialization", false}, {14, "insecure-deserialization", false},
+	} {
+		ok, byCall := res.Judged.Has("app.py", c.line, c.line, c.cat)
+		if !ok || byCall != c.byCall {
+			t.Errorf("line %d %s: judged %v, by the call %v", c.line, c.cat, ok, byCall)
+		}
+	}
+	if ok, _ := res.Judged.Has("app.py", 1, 7, "sql-injection"); ok {
+		t.Errorf("judged lines no sink is on: %+v", res.Judged)
+	}
+}
+
+// TestPythonJudgedLoaders: ruamel's round-trip and safe loaders and a pickle
+// of the program's own constant-named file are judged safe by the call;
+// ruamel's unsafe loader of request data and a file the request names are
+// reported, never judged safe by the call.
+func TestPythonJudgedLoaders(t *testing.T) {
+	dir := t.TempDir()
+	src := `import pickle
+
+from flask import request
+from ruamel.yaml import YAML
+
+
+def view():
+    rt = YAML()
+    rt.load(request.data)
+    safe = YAML(typ="safe")
+    safe.load(request.data)
+    pickle.load(open("./cache/index.dat", "rb"))
+    pickle.load(open(request.args["f"], "rb"))
+    raw = YAML(typ="unsafe")
+    return raw.load(request.data)
+`
+	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := hostPython(t, dir)
+	for _, c := range []struct {
+		line   int
+		byCall bool
+	}{{9, true}, {11, true}, {12, true}, {13, false}, {15, false}} {
+		ok, byCall := res.Judged.Has("app.py", c.line, c.line, "insecure-deserialization")
+		if !ok || byCall != c.byCall {
+			t.Errorf("line %d: judged %v, by the call %v", c.line, ok, byCall)
+		}
+	}
+	var lines []int
+	for _, f := range res.Findings {
+		lines = append(lines, f.StartLine)
+	}
+	if !slices.Equal(lines, []int{13, 15}) {
+		t.Errorf("findings on lines %v, want [13 15] (the file the request names, the unsafe loader)", lines)
 	}
 }

@@ -252,11 +252,35 @@ class Analyzer {
 
   // ---- findings ----
 
+  // judge records that the engine judged a sink of category cat at node,
+  // whether it reported it or not: rules without data flow are superseded
+  // on these lines only (a sink the engine never looked at keeps them).
+  judge(cat, node, fr) {
+    if (!this.judged || !node || !node.loc || !fr || !fr.mod) return;
+    let m = this.judged.get(fr.mod.path);
+    if (!m) {
+      m = new Map();
+      this.judged.set(fr.mod.path, m);
+    }
+    // A call's lines, up to its last argument that is not a callback (a
+    // callback's body holds other sinks, judged on their own).
+    let last = node.loc.end.line;
+    if ((node.type === 'CallExpression' || node.type === 'NewExpression') && node.callee && node.callee.loc) {
+      last = node.callee.loc.end.line;
+      for (const a of node.arguments || []) {
+        if (a.loc && !/Function/.test(a.type)) last = Math.max(last, a.loc.end.line);
+      }
+    }
+    const end = Math.min(last, node.loc.start.line + 50);
+    for (let l = node.loc.start.line; l <= end && m.size < 50000; l++) m.set(`${l}\u0000${cat}`, [l, cat, 'flow']);
+  }
+
   // report records a finding of category cat at node: the value v (tainted)
   // reached sink (its text). opts: level, msg, col, endNode, file.
   report(cat, node, fr, v, sinkText, opts = {}) {
     const file = opts.file || fr.mod.path;
     const loc = opts.loc || node.loc;
+    if (!opts.file && !opts.loc) this.judge(cat, node, fr);
     let tr = null;
     let local = false;
     if (v && v.t) {
@@ -1120,7 +1144,14 @@ class Analyzer {
       return models.implied(this, fnVal.fn, ret, call.argNodes, fr);
     }
     if (fnVal.native) return fnVal.native(args, node, fr, recv);
-    if (fnVal.kind === 'db') return Val.of({ kind: 'db' });
+    if (fnVal.kind === 'db') {
+      // new Model({ name, email }): a document holding the fields it was given, each its own
+      const a0 = args[0], n0 = call.argNodes && call.argNodes[0];
+      if (isNew && args.length === 1 && a0 && a0.props && n0 && n0.type === 'ObjectExpression') {
+        return Val.of({ kind: 'db', props: new Map(a0.props) });
+      }
+      return Val.of({ kind: 'db' });
+    }
     return models.unknownCall(this, call);
   }
 

@@ -183,6 +183,16 @@ function better(a, b) {
   return ka < kb;
 }
 
+// judgedOf lists the judged sinks of the target files, sorted.
+function judgedOf(judged, targets) {
+  const out = {};
+  for (const f of [...judged.keys()].sort()) {
+    if (!targets.has(f)) continue;
+    out[f] = [...judged.get(f).values()].sort((a, b) => a[0] - b[0] || (a[1] < b[1] ? -1 : a[1] > b[1] ? 1 : 0));
+  }
+  return out;
+}
+
 async function main() {
   const o = parseArgs(process.argv.slice(2));
   o.root = path.resolve(o.root);
@@ -192,9 +202,15 @@ async function main() {
   const found = new Map();
   const notes = [];
   const times = [];
+  const judged = new Map();
   for (const rel of list) {
     const r = await pool.run(rel);
     times.push({ file: rel, ms: r.ms });
+    for (const [f, list] of Object.entries(r.judged || {})) {
+      const m = judged.get(f) || new Map();
+      judged.set(f, m);
+      for (const e of list) if (m.size < 50000) m.set(`${e[0]}\u0000${e[1]}`, e);
+    }
     for (const n of r.notes) notes.push(n);
     for (const f of r.findings) {
       const k = `${f.file}\u0000${f.line}\u0000${f.col}\u0000${f.cat}`;
@@ -216,6 +232,8 @@ async function main() {
     max_rss_kb: process.resourceUsage().maxRSS,
     max_file_ms: times.length ? times[0].ms : 0,
     slowest: times.slice(0, 5),
+    // the sinks judged in each target file, flagged or not: [line, category, basis]
+    judged: judgedOf(judged, new Set(list)),
   };
   const out = JSON.stringify(sarif.log(findings, notes, props, VERSION));
   process.stdout.write(out + '\n', () => process.exit(0));

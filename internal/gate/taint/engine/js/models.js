@@ -98,6 +98,23 @@ function cached(obj, key, make) {
   return obj.props.get(key);
 }
 
+// Request parts express-mongo-sanitize's middleware strips operator keys
+// ('$gt', 'a.b') from, when the module mounts it on its app.
+const MONGO_SANITIZED = new Set(['body', 'query', 'params', 'headers']);
+
+// mongoSanitized reports whether mod requires express-mongo-sanitize and
+// mounts it: app.use(name()) or app.use(name.sanitize()) (cached per module).
+function mongoSanitized(mod) {
+  if (!mod || typeof mod.code !== 'string') return false;
+  if (mod.mongoSanitized === undefined) {
+    const code = mod.code;
+    const m = /(?:\b(\w+)\s*=\s*require\(\s*['"]express-mongo-sanitize['"]\s*\)|import\s+(\w+)\s+from\s+['"]express-mongo-sanitize['"])/.exec(code);
+    const name = m && (m[1] || m[2]);
+    mod.mongoSanitized = !!name && new RegExp(`\\.use\\(\\s*${name}(?:\\.sanitize)?\\s*\\(`).test(code);
+  }
+  return mod.mongoSanitized;
+}
+
 function requestProp(A, obj, key, node, fr) {
   const ctx = obj.kind === 'ctx';
   if (key === 'session') return cached(obj, 'session', () => kindVal('session', { props: new Map() }));
@@ -115,6 +132,7 @@ function requestProp(A, obj, key, node, fr) {
     const v = sourceVal(A, txt, node, fr, { obj: REQ_OBJ.has(key), str: REQ_STR.has(key) });
     // Route parameters and headers are strings: no object can come in.
     if (REQ_STRINGS.has(key)) v.strFields = true;
+    if (!ctx && MONGO_SANITIZED.has(key) && mongoSanitized(fr.mod) && v.t) v.t = v.t.sanitized(M('nosql-injection'));
     v.props = obj.srcCache.get(key);
     if (key === 'cookies' && !ctx) v.kind = null;
     return v;
@@ -601,6 +619,8 @@ function pathCall(A, c, p) {
       break;
   }
   const fsm = /^fs\.(?:promises\.)?(\w+)$/.exec(p);
+  // an fs call that opens no file by a path it is given (realpath, fstat): judged, no sink
+  if (fsm && !FS_PATH.has(fsm[1].replace(/Sync$/, ''))) A.judge('path-traversal', node, fr);
   if (fsm && FS_PATH.has(fsm[1].replace(/Sync$/, ''))) {
     const m = fsm[1].replace(/Sync$/, '');
     const n = FS_TWO.has(m) ? 2 : 1;
@@ -1127,6 +1147,8 @@ function methodCall(A, c) {
   // SQL.
   if (SQL_METHODS.has(m) || SQL_METHODS_TEXT.has(m)) {
     const dbish = recv.kind === 'db' || DB_NAME.test(rname) || RAW_METHODS.has(m);
+    // a query call of a database judged, its text untainted or not
+    if (a[0] && !a[0].fn && (SQL_METHODS.has(m) ? (dbish || S.sqlText(a[0])) : S.sqlText(a[0]))) A.judge('sql-injection', node, fr);
     if (a[0] && !a[0].fn && S.live(a[0], 'sql-injection')) {
       if (SQL_METHODS.has(m) ? (dbish || S.sqlText(a[0])) : S.sqlText(a[0])) {
         // The query text given as {sql: ...} or {text: ...} too.
@@ -1267,6 +1289,16 @@ function methodCall(A, c) {
     return recv;
   }
   // Boolean and number results hold no input.
+  if (m === 'test' && recv && recv.kind === 'regex' && node.arguments && node.arguments[0]) {
+    // ok = EMAIL.test(x); if (ok) ...: the result carries what passing proves
+    const mask = patternMask(recv.re);
+    const k = mask ? exprKey(node.arguments[0]) || exprKey(node.arguments[0], fr.mod.code) : null;
+    if (k) {
+      const out = new Val();
+      out.implied = [{ key: k, mask }];
+      return out;
+    }
+  }
   if (BOOL_METHODS.has(m)) return new Val();
   // String methods.
   if (recv.t || recv.r || recv.str || typeof recv.c === 'string') {
@@ -1399,6 +1431,10 @@ function unknownCall(A, c) {
   void names;
   const name = c.method !== null && c.method !== undefined ? c.method : (c.callee.type === 'Identifier' ? c.callee.name : '');
   if (c.fn.kind === 'tplfn') return new Val();
+  if (c.isNew && c.args.length === 1 && c.args[0] && c.args[0].props && c.argNodes[0] && c.argNodes[0].type === 'ObjectExpression') {
+    // new Model({ name, email }) of a class not in view: an instance holding the fields it was given, each its own
+    return Val.of({ props: new Map(c.args[0].props), kind: 'obj' });
+  }
   if (CLEAN_RESULT.test(name)) return new Val();
   if (c.recv && c.method !== null) {
     if (c.recv.t) return derived(c.recv, false);
@@ -1617,6 +1653,38 @@ const ALLOW_FN = /^(is|has)?_?(valid|safe|allowed|whitelisted|permitted|trusted|
 const VALIDATOR_OK = /^is(Int|Numeric|Alphanumeric|Alpha|UUID|MongoId|Hexadecimal|Boolean|In|Float|Decimal|Hash|ISO8601|Date|Port|Slug|Hex|Number|Integer|SafeInteger|Finite|Time|Octal|Ean|ISBN|IBAN|BIC|Semver|JWT|MD5|ISO31661Alpha2|ISO4217)$/;
 const VALIDATOR_STR = /^is(Email|URL|MobilePhone|Ascii|Length|FQDN|IP|IPRange|Base64|DataURI|MimeType|Locale|Currency|PostalCode|Whitelisted|Lowercase|Uppercase|Empty|JSON|Strong\w*)$/;
 
+// patternMask is what a string's passing an anchored pattern proves, for a
+// pattern the plain anchored check (no wildcard, no alternation) refuses
+// because its character classes hold '.' or '|' (an e-mail address): no
+// operator object passes one that "[object Object]" fails (NoSQL), and
+// none with '<' or '>' passes one that admits neither (XSS).
+function patternMask(re) {
+  if (!re || typeof re.pattern !== 'string' || /m/.test(re.flags || '')) return 0;
+  const src = re.pattern;
+  if (!/^\^/.test(src) || !/[^\\]\$$/.test(src)) return 0;
+  const outside = src.replace(/\\./g, 'x').replace(/\[(?:\\.|[^\]\\])*\]/g, 'C');
+  if (/[|.]/.test(outside)) return 0;
+  let mask = 0;
+  try {
+    if (!new RegExp(src, re.flags || '').test('[object Object]')) mask |= M('nosql-injection');
+  } catch {
+    return 0;
+  }
+  if (!/[<>]|\\[SWDsbB]|\[\^/.test(src)) mask |= M('xss');
+  return mask;
+}
+
+// regexOf is the pattern a regular expression literal or a name bound to one holds.
+function regexOf(n, sc) {
+  if (n.type === 'Literal' && n.regex) return n.regex;
+  if (n.type === 'Identifier' && sc) {
+    const s = sc.find(n.name);
+    const v = s && s.vars.get(n.name);
+    if (v && v.kind === 'regex' && v.re) return v.re;
+  }
+  return null;
+}
+
 // guards returns the narrowings a condition gives when it is sense (true or
 // false): the expressions it checks against an allow-list or a pattern.
 function guards(A, t, sense, sc, fr) {
@@ -1719,7 +1787,14 @@ function guards(A, t, sense, sc, fr) {
         if ((m === 'test' || m === 'match') && arg) {
           const reNode = m === 'test' ? cal.object : arg;
           const subject = m === 'test' ? arg : cal.object;
+          const named = reNode.type === 'Identifier' ? regexOf(reNode, sc) : null;
+          if (named && sense) {
+            const mask = patternMask(named);
+            if (mask) add(subject, mask);
+          }
           if (reNode.type === 'Literal' && reNode.regex) {
+            const pm = patternMask(reNode.regex);
+            if (pm && sense) add(subject, pm);
             const src = reNode.regex.pattern;
             const anchored = /^\^/.test(src) && /\$$/.test(src) && !/(^|[^\\])\.(?![^[]*\])/.test(src.slice(1, -1)) && !/\|/.test(src);
             if (anchored && sense) add(subject, ALL);

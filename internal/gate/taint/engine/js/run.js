@@ -40,6 +40,7 @@ function file(rel, budgetMs) {
   A.invokes = 0;
   A.memo = new Map();
   A.notes = [];
+  A.judged = new Map();
   let findings = [];
   let over = false;
   let deep = false;
@@ -68,7 +69,13 @@ function file(rel, budgetMs) {
       ? { file: rel, text: `skipped: over the per-file budget (${budgetMs} ms, ${opts.maxSteps || 'no'} steps)`.replace(', no steps', ''), level: 'warning' }
       : { file: rel, text: 'skipped: nested too deeply to analyse', level: 'warning' });
   }
-  return { path: rel, findings, notes, ms: Date.now() - t0 };
+  // Every file this walk judged sinks in (a required module's functions are
+  // walked from the file that requires it, and memoised), by file.
+  const judged = {};
+  if (!over && !deep && A.judged) {
+    for (const [f, m] of A.judged) judged[f] = [...m.values()];
+  }
+  return { path: rel, findings, notes, judged, ms: Date.now() - t0 };
 }
 
 module.exports = { setup, file };

@@ -34,6 +34,7 @@ function deepLive(v, cat) {
 }
 
 function sink(A, cat, node, fr, v, what, opts = {}) {
+  A.judge(cat, node, fr);
   const x = opts.deep ? deepLive(v, cat) : (live(v, cat) ? v : null);
   if (!x) return false;
   const src = x.t.tr.source().text;
@@ -54,11 +55,13 @@ function hostOpen(v, forRedirect) {
 }
 
 function redirect(A, node, fr, v, what) {
+  A.judge('open-redirect', node, fr);
   if (!live(v, 'open-redirect') || !hostOpen(v, true)) return false;
   return sink(A, 'open-redirect', node, fr, v, what);
 }
 
 function ssrf(A, node, fr, v, what) {
+  A.judge('ssrf', node, fr);
   if (!v) return false;
   if (v.props && !v.t) {
     // An options object: {url}, {host}, {hostname}, {uri}, {baseURL}.
@@ -80,8 +83,9 @@ function sqlText(v) {
 }
 
 function sql(A, node, fr, v, what, needText) {
-  if (!live(v, 'sql-injection')) return false;
   if (needText && !sqlText(v)) return false;
+  A.judge('sql-injection', node, fr);
+  if (!live(v, 'sql-injection')) return false;
   if (v.obj) return false;
   return sink(A, 'sql-injection', node, fr, v, what);
 }
@@ -89,6 +93,7 @@ function sql(A, node, fr, v, what, needText) {
 // nosql checks a query object for fields an attacker can turn into
 // operators ({$ne: null}) and for tainted $where code.
 function nosql(A, node, fr, v, what) {
+  A.judge('nosql-injection', node, fr);
   if (!v) return false;
   if (v.fn) return false;
   if (live(v, 'nosql-injection') && !v.str) return sink(A, 'nosql-injection', node, fr, v, what);

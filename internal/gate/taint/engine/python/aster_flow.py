@@ -15,6 +15,7 @@ Everything is deterministic: dictionaries keep insertion order, files and
 functions are visited sorted, and the first trace to reach a key is kept."""
 
 import ast
+import builtins
 import re
 
 import aster_rules as R
@@ -217,6 +218,11 @@ class Frame:
         self.clean_exprs = {}      # source expression text -> categories a guard proved safe
         self.urlparse_of = {}      # name bound to urlparse(x) -> x's name
         self.realpath_of = {}      # name bound to realpath(x) -> x's name
+        self.ctor_of = {}          # local name -> the call whose result it holds
+        self.consts = {}           # local name -> the string literal it was last bound to
+        self.guard_calls = {}      # name bound to a validating call's result -> the call
+        self.check_args = {}       # name bound to a call's result -> the names the call was given
+        self.defs = {}             # local name -> lines its value was built on (see Analyzer.judge)
 
 
 class Analyzer:
@@ -240,6 +246,10 @@ class Analyzer:
                 return None
             for star in mod.star:
                 return star + "." + n
+            if n in R.STDLIB_MODULES and not hasattr(builtins, n):
+                # a standard module used without its import in sight (imported
+                # elsewhere, or code quoted to show a rule): the module it names
+                return n
             return "builtins." + n
         if isinstance(node, ast.Attribute):
             base = self.qualname(fr, node.value)
@@ -288,8 +298,45 @@ class Analyzer:
 
     # ------------------------------------------------------------ reporting
 
+    def judge(self, fr, category, node, basis="flow"):
+        """Record that the engine judged a sink of category at node: the
+        call's lines and the lines its arguments' text was built on (through
+        local names), so that a rule without data flow flagging one of them
+        is superseded by this judgement and by nothing else. basis "call":
+        the call is safe by its own arguments (a safe loader, a constant)."""
+        lines = set(range(getattr(node, "lineno", 0) or 0, (getattr(node, "end_lineno", 0) or 0) + 1))
+        if isinstance(node, ast.Call):
+            for a in list(node.args) + [k.value for k in node.keywords]:
+                lines |= self.built_lines(fr, a)
+        self.ctx.record_judged(fr.mod.path, category, lines, basis)
+
+    @staticmethod
+    def deferred(t, category):
+        """Whether a sink's data is the function's own parameter: its verdict
+        is its callers', which may be out of sight (a framework's handler)."""
+        return any(lab.kind == PARAM and category not in lab.san for lab in (t or {}).values())
+
+    def wraps_sink(self, fr, node, category):
+        """Whether a sink's argument is itself a sink call of its category
+        (execute(text(q))): that inner call gave, or deferred, the verdict."""
+        for a in getattr(node, "args", ()):
+            if isinstance(a, ast.Call):
+                spec = R.SINK_CALLS.get(self.qualname(fr, a.func) or "")
+                if spec is not None and spec[0] == category:
+                    return True
+        return False
+
+    def built_lines(self, fr, node):
+        out = set()
+        for n in ast.walk(node):
+            if isinstance(n, ast.Name) and n.id in fr.defs:
+                out |= fr.defs[n.id]
+        return out
+
     def sink(self, fr, category, node, t, sink_text, kinds=(WEB, LOCAL)):
         """Data t reaches a sink of category at node."""
+        if not self.deferred(t, category) and not self.wraps_sink(fr, node, category):
+            self.judge(fr, category, node)
         if not t:
             return
         step = step_of(fr.mod.path, node.lineno, sink_text)
@@ -316,6 +363,7 @@ class Analyzer:
             self.ctx.report(category, fr.mod.path, node, lab.trace + (step,), lab.kind, sink_text)
 
     def pattern(self, fr, category, node, message, level="warning"):
+        self.judge(fr, category, node, "call")
         self.ctx.report_pattern(category, fr.mod.path, node, message, level)
 
     # ------------------------------------------------------------ expressions
@@ -409,10 +457,10 @@ class Analyzer:
     def e_BinOp(self, fr, node):
         left = self.expr(fr, node.left)
         right = self.expr(fr, node.right)
+        if isinstance(node.op, ast.Add) and right:
+            # what follows a fixed prefix ('/app/' + a + '/' + b) cannot move the URL off it
+            right = sanitize(right, self.prefix_safety(fr, node.left))
         t = union(left, right)
-        if isinstance(node.op, ast.Add) and right and not left:
-            safe = self.prefix_safety(fr, node.left)
-            t = sanitize(t, safe)
         if isinstance(node.op, ast.Mod) and isinstance(node.left, ast.Constant) and isinstance(node.left.value, str):
             t = self.secret_in_text(fr, node, node.left.value, t)
             t = sanitize(t, self.const_prefix_safety(node.left.value.split("%", 1)[0]))
@@ -431,6 +479,8 @@ class Analyzer:
         a fixed path fixes where a URL goes."""
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             return self.const_prefix_safety(node.value)
+        if isinstance(node, ast.Name) and isinstance(fr.consts.get(node.id), str):
+            return self.const_prefix_safety(fr.consts[node.id])
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
             return self.prefix_safety(fr, node.left)
         return frozenset()
@@ -569,7 +619,12 @@ class Analyzer:
             return self.source(fr, node, WEB)
         if q in R.LOCAL_SOURCE_CALLS:
             return self.source(fr, node, LOCAL)
+        if meth in ("parse_args", "parse_known_args") and isinstance(recv, ast.Name) and \
+                fr.kinds.get(recv.id) in R.ARG_PARSERS:
+            # the command line, parsed: as local as sys.argv
+            return self.source(fr, node, LOCAL)
         if q and q.startswith("random.") and q.split(".")[-1] in R.WEAK_RANDOM_FUNCS and "SystemRandom" not in q:
+            self.judge(fr, "weak-randomness", node)
             return union(self.source(fr, node, RAND), alla)
         if recv_t and meth in ("get", "getlist", "get_all", "getone") and self.is_source_text(recv_t, recv) and not any(args[1:2]):
             return self.retext(recv_t, node, fr)
@@ -612,6 +667,12 @@ class Analyzer:
             return EMPTY
         if meth in R.XPATH_FIND_METHODS and any(l in fr.mod.libs for l in R.XML_LIBS) and not recv_t:
             return EMPTY
+        fmt = recv.value if isinstance(recv, ast.Constant) else fr.consts.get(recv.id) if isinstance(recv, ast.Name) else None
+        if meth == "format" and isinstance(fmt, str):
+            if "{" not in fmt:
+                # no replacement field: the arguments are dropped, the text is the constant
+                return EMPTY
+            return sanitize(alla, self.const_prefix_safety(fmt.split("{", 1)[0]))
         if isinstance(func, ast.Attribute) and R.ORM_CALL.search(text_of(func)):
             # a row an ORM query returns is the database's, not the request's
             return only_kind(alla, (RAND,))
@@ -621,8 +682,6 @@ class Analyzer:
         if q in ("os.path.join", "posixpath.join", "pathlib.Path", "pathlib.PurePath") and node.args:
             # a later absolute part replaces the earlier ones: every part counts
             return alla
-        if meth == "format" and isinstance(recv, ast.Constant):
-            return sanitize(alla, self.const_prefix_safety(str(recv.value).split("{", 1)[0]))
         if meth == "join" and isinstance(recv, ast.Constant):
             return alla
         if meth in ("append", "extend", "add", "insert", "update", "setdefault", "appendleft", "put", "write") \
@@ -882,17 +941,41 @@ class Analyzer:
                 or q in ("yaml.load", "yaml.load_all"):
             fr.sink_built = True
         spec = R.SINK_CALLS.get(q) if q else None
+        if spec is not None and not self.deferred(union(*[args[i] for i in spec[1] if i < len(args)],
+                                                         *[kw[n] for n in spec[2] if n in kw]), spec[0]):
+            self.judge(fr, spec[0], node)
+        elif isinstance(node.func, ast.Name) and R.SINK_CALLS.get("builtins." + node.func.id, ("",))[0] == "code-injection":
+            # a name like eval that this module binds to something else: judged not to be Python's
+            self.judge(fr, "code-injection", node)
+        if spec is not None and spec[0] == "insecure-deserialization" and first is not None and self.is_constant(fr, first):
+            self.judge(fr, spec[0], node, "call")
+        if meth in ("load", "load_all") and isinstance(recv, ast.Name) and recv.id in fr.ctor_of \
+                and self.qualname(fr, fr.ctor_of[recv.id].func) in ("ruamel.yaml.YAML", "ruamel.yaml.main.YAML"):
+            typ = next((k.value for k in fr.ctor_of[recv.id].keywords if k.arg == "typ"), None)
+            if typ is None or (isinstance(typ, ast.Constant) and typ.value in ("rt", "safe", "base")):
+                # ruamel's round-trip, safe and base loaders build no arbitrary objects
+                self.judge(fr, "insecure-deserialization", node, "call")
+            else:
+                self.sink(fr, "insecure-deserialization", node, union(*args), text_of(node.func))
+            return
+        if q in R.OS_EXEC_CALLS and self.shell_script_sink(fr, node, q):
+            return
         if q in R.SUBPROCESS_CALLS:
             self.subprocess_sink(fr, node, q, args, kw)
             return
         if q in ("yaml.load", "yaml.load_all"):
             loader = kw.get("Loader")
             lnode = next((k.value for k in node.keywords if k.arg == "Loader"), node.args[1] if len(node.args) > 1 else None)
-            if lnode is None or "Safe" not in text_of(lnode) and "BaseLoader" not in text_of(lnode):
+            if (lnode is not None and ("Safe" in text_of(lnode) or "BaseLoader" in text_of(lnode))) or \
+                    (first is not None and self.is_constant(fr, first)):
+                # a loader that builds no Python objects, or the program's own document
+                self.judge(fr, "insecure-deserialization", node, "call")
+            else:
                 self.sink(fr, "insecure-deserialization", node, args[0] if args else kw.get("stream", EMPTY), q)
             del loader
             return
         if q in ("numpy.load",):
+            self.judge(fr, "insecure-deserialization", node, "call")
             if any(k.arg == "allow_pickle" and not (isinstance(k.value, ast.Constant) and not k.value.value) for k in node.keywords):
                 self.sink(fr, "insecure-deserialization", node, args[0] if args else EMPTY, q)
             return
@@ -944,6 +1027,23 @@ class Analyzer:
             return
         self.sink(fr, cat, node, t, text_of(node.func))
 
+    def is_constant(self, fr, node):
+        """Whether an argument is text the program wrote itself: a literal,
+        an f-string of literals, or a name only ever bound to a literal here."""
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, (str, bytes))
+        if isinstance(node, ast.JoinedStr):
+            return all(isinstance(v, ast.Constant) for v in node.values)
+        if isinstance(node, ast.Name):
+            return node.id in fr.consts
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("read", "read_bytes", "read_text") \
+                and not node.args:
+            return self.is_constant(fr, node.func.value)
+        if isinstance(node, ast.Call) and self.qualname(fr, node.func) in ("builtins.open", "io.open", "pathlib.Path") and node.args:
+            # the program's own file, named by a constant path
+            return self.is_constant(fr, node.args[0])
+        return False
+
     @staticmethod
     def looks_like_xpath(arg):
         consts = []
@@ -952,6 +1052,28 @@ class Analyzer:
                 consts.append(n.value)
         s = "".join(consts)
         return any(c in s for c in "/[@=") or not consts
+
+    def shell_script_sink(self, fr, node, q):
+        """os.exec*/os.spawn* of a shell with -c: the argument after -c is a
+        script, a sink as much as the program is. True when it ran a shell."""
+        at = R.OS_EXEC_CALLS[q]
+        if len(node.args) <= at:
+            return False
+        prog = node.args[at]
+        if not (isinstance(prog, ast.Constant) and str(prog.value).split("/")[-1] in R.SHELLS):
+            return False
+        rest = list(node.args[at + 1:])
+        flat = []
+        for a in rest:
+            flat.extend(a.elts if isinstance(a, (ast.List, ast.Tuple)) else [a])
+        for i, e in enumerate(flat):
+            if isinstance(e, ast.Constant) and str(e.value) in ("-c", "-lc", "/c"):
+                t = union(*[self.expr(fr, x) for x in flat[i + 1:i + 2]])
+                self.sink(fr, "command-injection", node, t, text_of(node.func))
+                break
+        else:
+            self.judge(fr, "command-injection", node)
+        return True
 
     def subprocess_sink(self, fr, node, q, args, kw):
         shell = next((k.value for k in node.keywords if k.arg == "shell"), None)
@@ -967,6 +1089,7 @@ class Analyzer:
             return
         if isinstance(cmd_node, (ast.List, ast.Tuple)):
             if not cmd_node.elts:
+                self.judge(fr, "command-injection", node)
                 return
             head = cmd_node.elts[0]
             # a command-line tool runs the program its own user names: only
@@ -981,10 +1104,13 @@ class Analyzer:
                     if isinstance(e, ast.Constant) and str(e.value) in ("-c", "/c", "-Command"):
                         self.sink(fr, "command-injection", node, union(*[self.expr(fr, x) for x in rest[i + 1:]]), sink_text)
                         return
+            # a program the code names, its arguments as a list: no shell parses them
+            self.judge(fr, "command-injection", node)
             return
         if isinstance(cmd_node, ast.Name):
             k = fr.kinds.get(cmd_node.id)
             if k == "list":
+                self.judge(fr, "command-injection", node)
                 return
         # a string command run without a shell: request data names the program
         self.sink(fr, "command-injection", node, cmd_t, sink_text)
@@ -999,9 +1125,11 @@ class Analyzer:
         if q == "aiohttp.web.Response":
             # aiohttp sends text= as text/plain unless told otherwise
             if ctype is None or not (isinstance(ctype, ast.Constant) and "html" in str(ctype.value)):
+                self.judge(fr, "xss", node)
                 return
         elif ctype is not None:
             if isinstance(ctype, ast.Constant) and "html" not in str(ctype.value):
+                self.judge(fr, "xss", node)
                 return
         self.sink(fr, "xss", node, body_t, text_of(node.func))
 
@@ -1076,6 +1204,9 @@ class Analyzer:
                     ("no_network" in kws and false(kws["no_network"])):
                 self.pattern(fr, "xxe", node, "XML parser resolves external entities", "error")
             return
+        if q and q.startswith(R.XML_PARSE_MODULES) and q.rsplit(".", 1)[-1] in R.XML_PARSE_FUNCS:
+            # a parser's defaults are judged here: only the options above enable entities
+            self.judge(fr, "xxe", node, "call")
         if meth == "setFeature" and len(node.args) >= 2:
             feat = text_of(node.args[0])
             if ("external_ges" in feat or "external_pes" in feat or "external-general-entities" in feat) and \
@@ -1127,6 +1258,9 @@ class Analyzer:
 
     def s_AugAssign(self, fr, node):
         t = self.expr(fr, node.value)
+        if isinstance(node.op, ast.Add) and isinstance(node.target, ast.Name) and isinstance(fr.consts.get(node.target.id), str):
+            # url = "https://host/"; url += x: x follows a fixed prefix
+            t = sanitize(t, self.const_prefix_safety(fr.consts[node.target.id]))
         cur = self.expr(fr, node.target)
         self.bind(fr, node.target, union(cur, t), node.value, node, augment=True)
 
@@ -1149,6 +1283,27 @@ class Analyzer:
                     inner = value.args[0]
                     fr.realpath_of[n] = [x.id for x in ast.walk(inner) if isinstance(x, ast.Name)]
             self.store_name(fr, n, extend(t, step_of(fr.mod.path, line, n)) if t else EMPTY, node)
+            vl = set(range(getattr(value, "lineno", line) or line, (getattr(value, "end_lineno", line) or line) + 1))
+            vl |= self.built_lines(fr, value)
+            if augment:
+                vl |= fr.defs.get(n, set())
+            fr.defs[n] = vl if len(vl) <= 64 else set(sorted(vl)[-64:])
+            if not augment and isinstance(value, ast.Constant) and isinstance(value.value, (str, bytes)):
+                fr.consts[n] = value.value
+            else:
+                fr.consts.pop(n, None)
+            self.note_check(fr, [n], value)
+            if isinstance(value, ast.Call):
+                fr.ctor_of[n] = value
+            else:
+                fr.ctor_of.pop(n, None)
+            fname = (value.func.attr if isinstance(value.func, ast.Attribute) else value.func.id
+                     if isinstance(value.func, ast.Name) else "") if isinstance(value, ast.Call) else ""
+            if fname and any(w in fname.lower() for w in ("safe", "allowed", "valid", "whitelist", "allowlist",
+                                                           "permitted", "trusted")):
+                fr.guard_calls[n] = value
+            else:
+                fr.guard_calls.pop(n, None)
             # a fresh value replaces what the name's attributes held
             if not augment:
                 for k in [k for k in fr.env if k.startswith(n + ".") or k.startswith(n + "[")]:
@@ -1156,6 +1311,7 @@ class Analyzer:
                         del fr.env[k]
             return
         if isinstance(target, (ast.Tuple, ast.List)):
+            self.note_check(fr, [e.id for e in target.elts if isinstance(e, ast.Name)], value)
             vals = value.elts if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == len(target.elts) else None
             for i, e in enumerate(target.elts):
                 if vals is not None:
@@ -1200,6 +1356,20 @@ class Analyzer:
                     self.store_name(fr, base.id + "[" + repr(keyname) + "]", extend(t, step_of(fr.mod.path, line, text_of(target))), node)
                 self.store_name(fr, base.id, union(fr.env.get(base.id, EMPTY), extend(t, step_of(fr.mod.path, line, text_of(target)))), node)
             return
+
+    def note_check(self, fr, names, value):
+        """Remember the names a call was given when its result is bound:
+        a later branch on that result is the program checking them."""
+        if isinstance(value, ast.Await):
+            value = value.value
+        given = []
+        if isinstance(value, ast.Call) and not self.is_plain_check(fr, value):
+            given = [a.id for a in list(value.args) + [k.value for k in value.keywords] if isinstance(a, ast.Name)]
+        for n in names:
+            if given:
+                fr.check_args[n] = given
+            else:
+                fr.check_args.pop(n, None)
 
     def config_assign(self, fr, name, value, node):
         if name in ("SESSION_COOKIE_SECURE", "SESSION_COOKIE_HTTPONLY", "CSRF_COOKIE_SECURE",
@@ -1404,8 +1574,30 @@ class Analyzer:
 
     # ------------------------------------------------------------ guards
 
+    def is_plain_check(self, fr, call):
+        """Whether a call is Python's own (len, str, a regex): it checks a
+        value's shape, not who its sender is."""
+        q = self.qualname(fr, call.func) or ""
+        return q.startswith("re.") or (q.startswith("builtins.") and hasattr(builtins, q.split(".", 1)[1]))
+
+    def checked_names(self, fr, test):
+        """Names a condition checks through a call: given to a call in it, or
+        to the call whose result it tests (user, ok = lookup(name))."""
+        out = []
+        for n in ast.walk(test):
+            if isinstance(n, ast.Call) and not self.is_plain_check(fr, n):
+                out += [a.id for a in list(n.args) + [k.value for k in n.keywords] if isinstance(a, ast.Name)]
+            elif isinstance(n, ast.Name) and n.id in fr.check_args:
+                out += fr.check_args[n.id]
+        return out
+
     def apply_guard(self, fr, test, truth):
-        for name, cats in self.guard_facts(fr, test, truth).items():
+        facts = dict(self.guard_facts(fr, test, truth))
+        for n in self.checked_names(fr, test):
+            # a session keeps what the program checked before storing it (a
+            # user name whose password was verified): the trust boundary holds
+            facts[n] = frozenset(facts.get(n, frozenset()) | {"trust-boundary"})
+        for name, cats in facts.items():
             if "[" in name or "(" in name:
                 fr.clean_exprs[name] = frozenset(fr.clean_exprs.get(name, frozenset()) | cats)
                 continue
@@ -1431,6 +1623,20 @@ class Analyzer:
                 for v in test.values:
                     for n, c in self.guard_facts(fr, v, truth).items():
                         add([n], c)
+            else:
+                # one of the operands decided: what every one of them proves
+                each = [self.guard_facts(fr, v, truth) for v in test.values]
+                for n in set.intersection(*[set(f) for f in each]) if each else ():
+                    add([n], frozenset.intersection(*[f[n] for f in each]))
+            return facts
+        if isinstance(test, ast.Name):
+            if not truth and test.id in fr.env:
+                # a falsy value is empty: nothing reaches a sink through it
+                add([test.id], R.ALL)
+            call = fr.guard_calls.get(test.id)
+            if call is not None:
+                for n, c in self.guard_facts(fr, call, truth).items():
+                    add([n], c)
             return facts
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             op, left, right = test.ops[0], test.left, test.comparators[0]
@@ -1457,7 +1663,7 @@ class Analyzer:
             q = self.qualname(fr, test.func)
             fname = (test.func.attr if isinstance(test.func, ast.Attribute) else
                      test.func.id if isinstance(test.func, ast.Name) else "")
-            argnames = [name_of(a) for a in test.args]
+            argnames = [name_of(a) for a in list(test.args) + [k.value for k in test.keywords if k.arg not in ("allowed_hosts", "require_https")]]
             argnames = [a for a in argnames if a]
             if not truth:
                 return facts

@@ -48,6 +48,8 @@ class Project:
         self.templates = T.Templates(self)
         self.final = False
         self.called = set()                     # id(FuncInfo) of every function a call reached
+        self.judged = {}                        # path -> {(line, category): basis} of sinks judged
+        self.judged_n = 0
 
     # ------------------------------------------------------------ files
 
@@ -356,6 +358,14 @@ class Project:
         fi.node.body = [s for s in mod.tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
         fi.tainted_params = {}
         fr = self.analyze_function(fi)
+        if self.final:
+            for n in ast.walk(mod.tree):
+                names = [a.name for a in n.names] if isinstance(n, ast.Import) else \
+                    [n.module] if isinstance(n, ast.ImportFrom) and n.module and not n.level else []
+                for name in names:
+                    cat = R.JUDGED_IMPORTS.get(name.split(".")[0])
+                    if cat:
+                        self.record_judged(mod.path, cat, (n.lineno,), "flow")
         mod.globals = {k: v for k, v in fr.env.items() if "." not in k and v and any(l.kind != PARAM for l in v.values())}
 
     def run(self):
@@ -424,6 +434,7 @@ class Project:
         self.skipped[rel] = why if rel in self.target_set else None
         for k in [k for k in self.findings if k[0] == rel]:
             del self.findings[k]
+        self.judged.pop(rel, None)
         mod = self.modules.get(rel)
         if mod is not None:
             for fi in mod.all_funcs:
@@ -462,6 +473,26 @@ class Project:
         if path in self.target_set:
             return True
         return bool(trace) and trace[0][0] in self.target_set
+
+    MAX_JUDGED = 100000
+
+    def record_judged(self, path, category, lines, basis):
+        """Sinks the report pass judged in a target file (see Analyzer.judge);
+        "call" (safe by the call's own arguments) wins over "flow"."""
+        if not self.final or path not in self.target_set:
+            return
+        m = self.judged.setdefault(path, {})
+        for ln in lines:
+            if ln <= 0:
+                continue
+            k = (ln, category)
+            if k not in m:
+                if self.judged_n >= self.MAX_JUDGED:
+                    return
+                self.judged_n += 1
+                m[k] = basis
+            elif basis == "call":
+                m[k] = basis
 
     def report(self, category, path, node, trace, kind, sink_text):
         loc = (path, node.lineno, getattr(node, "col_offset", 0), getattr(node, "end_lineno", node.lineno) or node.lineno,

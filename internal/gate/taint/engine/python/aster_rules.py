@@ -77,6 +77,13 @@ HANDLER_METHODS = {"get_argument", "get_arguments", "get_query_argument", "get_q
 # terminal. Their findings are warnings (the user of a command-line tool is
 # usually the one typing).
 LOCAL_SOURCES = {"sys.argv", "os.environ", "sys.stdin"}
+# Command-line parsers whose parse_args() is the command line, parsed.
+ARG_PARSERS = {"argparse.ArgumentParser", "optparse.OptionParser"}
+# os.exec*/os.spawn* and the position of the program they run.
+OS_EXEC_CALLS = {**{"os." + f: 0 for f in ("execl", "execle", "execlp", "execlpe", "execv", "execve", "execvp", "execvpe")},
+                 **{"os." + f: 1 for f in ("spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe")}}
+# Standard modules a bare name stands for when nothing in the module binds it.
+STDLIB_MODULES = frozenset(getattr(__import__("sys"), "stdlib_module_names", ()))
 LOCAL_SOURCE_CALLS = {"os.getenv", "os.environ.get", "builtins.input", "builtins.raw_input",
                       "os.getenvb", "sys.stdin.read", "sys.stdin.readline"}
 
@@ -388,6 +395,13 @@ SINK_METHODS = {
 # that parse XML, with a receiver that is not itself request data.
 XPATH_FIND_METHODS = {"find", "findall", "findtext", "iterfind"}
 XML_LIBS = ("lxml", "xml", "elementpath", "defusedxml")
+# XML parsing calls whose entity handling the engine judges by their options
+XML_PARSE_MODULES = ("xml.etree.", "xml.dom.", "xml.sax", "lxml.etree.", "xml.parsers.expat", "lxml.objectify.", "defusedxml.")
+XML_PARSE_FUNCS = {"parse", "parseString", "fromstring", "XML", "iterparse", "XMLParser", "XMLPullParser",
+                   "make_parser", "ParserCreate", "fromstringlist", "XMLID", "iterwalk", "pulldom"}
+# imports whose every call the engine judges (the module as a whole: a rule
+# flagging the import itself is superseded by those judgements)
+JUDGED_IMPORTS = {"subprocess": "command-injection", "xml": "xxe", "lxml": "xxe"}
 
 # Subprocess functions: command injection when the shell runs request data,
 # or when request data chooses the program.

@@ -123,7 +123,11 @@ def sarif(project, targets, ms):
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     props = {"files": len([t for t in targets if t in project.modules or t.endswith(R.TEMPLATE_EXTS)]),
              "ms": ms, "max_rss_kb": rss, "passes": getattr(project, "passes", 0),
-             "slowest": [{"path": p, "ms": m} for m, p in slow]}
+             "slowest": [{"path": p, "ms": m} for m, p in slow],
+             # the sinks the engine judged, flagged or not, by file: [line,
+             # category, basis]; rules without data flow are superseded there only
+             "judged": {p: [[ln, c, b] for (ln, c), b in sorted(m.items())]
+                        for p, m in sorted(project.judged.items()) if p not in project.skipped}}
     return {
         "$schema": "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json",
         "version": "2.1.0",
