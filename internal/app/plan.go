@@ -191,9 +191,14 @@ func annotation(f gate.Marked) github.Annotation {
 	if msg == "" {
 		msg = f.RuleID
 	}
+	title := f.Analyzer + ": " + f.RuleID
+	if len(f.Also) > 0 {
+		// The analyzers whose findings of the same problem merged into this one.
+		title += " (also " + strings.Join(f.Also, ", ") + ")"
+	}
 	return github.Annotation{
 		Path: f.Path, StartLine: max(f.StartLine, 1), EndLine: max(f.EndLine, f.StartLine, 1), Level: level,
-		Title:   safetext.Cut(safetext.Clean(f.Analyzer+": "+f.RuleID), 200),
+		Title:   safetext.Cut(safetext.Clean(title), 200),
 		Message: safetext.Cut(msg, maxAnnotationChars),
 	}
 }

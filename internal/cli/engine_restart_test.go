@@ -218,9 +218,8 @@ func TestServeEngineRestart(t *testing.T) {
 
 	// A streamed run is in flight when the engine stops.
 	b, _ := json.Marshal(api.ExecuteRequest{Argv: []string{"/bin/sleep", "60s"}})
-	req, _ := http.NewRequest(http.MethodPost, p.url+api.RouteExecute, bytes.NewReader(b))
+	req, _ := http.NewRequest(http.MethodPost, p.url+api.RouteExecuteStream, bytes.NewReader(b))
 	req.Header.Set("Content-Type", api.ContentTypeJSON)
-	req.Header.Set("Accept", api.ContentTypeNDJSON)
 	resp, err := p.http.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -180,7 +180,9 @@ func (r *Runner) Run(ctx context.Context, job Job, run RunFunc) (Outcome, error)
 				out.Install.Status, out.Install.Reason = api.InstallSkipped, NoEgressReason
 			} else {
 				depsFile, res, err := r.install(ctx, job, run, out.Install, disk)
-				defer depsFile.Close()
+				if depsFile != nil {
+					defer depsFile.Close()
+				}
 				if out.Install.Status == api.InstallFailed {
 					out.Phase, out.Result, out.Err = PhaseInstall, res, err
 					out.Summary = testrun.Summary{Framework: job.Plan.Framework, Format: job.Plan.Format, Failures: []testrun.Failure{},
