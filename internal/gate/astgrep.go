@@ -31,7 +31,8 @@ func astGrepAnalyzer() Analyzer {
 		// Only the languages the pack has rules for; JavaScript and
 		// TypeScript are all read as TSX (sgconfig.yml).
 		Files: []string{"*.py", "*.pyi", "*.js", "*.jsx", "*.mjs", "*.cjs", "*.ts", "*.mts", "*.cts", "*.tsx",
-			"*.go", "*.sh", "*.bash", "*.ksh", "*.bats"},
+			"*.go", "*.sh", "*.bash", "*.ksh", "*.bats",
+			"*.java", "*.kt", "*.kts", "*.php", "*.rb", "*.cs"},
 		// 1: error-level matches were found.
 		OKExitCodes:    []int{0, 1},
 		Optional:       true,

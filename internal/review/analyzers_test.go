@@ -159,3 +159,36 @@ func TestReviewSecurityAnalyzers(t *testing.T) {
 	}
 	validateSARIF(t, sarif.Bytes())
 }
+
+// TestReviewGoCleanModule reviews a change to a Go module gosec has nothing
+// to say about: gosec prints no report when it finds nothing in quiet mode,
+// and that silence must be a clean result, not a failed analyzer.
+func TestReviewGoCleanModule(t *testing.T) {
+	e := newEngine(t)
+	dir := baseAndFeature(t, "goclean", map[string]string{
+		"README.md": "base\n",
+	}, map[string]string{
+		"go.mod": "module example.com/clean\n\ngo 1.22\n",
+		"calc/calc.go": `package calc
+
+// Add returns the sum of a and b.
+func Add(a, b int) int { return a + b }
+`,
+	})
+	rep := review(t, e, dir, Options{})
+	for _, a := range rep.Analyzers {
+		if a.Name != "gosec" {
+			continue
+		}
+		if a.Status != gate.StatusOK {
+			t.Fatalf("gosec on a clean module: %s %s (stderr %s)", a.Status, a.Reason, a.Stderr)
+		}
+		for _, f := range rep.Findings {
+			if f.Analyzer == "gosec" {
+				t.Errorf("gosec finding on a clean module: %+v", f)
+			}
+		}
+		return
+	}
+	t.Fatalf("gosec did not run: %+v", rep.Analyzers)
+}

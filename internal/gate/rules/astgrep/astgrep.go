@@ -1,5 +1,5 @@
 // Package astgrep is Aster's own ast-grep rule pack: security rules for
-// Python, JavaScript/TypeScript, Go and shell, each with a CWE, embedded in
+// Python, JavaScript/TypeScript, Go, shell, Java, Kotlin, PHP, Ruby and C#, each with a CWE, embedded in
 // the binary so that a review uses the pack of its Aster version. The gate
 // hands the pack to ast-grep on the analyzer's stdin as a tar (Tar) that the
 // sandbox unpacks outside the repository tree; the repository's own files,

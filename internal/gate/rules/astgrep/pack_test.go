@@ -163,13 +163,13 @@ func TestPack(t *testing.T) {
 	if len(rules) < 20 {
 		t.Fatalf("%d rules", len(rules))
 	}
-	idRE := regexp.MustCompile(`^aster\.(python|js|go|shell)\.[a-z0-9-]+$`)
+	idRE := regexp.MustCompile(`^aster\.(python|js|go|shell|java|kotlin|php|ruby|csharp)\.[a-z0-9-]+$`)
 	cweRE := regexp.MustCompile(`^CWE-[1-9][0-9]*$`)
 	langs := map[string]bool{}
 	seen := map[string]bool{}
 	for _, r := range rules {
 		if !idRE.MatchString(r.ID) || seen[r.ID] {
-			t.Errorf("%s: id %q is not aster.<python|js|go|shell>.<name> or is repeated", r.File, r.ID)
+			t.Errorf("%s: id %q is not aster.<language>.<name> or is repeated", r.File, r.ID)
 		}
 		seen[r.ID] = true
 		langs[r.Language] = true
@@ -189,7 +189,7 @@ func TestPack(t *testing.T) {
 			t.Errorf("%s lives in %s, want %s", r.ID, r.File, want)
 		}
 	}
-	for _, l := range []string{"python", "tsx", "go", "bash"} {
+	for _, l := range []string{"python", "tsx", "go", "bash", "java", "kotlin", "php", "ruby", "csharp"} {
 		if !langs[l] {
 			t.Errorf("no rule for %s", l)
 		}
