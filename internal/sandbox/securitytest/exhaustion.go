@@ -27,7 +27,7 @@ func (s *suite) b1ForkBombShell(t *testing.T) {
 	}()
 	res := s.run(t, sandbox.Spec{
 		Argv:   []string{"sh", "-c", "f(){ f | f & }; f; sleep 3; echo survived"},
-		Limits: sandbox.Limits{TimeoutMS: 8000, Pids: 64},
+		Limits: sandbox.Limits{TimeoutMS: s.slow(8000), Pids: 64}, // under emulation (microvm on TCG) 64 shells take seconds
 	})
 	beside := s.must(t, <-side)
 	if !strings.Contains(string(res.Stderr.Data), "fork") {
