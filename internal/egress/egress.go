@@ -49,6 +49,12 @@ type Policy struct {
 	MaxConns int
 	// ConnectTimeout bounds resolving and connecting; 0 = DefaultConnectTimeout.
 	ConnectTimeout time.Duration
+	// Addresses admits, for one allow rule, resolved addresses in ranges the
+	// relay refuses by default (a registry on a private address): the
+	// operator's `addresses` of an egress.allow entry, parsed by
+	// ParseAddresses. Link-local and metadata addresses are never admitted,
+	// whatever it holds (admit.go).
+	Addresses map[Rule][]netip.Prefix
 	// AllowAddr, when set, admits resolved addresses the relay refuses by
 	// default (loopback, private). It is for tests that serve a registry on
 	// loopback; no configuration file or flag can set it.
@@ -155,12 +161,13 @@ func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, 
 		r.refused(host, port, err, time.Since(start), true)
 		return nil, err
 	}
-	name, err := r.check(host, port)
+	rule, err := r.check(host, port)
 	if err != nil {
 		r.refused(host, port, err, time.Since(start), false)
 		return nil, err
 	}
-	conn, err := r.dial(ctx, name, port)
+	name := rule.Host
+	conn, err := r.dial(ctx, rule)
 	if err != nil {
 		r.refused(name, port, err, time.Since(start), false)
 		return nil, err
@@ -186,22 +193,24 @@ func (r *Run) maxBytes() int64 {
 }
 
 // check normalises host and matches it against the allow list.
-func (r *Run) check(host string, port int) (string, error) {
+func (r *Run) check(host string, port int) (Rule, error) {
 	name, err := NormalizeHost(host)
 	if err != nil {
-		return "", &Refusal{Reason: err.Error()}
+		return Rule{}, &Refusal{Reason: err.Error()}
 	}
 	for _, rule := range r.policy.Allow {
 		if rule.Host == name && rule.Port == port {
-			return name, nil
+			return rule, nil
 		}
 	}
-	return "", refusedf("%s is not on the operator's egress allow list", net.JoinHostPort(name, strconv.Itoa(port)))
+	return Rule{}, refusedf("%s is not on the operator's egress allow list", net.JoinHostPort(name, strconv.Itoa(port)))
 }
 
 // dial resolves name and connects to the first address that passes the
-// address check; it dials that address, not the name again.
-func (r *Run) dial(ctx context.Context, name string, port int) (*net.TCPConn, error) {
+// address check; it dials that address, not the name again. An address in a
+// refused range passes only when the operator admitted it for this rule.
+func (r *Run) dial(ctx context.Context, rule Rule) (*net.TCPConn, error) {
+	name, port := rule.Host, rule.Port
 	timeout := r.policy.ConnectTimeout
 	if timeout <= 0 {
 		timeout = DefaultConnectTimeout
@@ -220,7 +229,7 @@ func (r *Run) dial(ctx context.Context, name string, port int) (*net.TCPConn, er
 	var why string
 	for _, a := range addrs {
 		a = a.Unmap()
-		if _, reason, refused := refusedRange(a); refused && (r.policy.AllowAddr == nil || !r.policy.AllowAddr(a)) {
+		if _, reason, refused := refusedRange(a); refused && !r.policy.admitted(rule, a) && (r.policy.AllowAddr == nil || !r.policy.AllowAddr(a)) {
 			why = reason
 			continue
 		}
@@ -230,7 +239,7 @@ func (r *Run) dial(ctx context.Context, name string, port int) (*net.TCPConn, er
 		if why == "" {
 			why = "no address"
 		}
-		return nil, refusedf("%s resolves to a refused address (%s)", name, why)
+		return nil, refusedf("%s resolves to a refused address (%s): private address not admitted for this host", name, why)
 	}
 	var d net.Dialer
 	var last error
