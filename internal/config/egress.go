@@ -3,8 +3,12 @@ package config
 import (
 	"fmt"
 	"log/slog"
+	"net"
+	"net/netip"
 	"strconv"
 	"strings"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/asterhq/aster/internal/egress"
 )
@@ -25,12 +29,62 @@ const (
 // default) means no way out at all.
 type EgressConfig struct {
 	// Allow lists "host[:port]" entries (port 443 when absent): exact host
-	// names, never addresses.
-	Allow []string `yaml:"allow"`
+	// names, never addresses; or mappings {host, port, addresses} whose
+	// addresses admit private ranges for that host (a trusted file only).
+	Allow []EgressAllow `yaml:"allow"`
 	// MaxBytes is a size ("2g"); empty is DefaultEgressMaxBytes.
 	MaxBytes string `yaml:"max_bytes"`
 	// MaxConnections is a count; empty is DefaultEgressMaxConnections.
 	MaxConnections string `yaml:"max_connections"`
+}
+
+// EgressAllow is one egress.allow entry: a "host[:port]" string, or a
+// mapping naming the host, its port and the ranges its resolved addresses
+// may fall in although the relay refuses them by default.
+type EgressAllow struct {
+	Host      string   `yaml:"host"`
+	Port      int      `yaml:"port"`
+	Addresses []string `yaml:"addresses"`
+	plain     string
+}
+
+// UnmarshalYAML reads either form.
+func (a *EgressAllow) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&a.plain)
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if k := n.Content[i].Value; k != "host" && k != "port" && k != "addresses" {
+				return fmt.Errorf("line %d: egress.allow entry: unknown key %q (want host, port, addresses)", n.Content[i].Line, k)
+			}
+		}
+	}
+	type raw EgressAllow
+	var r raw
+	if err := n.Decode(&r); err != nil {
+		return err
+	}
+	*a = EgressAllow(r)
+	return nil
+}
+
+// rule parses the entry into a relay rule and its admitted ranges.
+func (a EgressAllow) rule() (egress.Rule, []netip.Prefix, error) {
+	if a.plain != "" || a.Host == "" {
+		r, err := egress.ParseRule(a.plain)
+		return r, nil, err
+	}
+	port := a.Port
+	if port == 0 {
+		port = 443
+	}
+	r, err := egress.ParseRule(net.JoinHostPort(a.Host, strconv.Itoa(port)))
+	if err != nil {
+		return r, nil, err
+	}
+	pre, err := egress.ParseAddresses(r, a.Addresses)
+	return r, pre, err
 }
 
 // EgressSection decodes the `egress:` section of c (absent: nothing allowed).
@@ -49,9 +103,31 @@ func (c Config) EgressPolicy(extra []string, log *slog.Logger) (*egress.Policy, 
 	if err != nil {
 		return nil, err
 	}
-	rules, err := egress.ParseAllow(append(append([]string(nil), e.Allow...), extra...))
+	var rules []egress.Rule
+	admit := map[egress.Rule][]netip.Prefix{}
+	seen := map[egress.Rule]bool{}
+	for _, a := range e.Allow {
+		r, pre, err := a.rule()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[r] {
+			seen[r] = true
+			rules = append(rules, r)
+		}
+		if len(pre) > 0 {
+			admit[r] = append(admit[r], pre...)
+		}
+	}
+	flagRules, err := egress.ParseAllow(extra)
 	if err != nil {
 		return nil, err
+	}
+	for _, r := range flagRules {
+		if !seen[r] {
+			seen[r] = true
+			rules = append(rules, r)
+		}
 	}
 	p := &egress.Policy{Allow: rules, MaxBytes: DefaultEgressMaxBytes, MaxConns: DefaultEgressMaxConnections,
 		ConnectTimeout: DefaultEgressConnectTimeout, Logger: log, Counters: &egress.Counters{}}
@@ -68,6 +144,14 @@ func (c Config) EgressPolicy(extra []string, log *slog.Logger) (*egress.Policy, 
 			return nil, fmt.Errorf("egress.max_connections %q: want a positive count", e.MaxConnections)
 		}
 		p.MaxConns = n
+	}
+	if len(admit) > 0 {
+		p.Addresses = admit
+		if log != nil {
+			for _, line := range p.AdmittedRanges() {
+				log.Warn("egress relay admits addresses the relay refuses by default", "admission", line)
+			}
+		}
 	}
 	return p, nil
 }

@@ -63,3 +63,37 @@ func TestEgressPolicy(t *testing.T) {
 		t.Errorf("misspelt key: %v", err)
 	}
 }
+
+// An egress.allow mapping admits its addresses for its own host, plain
+// entries stay as they were, and a metadata range is an error at start.
+func TestEgressAllowAddresses(t *testing.T) {
+	c, err := loadYAML(t, "egress:\n  allow:\n    - registry.example\n    - {host: npm.corp.example, port: 8443, addresses: [\"10.20.0.0/16\", \"fd12::/16\"]}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.EgressPolicy(nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := egress.Rule{Host: "npm.corp.example", Port: 8443}
+	if len(p.Allow) != 2 || p.Allow[1] != r || len(p.Addresses[r]) != 2 || len(p.Addresses[p.Allow[0]]) != 0 {
+		t.Fatalf("policy %+v", p)
+	}
+	if got := p.AdmittedRanges(); len(got) != 2 || !strings.Contains(got[0], "10.20.0.0/16") {
+		t.Fatalf("start-up lines %q", got)
+	}
+	for doc, frag := range map[string]string{
+		"egress:\n  allow: [{host: m.example, addresses: [169.254.169.254]}]\n": "never admitted",
+		"egress:\n  allow: [{host: m.example, addresses: [\"::/0\"]}]\n":        "never admitted",
+		"egress:\n  allow: [{host: 10.0.0.1, addresses: [10.0.0.0/8]}]\n":       "IP literal",
+		"egress:\n  allow: [{host: m.example, adresses: [10.0.0.0/8]}]\n":       "adresses",
+	} {
+		c, err := loadYAML(t, doc)
+		if err == nil {
+			_, err = c.EgressPolicy(nil, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), frag) {
+			t.Errorf("%q: %v, want an error about %q", doc, err, frag)
+		}
+	}
+}

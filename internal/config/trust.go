@@ -37,12 +37,13 @@ type hostSetting struct {
 // fileLayer is what a configuration file sets, section by section, before
 // anything else is laid over it.
 type fileLayer struct {
-	root  Config
-	llm   LLMConfig
-	app   AppConfig
-	mcp   MCPConfig
-	serve ServeConfig
-	tests TestsConfig
+	root   Config
+	llm    LLMConfig
+	app    AppConfig
+	mcp    MCPConfig
+	serve  ServeConfig
+	tests  TestsConfig
+	egress EgressConfig
 }
 
 const (
@@ -75,6 +76,13 @@ var hostSettings = []hostSetting{
 	{"serve.token_file", "the bearer tokens the server accepts", "ASTER_TOKEN_FILE or --token-file", func(f *fileLayer) string { return f.serve.TokenFile }},
 	{"tests.ca_file", "a certificate authority the install phase trusts", "", func(f *fileLayer) string { return f.tests.CAFile }},
 	{"tests.cache_dir", namesDir, "", func(f *fileLayer) string { return f.tests.CacheDir }},
+	{"egress.allow", "private address ranges the install phase may reach (addresses of an entry)", "", func(f *fileLayer) string {
+		var b strings.Builder
+		for _, a := range f.egress.Allow {
+			b.WriteString(strings.Join(a.Addresses, ""))
+		}
+		return b.String()
+	}},
 }
 
 // HostSettingKeys lists the settings only a trusted file may give, dotted.
@@ -96,6 +104,7 @@ func newFileLayer(file Config) *fileLayer {
 	_ = file.decodeSection("mcp", &f.mcp)
 	_ = file.decodeSection("serve", &f.serve)
 	_ = file.decodeSection("tests", &f.tests)
+	_ = file.decodeSection("egress", &f.egress)
 	return f
 }
 
