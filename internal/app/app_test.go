@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/store"
 	"github.com/asterhq/aster/internal/store/storetest"
 	"github.com/asterhq/aster/internal/testkit"
@@ -52,7 +53,7 @@ func testReviewPushAndCommand(t *testing.T, dbURL string) {
 		t.Fatalf("first review: %+v", reviews)
 	}
 	summaries := h.fake.IssueComments("acme", "widgets", 7)
-	if len(summaries) != 1 || !github.IsSummary(summaries[0].Body) || !strings.Contains(summaries[0].Body, short(head1)) ||
+	if len(summaries) != 1 || !github.IsSummary(summaries[0].Body) || !strings.Contains(summaries[0].Body, review.ShortSHA(head1)) ||
 		!strings.Contains(summaries[0].Body, "the whole pull request") {
 		t.Fatalf("summary after the first review: %+v", summaries)
 	}
@@ -97,7 +98,7 @@ func testReviewPushAndCommand(t *testing.T, dbURL string) {
 		t.Fatalf("incremental input: since %q, diff:\n%s", in2.SinceSHA, in2.IncrementalDiff)
 	}
 	summaries = h.fake.IssueComments("acme", "widgets", 7)
-	if len(summaries) != 1 || !strings.Contains(summaries[0].Body, "changes since") || !strings.Contains(summaries[0].Body, short(head2)) {
+	if len(summaries) != 1 || !strings.Contains(summaries[0].Body, "changes since") || !strings.Contains(summaries[0].Body, review.ShortSHA(head2)) {
 		t.Fatalf("summary not edited in place: %d comments: %+v", len(summaries), summaries)
 	}
 	runs = h.fake.CheckRuns("acme", "widgets")

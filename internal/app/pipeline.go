@@ -138,7 +138,7 @@ func (m incrementalModel) Review(ctx context.Context, in review.ModelInput) (rev
 	}
 	if len(files) == 0 {
 		return review.ModelReport{Status: review.ModelSkipped,
-			Note: "nothing reviewable changed since " + short(m.since)}, nil
+			Note: "nothing reviewable changed since " + review.ShortSHA(m.since)}, nil
 	}
 	in.Diff, in.Index = files, diff.NewIndex(files)
 	return m.inner.Review(ctx, in)

@@ -11,7 +11,7 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // CheckRunName is the name of Aster's check run.
@@ -19,8 +19,6 @@ const CheckRunName = "aster"
 
 // maxAnnotationChars caps an annotation's message.
 const maxAnnotationChars = 4000
-
-func short(sha string) string { return review.ShortSHA(sha) }
 
 // scope says where inline comments may go: lines inside the pull request's hunks (GitHub
 // refuses anything else with a 422 that would lose the whole review) and, for an

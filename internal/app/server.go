@@ -5,7 +5,7 @@
 // model), plan (which comment goes inline, fingerprints, annotations) and post (one COMMENT
 // review, the summary comment, the check run), each exactly once even across retries and
 // crashes. What the posts say is rendered by internal/review and made safe by
-// internal/review/safetext; GitHub is behind GitHub/RepoAPI (internal/github); the queue and
+// internal/safetext; GitHub is behind GitHub/RepoAPI (internal/github); the queue and
 // history are internal/store.
 package app
 

@@ -14,8 +14,9 @@ import (
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 	"github.com/asterhq/aster/internal/store"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Jobs is what the worker needs of the store besides the job itself; *store.Store
@@ -91,7 +92,7 @@ func (w *Worker) Handle(ctx context.Context, job *store.Job) error {
 			return err
 		}
 		w.finished(rec)
-		log.Info("review finished", "outcome", rec.Outcome, "head", short(rec.HeadSHA), "since", short(rec.SinceSHA),
+		log.Info("review finished", "outcome", rec.Outcome, "head", review.ShortSHA(rec.HeadSHA), "since", review.ShortSHA(rec.SinceSHA),
 			"conclusion", rec.Conclusion, "inline", rec.InlineComments, "reason", rec.Reason, "ms", time.Since(started).Milliseconds())
 		return nil
 	}
@@ -106,7 +107,7 @@ func (w *Worker) Handle(ctx context.Context, job *store.Job) error {
 	dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 	defer cancel()
 	r.abandon(dctx, err)
-	rec.Outcome, rec.Reason, rec.FinishedAt = store.OutcomeFailed, oneLine(err.Error()), time.Now()
+	rec.Outcome, rec.Reason, rec.FinishedAt = store.OutcomeFailed, textclip.OneLine(err.Error(), maxReasonBytes), time.Now()
 	if aerr := w.opts.Jobs.AddReview(dctx, rec); aerr != nil {
 		log.Error("record failed review", "err", aerr)
 	}
@@ -223,7 +224,7 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	if head == claim.LastReviewedSHA && !force {
 		if claim.RequestedSHA != "" && claim.RequestedSHA != head && !job.LastAttempt() && job.Attempt < 3 {
 			// An event announced a newer head than GitHub shows yet: ask again shortly.
-			return store.Finish{}, fmt.Errorf("pull request head is %s, an event announced %s: waiting for GitHub", short(head), short(claim.RequestedSHA))
+			return store.Finish{}, fmt.Errorf("pull request head is %s, an event announced %s: waiting for GitHub", review.ShortSHA(head), review.ShortSHA(claim.RequestedSHA))
 		}
 		reason := "head already reviewed"
 		if claim.Force {
@@ -257,7 +258,7 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 			}
 			r.stored = stored
 		}
-		r.log.Info("review already complete: recording it", "head", short(head))
+		r.log.Info("review already complete: recording it", "head", review.ShortSHA(head))
 		return r.completed(head, claim.Force), nil
 	}
 	// Resume an unfinished run of this head (this job's earlier attempt, or a job that gave
@@ -376,7 +377,7 @@ func (r *run) gather(ctx context.Context, pr github.PullRequest, since string) (
 		switch {
 		case errors.Is(err, github.ErrNotFound):
 			// The previous head is gone (a force-push GitHub already collected): review it all.
-			r.log.Info("previous head not comparable; reviewing the whole pull request", "since", short(since))
+			r.log.Info("previous head not comparable; reviewing the whole pull request", "since", review.ShortSHA(since))
 			since, r.state.SinceSHA, r.rec.SinceSHA = "", "", ""
 		case err != nil:
 			return nil, nil, fmt.Errorf("get incremental diff: %w", err)
@@ -431,17 +432,17 @@ func (r *run) supersede(ctx context.Context, head string) {
 		id := old.CheckRunID
 		if id == 0 {
 			if id, err = r.checkRunOf(ctx, old.HeadSHA, old.JobID); err != nil {
-				r.log.Warn("look for the unrecorded check run of a superseded head", "head", short(old.HeadSHA), "err", err)
+				r.log.Warn("look for the unrecorded check run of a superseded head", "head", review.ShortSHA(old.HeadSHA), "err", err)
 				continue
 			}
 		}
 		if id != 0 {
 			_, err := r.api.UpdateCheckRun(ctx, id, github.CheckRunOptions{
 				Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
-				Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", safetext.Code(short(head), 0)),
+				Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", safetext.Code(review.ShortSHA(head), 0)),
 			})
 			if err != nil {
-				r.log.Warn("close superseded check run", "head", short(old.HeadSHA), "err", err)
+				r.log.Warn("close superseded check run", "head", review.ShortSHA(old.HeadSHA), "err", err)
 				continue
 			}
 		}
@@ -470,7 +471,7 @@ func (r *run) openCheckRun(ctx context.Context, head string) error {
 		}
 		cr, err := r.api.CreateCheckRun(ctx, github.CheckRunOptions{
 			Name: CheckRunName, HeadSHA: head, Status: "in_progress", StartedAt: r.started, ExternalID: externalID(r.job.ID),
-			Title: "Reviewing", Summary: fmt.Sprintf("Aster is reviewing %s.", safetext.Code(short(head), 0)),
+			Title: "Reviewing", Summary: fmt.Sprintf("Aster is reviewing %s.", safetext.Code(review.ShortSHA(head), 0)),
 		})
 		if err != nil {
 			return fmt.Errorf("create check run: %w", err)
@@ -497,7 +498,7 @@ func (r *run) checkRunOf(ctx context.Context, head string, jobs ...int64) (int64
 	for _, cr := range runs { // newest first
 		for _, job := range jobs {
 			if job != 0 && cr.ExternalID == externalID(job) {
-				r.log.Info("found the check run an attempt created but did not record", "check_run", cr.ID, "status", cr.Status, "head", short(head))
+				r.log.Info("found the check run an attempt created but did not record", "check_run", cr.ID, "status", cr.Status, "head", review.ShortSHA(head))
 				return cr.ID, nil
 			}
 		}
@@ -523,7 +524,7 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	}
 	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
 		Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
-		Title: "Aster could not finish the review", Summary: safetext.Escape(r.w.red.RedactString(oneLine(cause.Error())), 500),
+		Title: "Aster could not finish the review", Summary: safetext.Escape(r.w.red.RedactString(textclip.OneLine(cause.Error(), maxReasonBytes)), 500),
 	})
 	if err != nil {
 		r.log.Warn("close check run of a failed review", "err", err)
@@ -540,4 +541,5 @@ func diffRefusedReport() *review.Report {
 			"split the pull request, or run `aster review` on it locally")
 }
 
-func oneLine(s string) string { return safetext.OneLine(s, 500) }
+// maxReasonBytes caps the one-line texts this package makes of errors and reasons.
+const maxReasonBytes = 500

@@ -11,6 +11,7 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review"
 )
 
 // reviewColumns head the benchmark's table.
@@ -92,9 +93,9 @@ func reviewRow(r RepoReview) []string {
 		}
 		return row
 	}
-	change := "tree " + short(r.Change.Head)
+	change := "tree " + review.ShortSHA(r.Change.Head)
 	if r.Change.Kind == ChangeCommit {
-		change = short(r.Change.Base) + ".." + short(r.Change.Head)
+		change = review.ShortSHA(r.Change.Base) + ".." + review.ShortSHA(r.Change.Head)
 	}
 	var notOK []string
 	for _, a := range r.Analyzers {
@@ -157,11 +158,4 @@ func orDash(s string) string {
 		return "–"
 	}
 	return s
-}
-
-func short(sha string) string {
-	if len(sha) > 8 {
-		return sha[:8]
-	}
-	return sha
 }

@@ -624,7 +624,7 @@ func PrintSuitesTable(w io.Writer, rep *SuitesReport, markdown bool) {
 		if s.Heldout {
 			kind = ", held-out"
 		}
-		fmt.Fprintf(w, "%s %s (%s @ %s%s, %.1fs): %s%s\n", bullet(markdown), s.Name, s.Upstream, short(s.Commit), kind, float64(s.WallMS)/1000, strings.Join(parts, ", "), cost)
+		fmt.Fprintf(w, "%s %s (%s @ %s%s, %.1fs): %s%s\n", bullet(markdown), s.Name, s.Upstream, review.ShortSHA(s.Commit), kind, float64(s.WallMS)/1000, strings.Join(parts, ", "), cost)
 		for _, m := range s.Misses {
 			fmt.Fprintf(w, "  %s found without data flow, missed by the taint engine: %s:%d %s\n", bullet(markdown), m.Path, m.Line, m.Category)
 		}

@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
-	"github.com/asterhq/aster/internal/cli/wire"
+	"github.com/asterhq/aster/internal/compose"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
@@ -57,7 +57,7 @@ type Env struct {
 	Image    string
 	Defaults sandbox.Limits
 	// Config is what the Managers of the aster-* systems are wired from
-	// (wire.NewManager: the limit bounds and the reaper allowance, as every
+	// (compose.NewManager: the limit bounds and the reaper allowance, as every
 	// command); their one image is Image.
 	Config config.Config
 	// Docker is the Docker runtime (aster-docker-*); DockerCLI the docker
@@ -227,7 +227,7 @@ const apiMaxConcurrent = 96
 
 func newAPISystem(ctx context.Context, name string, rt sandbox.Runtime, env Env, warm int) (*apiSystem, error) {
 	metrics := sandboxapi.NewMetrics()
-	mgr, err := wire.NewManager(env.Config, rt, sandbox.ManagerOptions{
+	mgr, err := compose.NewManager(env.Config, rt, sandbox.ManagerOptions{
 		Images:        []string{env.Image},
 		Defaults:      env.Defaults,
 		MaxConcurrent: apiMaxConcurrent,

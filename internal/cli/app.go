@@ -23,12 +23,13 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/store"
 	"github.com/asterhq/aster/internal/textclip"
+	"github.com/asterhq/aster/internal/units"
 )
 
 func newAppCmd(g *globals) *cobra.Command {
@@ -123,7 +124,7 @@ names its key and webhook secret).`,
 	fl.StringVar(&f.replicaID, "replica-id", "", "this replica's name among replicas sharing a database (default: the host name; never two live processes with one)")
 	fl.StringVar(&f.jobTimeout, "job-timeout", config.DefaultAppJobTimeout.String(), "longest one review may run before it is cancelled and retried")
 	intStringVar(fl, &f.maxAttempts, "max-attempts", strconv.Itoa(config.DefaultAppMaxAttempts), "attempts per review job before it is given up (and said so on the check run)")
-	fl.StringVar(&f.webhookInflight, "webhook-inflight-bytes", config.FormatBytes(config.DefaultAppWebhookInflightBytes),
+	fl.StringVar(&f.webhookInflight, "webhook-inflight-bytes", units.FormatBytes(config.DefaultAppWebhookInflightBytes),
 		"webhook body bytes read at once across all deliveries (at least 25MiB); past it a delivery gets 429 before its body is read")
 	fl.StringVar(&f.shutdownGrace, "shutdown-grace", config.DefaultAppShutdownWait.String(), "on SIGTERM, how long running reviews may finish; the rest run again at the next start")
 	egressAllowVar(fl, &f.egressAllow)
@@ -481,7 +482,7 @@ func runAppHistory(cmd *cobra.Command, g *globals, f *historyFlags) error {
 	fmt.Fprintln(tw, "FINISHED\tPULL REQUEST\tHEAD\tSINCE\tCAUSE\tOUTCOME\tCHECK\tFINDINGS\tINLINE\tTOKENS\tCOST\tTIME\tREASON")
 	for _, r := range recs {
 		fmt.Fprintf(tw, "%s\t%s#%d\t%s\t%s\t%s\t%s\t%s\t%d/%d\t%d\t%d\t$%.4f\t%.1fs\t%s\n",
-			r.FinishedAt.Local().Format("2006-01-02 15:04:05"), r.Repository, r.Number, abbrev(r.HeadSHA), dash(abbrev(r.SinceSHA)),
+			r.FinishedAt.Local().Format("2006-01-02 15:04:05"), r.Repository, r.Number, review.ShortSHA(r.HeadSHA), dash(review.ShortSHA(r.SinceSHA)),
 			dash(r.Cause), r.Outcome, dash(r.Conclusion), r.Reported, r.Findings, r.InlineComments,
 			r.InputTokens+r.OutputTokens, r.CostUSD, float64(r.DurationMS)/1000, textclip.OneLine(r.Reason, 80))
 	}
@@ -521,13 +522,6 @@ func writeJSONLines[T any](out io.Writer, items []T) error {
 		}
 	}
 	return nil
-}
-
-func abbrev(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
-	}
-	return sha
 }
 
 func dash(s string) string {

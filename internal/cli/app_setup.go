@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/app"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/units"
 )
 
 type setupFlags struct {
@@ -66,7 +67,7 @@ func runAppSetup(cmd *cobra.Command, g *globals, f *setupFlags) error {
 	if strings.TrimSpace(f.url) == "" {
 		return usageErr("--url is required: the public https address where GitHub reaches 'aster app serve'")
 	}
-	timeout, err := config.ParseDuration(f.timeout)
+	timeout, err := units.ParseDuration(f.timeout)
 	if err != nil || timeout < time.Second {
 		return usageErr("--timeout %q: want a duration of at least 1s", f.timeout)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -162,7 +163,7 @@ func runExec(cmd *cobra.Command, g *globals, f *execFlags, args []string) error 
 		live = newLiveOutput(g.stdio.Stdout, g.stdio.Stderr, spec.Limits.OutputBytes)
 		spec.OnOutput = live.write
 	}
-	res, runErr := mgr.Run(ctx, spec)
+	res, runErr := mgr.RunWithOptions(ctx, spec, sandbox.RunOptions{Normalized: true})
 	if runErr != nil && res.Status == "" {
 		// No result: Run prints the error (as a JSON object with --json).
 		return &exitError{code: ExitSandbox, err: runErr}
@@ -407,7 +408,7 @@ func readCapped(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("larger than the workspace size %s", config.FormatBytes(limit))
+		return nil, fmt.Errorf("larger than the workspace size %s", units.FormatBytes(limit))
 	}
 	return b, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/remote"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // runExecRemote is `aster exec --server URL`: the same flags and the same
@@ -64,7 +65,7 @@ func runExecRemote(cmd *cobra.Command, g *globals, f *execFlags, c config.Config
 			return usageErr("--stdin: %v", err)
 		}
 		if len(b) > config.DefaultMaxBodyBytes {
-			return usageErr("--stdin: more than %s; a remote run's stdin travels in the request", config.FormatBytes(config.DefaultMaxBodyBytes))
+			return usageErr("--stdin: more than %s; a remote run's stdin travels in the request", units.FormatBytes(config.DefaultMaxBodyBytes))
 		}
 		job.Stdin = b
 	}

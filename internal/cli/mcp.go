@@ -22,6 +22,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/reaper"
 	"github.com/asterhq/aster/internal/sandbox/remote"
 	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/units"
 )
 
 type mcpFlags struct {
@@ -92,7 +93,7 @@ the sandbox.`,
 	fl.StringVar(&f.maxConcurrent, "max-concurrent", "auto", "sandboxes running at once, in-process (auto: sized from host memory)")
 	intStringVar(fl, &f.queue, "queue", "", fmt.Sprintf("calls that may wait for a sandbox slot before 'busy' (default %d × max-concurrent)", config.DefaultQueuePerSlot))
 	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a call may wait for a slot")
-	fl.StringVar(&f.maxBody, "max-body", config.FormatBytes(config.DefaultMaxBodyBytes), "largest HTTP request body (the files of one call travel in it)")
+	fl.StringVar(&f.maxBody, "max-body", units.FormatBytes(config.DefaultMaxBodyBytes), "largest HTTP request body (the files of one call travel in it)")
 	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("HTTP request-body bytes being served at once; 429 past it (default %d × --max-body)", config.DefaultMCPBodiesInFlight))
 	f.ceilings.register(fl, func(limit string) string { return "ceiling of a call's limits." + limit })
 	intStringVar(fl, &f.maxSessions, "max-sessions", strconv.Itoa(config.DefaultMCPMaxSessions), "with --http: sessions open at once; an initialize past it gets 503")

@@ -10,7 +10,7 @@ import (
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/review/modelstep"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/asterhq/aster/internal/cli/wire"
+	"github.com/asterhq/aster/internal/compose"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
@@ -59,12 +59,12 @@ func startRuntime(c config.Config, log *slog.Logger, code int) (sandbox.Runtime,
 	return rt, closeRT, nil
 }
 
-// newManager is wire.NewManager for a command: a bad configuration is a
+// newManager is compose.NewManager for a command: a bad configuration is a
 // usage error; a refused Manager exits with code.
 func newManager(c config.Config, rt sandbox.Runtime, o sandbox.ManagerOptions, code int) (*sandbox.Manager, error) {
-	mgr, err := wire.NewManager(c, rt, o)
+	mgr, err := compose.NewManager(c, rt, o)
 	if err != nil {
-		var ce *wire.ConfigError
+		var ce *compose.ConfigError
 		if errors.As(err, &ce) {
 			return nil, usageErr("%v", ce.Err)
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
+	"github.com/asterhq/aster/internal/units"
 )
 
 func newSandboxCmd(g *globals) *cobra.Command {
@@ -68,7 +69,7 @@ With --dry-run it only lists what it would remove.`,
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "list what would be removed, remove nothing")
-	cmd.Flags().StringVar(&grace, "grace", "", "how long past its deadline a sandbox is left alone (default from config: "+config.FormatDuration(config.DefaultReaperGrace)+")")
+	cmd.Flags().StringVar(&grace, "grace", "", "how long past its deadline a sandbox is left alone (default from config: "+units.FormatDuration(config.DefaultReaperGrace)+")")
 	return cmd
 }
 

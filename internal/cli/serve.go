@@ -12,6 +12,7 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/units"
 )
 
 type serveFlags struct {
@@ -80,20 +81,20 @@ client has the proxy's address: raise it there).`,
 	fl.StringVar(&f.queueTimeout, "queue-timeout", config.DefaultQueueTimeout.String(), "how long a run may wait in the queue before a 429")
 	fl.StringVar(&f.tokenFile, "token-file", "", "file of bearer tokens, one a line; required to listen on a non-loopback address")
 	fl.StringVar(&f.images, "images", "", "comma-separated image allowlist; the first is the default (default "+config.DefaultImage+")")
-	fl.StringVar(&f.maxBody, "max-body", config.FormatBytes(config.DefaultMaxBodyBytes), "largest request body (413 past it)")
+	fl.StringVar(&f.maxBody, "max-body", units.FormatBytes(config.DefaultMaxBodyBytes), "largest request body (413 past it)")
 	fl.StringVar(&f.shutdownGrace, "shutdown-grace", config.DefaultShutdownGrace.String(), "on SIGTERM, how long running jobs may finish before they are cancelled")
 	fl.StringVar(&f.readHeaderTimeout, "read-header-timeout", config.DefaultReadHeaderTimeout.String(), "time a client has to send its request headers")
 	fl.StringVar(&f.bodyReadTimeout, "body-read-timeout", config.DefaultBodyReadTimeout.String(), "time a client has to send its request body")
 	fl.StringVar(&f.firstByteTimeout, "first-byte-timeout", config.DefaultFirstByteTimeout.String(), "time a client has between its headers and the first byte of its body; nothing is reserved for it before that byte")
 	fl.StringVar(&f.bodyIdleTimeout, "body-idle-timeout", config.DefaultBodyIdleTimeout.String(), "longest wait for more of a request body")
-	fl.StringVar(&f.minBodyRate, "min-body-rate", config.FormatBytes(config.DefaultMinBodyRate), "slowest average a request body may arrive at, per second, after the idle grace (0: not checked)")
+	fl.StringVar(&f.minBodyRate, "min-body-rate", units.FormatBytes(config.DefaultMinBodyRate), "slowest average a request body may arrive at, per second, after the idle grace (0: not checked)")
 	fl.StringVar(&f.maxSpool, "max-spool", "", fmt.Sprintf("disk all snapshots being spooled or held, and /v1/test's dependency archives, may take at once; each snapshot reserves its workdir_size (default %d × --max-workdir-size)", config.DefaultSpoolPerCeiling))
 	fl.StringVar(&f.maxBodyInFlight, "max-body-in-flight", "", fmt.Sprintf("JSON request-body bytes held in memory at once; 429 past it (default %d × --max-body)", config.DefaultBodiesInFlight))
 	intStringVar(fl, &f.maxUploadsPerClient, "max-uploads-per-client", "", "snapshot uploads in progress from one remote address (default: half of max-concurrent + queue; 0: no limit)")
 	fl.StringVar(&f.writeTimeout, "write-timeout", config.DefaultWriteTimeout.String(), "time each write of a response may take before the client is dropped")
 	fl.StringVar(&f.idleTimeout, "idle-timeout", config.DefaultIdleTimeout.String(), "how long an idle keep-alive connection stays open")
-	fl.StringVar(&f.reaperPeriod, "reaper-period", "", "how often leaked sandboxes are reaped (default from config: "+config.FormatDuration(config.DefaultReaperPeriod)+")")
-	fl.StringVar(&f.reaperGrace, "reaper-grace", "", "how long past its deadline a sandbox is left alone (default from config: "+config.FormatDuration(config.DefaultReaperGrace)+")")
+	fl.StringVar(&f.reaperPeriod, "reaper-period", "", "how often leaked sandboxes are reaped (default from config: "+units.FormatDuration(config.DefaultReaperPeriod)+")")
+	fl.StringVar(&f.reaperGrace, "reaper-grace", "", "how long past its deadline a sandbox is left alone (default from config: "+units.FormatDuration(config.DefaultReaperGrace)+")")
 	f.ceilings.register(fl, func(limit string) string {
 		return "largest " + map[string]string{"timeout": "timeout", "memory": "memory limit", "cpus": "CPU limit",
 			"pids": "process limit", "output_limit": "output_limit", "output_ceiling": "output_ceiling",

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Defaults of `aster app serve`.
@@ -141,7 +143,7 @@ func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
 	fill(&a.RetryMax, DefaultAppRetryMax.String())
 	fill(&a.Lease, DefaultAppLease.String())
 	fill(&a.ShutdownGrace, DefaultAppShutdownWait.String())
-	fill(&a.WebhookInflightBytes, FormatBytes(DefaultAppWebhookInflightBytes))
+	fill(&a.WebhookInflightBytes, units.FormatBytes(DefaultAppWebhookInflightBytes))
 	if a.DataDir == "" {
 		a.DataDir = DefaultDataDir(getenv)
 	}
@@ -264,7 +266,7 @@ func (a AppConfig) Parse() (AppSettings, error) {
 		out.MaxAttempts = n
 	}
 	dur := func(name, v string, dst *time.Duration, min time.Duration) {
-		d, err := ParseDuration(v)
+		d, err := units.ParseDuration(v)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -281,7 +283,7 @@ func (a AppConfig) Parse() (AppSettings, error) {
 	dur("shutdown-grace", a.ShutdownGrace, &out.ShutdownGrace, 0)
 	if strings.TrimSpace(a.WebhookInflightBytes) == "" {
 		out.WebhookInflightBytes = DefaultAppWebhookInflightBytes
-	} else if n, err := ParseBytes(a.WebhookInflightBytes); err != nil || n < MinAppWebhookInflightBytes {
+	} else if n, err := units.ParseBytes(a.WebhookInflightBytes); err != nil || n < MinAppWebhookInflightBytes {
 		errs = append(errs, fmt.Errorf("webhook-inflight-bytes %q: want a size of at least 25MiB (one maximal delivery)", a.WebhookInflightBytes))
 	} else {
 		out.WebhookInflightBytes = n

@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Config is Aster's whole configuration. Precedence, lowest first: the
@@ -122,7 +123,7 @@ func Default() Config {
 		LogLevel:  "info",
 		LogFormat: "text",
 		Limits:    DefaultLimitsConfig(),
-		Reaper:    ReaperConfig{Grace: FormatDuration(DefaultReaperGrace), Period: FormatDuration(DefaultReaperPeriod), Allowance: FormatDuration(DefaultReaperAllowance)},
+		Reaper:    ReaperConfig{Grace: units.FormatDuration(DefaultReaperGrace), Period: units.FormatDuration(DefaultReaperPeriod), Allowance: units.FormatDuration(DefaultReaperAllowance)},
 		OCI:       DefaultOCI(),
 		GVisor:    DefaultGVisor(),
 
@@ -413,10 +414,10 @@ func (c Config) SandboxLimits() (sandbox.Limits, error) {
 
 // ReaperDurations parses the reaper section.
 func (c Config) ReaperDurations() (grace, period time.Duration, err error) {
-	if grace, err = ParseDuration(c.Reaper.Grace); err != nil {
+	if grace, err = units.ParseDuration(c.Reaper.Grace); err != nil {
 		return 0, 0, fmt.Errorf("reaper grace: %w", err)
 	}
-	if period, err = ParseDuration(c.Reaper.Period); err != nil {
+	if period, err = units.ParseDuration(c.Reaper.Period); err != nil {
 		return 0, 0, fmt.Errorf("reaper period: %w", err)
 	}
 	if period < time.Second {
@@ -427,7 +428,7 @@ func (c Config) ReaperDurations() (grace, period time.Duration, err error) {
 
 // ReaperAllowance parses reaper.allowance.
 func (c Config) ReaperAllowance() (time.Duration, error) {
-	d, err := ParseDuration(c.Reaper.Allowance)
+	d, err := units.ParseDuration(c.Reaper.Allowance)
 	if err != nil {
 		return 0, fmt.Errorf("reaper allowance: %w", err)
 	}

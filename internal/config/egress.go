@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/asterhq/aster/internal/egress"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Defaults of the egress relay (the `egress:` section of aster.yaml). The
@@ -132,7 +133,7 @@ func (c Config) EgressPolicy(extra []string, log *slog.Logger) (*egress.Policy, 
 	p := &egress.Policy{Allow: rules, MaxBytes: DefaultEgressMaxBytes, MaxConns: DefaultEgressMaxConnections,
 		ConnectTimeout: DefaultEgressConnectTimeout, Logger: log, Counters: &egress.Counters{}}
 	if s := strings.TrimSpace(e.MaxBytes); s != "" {
-		n, err := ParseBytes(s)
+		n, err := units.ParseBytes(s)
 		if err != nil || n <= 0 {
 			return nil, fmt.Errorf("egress.max_bytes %q: want a positive size such as 2g", e.MaxBytes)
 		}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Defaults of the Kubernetes runtime (`--runtime kubernetes`).
@@ -114,7 +116,7 @@ func (k KubernetesConfig) Parse() (KubernetesSettings, error) {
 	default:
 		errs = append(errs, fmt.Errorf("kubernetes image pull policy %q: want Always, IfNotPresent or Never", out.ImagePullPolicy))
 	}
-	if d, err := ParseDuration(or(k.ScheduleTimeout, def.ScheduleTimeout)); err != nil || d < time.Second {
+	if d, err := units.ParseDuration(or(k.ScheduleTimeout, def.ScheduleTimeout)); err != nil || d < time.Second {
 		errs = append(errs, fmt.Errorf("kubernetes schedule timeout %q: want a duration of at least 1s", k.ScheduleTimeout))
 	} else {
 		out.ScheduleTimeout = d

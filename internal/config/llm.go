@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Defaults of the model review (the `llm:` section). Every cap has a unit in
@@ -303,7 +305,7 @@ func (l LLMConfig) Parse() (LLMSettings, error) {
 		if strings.TrimSpace(v) == "" {
 			return
 		}
-		d, err := ParseDuration(v)
+		d, err := units.ParseDuration(v)
 		if err != nil || d <= 0 {
 			bad("%s: %q is not a positive duration", name, v)
 			return
@@ -342,9 +344,9 @@ func (l LLMConfig) Parse() (LLMSettings, error) {
 		if strings.TrimSpace(v) == "" {
 			return def
 		}
-		n, err := ParseBytes(v)
+		n, err := units.ParseBytes(v)
 		if err != nil || n < lo || n > hi {
-			bad("%s %q: want %s to %s", name, v, FormatBytes(lo), FormatBytes(hi))
+			bad("%s %q: want %s to %s", name, v, units.FormatBytes(lo), units.FormatBytes(hi))
 			return def
 		}
 		return n

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Bounds of the MCP session settings: values outside them are refused at start.
@@ -62,7 +64,7 @@ func (m MCPConfig) Sessions() (MCPSessions, error) {
 	count("max_sessions", m.MaxSessions, &out.Max)
 	count("max_sessions_per_token", m.MaxSessionsPerToken, &out.PerToken)
 	if v := strings.TrimSpace(m.SessionTimeout); v != "" {
-		d, err := ParseDuration(v)
+		d, err := units.ParseDuration(v)
 		if err != nil || d < minMCPSessionTimeout || d > maxMCPSessionTimeout {
 			errs = append(errs, fmt.Errorf("mcp session_timeout %q: want a duration from %s to %s", v, minMCPSessionTimeout, maxMCPSessionTimeout))
 		} else {

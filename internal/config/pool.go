@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Defaults of the warm pool (`aster sandbox serve --warm N`).
@@ -61,7 +62,7 @@ func (p PoolConfig) Parse() (sandbox.PoolOptions, error) {
 		if strings.TrimSpace(v) == "" {
 			return
 		}
-		d, err := ParseDuration(v)
+		d, err := units.ParseDuration(v)
 		if err != nil || d < time.Second {
 			errs = append(errs, fmt.Errorf("pool %s %q: want a duration of at least 1s", name, v))
 			return

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // ResolveLimits is the one way a run's limits are decided, whatever surface
@@ -55,7 +56,7 @@ func ResolveLimits(req LimitsConfig, defaults, ceilings sandbox.Limits) (sandbox
 func ParseLimit(f sandbox.LimitField, text string) (int64, error) {
 	switch f.Unit {
 	case sandbox.UnitDuration:
-		d, err := ParseDuration(text)
+		d, err := units.ParseDuration(text)
 		if err != nil {
 			return 0, err
 		}
@@ -64,9 +65,9 @@ func ParseLimit(f sandbox.LimitField, text string) (int64, error) {
 		}
 		return d.Milliseconds(), nil
 	case sandbox.UnitBytes:
-		return ParseBytes(text)
+		return units.ParseBytes(text)
 	case sandbox.UnitCPUs:
-		return ParseCPUs(text)
+		return units.ParseCPUs(text)
 	default:
 		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
 		if err != nil {

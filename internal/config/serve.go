@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Defaults of `aster sandbox serve`.
@@ -113,7 +114,7 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	fill := fillBlank
 	fill(&s.Addr, DefaultServeAddr)
 	fill(&s.QueueTimeout, DefaultQueueTimeout.String())
-	fill(&s.MaxBody, FormatBytes(DefaultMaxBodyBytes))
+	fill(&s.MaxBody, units.FormatBytes(DefaultMaxBodyBytes))
 	fill(&s.ShutdownGrace, DefaultShutdownGrace.String())
 	fill(&s.ReadHeaderTimeout, DefaultReadHeaderTimeout.String())
 	fill(&s.BodyReadTimeout, DefaultBodyReadTimeout.String())
@@ -121,7 +122,7 @@ func (c Config) ServeSection(getenv func(string) string) (ServeConfig, error) {
 	fill(&s.IdleTimeout, DefaultIdleTimeout.String())
 	fill(&s.FirstByteTimeout, DefaultFirstByteTimeout.String())
 	fill(&s.BodyIdleTimeout, DefaultBodyIdleTimeout.String())
-	fill(&s.MinBodyRate, FormatBytes(DefaultMinBodyRate))
+	fill(&s.MinBodyRate, units.FormatBytes(DefaultMinBodyRate))
 	for _, f := range sandbox.LimitFields() {
 		fill(s.Ceilings.Field(f.Name), *def.Field(f.Name))
 	}
@@ -159,7 +160,7 @@ func (s ServeConfig) Parse(defaultMemoryBytes int64, hostMemory func() (int64, e
 	out := ServeSettings{Addr: strings.TrimSpace(s.Addr), TokenFile: s.TokenFile}
 	var errs []error
 	dur := func(name, v string, dst *time.Duration, min time.Duration) {
-		d, err := ParseDuration(v)
+		d, err := units.ParseDuration(v)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
@@ -177,15 +178,15 @@ func (s ServeConfig) Parse(defaultMemoryBytes int64, hostMemory func() (int64, e
 	dur("idle-timeout", s.IdleTimeout, &out.IdleTimeout, 10*time.Millisecond)
 	dur("first-byte-timeout", s.FirstByteTimeout, &out.FirstByteTimeout, 10*time.Millisecond)
 	dur("body-idle-timeout", s.BodyIdleTimeout, &out.BodyIdleTimeout, 10*time.Millisecond)
-	if n, err := ParseBytes(strings.TrimSuffix(strings.TrimSpace(s.MinBodyRate), "/s")); err != nil {
+	if n, err := units.ParseBytes(strings.TrimSuffix(strings.TrimSpace(s.MinBodyRate), "/s")); err != nil {
 		errs = append(errs, fmt.Errorf("min-body-rate: %w", err))
 	} else {
 		out.MinBodyRateBytes = n
 	}
-	if n, err := ParseBytes(s.MaxBody); err != nil {
+	if n, err := units.ParseBytes(s.MaxBody); err != nil {
 		errs = append(errs, fmt.Errorf("max-body: %w", err))
 	} else if n < 1<<10 {
-		errs = append(errs, fmt.Errorf("max-body %s is under 1KiB", FormatBytes(n)))
+		errs = append(errs, fmt.Errorf("max-body %s is under 1KiB", units.FormatBytes(n)))
 	} else {
 		out.MaxBodyBytes = n
 	}
@@ -234,12 +235,12 @@ func (s ServeConfig) Parse(defaultMemoryBytes int64, hostMemory func() (int64, e
 			*dst = per * unit
 			return
 		}
-		n, err := ParseBytes(v)
+		n, err := units.ParseBytes(v)
 		switch {
 		case err != nil:
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		case unit > 0 && n < unit:
-			errs = append(errs, fmt.Errorf("%s %s is under %s %s: such a request could never be served", name, FormatBytes(n), what, FormatBytes(unit)))
+			errs = append(errs, fmt.Errorf("%s %s is under %s %s: such a request could never be served", name, units.FormatBytes(n), what, units.FormatBytes(unit)))
 		default:
 			*dst = n
 		}

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Defaults of the test step's install phase and dependency cache.
@@ -74,7 +76,7 @@ func (t TestsConfig) Parse() (TestSettings, error) {
 	out := TestSettings{InstallTimeout: DefaultInstallTimeout, CacheBytes: DefaultDepCacheBytes, CallerCacheKeys: t.CallerCacheKeys}
 	var errs []error
 	if v := strings.TrimSpace(t.InstallTimeout); v != "" {
-		d, err := ParseDuration(v)
+		d, err := units.ParseDuration(v)
 		if err != nil || d < time.Second || d > MaxInstallTimeout {
 			errs = append(errs, fmt.Errorf("tests.install_timeout %q: want a duration from 1s to %s", v, MaxInstallTimeout))
 		} else {
@@ -110,7 +112,7 @@ func (t TestsConfig) Parse() (TestSettings, error) {
 		}
 	}
 	if v := strings.TrimSpace(t.CacheSize); v != "" {
-		n, err := ParseBytes(v)
+		n, err := units.ParseBytes(v)
 		if err != nil || n < 0 {
 			errs = append(errs, fmt.Errorf("tests.cache_size %q: want a size such as 4g, or 0 for no cache", v))
 		} else {

@@ -214,8 +214,8 @@ func (c *collector) add(f Finding) {
 	}
 	f.Analyzer = c.opts.Analyzer
 	f.Path = cleanPath(f.Path, c.opts.Root)
-	f.RuleID = clip(oneLine(f.RuleID), maxIDBytes)
-	f.RuleName = clip(oneLine(f.RuleName), maxIDBytes)
+	f.RuleID = clip(textclip.OneLine(f.RuleID, 0), maxIDBytes)
+	f.RuleName = clip(textclip.OneLine(f.RuleName, 0), maxIDBytes)
 	f.Message = clip(strings.TrimSpace(f.Message), maxMessageBytes)
 	if f.Message == "" {
 		f.Message = f.RuleID
@@ -241,7 +241,7 @@ func (c *collector) add(f Finding) {
 	f.CWE = normalizeCWEs(f.CWE)
 	for i := range f.Flow {
 		f.Flow[i].Path = cleanPath(f.Flow[i].Path, c.opts.Root)
-		f.Flow[i].Text = clip(oneLine(f.Flow[i].Text), MaxFlowStepText)
+		f.Flow[i].Text = clip(textclip.OneLine(f.Flow[i].Text, 0), MaxFlowStepText)
 		if f.Flow[i].Line < 0 {
 			f.Flow[i].Line = 0
 		}
@@ -261,13 +261,13 @@ func (c *collector) add(f Finding) {
 
 func (c *collector) toolError(msg string) {
 	if len(c.res.ToolErrors) < maxToolErrors {
-		c.res.ToolErrors = append(c.res.ToolErrors, clip(oneLine(msg), 512))
+		c.res.ToolErrors = append(c.res.ToolErrors, clip(textclip.OneLine(msg, 0), 512))
 	}
 }
 
 func (c *collector) notice(path, msg string) {
 	if len(c.res.Notices) < maxNotices {
-		c.res.Notices = append(c.res.Notices, Notice{Path: cleanPath(path, c.opts.Root), Text: clip(oneLine(msg), 512)})
+		c.res.Notices = append(c.res.Notices, Notice{Path: cleanPath(path, c.opts.Root), Text: clip(textclip.OneLine(msg, 0), 512)})
 	}
 }
 
@@ -314,10 +314,6 @@ func cleanPath(p, root string) string {
 // clip keeps at most n bytes of a tool's text, as valid UTF-8.
 func clip(s string, n int) string {
 	return strings.ToValidUTF8(textclip.Head(s, n, "…"), "\uFFFD")
-}
-
-func oneLine(s string) string {
-	return strings.Join(strings.Fields(s), " ")
 }
 
 // safeURL keeps only absolute http(s) links.

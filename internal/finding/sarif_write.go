@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // RunInfo describes one analyzer's run for the SARIF writer: every analyzer
@@ -76,7 +78,7 @@ func WriteSARIF(w io.Writer, findings []Finding, opts WriteOptions) error {
 		log.Runs[i] = sarifRun{
 			Tool: sarifTool{Driver: sarifComponent{
 				Name:           name,
-				Version:        clip(oneLine(r.Version), 64),
+				Version:        clip(textclip.OneLine(r.Version, 0), 64),
 				InformationURI: absoluteURL(r.InformationURI),
 				Rules:          []sarifRule{},
 			}},

@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Analyzer is one static-analysis tool, described entirely by configuration.
@@ -152,7 +153,7 @@ func (a Analyzer) Validate() error {
 		}
 	}
 	if a.Timeout != "" {
-		d, err := config.ParseDuration(a.Timeout)
+		d, err := units.ParseDuration(a.Timeout)
 		if err != nil {
 			return errf("timeout: %v", err)
 		}
@@ -161,17 +162,17 @@ func (a Analyzer) Validate() error {
 		}
 	}
 	if a.Memory != "" {
-		if _, err := config.ParseBytes(a.Memory); err != nil {
+		if _, err := units.ParseBytes(a.Memory); err != nil {
 			return errf("memory: %v", err)
 		}
 	}
 	if a.TmpSize != "" {
-		n, err := config.ParseBytes(a.TmpSize)
+		n, err := units.ParseBytes(a.TmpSize)
 		if err != nil {
 			return errf("tmp_size: %v", err)
 		}
 		if n < config.MinTmpfsBytes || n > config.MaxTmpfsBytes {
-			return errf("tmp_size %s is outside %s to %s", a.TmpSize, config.FormatBytes(config.MinTmpfsBytes), config.FormatBytes(config.MaxTmpfsBytes))
+			return errf("tmp_size %s is outside %s to %s", a.TmpSize, units.FormatBytes(config.MinTmpfsBytes), units.FormatBytes(config.MaxTmpfsBytes))
 		}
 	}
 	if len(a.Env) > MaxEnv {

@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/internal/gate/taint"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/textclip"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Sandbox runs one spec in a fresh sandbox. *sandbox.Manager satisfies it, and
@@ -352,14 +353,14 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 	case sandbox.StatusOOM:
 		res.ExitCode = -1
 		res.Stderr = stderrTail()
-		return done(StatusFailed, fmt.Sprintf("ran out of its %s of memory", config.FormatBytes(spec.Limits.MemoryBytes)))
+		return done(StatusFailed, fmt.Sprintf("ran out of its %s of memory", units.FormatBytes(spec.Limits.MemoryBytes)))
 	case sandbox.StatusOutputLimit:
 		res.ExitCode = -1
 		return done(StatusFailed, "wrote more output than the sandbox allows")
 	case sandbox.StatusKilled:
 		res.ExitCode = -1
 		res.Stderr = stderrTail()
-		return done(StatusFailed, "killed: "+oneLine(sres.Error))
+		return done(StatusFailed, "killed: "+textclip.OneLine(sres.Error, maxReasonBytes))
 	default:
 		reason := sres.Error
 		if runErr != nil {
@@ -368,7 +369,7 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		if reason == "" {
 			reason = "the sandbox could not run the analyzer"
 		}
-		return done(StatusError, oneLine(reason))
+		return done(StatusError, textclip.OneLine(reason, maxReasonBytes))
 	}
 	if sres.ExitCode == 127 && a.Optional {
 		tool := a.Command[0]
@@ -382,12 +383,12 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		return done(StatusFailed, fmt.Sprintf("exit status %d", sres.ExitCode))
 	}
 	if sres.Stdout.Truncated {
-		return done(StatusFailed, fmt.Sprintf("its report is larger than %s", config.FormatBytes(analyzerOutputBytes)))
+		return done(StatusFailed, fmt.Sprintf("its report is larger than %s", units.FormatBytes(analyzerOutputBytes)))
 	}
 	rr, err := finding.Read(a.Format, bytes.NewReader(sres.Stdout.Data), finding.ReadOptions{Analyzer: a.Name, Root: "/work"})
 	if err != nil {
 		res.Stderr = stderrTail()
-		return done(StatusFailed, "unreadable "+string(a.Format)+" output: "+oneLine(err.Error()))
+		return done(StatusFailed, "unreadable "+string(a.Format)+" output: "+textclip.OneLine(err.Error(), maxReasonBytes))
 	}
 	if a.Severity != "" {
 		for i := range rr.Findings {
@@ -418,16 +419,16 @@ func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 	limits := r.opts.Limits
 	limits.TimeoutMS = config.DefaultAnalyzerTimeout.Milliseconds()
 	if a.Timeout != "" {
-		d, _ := config.ParseDuration(a.Timeout)
+		d, _ := units.ParseDuration(a.Timeout)
 		limits.TimeoutMS = d.Milliseconds()
 	}
 	mem := config.DefaultAnalyzerMemory
 	if a.Memory != "" {
 		mem = a.Memory
 	}
-	limits.MemoryBytes, _ = config.ParseBytes(mem)
+	limits.MemoryBytes, _ = units.ParseBytes(mem)
 	if a.TmpSize != "" {
-		limits.TmpBytes, _ = config.ParseBytes(a.TmpSize)
+		limits.TmpBytes, _ = units.ParseBytes(a.TmpSize)
 	}
 	limits.OutputBytes = analyzerOutputBytes
 	limits.OutputCeilingBytes = analyzerCeilingBytes
@@ -504,4 +505,5 @@ func tail(b []byte, n int) string {
 	return strings.ToValidUTF8(strings.TrimSpace(textclip.Tail(string(b), n, "")), "\uFFFD")
 }
 
-func oneLine(s string) string { return textclip.OneLine(s, 500) }
+// maxReasonBytes caps the one-line texts this package makes of errors and reasons.
+const maxReasonBytes = 500

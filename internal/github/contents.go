@@ -11,7 +11,7 @@ import (
 	gh "github.com/google/go-github/v81/github"
 
 	"github.com/asterhq/aster/internal/config"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // TarballOptions selects the snapshot to download.

@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // Webhook error classes. WebhookStatus maps them to HTTP statuses.

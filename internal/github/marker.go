@@ -4,7 +4,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // Hidden markers. GitHub renders HTML comments as nothing, so they ride along in comment bodies

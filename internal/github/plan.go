@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/asterhq/aster/internal/finding"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // MaxInlineComments is how many inline comments one review carries; the rest are folded into

@@ -14,7 +14,7 @@ import (
 
 	"github.com/asterhq/aster/internal/backoff"
 	"github.com/asterhq/aster/internal/config"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // RetryPolicy bounds how a Client retries rate limits, 5xx and transport failures.

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/backoff"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // Kind classifies a model error by what the caller should do about it.

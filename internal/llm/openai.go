@@ -12,7 +12,7 @@ import (
 	"github.com/openai/openai-go/v3/shared"
 
 	"github.com/asterhq/aster/internal/config"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // OpenAIOptions configure an OpenAI-compatible provider.

@@ -7,7 +7,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 func TestPriceLookup(t *testing.T) {

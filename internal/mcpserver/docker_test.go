@@ -243,7 +243,7 @@ func TestSecurityCasesThroughMCP(t *testing.T) {
 			t.Fatalf("job was not ended early: %d + %d bytes", w.StdoutBytes, w.StderrBytes)
 		}
 		txt := textOf(res)
-		if !strings.Contains(txt, "TRUNCATED: only the first and last 512.0 KiB") || !strings.Contains(txt, "wrote more than 64MiB to one output stream") {
+		if !strings.Contains(txt, "TRUNCATED: only the first and last 512KiB") || !strings.Contains(txt, "wrote more than 64MiB to one output stream") {
 			t.Fatalf("truncation not stated plainly: %.400s", txt)
 		}
 		normal(t)

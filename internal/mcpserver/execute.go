@@ -12,7 +12,9 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -124,7 +126,7 @@ func (s *Server) executeArgs(in ExecuteInput, limits sandbox.Limits) (sandbox.Sp
 		}
 		total += int64(len(data))
 		if total > limits.WorkdirBytes {
-			return fmt.Errorf("%w: the files add up to more than the %s of /work (limits.workdir_size)", sandbox.ErrTooLarge, humanBytes(limits.WorkdirBytes))
+			return fmt.Errorf("%w: the files add up to more than the %s of /work (limits.workdir_size)", sandbox.ErrTooLarge, units.FormatBytes(limits.WorkdirBytes))
 		}
 		files[clean] = data
 		return nil
@@ -211,8 +213,8 @@ func (s *Server) runSpec(ctx context.Context, req *mcp.CallToolRequest, tool str
 		log.Info("tool call cancelled; sandbox destroyed", "cause", context.Cause(ctx), "ms", time.Since(start).Milliseconds())
 		return res, fmt.Errorf("cancelled: %v", context.Cause(ctx))
 	}
-	if err != nil && (res.Status == "" || sandbox.ErrorCode(err) != "internal") {
-		log.Info("tool call refused", "code", sandbox.ErrorCode(err), "err", err)
+	if err != nil && (res.Status == "" || api.ErrorCode(err) != "internal") {
+		log.Info("tool call refused", "code", api.ErrorCode(err), "err", err)
 		return res, toolError(err)
 	}
 	log.Info("tool call finished", "status", res.Status, "exit", res.ExitCode, "ms", time.Since(start).Milliseconds())

@@ -20,6 +20,7 @@ import (
 	"github.com/asterhq/aster/internal/health"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandboxapi"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Path is where the streamable HTTP transport is served.
@@ -232,7 +233,7 @@ func limitBodies(next http.Handler, budget *sandboxapi.Budget, o HTTPOptions) ht
 		}
 		if r.ContentLength > o.MaxBodyBytes {
 			refuse(fmt.Errorf("%w: request body of %s is over this server's limit of %s (--max-body)",
-				sandbox.ErrTooLarge, config.FormatBytes(r.ContentLength), config.FormatBytes(o.MaxBodyBytes)))
+				sandbox.ErrTooLarge, units.FormatBytes(r.ContentLength), units.FormatBytes(o.MaxBodyBytes)))
 			return
 		}
 		// A client waiting for 100 Continue is admitted before it sends:
@@ -262,7 +263,7 @@ func limitBodies(next http.Handler, budget *sandboxapi.Budget, o HTTPOptions) ht
 		if r.ContentLength < 0 {
 			data, err := io.ReadAll(io.LimitReader(r.Body, o.MaxBodyBytes+1))
 			if err == nil && int64(len(data)) > o.MaxBodyBytes {
-				err = fmt.Errorf("%w: request body is over this server's limit of %s (--max-body)", sandbox.ErrTooLarge, config.FormatBytes(o.MaxBodyBytes))
+				err = fmt.Errorf("%w: request body is over this server's limit of %s (--max-body)", sandbox.ErrTooLarge, units.FormatBytes(o.MaxBodyBytes))
 			}
 			if err != nil {
 				body.Done()

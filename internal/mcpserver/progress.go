@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // progress sends notifications/progress for one tool call while its sandbox
@@ -155,7 +156,7 @@ func (p *progress) message() string {
 		return fmt.Sprintf("%s (%s)", p.phase, round(time.Since(p.start)))
 	}
 	msg := fmt.Sprintf("%s %s: stdout %s, stderr %s", p.phase, round(time.Since(p.admitted)),
-		humanBytes(p.bytes[sandbox.Stdout]), humanBytes(p.bytes[sandbox.Stderr]))
+		units.FormatBytes(p.bytes[sandbox.Stdout]), units.FormatBytes(p.bytes[sandbox.Stderr]))
 	if line := printable(p.lastLine); line != "" {
 		msg += " | last line: " + line
 	}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // renderResult is the short text form of a run that goes beside the
@@ -22,7 +23,7 @@ func renderResult(r sandbox.Result, l sandbox.Limits) string {
 		fmt.Fprintf(&b, " (%s)", r.Signal)
 	}
 	fmt.Fprintf(&b, " · %s wall · %s CPU · peak memory %s · run %s\n",
-		round(r.Duration), round(r.CPUTime), humanBytes(r.PeakMemoryBytes), r.ID)
+		round(r.Duration), round(r.CPUTime), units.FormatBytes(r.PeakMemoryBytes), r.ID)
 	if note := r.Explain(l); note != "" {
 		b.WriteString(note)
 		b.WriteByte('\n')
@@ -37,10 +38,10 @@ func renderStream(b *strings.Builder, name string, o sandbox.Output, l sandbox.L
 		fmt.Fprintf(b, "%s: (empty)\n", name)
 		return
 	}
-	fmt.Fprintf(b, "%s (%s", name, humanBytes(o.TotalBytes))
+	fmt.Fprintf(b, "%s (%s", name, units.FormatBytes(o.TotalBytes))
 	if o.Truncated {
 		fmt.Fprintf(b, ", TRUNCATED: only the first and last %s of %s are kept, %s dropped in the middle where the marker is",
-			humanBytes(l.OutputBytes/2), humanBytes(o.TotalBytes), humanBytes(o.DroppedBytes))
+			units.FormatBytes(l.OutputBytes/2), units.FormatBytes(o.TotalBytes), units.FormatBytes(o.DroppedBytes))
 	}
 	data := o.Data
 	if !utf8.Valid(data) {
@@ -63,20 +64,6 @@ func round(d time.Duration) string {
 	default:
 		return d.Round(time.Millisecond).String()
 	}
-}
-
-// humanBytes renders a size for people: 0 B, 812 B, 1.2 KiB, 5.0 GiB.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
 
 func msDuration(ms int64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -148,7 +149,7 @@ func (s *Server) track(ctx context.Context) (context.Context, func()) {
 // sends it as a tool result with isError set, so the model can read it and
 // correct the call. The class name leads the message.
 func toolError(err error) error {
-	code := sandbox.ErrorCode(err)
+	code := api.ErrorCode(err)
 	msg := err.Error()
 	// "invalid spec: x" under the code invalid_spec says it twice.
 	for _, class := range []error{sandbox.ErrInvalidSpec, sandbox.ErrUnknownImage, sandbox.ErrTooLarge, sandbox.ErrBusy, sandbox.ErrUnavailable} {

@@ -17,8 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/textclip"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Sessions of the streamable HTTP transport. The SDK keeps a session from its
@@ -108,7 +108,7 @@ func (g *sessionGate) open(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(body) > maxOpeningBytes {
 		writeRPCError(w, http.StatusRequestEntityTooLarge, nil, jsonrpcInvalidRequest,
-			fmt.Sprintf("a request that opens a session (initialize) may be at most %s", config.FormatBytes(maxOpeningBytes)), nil)
+			fmt.Sprintf("a request that opens a session (initialize) may be at most %s", units.FormatBytes(maxOpeningBytes)), nil)
 		return
 	}
 	msg, err := readOpening(body)
@@ -171,7 +171,7 @@ func (g *sessionGate) reserve(owner string) *refusal {
 		g.reconcileLocked()
 	}
 	var r *refusal
-	switch idle := config.FormatDuration(g.timeout); {
+	switch idle := units.FormatDuration(g.timeout); {
 	case g.held[owner] >= g.perOwner:
 		who := "this token holds"
 		if owner == "" {

@@ -9,11 +9,11 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/api"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/textclip"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // RunTestsInput is the run_tests tool's arguments.
@@ -94,7 +94,7 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 		WorkdirCeiling: s.opts.Ceilings.WorkdirBytes, TmpCeiling: s.opts.Ceilings.TmpBytes,
 		Open: func() (io.ReadCloser, error) { return snap.Open() }}
 	if in.InstallTimeout != "" {
-		d, err := config.ParseDuration(in.InstallTimeout)
+		d, err := units.ParseDuration(in.InstallTimeout)
 		if err != nil || d <= 0 || (s.opts.Ceilings.TimeoutMS > 0 && d > s.opts.Ceilings.Timeout()) {
 			return nil, zero, toolError(sandbox.Invalidf("install_timeout %q: want a duration such as 5m, at most the timeout ceiling", in.InstallTimeout))
 		}
@@ -171,7 +171,7 @@ func renderTests(out testphase.Outcome, l sandbox.Limits) string {
 	if sum.Parsed && plan.Format != testrun.FormatNone {
 		// stdout is the machine-readable report, summarised above.
 		shown.Stdout = sandbox.Output{Data: []byte(fmt.Sprintf("[the %s report, %s, parsed above; raw in the structured result]\n",
-			plan.Format, humanBytes(res.Stdout.TotalBytes))), TotalBytes: res.Stdout.TotalBytes}
+			plan.Format, units.FormatBytes(res.Stdout.TotalBytes))), TotalBytes: res.Stdout.TotalBytes}
 	}
 	b.WriteString(renderResult(shown, l))
 	return b.String()

@@ -19,10 +19,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // FileName is where the configuration lives in a repository.
@@ -273,7 +273,7 @@ func (c Config) parse() (settings, error) {
 		bad("tests.%v", err)
 	}
 	if c.Tests.Timeout != "" {
-		d, err := config.ParseDuration(c.Tests.Timeout)
+		d, err := units.ParseDuration(c.Tests.Timeout)
 		if err != nil || d < time.Second || d > MaxTestTimeout {
 			bad("tests.timeout %q must be a duration from 1s to %s", c.Tests.Timeout, MaxTestTimeout)
 		}
@@ -281,7 +281,7 @@ func (c Config) parse() (settings, error) {
 	}
 	st.maxFileSize = DefaultMaxFileBytes
 	if c.Limits.MaxFileBytes != "" {
-		n, err := config.ParseBytes(c.Limits.MaxFileBytes)
+		n, err := units.ParseBytes(c.Limits.MaxFileBytes)
 		if err != nil || n < 1024 || n > MaxMaxFileBytes {
 			bad("limits.max_file_bytes %q must be a size from 1k to 64m", c.Limits.MaxFileBytes)
 		}

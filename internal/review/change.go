@@ -74,12 +74,12 @@ func BaseConfig(data []byte, baseSHA string) (repoconfig.Config, string, error) 
 		return repoconfig.Default(), "defaults", nil
 	}
 	if len(data) > repoconfig.MaxFileBytes {
-		return repoconfig.Config{}, "", fmt.Errorf("%s at base %s: %w: %d bytes, more than %d", repoconfig.FileName, short(baseSHA),
+		return repoconfig.Config{}, "", fmt.Errorf("%s at base %s: %w: %d bytes, more than %d", repoconfig.FileName, ShortSHA(baseSHA),
 			repoconfig.ErrInvalid, len(data), repoconfig.MaxFileBytes)
 	}
 	cfg, err := repoconfig.Parse(data)
 	if err != nil {
-		return repoconfig.Config{}, "", fmt.Errorf("%s at base %s: %w", repoconfig.FileName, short(baseSHA), err)
+		return repoconfig.Config{}, "", fmt.Errorf("%s at base %s: %w", repoconfig.FileName, ShortSHA(baseSHA), err)
 	}
 	return cfg, "base:" + baseSHA + ":" + repoconfig.FileName, nil
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // maxFlowStepChars bounds one step's text in a rendered flow.

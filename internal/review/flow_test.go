@@ -6,8 +6,8 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/review/safetext"
-	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
+	"github.com/asterhq/aster/internal/safetext"
+	"github.com/asterhq/aster/internal/safetext/safetexttest"
 )
 
 func flowFinding() gate.Marked {

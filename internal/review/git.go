@@ -200,7 +200,7 @@ func loadConfig(ctx context.Context, root string, ch *Change) error {
 		return err
 	}
 	if n, _ := strconv.ParseInt(size, 10, 64); n > repoconfig.MaxFileBytes {
-		return fmt.Errorf("%s at base %s: %w: %d bytes, more than %d", repoconfig.FileName, short(ch.Base.SHA), repoconfig.ErrInvalid, n, repoconfig.MaxFileBytes)
+		return fmt.Errorf("%s at base %s: %w: %d bytes, more than %d", repoconfig.FileName, ShortSHA(ch.Base.SHA), repoconfig.ErrInvalid, n, repoconfig.MaxFileBytes)
 	}
 	data, err := gitOutput(ctx, root, repoconfig.MaxFileBytes, "cat-file", "blob", baseBlob)
 	if err != nil {
@@ -299,13 +299,6 @@ func (c *cmdReader) Close() error {
 		return fmt.Errorf("%w: git archive: %s", ErrGit, strings.TrimSpace(c.stderr.String()))
 	}
 	return nil
-}
-
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }
 
 // cacheID is a checkout's identity for the dependency cache: the URL of its

@@ -9,7 +9,7 @@ import (
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
 )
@@ -48,10 +48,14 @@ func (c Conclusion) CheckConclusion() string {
 	return CheckNeutral
 }
 
-// ShortSHA is a commit id as the posts and the App's logs show it.
+// ShortSHALen is how many hex digits of a commit id Aster shows: in posts, logs,
+// errors, the CLI's tables and the bench's reports alike.
+const ShortSHALen = 7
+
+// ShortSHA is a commit id as Aster shows it (ShortSHALen digits).
 func ShortSHA(sha string) string {
-	if len(sha) > 7 {
-		return sha[:7]
+	if len(sha) > ShortSHALen {
+		return sha[:ShortSHALen]
 	}
 	return sha
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/textclip"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -261,7 +261,7 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 		m, err := opts.Reviewer.Review(ctx, in)
 		if err != nil {
 			m.Status = ModelFailed
-			m.Note = "model review failed: " + oneLine(err.Error())
+			m.Note = "model review failed: " + textclip.OneLine(err.Error(), maxReasonBytes)
 		}
 		rep.Model = normalizeModel(m)
 		rep.DurationsMS["model"] = time.Since(tm).Milliseconds()
@@ -281,7 +281,7 @@ const NothingToReviewPrefix = "nothing to review"
 
 func nothingNote(ch *Change) string {
 	return fmt.Sprintf("%s: %s (%s) changes no file since its merge base with %s (%s)", NothingToReviewPrefix,
-		ch.Head.Ref, short(ch.Head.SHA), ch.Base.Ref, short(ch.Base.SHA))
+		ch.Head.Ref, ShortSHA(ch.Head.SHA), ch.Base.Ref, ShortSHA(ch.Base.SHA))
 }
 
 // uncommittedNote names the working tree's uncommitted paths, which the review (of
@@ -381,6 +381,7 @@ func reasonsText(m map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-func oneLine(s string) string { return safetext.OneLine(s, 300) }
+// maxReasonBytes caps the one-line texts this package makes of errors and reasons.
+const maxReasonBytes = 300
 
 var _ io.Reader = (*cmdReader)(nil)

@@ -16,8 +16,8 @@ import (
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/review/modelstep"
-	"github.com/asterhq/aster/internal/review/safetext"
-	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
+	"github.com/asterhq/aster/internal/safetext"
+	"github.com/asterhq/aster/internal/safetext/safetexttest"
 )
 
 // Secrets planted by TestReviewQuietDefaults: a real-looking AWS key id (not

@@ -10,7 +10,7 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 	"github.com/asterhq/aster/internal/testphase"
 )
 
@@ -91,7 +91,7 @@ const maxMarkdownFindings = 200
 func WriteMarkdown(w io.Writer, rep *Report) error {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	p("# Aster review: %s...%s (%s..%s)\n\n", inline(rep.Base.Ref), inline(rep.Head.Ref), short(rep.Base.SHA), short(rep.Head.SHA))
+	p("# Aster review: %s...%s (%s..%s)\n\n", inline(rep.Base.Ref), inline(rep.Head.Ref), ShortSHA(rep.Base.SHA), ShortSHA(rep.Head.SHA))
 	if rep.Files.Changed == 0 && !rep.Files.DiffTruncated {
 		// An empty report would read as a clean review; say what happened instead.
 		p("**Nothing to review**: %s changes no file since its merge base with %s. No analyzer, test or model ran.\n", inline(rep.Head.Ref), inline(rep.Base.Ref))

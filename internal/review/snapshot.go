@@ -14,6 +14,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/units"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -204,7 +205,7 @@ func PrepareSnapshot(r io.Reader, dir string, rules SnapshotRules) (*gate.Snapsh
 		// skipped. The check comes before that read.
 		read += tarBlock + h.Size
 		if read > rules.MaxReadBytes {
-			info.Unread = fmt.Sprintf("the archive holds more than %s (from %s on, nothing was read)", config.FormatBytes(rules.MaxReadBytes), workspace.Quote(h.Name))
+			info.Unread = fmt.Sprintf("the archive holds more than %s (from %s on, nothing was read)", units.FormatBytes(rules.MaxReadBytes), workspace.Quote(h.Name))
 			break
 		}
 		if h.Typeflag == tar.TypeXGlobalHeader {

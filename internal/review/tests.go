@@ -12,6 +12,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/textclip"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -73,7 +74,7 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 		err = cerr
 	}
 	if err != nil {
-		rep.Status, rep.Reason = TestsError, "snapshot: "+oneLine(err.Error())
+		rep.Status, rep.Reason = TestsError, "snapshot: "+textclip.OneLine(err.Error(), maxReasonBytes)
 		return rep
 	}
 	defer snap.Remove()
@@ -85,13 +86,13 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 	}
 	if err != nil {
 		rep.Status = TestsSkipped
-		rep.Reason = oneLine(err.Error())
+		rep.Reason = textclip.OneLine(err.Error(), maxReasonBytes)
 		return rep
 	}
 	rep.Command = plan.Command() // the repository's command, not the wrapper that runs it
 	install, err := testphase.Step(req.Config.Tests.Setup, snap.Files(), "", plan)
 	if err != nil {
-		rep.Status, rep.Reason = TestsError, oneLine(err.Error())
+		rep.Status, rep.Reason = TestsError, textclip.OneLine(err.Error(), maxReasonBytes)
 		return rep
 	}
 	timeout := s.Timeout
@@ -151,7 +152,7 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 		if runErr != nil {
 			rep.Reason = runErr.Error()
 		}
-		rep.Reason = oneLine(rep.Reason)
+		rep.Reason = textclip.OneLine(rep.Reason, maxReasonBytes)
 	}
 	if rep.Status != TestsPassed {
 		out := res.Stderr.Data

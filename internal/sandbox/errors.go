@@ -54,23 +54,3 @@ func WorkspaceError(op string, err, otherwise error) error {
 	}
 	return fmt.Errorf("%w: %s: %w", otherwise, op, err)
 }
-
-// ErrorCode is the stable, machine-readable name of an error class, as used in
-// API error bodies: invalid_spec, unknown_image, too_large, busy, unavailable,
-// internal.
-func ErrorCode(err error) string {
-	switch {
-	case errors.Is(err, ErrInvalidSpec):
-		return "invalid_spec"
-	case errors.Is(err, ErrUnknownImage):
-		return "unknown_image"
-	case errors.Is(err, ErrTooLarge):
-		return "too_large"
-	case errors.Is(err, ErrBusy):
-		return "busy"
-	case errors.Is(err, ErrUnavailable):
-		return "unavailable"
-	default:
-		return "internal"
-	}
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/workspace"
 )
@@ -31,8 +32,8 @@ func TestWorkspaceError(t *testing.T) {
 		if !errors.Is(got, c.err) {
 			t.Errorf("%v: the cause is lost in %v", c.err, got)
 		}
-		if c.want == nil && sandbox.ErrorCode(got) != "internal" {
-			t.Errorf("%v: classed %s, want unclassed", c.err, sandbox.ErrorCode(got))
+		if c.want == nil && api.ErrorCode(got) != "internal" {
+			t.Errorf("%v: classed %s, want unclassed", c.err, api.ErrorCode(got))
 		}
 	}
 	if sandbox.WorkspaceError("workspace", nil, sandbox.ErrProtocol) != nil {

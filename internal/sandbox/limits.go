@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Bounds are the smallest and largest value each limit may take. A Manager
@@ -52,7 +54,7 @@ func (f LimitField) Format(v int64) string {
 	case UnitDuration:
 		return (time.Duration(v) * time.Millisecond).String()
 	case UnitBytes:
-		return FormatBytes(v)
+		return units.FormatBytes(v)
 	case UnitCPUs:
 		return strconv.FormatFloat(float64(v)/1000, 'f', -1, 64)
 	default:
@@ -212,30 +214,4 @@ func (o PrepareOptions) Validate() error {
 		}
 	}
 	return nil
-}
-
-// FormatBytes renders a size for a person: exactly in the largest binary unit
-// that divides it (512MiB, which config.ParseBytes reads back), else to one
-// decimal in the largest unit it reaches (93.1GiB), with the exact count when
-// the decimal would hide the difference (16.0GiB (17179869185B)).
-func FormatBytes(v int64) string {
-	units := []struct {
-		shift uint
-		name  string
-	}{{40, "TiB"}, {30, "GiB"}, {20, "MiB"}, {10, "KiB"}}
-	for _, u := range units {
-		if v >= 1<<u.shift && v%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d%s", v>>u.shift, u.name)
-		}
-	}
-	for _, u := range units {
-		if v >= 1<<u.shift {
-			s := strconv.FormatFloat(float64(v)/float64(int64(1)<<u.shift), 'f', 1, 64)
-			if strings.HasSuffix(s, ".0") {
-				return fmt.Sprintf("%s%s (%dB)", s, u.name, v)
-			}
-			return s + u.name
-		}
-	}
-	return fmt.Sprintf("%dB", v)
 }

@@ -95,24 +95,3 @@ func TestPrepareOptionsValidate(t *testing.T) {
 		}
 	}
 }
-
-// TestFormatBytes: exact sizes in the unit that divides them (what ParseBytes
-// reads back), others to one decimal, never a bare count of a huge number of
-// bytes unless the decimal would hide the difference.
-func TestFormatBytes(t *testing.T) {
-	for v, want := range map[int64]string{
-		0:                        "0B",
-		-1:                       "-1B",
-		1023:                     "1023B",
-		512 << 20:                "512MiB",
-		4 << 30:                  "4GiB",
-		1536:                     "1.5KiB",
-		99999999999:              "93.1GiB",
-		config.MaxTmpfsBytes + 1: "16.0GiB (17179869185B)",
-		3 << 40:                  "3TiB",
-	} {
-		if got := sandbox.FormatBytes(v); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", v, got, want)
-		}
-	}
-}

@@ -1,12 +1,12 @@
 package sandbox
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"regexp"
@@ -261,10 +261,13 @@ func (m *Manager) Normalize(spec Spec) (Spec, error) {
 	}
 	if len(spec.Workspace.Files) > 0 {
 		// Packing validates names and sizes; do it now so that a bad name is
-		// refused before anything starts.
-		if _, err := workspace.PackFiles(spec.Workspace.Files, io.Discard, workspace.Caps{MaxBytes: spec.Limits.WorkdirBytes}); err != nil {
+		// refused before anything starts, and keep the archive, so that the
+		// files are packed once however often the spec is handled.
+		var buf bytes.Buffer
+		if _, err := workspace.PackFiles(spec.Workspace.Files, &buf, workspace.Caps{MaxBytes: spec.Limits.WorkdirBytes}); err != nil {
 			return spec, WorkspaceError("workspace", err, ErrInvalidSpec)
 		}
+		spec.Workspace = Workspace{Tar: bytes.NewReader(buf.Bytes()), Filtered: true}
 	}
 	if spec.ID == "" {
 		spec.ID = NewRunID()
@@ -286,13 +289,20 @@ type RunOptions struct {
 	// Admitted, when set, is called once the run holds a sandbox slot, before
 	// its sandbox is prepared (the HTTP API sends its streaming headers then).
 	Admitted func()
+	// Normalized says spec is what this Manager's Normalize returned,
+	// changed since in OnOutput at most, so it is not checked again (the
+	// HTTP API normalises a request before it answers, then runs it). The
+	// runtimes still refuse limits they must not act on.
+	Normalized bool
 }
 
 // RunWithOptions is Run with per-call hooks.
 func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions) (Result, error) {
-	spec, err := m.Normalize(spec)
-	if err != nil {
-		return failed(spec, err), err
+	if !opts.Normalized {
+		var err error
+		if spec, err = m.Normalize(spec); err != nil {
+			return failed(spec, err), err
+		}
 	}
 	if spec.Workspace.Tar != nil && !spec.Workspace.Filtered {
 		// Validate an untrusted archive before admission: a hostile one is

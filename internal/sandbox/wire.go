@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Encodings of output in JSON (see api.EncodeText).
@@ -89,9 +90,9 @@ func (r Result) Explain(l Limits) string {
 	case StatusTimeout:
 		return fmt.Sprintf("The job ran past its %s wall-clock limit and was killed.", l.Timeout())
 	case StatusOOM:
-		return fmt.Sprintf("The job ran out of its %s of memory and was killed by the OOM killer.", FormatBytes(l.MemoryBytes))
+		return fmt.Sprintf("The job ran out of its %s of memory and was killed by the OOM killer.", units.FormatBytes(l.MemoryBytes))
 	case StatusOutputLimit:
-		return fmt.Sprintf("The job wrote more than %s to one output stream and was ended (output_limit).", FormatBytes(l.OutputCeilingBytes))
+		return fmt.Sprintf("The job wrote more than %s to one output stream and was ended (output_limit).", units.FormatBytes(l.OutputCeilingBytes))
 	case StatusKilled:
 		if r.Error != "" {
 			return "The job was killed: " + r.Error

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/asterhq/aster/api"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // admission is what a request holds while its body is read and its run
@@ -47,7 +47,7 @@ func (s *Server) admitBody(w http.ResponseWriter, r *http.Request) (*admission, 
 	}
 	if s.opts.MaxBodyBytes > 0 && r.ContentLength > s.opts.MaxBodyBytes {
 		return nil, fmt.Errorf("%w: request body of %s is over this server's limit of %s (--max-body)",
-			sandbox.ErrTooLarge, config.FormatBytes(r.ContentLength), config.FormatBytes(s.opts.MaxBodyBytes))
+			sandbox.ErrTooLarge, units.FormatBytes(r.ContentLength), units.FormatBytes(s.opts.MaxBodyBytes))
 	}
 	// A client that asked to be told before it sends its body (Expect:
 	// 100-continue) is admitted first: a refusal then costs it no upload.

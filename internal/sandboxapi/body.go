@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -94,7 +94,7 @@ func (s *Snapshot) Close() error {
 func ReadBody(w http.ResponseWriter, r *http.Request, spec any, o BodyOptions) (*Snapshot, error) {
 	if o.MaxBodyBytes > 0 && r.ContentLength > o.MaxBodyBytes {
 		return nil, fmt.Errorf("%w: request body of %s is over this server's limit of %s (--max-body)",
-			sandbox.ErrTooLarge, config.FormatBytes(r.ContentLength), config.FormatBytes(o.MaxBodyBytes))
+			sandbox.ErrTooLarge, units.FormatBytes(r.ContentLength), units.FormatBytes(o.MaxBodyBytes))
 	}
 	rc := http.NewResponseController(w)
 	if o.ReadTimeout > 0 {
@@ -183,7 +183,7 @@ func readMultipart(body *recordingReader, boundary string, spec any, o BodyOptio
 				return fail(body.classify(err))
 			}
 			if len(data) > maxSpecBytes {
-				return fail(fmt.Errorf("%w: the spec part is over %s", sandbox.ErrTooLarge, config.FormatBytes(maxSpecBytes)))
+				return fail(fmt.Errorf("%w: the spec part is over %s", sandbox.ErrTooLarge, units.FormatBytes(maxSpecBytes)))
 			}
 			if err := decodeSpec(bytes.NewReader(data), spec); err != nil {
 				return fail(fmt.Errorf("spec part: %w", err))
@@ -239,7 +239,7 @@ type snapshotLimit struct {
 func spool(r *recordingReader, o BodyOptions, limit snapshotLimit) (*Snapshot, error) {
 	space, err := o.Spool.Reserve(limit.bytes)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot of up to %s: %w", config.FormatBytes(limit.bytes), err)
+		return nil, fmt.Errorf("snapshot of up to %s: %w", units.FormatBytes(limit.bytes), err)
 	}
 	sp, err := workspace.Spool(r, workspace.SpoolOptions{Dir: o.TempDir, Caps: workspace.Caps{MaxBytes: limit.bytes},
 		MaxArchiveBytes: limit.bytes, Hook: o.spoolHook})
@@ -250,9 +250,9 @@ func spool(r *recordingReader, o BodyOptions, limit snapshotLimit) (*Snapshot, e
 		}
 		switch {
 		case errors.Is(err, workspace.ErrSpoolFull):
-			return nil, fmt.Errorf("%w: snapshot: the archive is over %s, %s", sandbox.ErrTooLarge, config.FormatBytes(limit.bytes), limit.name)
+			return nil, fmt.Errorf("%w: snapshot: the archive is over %s, %s", sandbox.ErrTooLarge, units.FormatBytes(limit.bytes), limit.name)
 		case errors.Is(err, workspace.ErrTooLarge):
-			return nil, sandbox.WorkspaceError(fmt.Sprintf("snapshot (at most %s, %s)", config.FormatBytes(limit.bytes), limit.name), err, nil)
+			return nil, sandbox.WorkspaceError(fmt.Sprintf("snapshot (at most %s, %s)", units.FormatBytes(limit.bytes), limit.name), err, nil)
 		}
 		return nil, sandbox.WorkspaceError("snapshot", err, nil)
 	}
@@ -335,7 +335,7 @@ func (b *recordingReader) classify(err error) error {
 		// Already classed: the pace or the body budget.
 		return err
 	case errors.As(err, &mbe):
-		return fmt.Errorf("%w: request body is over this server's limit of %s (--max-body)", sandbox.ErrTooLarge, config.FormatBytes(mbe.Limit))
+		return fmt.Errorf("%w: request body is over this server's limit of %s (--max-body)", sandbox.ErrTooLarge, units.FormatBytes(mbe.Limit))
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
 		return fmt.Errorf("%w: the request body was not received in time", api.ErrRequestTimeout)
 	case errors.Is(err, io.ErrUnexpectedEOF):

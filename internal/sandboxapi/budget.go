@@ -5,9 +5,9 @@ import (
 	"sync"
 
 	"github.com/asterhq/aster/internal/bytebudget"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testphase"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Budget is a byte semaphore shared by the requests of one server: request
@@ -46,14 +46,14 @@ func (b *Budget) take(held, n int64) error {
 	}
 	if held+n > b.Total() {
 		return fmt.Errorf("%w: %s asked for, over this server's %s of %s", sandbox.ErrTooLarge,
-			config.FormatBytes(held+n), b.what, config.FormatBytes(b.Total()))
+			units.FormatBytes(held+n), b.what, units.FormatBytes(b.Total()))
 	}
 	if ok, used := b.TryTake(n); !ok {
 		if b.onRefuse != nil {
 			b.onRefuse()
 		}
 		return fmt.Errorf("%w: %s of the %s of %s is taken by other requests; try again later", sandbox.ErrBusy,
-			config.FormatBytes(used), b.what, config.FormatBytes(b.Total()))
+			units.FormatBytes(used), b.what, units.FormatBytes(b.Total()))
 	}
 	return nil
 }

@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // readRequest admits a request's body (admitBody) and reads it into req
@@ -85,7 +85,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 		job.Disk = disk
 	}
 	if req.InstallTimeout != "" {
-		d, err := config.ParseDuration(string(req.InstallTimeout))
+		d, err := units.ParseDuration(string(req.InstallTimeout))
 		if err != nil || d <= 0 {
 			s.writeError(w, r, sandbox.Invalidf("install_timeout %q: want a duration such as 5m", req.InstallTimeout))
 			return
@@ -98,8 +98,10 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	}
 	// Refuse a spec the Manager would refuse before anything runs: the
 	// install phase must not start for a test phase that cannot.
+	// Its files were packed and checked into the job's archive already.
 	probe := spec
 	probe.Argv, probe.Env = plan.Argv, plan.MergeEnv(req.Env)
+	probe.Workspace = sandbox.Workspace{}
 	if _, err := s.mgr.Normalize(probe); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -198,7 +200,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 				st.output(stream, data)
 			}
 		}
-		var opts sandbox.RunOptions
+		opts := sandbox.RunOptions{Normalized: true}
 		if st != nil {
 			opts.Admitted = st.start
 		}

@@ -149,8 +149,8 @@ func sameAs(t *testing.T, body []byte, want decodedJob, werr error, bytewise boo
 		t.Fatalf("body %q:\nerror %v\nwant  %v", body, gerr, werr)
 	}
 	if werr != nil {
-		if sandbox.ErrorCode(werr) != sandbox.ErrorCode(gerr) {
-			t.Fatalf("body %q: class %s, want %s", body, sandbox.ErrorCode(gerr), sandbox.ErrorCode(werr))
+		if api.ErrorCode(werr) != api.ErrorCode(gerr) {
+			t.Fatalf("body %q: class %s, want %s", body, api.ErrorCode(gerr), api.ErrorCode(werr))
 		}
 		return
 	}

@@ -12,8 +12,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // A JSON job body carries its files' contents and stdin as JSON strings, as
@@ -36,7 +36,7 @@ const maxSpecJSONBytes = 4 << 20
 
 // errSpecTooLarge is the refusal of a body past maxSpecJSONBytes.
 var errSpecTooLarge = fmt.Errorf("%w: the request's JSON without its files' contents and stdin is over %s (send large inputs as files, or a snapshot)",
-	sandbox.ErrTooLarge, config.FormatBytes(maxSpecJSONBytes))
+	sandbox.ErrTooLarge, units.FormatBytes(maxSpecJSONBytes))
 
 // maxKeyBytes bounds a key the extractor reads to match; a longer one is
 // passed on and matches nothing (no file name is that long).

@@ -14,6 +14,7 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Pace bounds how slowly a client may send a request body, so that a slow
@@ -117,7 +118,7 @@ func (p *PacedBody) Read(b []byte) (int, error) {
 	if p.pace.MinRate > 0 && !done {
 		if late := time.Since(p.start) - p.pace.Idle; late > 0 && float64(total) < float64(p.pace.MinRate)*late.Seconds() {
 			return n, fmt.Errorf("%w: the request body arrives at %s/s, under this server's minimum of %s/s (--min-body-rate)",
-				api.ErrRequestTimeout, config.FormatBytes(int64(float64(total)/time.Since(p.start).Seconds())), config.FormatBytes(p.pace.MinRate))
+				api.ErrRequestTimeout, units.FormatBytes(int64(float64(total)/time.Since(p.start).Seconds())), units.FormatBytes(p.pace.MinRate))
 		}
 	}
 	return n, nil

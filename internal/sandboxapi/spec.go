@@ -12,6 +12,7 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/units"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -63,7 +64,7 @@ func (s *Server) jobSpec(req api.JobRequest, snap *Snapshot) (sandbox.Spec, erro
 	case snap.archive():
 		if snap.Stats.Bytes > workdirBytes {
 			return spec, fmt.Errorf("%w: the snapshot holds %s of files, over workdir_size %s",
-				sandbox.ErrTooLarge, config.FormatBytes(snap.Stats.Bytes), config.FormatBytes(workdirBytes))
+				sandbox.ErrTooLarge, units.FormatBytes(snap.Stats.Bytes), units.FormatBytes(workdirBytes))
 		}
 		spec.Workspace = sandbox.Workspace{Tar: snap.Reader(), Filtered: true}
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Bounds of the error lines kept from a failed install.
@@ -60,11 +60,6 @@ func clipLine(s string) string {
 	return s
 }
 
-func oneLine(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	return clipLine(s)
-}
-
 // phaseReason says in one line why a phase's run did not succeed.
 func phaseReason(phase string, res sandbox.Result, l sandbox.Limits) string {
 	switch res.Status {
@@ -76,7 +71,7 @@ func phaseReason(phase string, res sandbox.Result, l sandbox.Limits) string {
 	case sandbox.StatusTimeout:
 		return fmt.Sprintf("the %s phase ran past its %s limit and was killed", phase, l.Timeout())
 	case sandbox.StatusOOM:
-		return fmt.Sprintf("the %s phase ran out of memory (%s)", phase, config.FormatBytes(l.MemoryBytes))
+		return fmt.Sprintf("the %s phase ran out of memory (%s)", phase, units.FormatBytes(l.MemoryBytes))
 	case sandbox.StatusOutputLimit:
 		return fmt.Sprintf("the %s phase wrote more output than its ceiling", phase)
 	case sandbox.StatusKilled:
@@ -116,7 +111,7 @@ func Lines(in *api.InstallResult) []string {
 		if len(d.Hosts) > 0 {
 			hosts = strings.Join(d.Hosts, ", ")
 		}
-		line := fmt.Sprintf("downloads: %s from %s over %d connections", config.FormatBytes(d.Bytes), hosts, d.Connections)
+		line := fmt.Sprintf("downloads: %s from %s over %d connections", units.FormatBytes(d.Bytes), hosts, d.Connections)
 		if d.Refused > 0 {
 			line += fmt.Sprintf("; %d refused (%s)", d.Refused, strings.Join(d.RefusedHosts, ", "))
 		}
@@ -149,7 +144,7 @@ func Summary(in *api.InstallResult) string {
 		parts = append(parts, fmt.Sprintf("install %s %s in %s", in.Kind, in.Status, ms(in.DurationMS)))
 	}
 	if d := in.Downloads; d.Connections > 0 {
-		parts = append(parts, fmt.Sprintf("%s from %s", config.FormatBytes(d.Bytes), strings.Join(d.Hosts, ", ")))
+		parts = append(parts, fmt.Sprintf("%s from %s", units.FormatBytes(d.Bytes), strings.Join(d.Hosts, ", ")))
 	}
 	if in.Downloads.Refused > 0 {
 		parts = append(parts, fmt.Sprintf("%d connections refused", in.Downloads.Refused))

@@ -27,6 +27,7 @@ import (
 	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
+	"github.com/asterhq/aster/internal/textclip"
 	"github.com/asterhq/aster/internal/workspace"
 )
 
@@ -257,7 +258,7 @@ func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.Ins
 			res.Status, res.Error = sandbox.StatusError, refusal.Error()
 			err, reason = refusal, refusal.Error()
 		}
-		rep.Status, rep.Reason = api.InstallFailed, oneLine(reason)
+		rep.Status, rep.Reason = api.InstallFailed, clipLine(textclip.OneLine(reason, 0))
 		return nil, res, err
 	}
 	limits := job.Limits
@@ -385,7 +386,7 @@ func (r *Runner) test(ctx context.Context, job Job, plan testrun.Plan, deps func
 	limits := job.Limits
 	limits.TmpBytes = plan.TmpBytes(limits.TmpBytes, job.TmpCeiling)
 	fail := func(err error) (sandbox.Result, error) {
-		*sum = testrun.Summary{Framework: plan.Framework, Format: plan.Format, Failures: []testrun.Failure{}, Error: oneLine(err.Error())}
+		*sum = testrun.Summary{Framework: plan.Framework, Format: plan.Format, Failures: []testrun.Failure{}, Error: clipLine(textclip.OneLine(err.Error(), 0))}
 		return sandbox.Result{ID: job.ID, Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
 	}
 	var ws sandbox.Workspace

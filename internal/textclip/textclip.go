@@ -40,9 +40,14 @@ func Tail(s string, n int, mark string) string {
 
 // OneLine folds s onto one line (runs of white space, newlines included,
 // become one space) and keeps at most its first n bytes, marking a cut with
-// "…": a tool's or an engine's message fit for a log field or a status line.
+// "…" (n <= 0: no cap): a tool's or an engine's message fit for a log field
+// or a status line. It is the one folding of the tree; callers name their cap.
 func OneLine(s string, n int) string {
-	return Head(strings.Join(strings.Fields(s), " "), n, "…")
+	s = strings.Join(strings.Fields(s), " ")
+	if n <= 0 {
+		return s
+	}
+	return Head(s, n, "…")
 }
 
 // HeadWriter is an io.Writer that keeps the first Max bytes written to it and

@@ -15,7 +15,8 @@ import (
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // ModelOptions configure the model step.
@@ -365,7 +366,7 @@ func (m *modelRun) callFailed(ctx context.Context, part, of int, err error) stri
 		return ""
 	}
 	m.failed++
-	msg := safetext.OneLine(err.Error(), 300)
+	msg := textclip.OneLine(err.Error(), 300)
 	switch llm.KindOf(err) {
 	case llm.KindBudget, llm.KindCallCap:
 		m.problems = append(m.problems, partLabel(part, of)+"budget exceeded: "+msg)
@@ -544,7 +545,7 @@ func (m *modelRun) finish() {
 		parts = append(parts, "ignored answer fields: "+strings.Join(m.ignored, ", "))
 	}
 	parts = append(parts, m.problems...)
-	m.rep.Note = oneLineNote(strings.Join(parts, "; "))
+	m.rep.Note = textclip.OneLine(strings.Join(parts, "; "), maxNoteBytes)
 }
 
 func countOmitted(fs []review.OmittedFile) int {
@@ -557,8 +558,8 @@ func countOmitted(fs []review.OmittedFile) int {
 	return n
 }
 
-// oneLineNote is one line of at most 1000 bytes.
-func oneLineNote(s string) string { return safetext.OneLine(s, 1000) }
+// maxNoteBytes caps the one-line texts this package makes of errors and reasons.
+const maxNoteBytes = 1000
 
 // guardedRunner wraps the agent: results are redacted, cleaned and framed
 // as untrusted data before the model reads them.

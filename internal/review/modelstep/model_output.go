@@ -9,7 +9,7 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 // ReviewSchema is the JSON Schema the model must answer with. It is strict

@@ -15,8 +15,8 @@ import (
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/review/safetext"
-	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
+	"github.com/asterhq/aster/internal/safetext"
+	"github.com/asterhq/aster/internal/safetext/safetexttest"
 )
 
 // mtKey is the model API key of these tests: it must never be sent in a

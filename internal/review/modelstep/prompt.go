@@ -13,7 +13,8 @@ import (
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/review"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // Caps on what the prompt carries besides the diff. Untrusted text is cut,
@@ -172,7 +173,7 @@ func buildPrompt(p promptInput, w *promptWriter) {
 		w.data("repository_name", cutText(repoName(in.Repository), 256))
 	}
 	if in.Title != "" {
-		w.data("pull_request_title", cutText(safetext.OneLine(in.Title, 0), promptMaxTitleBytes))
+		w.data("pull_request_title", cutText(textclip.OneLine(in.Title, 0), promptMaxTitleBytes))
 	}
 	if strings.TrimSpace(in.Body) != "" {
 		body, _ := stripHiddenMarkup(in.Body)
@@ -233,8 +234,8 @@ func findingsText(fs []gate.Marked) string {
 			fmt.Fprintf(&b, "… and %d more findings\n", len(fs)-i)
 			break
 		}
-		fmt.Fprintf(&b, "- %s %s:%d %s/%s: %s\n", f.Severity, pathText(f.Path), f.StartLine, safetext.OneLine(f.Analyzer, 0), safetext.OneLine(f.RuleID, 0),
-			cutText(safetext.OneLine(f.Message, 0), promptMaxFindingBytes))
+		fmt.Fprintf(&b, "- %s %s:%d %s/%s: %s\n", f.Severity, pathText(f.Path), f.StartLine, textclip.OneLine(f.Analyzer, 0), textclip.OneLine(f.RuleID, 0),
+			cutText(textclip.OneLine(f.Message, 0), promptMaxFindingBytes))
 	}
 	return b.String()
 }
@@ -244,7 +245,7 @@ func testsText(t *review.TestsReport) string {
 	fmt.Fprintf(&b, "status: %s\ncommand: %s\npassed %d, failed %d, skipped %d\n", t.Status, strings.Join(t.Command, " "),
 		t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped)
 	if t.Reason != "" {
-		fmt.Fprintf(&b, "reason: %s\n", safetext.OneLine(t.Reason, 0))
+		fmt.Fprintf(&b, "reason: %s\n", textclip.OneLine(t.Reason, 0))
 	}
 	if in := t.Install; in != nil {
 		fmt.Fprintf(&b, "install phase: %s (cache %s)\n", in.Status, in.Cache)
@@ -254,7 +255,7 @@ func testsText(t *review.TestsReport) string {
 			fmt.Fprintf(&b, "… and %d more failures\n", len(t.Summary.Failures)-i)
 			break
 		}
-		fmt.Fprintf(&b, "FAIL %s: %s\n", f.Name, cutText(safetext.OneLine(f.Message, 0), promptMaxFindingBytes))
+		fmt.Fprintf(&b, "FAIL %s: %s\n", f.Name, cutText(textclip.OneLine(f.Message, 0), promptMaxFindingBytes))
 	}
 	if t.Output != "" {
 		fmt.Fprintf(&b, "output (tail):\n%s\n", cutText(t.Output, promptMaxTestBytes))

@@ -46,7 +46,7 @@ func startStateOf(p *corev1.Pod, gone bool) startState {
 		if c.Type == corev1.PodScheduled {
 			st.scheduled = c.Status == corev1.ConditionTrue
 			if c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				st.unschedulable = oneLine(c.Message)
+				st.unschedulable = textclip.OneLine(c.Message, maxStatusLineBytes)
 			}
 		}
 	}
@@ -55,11 +55,11 @@ func startStateOf(p *corev1.Pod, gone bool) startState {
 	}
 	for _, cs := range p.Status.InitContainerStatuses {
 		if w := cs.State.Waiting; w != nil && (imageErrors[w.Reason] || startErrors[w.Reason]) {
-			st.err = fmt.Errorf("the aster-init image %s: %s: %s", cs.Image, w.Reason, oneLine(w.Message))
+			st.err = fmt.Errorf("the aster-init image %s: %s: %s", cs.Image, w.Reason, textclip.OneLine(w.Message, maxStatusLineBytes))
 			return st
 		}
 		if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-			st.err = fmt.Errorf("copying aster-init into the Pod failed: exit code %d, %s: %s", t.ExitCode, t.Reason, oneLine(t.Message))
+			st.err = fmt.Errorf("copying aster-init into the Pod failed: exit code %d, %s: %s", t.ExitCode, t.Reason, textclip.OneLine(t.Message, maxStatusLineBytes))
 			return st
 		}
 	}
@@ -73,20 +73,20 @@ func startStateOf(p *corev1.Pod, gone bool) startState {
 			return st
 		case cs.State.Waiting != nil && imageErrors[cs.State.Waiting.Reason]:
 			w := cs.State.Waiting
-			st.err = fmt.Errorf("%w: %s cannot be run on the cluster: %s: %s", sandbox.ErrUnknownImage, cs.Image, w.Reason, oneLine(w.Message))
+			st.err = fmt.Errorf("%w: %s cannot be run on the cluster: %s: %s", sandbox.ErrUnknownImage, cs.Image, w.Reason, textclip.OneLine(w.Message, maxStatusLineBytes))
 			return st
 		case cs.State.Waiting != nil && startErrors[cs.State.Waiting.Reason]:
 			w := cs.State.Waiting
-			st.err = fmt.Errorf("the sandbox container cannot start: %s: %s", w.Reason, oneLine(w.Message))
+			st.err = fmt.Errorf("the sandbox container cannot start: %s: %s", w.Reason, textclip.OneLine(w.Message, maxStatusLineBytes))
 			return st
 		case cs.State.Terminated != nil:
 			t := cs.State.Terminated
-			st.err = fmt.Errorf("the sandbox container ended before its job: %s, exit code %d: %s", t.Reason, t.ExitCode, oneLine(t.Message))
+			st.err = fmt.Errorf("the sandbox container ended before its job: %s, exit code %d: %s", t.Reason, t.ExitCode, textclip.OneLine(t.Message, maxStatusLineBytes))
 			return st
 		}
 	}
 	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-		st.err = fmt.Errorf("the sandbox Pod ended before its job: %s %s: %s", p.Status.Phase, p.Status.Reason, oneLine(p.Status.Message))
+		st.err = fmt.Errorf("the sandbox Pod ended before its job: %s %s: %s", p.Status.Phase, p.Status.Reason, textclip.OneLine(p.Status.Message, maxStatusLineBytes))
 	}
 	return st
 }
@@ -109,7 +109,7 @@ func endStateOf(p *corev1.Pod, gone bool) endState {
 	var e endState
 	if p.Status.Reason == "DeadlineExceeded" {
 		e.ended, e.deadline = true, true
-		e.reason = oneLine(p.Status.Message)
+		e.reason = textclip.OneLine(p.Status.Message, maxStatusLineBytes)
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name != ContainerName || cs.State.Terminated == nil {
@@ -146,4 +146,5 @@ func imageID(p *corev1.Pod) string {
 	return ""
 }
 
-func oneLine(s string) string { return textclip.OneLine(s, 512) }
+// maxStatusLineBytes caps the one-line texts this package makes of errors and reasons.
+const maxStatusLineBytes = 512

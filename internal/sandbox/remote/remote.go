@@ -11,6 +11,7 @@ import (
 	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
 )
 
 // Sandbox runs specs on a remote `aster sandbox serve`. It has the shape of
@@ -62,7 +63,7 @@ func (r Sandbox) RunWithOptions(ctx context.Context, spec sandbox.Spec, opts san
 			return failed(spec, err), err
 		}
 		if int64(len(b)) > max {
-			err := fmt.Errorf("%w: stdin is over %s, the most a remote run takes", sandbox.ErrTooLarge, config.FormatBytes(max))
+			err := fmt.Errorf("%w: stdin is over %s, the most a remote run takes", sandbox.ErrTooLarge, units.FormatBytes(max))
 			return failed(spec, err), err
 		}
 		job.Stdin = b

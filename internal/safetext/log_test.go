@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
 )
 
 func TestRedaction(t *testing.T) {

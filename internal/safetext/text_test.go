@@ -7,7 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/asterhq/aster/internal/github"
-	"github.com/asterhq/aster/internal/review/safetext"
+	"github.com/asterhq/aster/internal/safetext"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 var liveMention = regexp.MustCompile(`(^|[^\p{L}\p{N}_` + "`" + `])@[A-Za-z0-9]`)
@@ -68,7 +69,7 @@ func TestCutsAreRuneSafe(t *testing.T) {
 	s := "aé€😀b" // 1, 2, 3 and 4 bytes
 	for n := -1; n <= len(s)+1; n++ {
 		for name, got := range map[string]string{"Cut": safetext.Cut(s, n), "Tail": safetext.Tail(s, n),
-			"Clip": strings.TrimSuffix(safetext.Clip(s, n), "…"), "OneLine": strings.TrimSuffix(safetext.OneLine(s, n), "…")} {
+			"Clip": strings.TrimSuffix(safetext.Clip(s, n), "…"), "OneLine": strings.TrimSuffix(textclip.OneLine(s, n), "…")} {
 			if !utf8.ValidString(got) || len(got) > max(n, 0) && n > 0 && n < len(s) {
 				t.Errorf("%s(%q, %d) = %q", name, s, n, got)
 			}
@@ -77,7 +78,7 @@ func TestCutsAreRuneSafe(t *testing.T) {
 	if got := safetext.Clip("héllo", 2); got != "h…" {
 		t.Errorf("Clip = %q", got)
 	}
-	if got := safetext.OneLine(" a\n\tb  c ", 0); got != "a b c" {
+	if got := textclip.OneLine(" a\n\tb  c ", 0); got != "a b c" {
 		t.Errorf("OneLine = %q", got)
 	}
 	if got := safetext.Tail("aé", 1); got != "" {

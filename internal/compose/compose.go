@@ -1,8 +1,8 @@
-// Package wire builds the sandbox Manager of every command and of the
+// Package compose builds the sandbox Manager of every command and of the
 // benchmark harness from the configuration, so that what a Manager takes from
 // aster.yaml (images, limit bounds, the reaper's allowance) is set in one
 // place.
-package wire
+package compose
 
 import (
 	"github.com/asterhq/aster/internal/config"

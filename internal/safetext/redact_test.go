@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/asterhq/aster/internal/review/safetext/safetexttest"
+	"github.com/asterhq/aster/internal/safetext/safetexttest"
 )
 
 func TestRedactPatterns(t *testing.T) {

@@ -56,12 +56,6 @@ func Clip(s string, n int) string {
 	return textclip.Head(s, n, "…")
 }
 
-// OneLine folds s's white space (newlines included) to single spaces and clips it to n
-// bytes (0: no cap).
-func OneLine(s string, n int) string {
-	return Clip(strings.Join(strings.Fields(s), " "), n)
-}
-
 const zwsp = "\u200b"
 
 // asterMarker matches every hidden marker Aster reads back from its own comments
@@ -83,7 +77,7 @@ var (
 // characters dropped, every markup character escaped, mentions and commands broken, URLs
 // not auto-linked, Aster's markers removed.
 func Escape(s string, maxChars int) string {
-	s = OneLine(StripMarkers(Clean(s)), maxChars)
+	s = textclip.OneLine(StripMarkers(Clean(s)), maxChars)
 	s = schemeRE.ReplaceAllString(s, "$1"+zwsp+"$2")
 	var b strings.Builder
 	for i, r := range s {
@@ -119,7 +113,7 @@ func allDigits(s string) bool {
 // at most maxChars bytes of it (0: no cap); "|" is escaped, since tables split on it even
 // inside code spans.
 func Code(s string, maxChars int) string {
-	s = OneLine(StripMarkers(Clean(s)), maxChars)
+	s = textclip.OneLine(StripMarkers(Clean(s)), maxChars)
 	s = strings.ReplaceAll(s, "|", `\|`)
 	fence := "`"
 	for strings.Contains(s, fence) {
