@@ -53,12 +53,18 @@ func merge(fs []finding.Finding, order []string) []finding.Finding {
 		}
 		out = append(out, f)
 	}
-	slices.SortStableFunc(out, func(a, b finding.Finding) int {
+	sortReported(out)
+	return out
+}
+
+// sortReported sorts a gate run's findings as reported: most severe first, then by
+// place, analyzer, rule and message.
+func sortReported(fs []finding.Finding) {
+	slices.SortStableFunc(fs, func(a, b finding.Finding) int {
 		return cmp.Or(b.Severity.Rank()-a.Severity.Rank(),
 			cmp.Compare(a.Path, b.Path), cmp.Compare(a.StartLine, b.StartLine), cmp.Compare(a.StartColumn, b.StartColumn),
 			cmp.Compare(a.Analyzer, b.Analyzer), cmp.Compare(a.RuleID, b.RuleID), cmp.Compare(a.Message, b.Message))
 	})
-	return out
 }
 
 // sameProblem reports whether two findings of different analyzers on one
