@@ -50,8 +50,8 @@ func makeBundle(t *testing.T, corpus, name string, commits ...map[string]string)
 	gitRepo(t, dir, "bundle", "create", "-q", filepath.Join(corpus, name+bench.BundleSuffix), "--all")
 }
 
-// script has unquoted expansions ShellCheck reports (SC2086) on lines 3 and 4.
-const script = "#!/bin/sh\nset -e\necho $1\nls $2\necho finished\n"
+// script has unchecked cd commands ShellCheck warns about (SC2164) on lines 3 and 4.
+const script = "#!/bin/sh\nset -u\ncd $1\ncd $2\necho finished\n"
 
 func TestPrepareChange(t *testing.T) {
 	corpus := t.TempDir()
@@ -135,7 +135,7 @@ func TestRunReviewRecall(t *testing.T) {
 	if len(rc.Matches) != 1 || rc.Matches[0].Analyzer != "shellcheck" {
 		t.Fatalf("matches %+v", rc.Matches)
 	}
-	// Line 4's SC2086 is reported and on no entry.
+	// Line 4's SC2164 is reported and on no entry.
 	if rc.Unexpected < 1 || rc.Unexpected != two.Reported-countOn(two, 3) {
 		t.Fatalf("unexpected %d of %d reported: %+v", rc.Unexpected, two.Reported, two.Findings)
 	}

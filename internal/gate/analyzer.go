@@ -225,7 +225,13 @@ func Builtins() []Analyzer {
 			Name: "shellcheck",
 			// xargs takes the list from stdin, so any number of files fits;
 			// each batch prints one json1 document. 123: some batch found issues.
-			Command:        []string{"xargs", "-0", "-r", "shellcheck", "--format=json1", "--severity=style", "--external-sources", "--"},
+			// Warnings and errors only: ShellCheck's info and style levels
+			// (unquoted expansions, SC2086, and the like) are how a script is
+			// written, not a security finding; a repository that wants them
+			// sets this command with --severity=style in .aster.yml. The
+			// injections they can hide (eval of an unquoted variable) are
+			// Aster's own shell rules'.
+			Command:        []string{"xargs", "-0", "-r", "shellcheck", "--format=json1", "--severity=warning", "--external-sources", "--"},
 			Input:          InputFiles0,
 			Format:         finding.FormatShellcheck,
 			Files:          []string{"*.sh", "*.bash", "*.ksh", "*.bats"},

@@ -17,7 +17,8 @@ import (
 const maxFingerprintLines = 20_000
 
 // fingerprint gives the findings their fingerprints from the snapshot's text of the
-// flagged lines (finding.AssignFingerprints). The snapshot is read once, and only the
+// flagged lines (finding.AssignFingerprints), and makes a note of a finding about a
+// switched-off check in code that implements that switch (optionNotes). The snapshot is read once, and only the
 // files and lines that have findings are kept. When it cannot be read the findings keep
 // the message-based fingerprints the readers gave them, and the error says why.
 func fingerprint(snap *Snapshot, fs []finding.Finding) error {
@@ -25,6 +26,7 @@ func fingerprint(snap *Snapshot, fs []finding.Finding) error {
 		return nil
 	}
 	want := map[string]map[int]bool{}
+	optionContext(fs, want)
 	total := 0
 	for _, f := range fs {
 		if f.StartLine <= 0 || f.Path == "" {
@@ -52,6 +54,8 @@ func fingerprint(snap *Snapshot, fs []finding.Finding) error {
 		s, ok := lines[path][n]
 		return s, ok
 	})
+	// After the fingerprints, so that they do not depend on the note.
+	optionNotes(fs, lines)
 	return err
 }
 

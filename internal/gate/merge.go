@@ -3,6 +3,7 @@ package gate
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/asterhq/aster/internal/finding"
@@ -52,18 +53,24 @@ func merge(fs []finding.Finding, order []string) []finding.Finding {
 		}
 		out = append(out, f)
 	}
-	slices.SortStableFunc(out, func(a, b finding.Finding) int {
+	sortReported(out)
+	return out
+}
+
+// sortReported sorts a gate run's findings as reported: most severe first, then by
+// place, analyzer, rule and message.
+func sortReported(fs []finding.Finding) {
+	slices.SortStableFunc(fs, func(a, b finding.Finding) int {
 		return cmp.Or(b.Severity.Rank()-a.Severity.Rank(),
 			cmp.Compare(a.Path, b.Path), cmp.Compare(a.StartLine, b.StartLine), cmp.Compare(a.StartColumn, b.StartColumn),
 			cmp.Compare(a.Analyzer, b.Analyzer), cmp.Compare(a.RuleID, b.RuleID), cmp.Compare(a.Message, b.Message))
 	})
-	return out
 }
 
 // sameProblem reports whether two findings of different analyzers on one
 // line are about the same thing: they share a category (credentials of any
-// kind count as one), or a CWE (the finding's own, or one named in its
-// rule's text).
+// kind count as one), or a CWE family (the finding's own CWEs, or one named
+// in its rule's text; see cweFamily).
 func sameProblem(a, b finding.Finding) bool {
 	if a.Analyzer == b.Analyzer {
 		return false
@@ -76,9 +83,11 @@ func sameProblem(a, b finding.Finding) bool {
 			}
 			out = append(out, c)
 		}
-		out = append(out, f.CWE...)
+		for _, w := range f.CWE {
+			out = append(out, cweFamily(w))
+		}
 		if w := cweOf(f); w != "" && !slices.Contains(f.CWE, w) {
-			out = append(out, w)
+			out = append(out, cweFamily(w))
 		}
 		return out
 	}
@@ -108,4 +117,53 @@ func cweOf(f finding.Finding) string {
 		}
 	}
 	return ""
+}
+
+// cweFamilies groups CWEs that two analyzers give to one problem: a parent
+// and its children, or neighbours that tools use for the same rule (a weak
+// hash is CWE-327 to one tool and CWE-328 to another; an unsafe YAML load
+// CWE-20 to Bandit and CWE-502 to others). A CWE of no family is its own.
+// The groups are narrow on purpose: two findings on one line merge only when
+// a reader would call them the same warning.
+var cweFamilies = map[string][]int{
+	"command-injection":   {77, 78, 88},
+	"code-injection":      {94, 95, 96, 1336},
+	"sql-injection":       {89, 564},
+	"xss":                 {79, 80, 83, 116},
+	"path-traversal":      {22, 23, 35, 36, 73},
+	"xxe":                 {611, 776, 827},
+	"deserialization":     {20, 502},
+	"weak-crypto":         {326, 327, 328, 916, 759, 760, 1240},
+	"weak-random":         {330, 331, 332, 334, 335, 336, 337, 338},
+	"certificate":         {295, 296, 297, 298, 299, 599},
+	"hard-coded-secret":   {259, 321, 798},
+	"insecure-cookie":     {614, 1004, 1275},
+	"file-permissions":    {276, 281, 732},
+	"information-leak":    {200, 209, 215, 532},
+	"open-redirect":       {601},
+	"ssrf":                {918},
+	"temporary-file":      {377, 379, 378},
+	"unsafe-reflection":   {470},
+	"resource-exhaustion": {400, 770},
+}
+
+// cweFamilyOf maps "CWE-n" to its family name.
+var cweFamilyOf = func() map[string]string {
+	m := map[string]string{}
+	for name, ids := range cweFamilies {
+		for _, id := range ids {
+			m["CWE-"+strconv.Itoa(id)] = "cwe-family:" + name
+		}
+	}
+	return m
+}()
+
+// cweFamily is the family of a CWE id ("CWE-328" → "cwe-family:weak-crypto"),
+// or the id itself, upper-cased, when it has none.
+func cweFamily(cwe string) string {
+	cwe = strings.ToUpper(strings.TrimSpace(cwe))
+	if f, ok := cweFamilyOf[cwe]; ok {
+		return f
+	}
+	return cwe
 }

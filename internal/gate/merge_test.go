@@ -1,6 +1,7 @@
 package gate
 
 import (
+	"maps"
 	"slices"
 	"testing"
 
@@ -56,5 +57,34 @@ func TestMergeKeepsFlow(t *testing.T) {
 	out := merge(fs, []string{TaintPython, "ast-grep"})
 	if len(out) != 1 || out[0].Analyzer != "ast-grep" || len(out[0].Flow) != 2 || out[0].Also[0] != TaintPython+"/aster.taint.command-injection" {
 		t.Fatalf("merged %+v", out)
+	}
+}
+
+// TestMergeCWEFamilies: two analyzers that give neighbouring CWEs to one
+// problem on one line (327/328, 20/502, 78/88) report it once; CWEs of
+// different families on one line stay two findings.
+func TestMergeCWEFamilies(t *testing.T) {
+	f := func(analyzer, rule string, line int, cwe string) finding.Finding {
+		return finding.Finding{Analyzer: analyzer, RuleID: rule, Path: "a.py", StartLine: line, EndLine: line, Severity: finding.Warning, Message: rule, CWE: []string{cwe}}
+	}
+	fs := []finding.Finding{
+		f("bandit", "B324", 1, "CWE-327"), f("ast-grep", "weak-hash", 1, "CWE-328"),
+		f("bandit", "B506", 2, "CWE-20"), f("semgrep", "yaml-load", 2, "cwe-502"),
+		f("ast-grep", "argv-injection", 3, "CWE-88"), f("semgrep", "os-command", 3, "CWE-78"),
+		// different families on one line: both kept
+		f("bandit", "B608", 4, "CWE-89"), f("ast-grep", "xss", 4, "CWE-79"),
+		// a CWE in no family still merges with itself only
+		f("bandit", "B999", 5, "CWE-1333"), f("ast-grep", "redos", 5, "CWE-1333"), f("semgrep", "other", 5, "CWE-1334"),
+	}
+	out := merge(fs, []string{"ast-grep", "bandit", "semgrep"})
+	perLine := map[int]int{}
+	for _, f := range out {
+		perLine[f.StartLine]++
+	}
+	if want := map[int]int{1: 1, 2: 1, 3: 1, 4: 2, 5: 2}; !maps.Equal(perLine, want) {
+		t.Fatalf("findings per line %v, want %v: %+v", perLine, want, out)
+	}
+	if got := cweFamily(" cwe-328"); got != cweFamily("CWE-327") {
+		t.Errorf("CWE-328 in %q, CWE-327 in %q", got, cweFamily("CWE-327"))
 	}
 }

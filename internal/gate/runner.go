@@ -244,6 +244,7 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 	if err := fingerprint(req.Snapshot, out.Findings); err != nil {
 		r.log.Warn("findings fingerprinted by message only", "err", err)
 	}
+	sortReported(out.Findings) // a finding made a note moves down
 	out.DurationMS = time.Since(start).Milliseconds()
 	return out
 }

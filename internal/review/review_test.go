@@ -187,12 +187,17 @@ func TestReviewDemo(t *testing.T) {
 	for _, want := range []at{
 		{"gitleaks", "github-pat", "app/settings.py", 6},
 		{"ast-grep", "aster.python.command-injection", "app/jobs.py", 13},
-		{"shellcheck", "SC2086", "scripts/deploy.sh", 9},
 		// The planted shell injection is reported as one: eval of an unquoted variable.
 		{"ast-grep", "aster.shell.code-injection", "scripts/deploy.sh", 9},
 	} {
 		if !got[want] {
 			t.Errorf("missing reported finding %+v; reported: %v", want, got)
+		}
+	}
+	// ShellCheck's style level (unquoted expansions) is off by default.
+	for g := range got {
+		if g.analyzer == "shellcheck" && g.rule == "SC2086" {
+			t.Errorf("a ShellCheck style finding was reported: %+v", g)
 		}
 	}
 	for _, f := range rep.Findings {
@@ -328,12 +333,12 @@ func TestReviewHostileRepo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\nrm -rf $1/tmp\n"), 0o755); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "run.sh"), []byte("#!/bin/sh\ncd $1\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	r.commit("hostile", nil)
 	rep := review(t, e, dir, Options{})
-	if !reported(rep)[at{"shellcheck", "SC2086", "run.sh", 2}] {
+	if !reported(rep)[at{"shellcheck", "SC2164", "run.sh", 2}] {
 		t.Errorf("the ordinary script was not analysed: %v", reported(rep))
 	}
 	if rep.Snapshot.Skipped[ReasonSymlink] != 1 || rep.Snapshot.Skipped[ReasonTooLarge] != 1 {

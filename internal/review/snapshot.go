@@ -79,8 +79,16 @@ func generatedMarker(head []byte) bool {
 	return strings.Contains(s, "DO NOT EDIT") && strings.Contains(s, "Code generated") || strings.Contains(s, "@generated")
 }
 
-// minified recognises minified JavaScript and CSS whatever their name:
-// more than 2 KB with lines 500 bytes long on average.
+// minified recognises minified or bundled JavaScript and CSS by their
+// content, whatever their name or place, in files of 2 KB or more:
+//   - lines 500 bytes long on average;
+//   - a bundler's runtime (webpack's, Parcel's, SystemJS's) or a source map
+//     comment on the last line: the file is a build's output;
+//   - the shape a minifier leaves: most of the bytes in long lines and almost
+//     no white space (hand-written code is indented and spaced even where
+//     its lines are long);
+//   - the names a minifier leaves: long lines made mostly of one- and
+//     two-letter identifiers.
 func minified(name string, data []byte) bool {
 	switch path.Ext(name) {
 	case ".js", ".mjs", ".cjs", ".css":
@@ -90,8 +98,85 @@ func minified(name string, data []byte) bool {
 	if len(data) < 2048 {
 		return false
 	}
-	return len(data)/(bytes.Count(data, []byte("\n"))+1) > 500
+	lines := bytes.Count(data, []byte("\n")) + 1
+	avg := len(data) / lines
+	if avg > 500 || bundlerOutput(data) {
+		return true
+	}
+	var long, space int
+	for line := range bytes.Lines(data) {
+		if len(line) > 250 {
+			long += len(line)
+		}
+		space += bytes.Count(line, []byte(" ")) + bytes.Count(line, []byte("\t"))
+	}
+	if long*10 >= len(data)*7 && space*100 < len(data)*8 {
+		return true
+	}
+	return avg > 120 && shortNames(data)
 }
+
+// bundlerSignatures are what a bundler writes into its output and a person
+// does not write by hand.
+var bundlerSignatures = [][]byte{
+	[]byte("__webpack_require__"), []byte("webpackBootstrap"), []byte("webpackChunk"),
+	[]byte("parcelRequire"), []byte("System.register(["),
+}
+
+// bundlerOutput finds a bundler's runtime in the first 64 KB, or a source map
+// comment ("//# sourceMappingURL=", "/*# sourceMappingURL=") on the last
+// non-empty line.
+func bundlerOutput(data []byte) bool {
+	head := data[:min(len(data), 64<<10)]
+	for _, sig := range bundlerSignatures {
+		if bytes.Contains(head, sig) {
+			return true
+		}
+	}
+	last := bytes.TrimRight(data, " \t\r\n")
+	if i := bytes.LastIndexByte(last, '\n'); i >= 0 {
+		last = last[i+1:]
+	}
+	last = bytes.TrimSpace(last)
+	return bytes.HasPrefix(last, []byte("//# sourceMappingURL=")) || bytes.HasPrefix(last, []byte("/*# sourceMappingURL="))
+}
+
+// shortNames reports a text whose identifiers (of at least 500 counted, in
+// the first 64 KB) are mostly one or two characters long, as a minifier
+// renames them.
+func shortNames(data []byte) bool {
+	head := data[:min(len(data), 64<<10)]
+	var names, short int
+	for i := 0; i < len(head); {
+		c := head[i]
+		if !identStart(c) {
+			if isDigit(c) { // skip a number whole, so 1e3 is no name
+				for i < len(head) && (identStart(head[i]) || isDigit(head[i])) {
+					i++
+				}
+				continue
+			}
+			i++
+			continue
+		}
+		j := i + 1
+		for j < len(head) && (identStart(head[j]) || isDigit(head[j])) {
+			j++
+		}
+		names++
+		if j-i <= 2 {
+			short++
+		}
+		i = j
+	}
+	return names >= 500 && short*10 >= names*6
+}
+
+func identStart(c byte) bool {
+	return c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // libraryBuild recognises a third-party library's distributed JavaScript or
 // CSS wherever it was copied: the file opens with a preserved "/*!" banner
