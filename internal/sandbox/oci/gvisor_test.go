@@ -135,7 +135,7 @@ func TestGVisorHostBoundIsNamed(t *testing.T) {
 func TestGVisorWarmPool(t *testing.T) {
 	rt := ocitest.GVisor(t)
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(), Bounds: config.LimitBounds(),
+		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: sandbox.DefaultLimits(), Bounds: sandbox.LimitBounds(),
 		MaxConcurrent: 4, QueueSize: 8, QueueTimeout: time.Minute,
 		Pool: sandbox.PoolOptions{Warm: 2},
 	})
@@ -180,13 +180,13 @@ func waitReady(t *testing.T, mgr *sandbox.Manager) {
 func TestGVisorReaperRemovesALiveSandbox(t *testing.T) {
 	opts := ocitest.GVisorOptions(t)
 	rt := ocitest.NewGVisor(t, opts)
-	inst, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now()})
+	inst, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan sandbox.Result, 1)
 	go func() {
-		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
+		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: sandbox.DefaultLimits()})
 		done <- res
 	}()
 	time.Sleep(300 * time.Millisecond)

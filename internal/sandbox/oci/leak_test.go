@@ -42,13 +42,13 @@ func TestHelperOrchestrator(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst, err := rt.Prepare(context.Background(), sandbox.PrepareOptions{
-		RunID: "r-leak", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute),
+		RunID: "r-leak", Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now().Add(time.Minute),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("ready " + inst.ID() + "\n")
-	go inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
+	go inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: sandbox.DefaultLimits()})
 	select {} // until killed
 }
 
@@ -137,7 +137,7 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 func TestRemoveKillsALiveSandbox(t *testing.T) {
 	opts := ocitest.Options(t)
 	rt := ocitest.New(t, opts)
-	inst, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now()})
+	inst, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ func TestWireLimits(t *testing.T) {
 	w := WireLimits(full)
 	back, err := config.ResolveLimits(config.LimitsConfig{Timeout: string(w.Timeout), Memory: string(w.Memory), CPUs: string(w.CPUs),
 		Pids: string(w.Pids), OutputLimit: string(w.OutputLimit), OutputCeiling: string(w.OutputCeiling),
-		WorkdirSize: string(w.WorkdirSize), TmpSize: string(w.TmpSize)}, config.DefaultLimits(), sandbox.Limits{})
+		WorkdirSize: string(w.WorkdirSize), TmpSize: string(w.TmpSize)}, sandbox.DefaultLimits(), sandbox.Limits{})
 	if err != nil || back != full {
 		t.Errorf("%+v came back as %+v (%v)", full, back, err)
 	}
