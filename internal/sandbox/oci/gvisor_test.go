@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
@@ -195,7 +194,7 @@ func TestGVisorReaperRemovesALiveSandbox(t *testing.T) {
 		t.Fatalf("list of a live gVisor sandbox: %+v %v", list, err)
 	}
 	ro := reaper.ForRuntime(rt)
-	ro.Now = func() time.Time { return list[0].Deadline.Add(config.DefaultReaperGrace + time.Second) }
+	ro.Now = func() time.Time { return list[0].Deadline.Add(reaper.DefaultGrace + time.Second) }
 	actions, err := reaper.New(ro).Once(t.Context(), false)
 	if err != nil || len(actions) != 1 || !actions[0].Removed {
 		t.Fatalf("reaper: %+v %v", actions, err)
