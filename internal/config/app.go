@@ -11,32 +11,34 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/store"
 	"github.com/asterhq/aster/internal/units"
 )
 
-// Defaults of `aster app serve`.
+// Defaults of `aster app serve`. The job queue's (workers, job timeout, retries,
+// lease, polling, rescue) are the store package's own.
 const (
 	DefaultAppAddr        = "127.0.0.1:8090"
 	DefaultGitHubAPIURL   = github.DefaultAPIURL
-	DefaultAppWorkers     = 2
+	DefaultAppWorkers     = store.DefaultWorkers
 	MaxAppWorkers         = 256
 	DefaultAppDBFile      = "aster.db"
-	DefaultAppJobTimeout  = 20 * time.Minute
-	DefaultAppMaxAttempts = 8
-	DefaultAppRetryBase   = 30 * time.Second
-	DefaultAppRetryMax    = 30 * time.Minute
-	DefaultAppLease       = 2 * time.Minute
-	DefaultAppBusySnooze  = 10 * time.Second
+	DefaultAppJobTimeout  = store.DefaultJobTimeout
+	DefaultAppMaxAttempts = store.DefaultMaxAttempts
+	DefaultAppRetryBase   = store.DefaultRetryBase
+	DefaultAppRetryMax    = store.DefaultRetryMax
+	DefaultAppLease       = store.DefaultLease
+	DefaultAppBusySnooze  = store.DefaultBusySnooze
 	// DefaultAppPollInterval is how often idle workers look for jobs another process
 	// queued (jobs queued by the same process start at once).
-	DefaultAppPollInterval = time.Second
+	DefaultAppPollInterval = store.DefaultPollInterval
 	// DefaultAppRetention is how long delivery ids and per-run progress are kept (GitHub
 	// offers redelivery of recent deliveries only); the review history is kept.
 	DefaultAppRetention    = 30 * 24 * time.Hour
 	DefaultAppShutdownWait = 30 * time.Second
 	// DefaultAppRescueMargin is added to the job timeout to decide when another replica's
 	// job, still marked running, was lost with its process and is run again.
-	DefaultAppRescueMargin = 5 * time.Minute
+	DefaultAppRescueMargin = store.DefaultRescueMargin
 	// DefaultAppWebhookTimeout bounds how long storing one delivery may take, so the
 	// answer reaches GitHub well inside its 10-second delivery timeout.
 	DefaultAppWebhookTimeout = 5 * time.Second
