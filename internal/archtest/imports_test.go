@@ -28,11 +28,9 @@ var rules = []rule{
 	{from: "internal/sandbox", to: "internal/config",
 		why: "runtimes declare their own defaults; config composes them (issue 36 item 1)"},
 	{from: "internal/llm", to: "internal/review",
-		why:     "the model client is below the review, not part of it",
-		pending: "issue 36 item 2: review/safetext moves to a neutral leaf"},
+		why: "the model client is below the review, not part of it (issue 36 item 2)"},
 	{from: "internal/bench", to: "internal/cli",
-		why:     "the benchmark uses the wiring, not the command line",
-		pending: "issue 36 item 2: cli/wire moves out of cli"},
+		why: "the benchmark uses the wiring, not the command line (issue 36 item 2)"},
 }
 
 // pkg is the part of `go list -json` the rules read.
