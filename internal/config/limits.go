@@ -7,8 +7,6 @@
 package config
 
 import (
-	"time"
-
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -23,13 +21,6 @@ const (
 	DefaultOutputCeilingBytes = sandbox.DefaultOutputCeilingBytes
 	DefaultWorkdirBytes       = sandbox.DefaultWorkdirBytes
 	DefaultTmpBytes           = sandbox.DefaultTmpBytes
-)
-
-// Defaults of one analyzer of the review gate, where its definition (built in
-// or in .aster.yml) names no timeout or memory of its own.
-const (
-	DefaultAnalyzerTimeout = 2 * time.Minute
-	DefaultAnalyzerMemory  = "1g"
 )
 
 // DefaultSnapshotReadBytes bounds what the review reads of a revision's
