@@ -145,16 +145,6 @@ func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
 	return a, nil
 }
 
-// HelpLinkHosts are the hosts an analyzer's help link may point to in what the App posts
-// ("More about RULE"): the documentation sites of the built-in analyzers and the weakness
-// catalogues. A link elsewhere is left out. Model-written links obey llm.link_allowlist
-// instead; both go through the one link rule (safetext.AllowedURL: http or https, the host
-// or a subdomain of it, no credentials).
-func HelpLinkHosts() []string {
-	return []string{"github.com", "docs.github.com", "cwe.mitre.org", "owasp.org", "www.shellcheck.net",
-		"bandit.readthedocs.io", "semgrep.dev", "gitleaks.io", "pkg.go.dev", "go.dev", "docs.python.org"}
-}
-
 // DefaultDataDir is where Aster keeps its state without configuration:
 // $XDG_DATA_HOME/aster, else ~/.local/share/aster, else ./aster-data.
 func DefaultDataDir(getenv func(string) string) string {

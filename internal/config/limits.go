@@ -23,13 +23,6 @@ const (
 	DefaultTmpBytes           = sandbox.DefaultTmpBytes
 )
 
-// DefaultSnapshotReadBytes bounds what the review reads of a revision's
-// archive in all, the files it keeps for the analyzers and the ones it skips:
-// skipping a file still reads it, and a compressed archive of a few MiB can
-// unpack to hundreds of GiB. A tree larger than this (the Linux kernel's is
-// about 1.4 GiB) is reviewed on what was read.
-const DefaultSnapshotReadBytes = 2 << 30
-
 // Bounds beyond which a limit is absurd and rejected rather than clamped: the
 // sandbox package's own (sandbox.LimitBounds).
 const (
