@@ -27,6 +27,12 @@ type rule struct {
 var rules = []rule{
 	{from: "internal/sandbox", to: "internal/config",
 		why: "runtimes declare their own defaults; config composes them (issue 36 item 1)"},
+	{from: "internal/github", to: "internal/config",
+		why: "the GitHub client declares its own defaults (issue 36 item 1)"},
+	{from: "internal/llm", to: "internal/config",
+		why: "the model clients declare their own defaults (issue 36 item 1)"},
+	{from: "internal/store", to: "internal/config",
+		why: "the job queue declares its own defaults (issue 36 item 1)"},
 	{from: "internal/llm", to: "internal/review",
 		why: "the model client is below the review, not part of it (issue 36 item 2)"},
 	{from: "internal/bench", to: "internal/cli",
