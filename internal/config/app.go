@@ -10,42 +10,42 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/store"
 	"github.com/asterhq/aster/internal/units"
 )
 
-// Defaults of `aster app serve`.
+// Defaults of `aster app serve`. The job queue's (workers, job timeout, retries,
+// lease, polling, rescue) are the store package's own.
 const (
 	DefaultAppAddr        = "127.0.0.1:8090"
-	DefaultGitHubAPIURL   = "https://api.github.com/"
-	DefaultAppWorkers     = 2
+	DefaultGitHubAPIURL   = github.DefaultAPIURL
+	DefaultAppWorkers     = store.DefaultWorkers
 	MaxAppWorkers         = 256
 	DefaultAppDBFile      = "aster.db"
-	DefaultAppJobTimeout  = 20 * time.Minute
-	DefaultAppMaxAttempts = 8
-	DefaultAppRetryBase   = 30 * time.Second
-	DefaultAppRetryMax    = 30 * time.Minute
-	DefaultAppLease       = 2 * time.Minute
-	DefaultAppBusySnooze  = 10 * time.Second
+	DefaultAppJobTimeout  = store.DefaultJobTimeout
+	DefaultAppMaxAttempts = store.DefaultMaxAttempts
+	DefaultAppRetryBase   = store.DefaultRetryBase
+	DefaultAppRetryMax    = store.DefaultRetryMax
+	DefaultAppLease       = store.DefaultLease
+	DefaultAppBusySnooze  = store.DefaultBusySnooze
 	// DefaultAppPollInterval is how often idle workers look for jobs another process
 	// queued (jobs queued by the same process start at once).
-	DefaultAppPollInterval = time.Second
+	DefaultAppPollInterval = store.DefaultPollInterval
 	// DefaultAppRetention is how long delivery ids and per-run progress are kept (GitHub
 	// offers redelivery of recent deliveries only); the review history is kept.
 	DefaultAppRetention    = 30 * 24 * time.Hour
 	DefaultAppShutdownWait = 30 * time.Second
 	// DefaultAppRescueMargin is added to the job timeout to decide when another replica's
 	// job, still marked running, was lost with its process and is run again.
-	DefaultAppRescueMargin = 5 * time.Minute
+	DefaultAppRescueMargin = store.DefaultRescueMargin
 	// DefaultAppWebhookTimeout bounds how long storing one delivery may take, so the
 	// answer reaches GitHub well inside its 10-second delivery timeout.
 	DefaultAppWebhookTimeout = 5 * time.Second
-	// DefaultAppWebhookInflightBytes bounds the webhook body bytes being read at once, across
-	// all deliveries: two of GitHub's 25 MB maximum and room for many ordinary ones (tens of
-	// KB). Past it a delivery is answered 429 before its body is read.
-	DefaultAppWebhookInflightBytes int64 = 64 << 20
-	// DefaultAppWebhookBodyTimeout is how long a webhook body may take to arrive after its
-	// headers; GitHub itself gives up on a delivery after 10 seconds.
-	DefaultAppWebhookBodyTimeout = 10 * time.Second
+	// DefaultAppWebhookInflightBytes and DefaultAppWebhookBodyTimeout are the
+	// webhook receiver's own (internal/github).
+	DefaultAppWebhookInflightBytes = github.DefaultWebhookInflightBytes
+	DefaultAppWebhookBodyTimeout   = github.DefaultWebhookBodyTimeout
 	// DefaultAppSetupAddr is where `aster app setup` serves its page (loopback only).
 	DefaultAppSetupAddr = "127.0.0.1:8092"
 	// DefaultAppSetupTimeout is how long `aster app setup` waits for GitHub's answer (GitHub's
@@ -53,25 +53,17 @@ const (
 	DefaultAppSetupTimeout = 30 * time.Minute
 )
 
-// Defaults of the GitHub client (internal/github). DefaultGitHubAPIURL above is the REST API
-// root it uses when none is given.
+// Defaults of the GitHub client: the github package's own. DefaultGitHubAPIURL
+// above is the REST API root it uses when none is given.
 const (
-	// DefaultGitHubWebURL is github.com's web root, where the App manifest is posted.
-	DefaultGitHubWebURL = "https://github.com/"
-	// DefaultGitHubMaxTarballBytes caps a repository tarball download.
-	DefaultGitHubMaxTarballBytes int64 = 512 << 20
-	// DefaultGitHubMaxFileBytes caps one file read through the contents API.
-	DefaultGitHubMaxFileBytes int64 = 1 << 20
-	// DefaultGitHubMaxDiffBytes caps a pull request or compare diff.
-	DefaultGitHubMaxDiffBytes int64 = 50 << 20
-	// DefaultGitHubRetryAttempts is how many tries one API operation gets, the first included.
-	DefaultGitHubRetryAttempts = 5
-	// DefaultGitHubRetryBase is the first backoff; it doubles each try, with jitter, up to
-	// DefaultGitHubRetryMax.
-	DefaultGitHubRetryBase = time.Second
-	DefaultGitHubRetryMax  = 30 * time.Second
-	// DefaultGitHubMaxRateLimitWait is the longest rate-limit wait slept; a longer one is returned.
-	DefaultGitHubMaxRateLimitWait = 2 * time.Minute
+	DefaultGitHubWebURL           = github.DefaultWebURL
+	DefaultGitHubMaxTarballBytes  = github.DefaultMaxTarballBytes
+	DefaultGitHubMaxFileBytes     = github.DefaultMaxFileBytes
+	DefaultGitHubMaxDiffBytes     = github.DefaultMaxDiffBytes
+	DefaultGitHubRetryAttempts    = github.DefaultRetryAttempts
+	DefaultGitHubRetryBase        = github.DefaultRetryBase
+	DefaultGitHubRetryMax         = github.DefaultRetryMax
+	DefaultGitHubMaxRateLimitWait = github.DefaultMaxRateLimitWait
 )
 
 // AppConfig is the `app:` section of aster.yaml, for `aster app serve` and `aster app
@@ -151,16 +143,6 @@ func (c Config) AppSection(getenv func(string) string) (AppConfig, error) {
 		a.DB = filepath.Join(a.DataDir, DefaultAppDBFile)
 	}
 	return a, nil
-}
-
-// HelpLinkHosts are the hosts an analyzer's help link may point to in what the App posts
-// ("More about RULE"): the documentation sites of the built-in analyzers and the weakness
-// catalogues. A link elsewhere is left out. Model-written links obey llm.link_allowlist
-// instead; both go through the one link rule (safetext.AllowedURL: http or https, the host
-// or a subdomain of it, no credentials).
-func HelpLinkHosts() []string {
-	return []string{"github.com", "docs.github.com", "cwe.mitre.org", "owasp.org", "www.shellcheck.net",
-		"bandit.readthedocs.io", "semgrep.dev", "gitleaks.io", "pkg.go.dev", "go.dev", "docs.python.org"}
 }
 
 // DefaultDataDir is where Aster keeps its state without configuration:

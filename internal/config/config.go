@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/reaper"
 	"github.com/asterhq/aster/internal/units"
 )
 
@@ -99,11 +100,11 @@ const (
 )
 
 // Defaults of the reaper (`reaper:` in aster.yaml, --reaper-grace and
-// --reaper-period).
+// --reaper-period): the reaper package's own.
 const (
-	DefaultReaperGrace     = 30 * time.Second // how long past its deadline label a sandbox is left alone
-	DefaultReaperPeriod    = time.Minute      // how often a long-running command reaps
-	DefaultReaperAllowance = 2 * time.Minute  // added to a deadline label for creation and teardown
+	DefaultReaperGrace     = reaper.DefaultGrace     // how long past its deadline label a sandbox is left alone
+	DefaultReaperPeriod    = reaper.DefaultPeriod    // how often a long-running command reaps
+	DefaultReaperAllowance = reaper.DefaultAllowance // added to a deadline label for creation and teardown
 )
 
 // ReaperConfig tunes the leaked-sandbox reaper.

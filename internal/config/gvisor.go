@@ -4,19 +4,19 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/asterhq/aster/internal/sandbox/oci"
 )
 
 // Defaults of the gVisor runtime (`--runtime gvisor`: the oci runtime driving
-// gVisor's runsc).
+// gVisor's runsc): the oci package's own.
 const (
-	DefaultGVisorRunsc = "runsc"
-	// DefaultGVisorPlatform empty: systrap where the runsc build has it
-	// (gVisor's default since 2023), ptrace on older builds such as Debian 12's.
-	DefaultGVisorPlatform = ""
+	DefaultGVisorRunsc    = oci.DefaultGVisorRunsc
+	DefaultGVisorPlatform = oci.DefaultGVisorPlatform
 )
 
 // GVisorPlatforms are the platforms gvisor.platform accepts.
-var GVisorPlatforms = []string{"systrap", "ptrace", "kvm"}
+var GVisorPlatforms = []string{oci.PlatformSystrap, oci.PlatformPtrace, oci.PlatformKVM}
 
 // GVisorConfig is the `gvisor:` section of aster.yaml.
 type GVisorConfig struct {

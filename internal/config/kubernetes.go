@@ -8,24 +8,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/internal/sandbox/kubernetes"
 	"github.com/asterhq/aster/internal/units"
 )
 
-// Defaults of the Kubernetes runtime (`--runtime kubernetes`).
+// Defaults of the Kubernetes runtime (`--runtime kubernetes`): the kubernetes
+// package's own.
 const (
-	DefaultKubernetesNamespace       = "aster-sandboxes"
-	DefaultKubernetesInitImage       = "aster-init:latest"
-	DefaultKubernetesImagePullPolicy = "IfNotPresent"
-	DefaultKubernetesScheduleTimeout = 30 * time.Second
-	// DefaultKubernetesStartTimeout bounds a Pod's start once scheduled.
-	DefaultKubernetesStartTimeout = 2 * time.Minute
-	// DefaultKubernetesLinger bounds how long aster-init keeps a finished
-	// sandbox alive waiting for the host to close its stdin after reading the
-	// result.
-	DefaultKubernetesLinger = 10 * time.Second
-	// DefaultKubernetesMaxPods 0: no namespace-wide cap beyond each replica's
-	// max-concurrent (a ResourceQuota can add one).
-	DefaultKubernetesMaxPods = 0
+	DefaultKubernetesNamespace       = kubernetes.DefaultNamespace
+	DefaultKubernetesInitImage       = kubernetes.DefaultInitImage
+	DefaultKubernetesImagePullPolicy = kubernetes.DefaultImagePullPolicy
+	DefaultKubernetesScheduleTimeout = kubernetes.DefaultScheduleTimeout
+	DefaultKubernetesStartTimeout    = kubernetes.DefaultStartTimeout
+	DefaultKubernetesLinger          = kubernetes.DefaultLinger
+	DefaultKubernetesMaxPods         = kubernetes.DefaultMaxPods
 )
 
 // KubernetesConfig is the `kubernetes:` section of aster.yaml.

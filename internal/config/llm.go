@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/units"
 )
 
@@ -24,24 +25,20 @@ const (
 	DefaultLLMMaxRetryWait     = time.Minute
 	DefaultLLMMaxCalls         = 8
 	DefaultLLMMaxChunks        = 3
-	DefaultLLMMaxInputTokens   = 48_000  // per call, prompt included
-	DefaultLLMMaxOutputTokens  = 4_096   // per call
-	DefaultLLMMaxTotalTokens   = 200_000 // per review, input plus output
-	DefaultLLMMaxCostUSD       = 1.00    // per review, when the model is priced
-	DefaultLLMMaxResponseBytes = 8 << 20
+	DefaultLLMMaxInputTokens   = 48_000                     // per call, prompt included
+	DefaultLLMMaxOutputTokens  = llm.DefaultMaxOutputTokens // per call
+	DefaultLLMMaxTotalTokens   = 200_000                    // per review, input plus output
+	DefaultLLMMaxCostUSD       = 1.00                       // per review, when the model is priced
+	DefaultLLMMaxResponseBytes = llm.DefaultMaxResponseBytes
 	DefaultLLMMaxComments      = 25
 	DefaultLLMMaxCommentBytes  = 4_000
 	DefaultLLMMaxSummaryBytes  = 8_000
 
-	// DefaultLLMOpenAIBaseURL is OpenAI's API; any OpenAI-compatible server (Azure
-	// OpenAI, vLLM, Ollama, llama.cpp's server) works with its own base URL.
-	DefaultLLMOpenAIBaseURL = "https://api.openai.com/v1/"
-	// DefaultLLMAnthropicBaseURL is Anthropic's API (without /v1: the SDK adds it).
-	DefaultLLMAnthropicBaseURL = "https://api.anthropic.com/"
-	// DefaultLLMAnthropicRequestTimeout is handed to Anthropic's SDK, which
-	// refuses a large max_tokens on a non-streaming call without one; the
-	// per-call deadline (call_timeout) is what bounds each attempt.
-	DefaultLLMAnthropicRequestTimeout = 10 * time.Minute
+	// The providers' API roots and Anthropic's SDK request timeout: the llm
+	// package's own.
+	DefaultLLMOpenAIBaseURL           = llm.DefaultOpenAIBaseURL
+	DefaultLLMAnthropicBaseURL        = llm.DefaultAnthropicBaseURL
+	DefaultLLMAnthropicRequestTimeout = llm.DefaultAnthropicRequestTimeout
 
 	DefaultAgenticMaxToolCalls   = 4
 	DefaultAgenticMaxResultBytes = 8 << 10

@@ -1,19 +1,15 @@
 package config
 
-// Defaults of the microVM runtime (`--runtime microvm`).
+import "github.com/asterhq/aster/internal/sandbox/microvm"
+
+// Defaults of the microVM runtime (`--runtime microvm`): the microvm package's own.
 const (
-	DefaultMicroVMQEMU = "qemu-system-x86_64"
-	// DefaultMicroVMKernelDir is where scripts/microvm-kernel.sh (make setup)
-	// puts the guest kernel.
-	DefaultMicroVMKernelDir = "/var/lib/aster/microvm/kernel"
-	// DefaultMicroVMStateDir holds one directory and record per VM.
-	DefaultMicroVMStateDir = "/run/aster/microvm"
-	// FallbackMicroVMStateDir is used when /run is not a tmpfs.
-	FallbackMicroVMStateDir = "/dev/shm/aster-microvm"
-	// DefaultMicroVMCacheDir holds guest builds, image trees and disks.
-	DefaultMicroVMCacheDir = "/var/lib/aster/microvm"
-	// DefaultMicroVMAccel: KVM when it boots the guest, else TCG.
-	DefaultMicroVMAccel = "auto"
+	DefaultMicroVMQEMU      = microvm.DefaultQEMU
+	DefaultMicroVMKernelDir = microvm.DefaultKernelDir
+	DefaultMicroVMStateDir  = microvm.DefaultStateDir // FallbackMicroVMStateDir when /run is not a tmpfs
+	FallbackMicroVMStateDir = microvm.FallbackStateDir
+	DefaultMicroVMCacheDir  = microvm.DefaultCacheDir
+	DefaultMicroVMAccel     = microvm.DefaultAccel
 )
 
 // MicroVMConfig is the `microvm:` section of aster.yaml.

@@ -2,20 +2,16 @@ package config
 
 import (
 	"golang.org/x/sys/unix"
+
+	"github.com/asterhq/aster/internal/sandbox/oci"
 )
 
-// Defaults of the direct OCI runtime (`--runtime oci`).
+// Defaults of the direct OCI runtime (`--runtime oci`): the oci package's own.
 const (
-	DefaultOCIRuntime = "crun"
-	// DefaultOCIStateDir holds one bundle and run record per sandbox. It
-	// belongs on a tmpfs: every sandbox writes and removes files there, and
-	// on a disk filesystem that is a measurable part of a cold start. When
-	// /run is not a tmpfs (some containers and VMs), DefaultOCI picks
-	// FallbackOCIStateDir on /dev/shm instead.
-	DefaultOCIStateDir  = "/run/aster/oci"
-	FallbackOCIStateDir = "/dev/shm/aster-oci"
-	// DefaultOCICacheDir holds exported image root filesystems, one per digest.
-	DefaultOCICacheDir = "/var/lib/aster/oci"
+	DefaultOCIRuntime   = oci.DefaultRuntime
+	DefaultOCIStateDir  = oci.DefaultStateDir // on a tmpfs; FallbackOCIStateDir when /run is not one
+	FallbackOCIStateDir = oci.FallbackStateDir
+	DefaultOCICacheDir  = oci.DefaultCacheDir
 )
 
 // OCIConfig is the `oci:` section of aster.yaml.

@@ -11,12 +11,13 @@ import (
 	"github.com/asterhq/aster/internal/units"
 )
 
-// Defaults of the warm pool (`aster sandbox serve --warm N`).
+// Defaults of the warm pool (`aster sandbox serve --warm N`); the pool's own
+// are the sandbox package's.
 const (
 	DefaultWarm            = 0 // no pool unless asked for
-	DefaultPoolMaxIdle     = 10 * time.Minute
-	DefaultPoolShrinkAfter = 10 * time.Minute
-	DefaultPoolRefillRate  = 50 // sandboxes per second per pool, at most
+	DefaultPoolMaxIdle     = sandbox.DefaultPoolMaxIdle
+	DefaultPoolShrinkAfter = sandbox.DefaultPoolShrinkAfter
+	DefaultPoolRefillRate  = sandbox.DefaultPoolRefillRate // sandboxes per second per pool, at most
 	MaxWarm                = 256
 )
 

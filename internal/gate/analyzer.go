@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testrun"
 	"github.com/asterhq/aster/internal/units"
 )
@@ -171,8 +171,8 @@ func (a Analyzer) Validate() error {
 		if err != nil {
 			return errf("tmp_size: %v", err)
 		}
-		if n < config.MinTmpfsBytes || n > config.MaxTmpfsBytes {
-			return errf("tmp_size %s is outside %s to %s", a.TmpSize, units.FormatBytes(config.MinTmpfsBytes), units.FormatBytes(config.MaxTmpfsBytes))
+		if n < sandbox.MinTmpfsBytes || n > sandbox.MaxTmpfsBytes {
+			return errf("tmp_size %s is outside %s to %s", a.TmpSize, units.FormatBytes(sandbox.MinTmpfsBytes), units.FormatBytes(sandbox.MaxTmpfsBytes))
 		}
 	}
 	if len(a.Env) > MaxEnv {

@@ -10,7 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate/rules/astgrep"
 	"github.com/asterhq/aster/internal/gate/taint"
@@ -147,7 +146,7 @@ func NewRunner(sb Sandbox, opts RunnerOptions) *Runner {
 		opts.Parallel = 4
 	}
 	if opts.Image == "" {
-		opts.Image = config.DefaultImage
+		opts.Image = sandbox.DefaultImage
 	}
 	log := opts.Logger
 	if log == nil {
@@ -165,6 +164,13 @@ type Request struct {
 	// scan the whole tree still do.
 	Changed []string
 }
+
+// Defaults of one analyzer, where its definition (built in or in .aster.yml)
+// names no timeout or memory of its own.
+const (
+	DefaultAnalyzerTimeout = 2 * time.Minute
+	DefaultAnalyzerMemory  = "1g"
+)
 
 // Output caps of an analyzer's sandbox: report formats are one JSON document,
 // so a cut-off stream is unreadable; keep far more than a log would need.
@@ -418,12 +424,12 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 // spec builds the sandbox spec of an analyzer over its target files.
 func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 	limits := r.opts.Limits
-	limits.TimeoutMS = config.DefaultAnalyzerTimeout.Milliseconds()
+	limits.TimeoutMS = DefaultAnalyzerTimeout.Milliseconds()
 	if a.Timeout != "" {
 		d, _ := units.ParseDuration(a.Timeout)
 		limits.TimeoutMS = d.Milliseconds()
 	}
-	mem := config.DefaultAnalyzerMemory
+	mem := DefaultAnalyzerMemory
 	if a.Memory != "" {
 		mem = a.Memory
 	}

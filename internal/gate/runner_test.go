@@ -16,7 +16,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testkit"
@@ -179,7 +178,7 @@ func TestRunnerStatuses(t *testing.T) {
 		t.Errorf("argv (-want +got):\n%s", d)
 	}
 	spec := fake.specs["good"]
-	if spec.Env["HOME"] != "/tmp" || len(spec.Env) != 1 || spec.Limits.OutputBytes != analyzerOutputBytes || spec.Limits.TimeoutMS != config.DefaultAnalyzerTimeout.Milliseconds() {
+	if spec.Env["HOME"] != "/tmp" || len(spec.Env) != 1 || spec.Limits.OutputBytes != analyzerOutputBytes || spec.Limits.TimeoutMS != DefaultAnalyzerTimeout.Milliseconds() {
 		t.Errorf("spec env %v limits %+v", spec.Env, spec.Limits)
 	}
 	for _, a := range res.Analyzers {

@@ -15,7 +15,6 @@ import (
 	gh "github.com/google/go-github/v81/github"
 
 	"github.com/asterhq/aster/internal/backoff"
-	"github.com/asterhq/aster/internal/config"
 )
 
 // TokenPermissions returns the only permissions Aster asks for in an installation token (the
@@ -66,7 +65,7 @@ func NewApp(opts AppOptions) (*App, error) {
 	}
 	base := opts.BaseURL
 	if base == "" {
-		base = config.DefaultGitHubAPIURL
+		base = DefaultAPIURL
 	}
 	jwtClient, err := newGitHubClient(&http.Client{Transport: apps}, base)
 	if err != nil {
@@ -92,7 +91,7 @@ func NewApp(opts AppOptions) (*App, error) {
 func newGitHubClient(hc *http.Client, base string) (*gh.Client, error) {
 	c := gh.NewClient(hc)
 	c.RateLimitRedirectionalEndpoints = true
-	if strings.TrimRight(base, "/") == strings.TrimRight(config.DefaultGitHubAPIURL, "/") {
+	if strings.TrimRight(base, "/") == strings.TrimRight(DefaultAPIURL, "/") {
 		return c, nil
 	}
 	c, err := c.WithEnterpriseURLs(base, base)

@@ -10,14 +10,13 @@ import (
 
 	gh "github.com/google/go-github/v81/github"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/safetext"
 )
 
 // TarballOptions selects the snapshot to download.
 type TarballOptions struct {
 	Ref      string // a commit SHA (preferred: immutable) or a branch
-	MaxBytes int64  // 0 means config.DefaultGitHubMaxTarballBytes
+	MaxBytes int64  // 0 means DefaultMaxTarballBytes
 }
 
 // Tarball describes a finished download.
@@ -35,7 +34,7 @@ func (c *Client) DownloadTarball(ctx context.Context, w io.Writer, opts TarballO
 	}
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = config.DefaultGitHubMaxTarballBytes
+		maxBytes = DefaultMaxTarballBytes
 	}
 	var link string
 	err := c.retry.do(ctx, "get tarball link", func(ctx context.Context) (*gh.Response, error) {
@@ -100,7 +99,7 @@ func (c *countingWriter) Write(p []byte) (int, error) {
 type FileOptions struct {
 	Path     string
 	Ref      string // commit SHA or branch; use the base revision for configuration
-	MaxBytes int64  // 0 means config.DefaultGitHubMaxFileBytes
+	MaxBytes int64  // 0 means DefaultMaxFileBytes
 }
 
 // File is a file's content at a revision. Absent is true (and the error nil) when GitHub
@@ -117,7 +116,7 @@ type File struct {
 func (c *Client) GetFile(ctx context.Context, opts FileOptions) (File, error) {
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = config.DefaultGitHubMaxFileBytes
+		maxBytes = DefaultMaxFileBytes
 	}
 	out := File{Path: opts.Path, Ref: opts.Ref}
 	path := strings.TrimPrefix(opts.Path, "/")

@@ -13,7 +13,6 @@ import (
 	gh "github.com/google/go-github/v81/github"
 
 	"github.com/asterhq/aster/internal/backoff"
-	"github.com/asterhq/aster/internal/config"
 )
 
 // The App-manifest flow (docs.github.com, "Registering a GitHub App from a manifest"): a
@@ -99,7 +98,7 @@ func NewManifest(o ManifestOptions) (Manifest, error) {
 func GitHubURLs(githubURL string) (web, api string, err error) {
 	s := strings.TrimSpace(githubURL)
 	if s == "" {
-		return config.DefaultGitHubWebURL, config.DefaultGitHubAPIURL, nil
+		return DefaultWebURL, DefaultAPIURL, nil
 	}
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
@@ -107,7 +106,7 @@ func GitHubURLs(githubURL string) (web, api string, err error) {
 	}
 	switch strings.ToLower(u.Host) {
 	case "github.com", "www.github.com", "api.github.com":
-		return config.DefaultGitHubWebURL, config.DefaultGitHubAPIURL, nil
+		return DefaultWebURL, DefaultAPIURL, nil
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
 	u.Path = strings.TrimSuffix(u.Path, "/api/v3")
@@ -192,7 +191,7 @@ func ConvertManifest(ctx context.Context, o ConvertOptions) (AppCredentials, err
 	}
 	base := o.APIURL
 	if base == "" {
-		base = config.DefaultGitHubAPIURL
+		base = DefaultAPIURL
 	}
 	client, err := newGitHubClient(&http.Client{Transport: tr}, base)
 	if err != nil {

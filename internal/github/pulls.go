@@ -7,8 +7,6 @@ import (
 	"net/url"
 
 	gh "github.com/google/go-github/v81/github"
-
-	"github.com/asterhq/aster/internal/config"
 )
 
 // PullRequest is what the pipeline needs of a pull request.
@@ -77,7 +75,7 @@ func branchOf(b *gh.PullRequestBranch) Branch {
 type DiffOptions struct {
 	Number     int
 	Base, Head string
-	MaxBytes   int64 // 0 means config.DefaultGitHubMaxDiffBytes
+	MaxBytes   int64 // 0 means DefaultMaxDiffBytes
 }
 
 // Diff is a unified diff as GitHub renders it.
@@ -90,7 +88,7 @@ type Diff struct {
 func (c *Client) GetDiff(ctx context.Context, opts DiffOptions) (Diff, error) {
 	maxBytes := opts.MaxBytes
 	if maxBytes <= 0 {
-		maxBytes = config.DefaultGitHubMaxDiffBytes
+		maxBytes = DefaultMaxDiffBytes
 	}
 	var path, op string
 	switch {

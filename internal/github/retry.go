@@ -13,22 +13,21 @@ import (
 	gh "github.com/google/go-github/v81/github"
 
 	"github.com/asterhq/aster/internal/backoff"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/safetext"
 )
 
 // RetryPolicy bounds how a Client retries rate limits, 5xx and transport failures.
 type RetryPolicy struct {
-	MaxAttempts      int           // tries per operation, including the first; default config.DefaultGitHubRetryAttempts
-	BaseDelay        time.Duration // first backoff; doubles each try, with jitter; default config.DefaultGitHubRetryBase
-	MaxDelay         time.Duration // cap of one backoff; default config.DefaultGitHubRetryMax
-	MaxRateLimitWait time.Duration // a rate-limit wait longer than this is returned, not slept; default config.DefaultGitHubMaxRateLimitWait
+	MaxAttempts      int           // tries per operation, including the first; default DefaultRetryAttempts
+	BaseDelay        time.Duration // first backoff; doubles each try, with jitter; default DefaultRetryBase
+	MaxDelay         time.Duration // cap of one backoff; default DefaultRetryMax
+	MaxRateLimitWait time.Duration // a rate-limit wait longer than this is returned, not slept; default DefaultMaxRateLimitWait
 }
 
 // DefaultRetryPolicy returns the policy a zero RetryPolicy means.
 func DefaultRetryPolicy() RetryPolicy {
-	return RetryPolicy{MaxAttempts: config.DefaultGitHubRetryAttempts, BaseDelay: config.DefaultGitHubRetryBase,
-		MaxDelay: config.DefaultGitHubRetryMax, MaxRateLimitWait: config.DefaultGitHubMaxRateLimitWait}
+	return RetryPolicy{MaxAttempts: DefaultRetryAttempts, BaseDelay: DefaultRetryBase,
+		MaxDelay: DefaultRetryMax, MaxRateLimitWait: DefaultMaxRateLimitWait}
 }
 
 func (p RetryPolicy) withDefaults() RetryPolicy {

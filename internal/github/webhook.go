@@ -13,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/asterhq/aster/internal/config"
 )
 
 // MaxWebhookBodyBytes is GitHub's own cap on a webhook payload (25 MB); larger bodies get 413.
@@ -52,10 +50,10 @@ type WebhookOptions struct {
 	Sink         Sink   // required
 	MaxBodyBytes int64  // 0 means MaxWebhookBodyBytes
 	// Budget bounds the body bytes of all requests in flight; nil makes one of
-	// config.DefaultAppWebhookInflightBytes. Share one per server.
+	// DefaultWebhookInflightBytes. Share one per server.
 	Budget *BodyBudget
 	// BodyTimeout is how long the body may take to arrive once the headers are in (0:
-	// config.DefaultAppWebhookBodyTimeout): a held-open body loses its reservation by then.
+	// DefaultWebhookBodyTimeout): a held-open body loses its reservation by then.
 	BodyTimeout  time.Duration
 	ReviewDrafts bool // act on draft pull requests too (default: ignore them)
 	Logger       *slog.Logger
@@ -85,13 +83,13 @@ func NewWebhookHandler(opts WebhookOptions) (*WebhookHandler, error) {
 		opts.MaxBodyBytes = MaxWebhookBodyBytes
 	}
 	if opts.Budget == nil {
-		opts.Budget = NewBodyBudget(config.DefaultAppWebhookInflightBytes)
+		opts.Budget = NewBodyBudget(DefaultWebhookInflightBytes)
 	}
 	if opts.Budget.Max() < opts.MaxBodyBytes {
 		return nil, fmt.Errorf("webhook handler: a budget of %d bytes in flight cannot hold one body of %d", opts.Budget.Max(), opts.MaxBodyBytes)
 	}
 	if opts.BodyTimeout <= 0 {
-		opts.BodyTimeout = config.DefaultAppWebhookBodyTimeout
+		opts.BodyTimeout = DefaultWebhookBodyTimeout
 	}
 	log := opts.Logger
 	if log == nil {

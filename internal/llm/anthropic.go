@@ -10,7 +10,6 @@ import (
 	"github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/safetext"
 )
 
@@ -46,11 +45,11 @@ func NewAnthropic(o AnthropicOptions) (*Anthropic, error) {
 	if o.APIKey == "" {
 		return nil, &Error{Kind: KindConfig, Provider: "anthropic", msg: "no API key (ASTER_LLM_API_KEY or ANTHROPIC_API_KEY)"}
 	}
-	if err := fillDefaults("anthropic", &o.BaseURL, config.DefaultLLMAnthropicBaseURL, &o.MaxOutputTokens); err != nil {
+	if err := fillDefaults("anthropic", &o.BaseURL, DefaultAnthropicBaseURL, &o.MaxOutputTokens); err != nil {
 		return nil, err
 	}
 	if o.RequestTimeout <= 0 {
-		o.RequestTimeout = config.DefaultLLMAnthropicRequestTimeout
+		o.RequestTimeout = DefaultAnthropicRequestTimeout
 	}
 	client := anthropic.NewClient(
 		option.WithoutEnvironmentDefaults(),

@@ -11,7 +11,6 @@ import (
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/shared"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/safetext"
 )
 
@@ -44,7 +43,7 @@ func NewOpenAI(o OpenAIOptions) (*OpenAI, error) {
 	if strings.TrimSpace(o.Model) == "" {
 		return nil, &Error{Kind: KindConfig, Provider: "openai", msg: "no model configured (ASTER_LLM_MODEL)"}
 	}
-	if err := fillDefaults("openai", &o.BaseURL, config.DefaultLLMOpenAIBaseURL, &o.MaxOutputTokens); err != nil {
+	if err := fillDefaults("openai", &o.BaseURL, DefaultOpenAIBaseURL, &o.MaxOutputTokens); err != nil {
 		return nil, err
 	}
 	// The SDK reads OPENAI_* variables by default; every option that matters
@@ -225,7 +224,7 @@ func fillDefaults(provider string, baseURL *string, defBase string, maxOutputTok
 		return &Error{Kind: KindConfig, Provider: provider, msg: err.Error()}
 	}
 	if *maxOutputTokens <= 0 {
-		*maxOutputTokens = config.DefaultLLMMaxOutputTokens
+		*maxOutputTokens = DefaultMaxOutputTokens
 	}
 	return nil
 }

@@ -7,8 +7,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/asterhq/aster/internal/config"
 )
 
 // errBodyTooLarge ends a read past the response cap.
@@ -18,7 +16,7 @@ var errBodyTooLarge = errors.New("response body larger than the cap")
 type HTTPOptions struct {
 	// Client is used as is when set (tests); its transport is wrapped with the cap.
 	Client *http.Client
-	// MaxResponseBytes caps every response body (default config.DefaultLLMMaxResponseBytes).
+	// MaxResponseBytes caps every response body (default DefaultMaxResponseBytes).
 	MaxResponseBytes int64
 }
 
@@ -27,7 +25,7 @@ type HTTPOptions struct {
 func (o HTTPOptions) httpClient() *http.Client {
 	limit := o.MaxResponseBytes
 	if limit <= 0 {
-		limit = config.DefaultLLMMaxResponseBytes
+		limit = DefaultMaxResponseBytes
 	}
 	var base http.RoundTripper
 	c := &http.Client{}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/safetext"
@@ -76,6 +75,16 @@ func reportedBySeverity(fs []gate.Marked, max int) (shown []gate.Marked, more in
 	return shown, 0
 }
 
+// HelpLinkHosts are the hosts an analyzer's help link may point to in what the App posts
+// ("More about RULE"): the documentation sites of the built-in analyzers and the weakness
+// catalogues. A link elsewhere is left out. Model-written links obey llm.link_allowlist
+// instead; both go through the one link rule (safetext.AllowedURL: http or https, the host
+// or a subdomain of it, no credentials).
+func HelpLinkHosts() []string {
+	return []string{"github.com", "docs.github.com", "cwe.mitre.org", "owasp.org", "www.shellcheck.net",
+		"bandit.readthedocs.io", "semgrep.dev", "gitleaks.io", "pkg.go.dev", "go.dev", "docs.python.org"}
+}
+
 // FindingComment is the body of the inline comment on a finding.
 func FindingComment(m gate.Marked) string {
 	var b strings.Builder
@@ -84,7 +93,7 @@ func FindingComment(m gate.Marked) string {
 	if len(m.Flow) > 0 {
 		fmt.Fprintf(&b, "\n\nFlow: %s", commentFlow(m.Finding))
 	}
-	if m.HelpURI != "" && safetext.AllowedURL(m.HelpURI, config.HelpLinkHosts()) {
+	if m.HelpURI != "" && safetext.AllowedURL(m.HelpURI, HelpLinkHosts()) {
 		fmt.Fprintf(&b, "\n\n[More about %s](%s)", safetext.Escape(m.RuleID, 120), m.HelpURI)
 	}
 	return b.String()

@@ -37,7 +37,7 @@ type Options struct {
 	// SnapshotCaps bound the analyzers' snapshot.
 	SnapshotCaps workspace.Caps
 	// SnapshotReadBytes bounds how much of the archive the snapshot reads
-	// (0 is config.DefaultSnapshotReadBytes).
+	// (0 is DefaultSnapshotReadBytes).
 	SnapshotReadBytes int64
 	// Stage, when set, is told as each step starts ("gate", "tests", "model").
 	Stage func(name string)

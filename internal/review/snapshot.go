@@ -12,8 +12,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/units"
 	"github.com/asterhq/aster/internal/workspace"
 )
@@ -221,13 +221,20 @@ type SnapshotRules struct {
 	// Caps bound the whole snapshot (files and bytes).
 	Caps workspace.Caps
 	// MaxReadBytes bounds the archive read in all, headers and the content
-	// of kept and skipped files (default config.DefaultSnapshotReadBytes).
+	// of kept and skipped files (default DefaultSnapshotReadBytes).
 	// Past it the rest of the archive is not read.
 	MaxReadBytes int64
 	// Changed are the paths under review: when one is skipped it is listed
 	// in SkippedSample even past maxSkippedSample, so its reason is known.
 	Changed map[string]bool
 }
+
+// DefaultSnapshotReadBytes bounds what the review reads of a revision's
+// archive in all, the files it keeps for the analyzers and the ones it skips:
+// skipping a file still reads it, and a compressed archive of a few MiB can
+// unpack to hundreds of GiB. A tree larger than this (the Linux kernel's is
+// about 1.4 GiB) is reviewed on what was read.
+const DefaultSnapshotReadBytes = 2 << 30
 
 // tarBlock is the size of a tar header.
 const tarBlock = 512
@@ -247,13 +254,13 @@ func PrepareSnapshot(r io.Reader, dir string, rules SnapshotRules) (*gate.Snapsh
 		rules.MaxFileBytes = 1 << 20
 	}
 	if rules.Caps.MaxBytes <= 0 {
-		rules.Caps.MaxBytes = config.DefaultWorkdirBytes / 2
+		rules.Caps.MaxBytes = sandbox.DefaultWorkdirBytes / 2
 	}
 	if rules.Caps.MaxFiles <= 0 {
 		rules.Caps.MaxFiles = 50_000
 	}
 	if rules.MaxReadBytes <= 0 {
-		rules.MaxReadBytes = config.DefaultSnapshotReadBytes
+		rules.MaxReadBytes = DefaultSnapshotReadBytes
 	}
 	f, err := os.CreateTemp(dir, "aster-review-*.tar")
 	if err != nil {

@@ -14,7 +14,7 @@ import (
 // cannot be built without them (NewManager refuses bounds that are missing or
 // inverted), and it checks every run's limits against them after defaults are
 // applied: a limit left at zero never reaches a runtime, where an engine may
-// read it as "unlimited". The numbers live in internal/config (LimitBounds).
+// read it as "unlimited". The standard numbers are LimitBounds (defaults.go).
 type Bounds struct {
 	Min, Max Limits
 }

@@ -5,21 +5,20 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
 // TestManagerNeedsBounds: a Manager cannot be built without limit bounds, with
 // bounds that admit a zero or nothing at all, or with defaults outside them.
 func TestManagerNeedsBounds(t *testing.T) {
-	noMinMemory := config.LimitBounds()
+	noMinMemory := sandbox.LimitBounds()
 	noMinMemory.Min.MemoryBytes = 0
-	inverted := config.LimitBounds()
+	inverted := sandbox.LimitBounds()
 	inverted.Max.Pids = inverted.Min.Pids - 1
 	zeroDefault := poolLimits
 	zeroDefault.MemoryBytes = 0
 	tooBig := poolLimits
-	tooBig.MilliCPUs = config.MaxMilliCPUs + 1
+	tooBig.MilliCPUs = sandbox.MaxMilliCPUs + 1
 	for _, c := range []struct {
 		name     string
 		bounds   sandbox.Bounds
@@ -29,9 +28,9 @@ func TestManagerNeedsBounds(t *testing.T) {
 		{"no bounds", sandbox.Bounds{}, poolLimits, "limit bounds"},
 		{"zero minimum", noMinMemory, poolLimits, "memory: minimum 0 is not positive"},
 		{"inverted", inverted, poolLimits, "pids: maximum"},
-		{"no defaults", config.LimitBounds(), sandbox.Limits{}, "default limits"},
-		{"zero default", config.LimitBounds(), zeroDefault, "memory 0B is out of range"},
-		{"default past the maximum", config.LimitBounds(), tooBig, "cpus 64.001 is out of range"},
+		{"no defaults", sandbox.LimitBounds(), sandbox.Limits{}, "default limits"},
+		{"zero default", sandbox.LimitBounds(), zeroDefault, "memory 0B is out of range"},
+		{"default past the maximum", sandbox.LimitBounds(), tooBig, "cpus 64.001 is out of range"},
 	} {
 		m, err := sandbox.NewManager(sandbox.ManagerOptions{Runtime: newFake(), Images: []string{"img"}, Defaults: c.defaults, Bounds: c.bounds})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -54,7 +53,7 @@ func TestNormalizeChecksEveryLimit(t *testing.T) {
 		{sandbox.Limits{MilliCPUs: -1000}, "cpus -1 is out of range"},
 		{sandbox.Limits{TimeoutMS: -1}, "timeout -1ms is out of range"},
 		{sandbox.Limits{WorkdirBytes: -1}, "limits.workdir_size -1B is out of range"},
-		{sandbox.Limits{TmpBytes: config.MaxTmpfsBytes + 1}, "limits.tmp_size 16.0GiB (17179869185B) is out of range (1MiB to 16GiB)"},
+		{sandbox.Limits{TmpBytes: sandbox.MaxTmpfsBytes + 1}, "limits.tmp_size 16.0GiB (17179869185B) is out of range (1MiB to 16GiB)"},
 		{sandbox.Limits{OutputBytes: 4 << 20}, "limits.output_ceiling 1MiB is below limits.output_limit 4MiB"},
 	} {
 		res, err := m.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}, Limits: c.limits})

@@ -43,7 +43,7 @@ type ManagerOptions struct {
 	// Bounds.
 	Defaults Limits
 	// Bounds are required: every run's limits are checked against them after
-	// Defaults are applied (config.LimitBounds gives the standard ones).
+	// Defaults are applied (LimitBounds gives the standard ones).
 	Bounds Bounds
 	// MaxConcurrent bounds live sandboxes; QueueSize bounds the waiters behind
 	// them, and QueueTimeout how long each may wait.

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -33,7 +32,7 @@ func (p *phaseRecorder) RunPhases(runtime string, t map[string]time.Duration) {
 func TestRunPhasesObserved(t *testing.T) {
 	obs := &phaseRecorder{}
 	m, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: newFake(), Images: []string{"img"}, Defaults: poolLimits, Bounds: config.LimitBounds(), MaxConcurrent: 2, QueueSize: 4,
+		Runtime: newFake(), Images: []string{"img"}, Defaults: poolLimits, Bounds: sandbox.LimitBounds(), MaxConcurrent: 2, QueueSize: 4,
 		QueueTimeout: 5 * time.Second, Observer: obs,
 	})
 	if err != nil {

@@ -39,14 +39,13 @@ type PoolOptions struct {
 	BackgroundClose bool
 }
 
-// What a zero PoolOptions field falls back to (tests, the benchmark). The
-// operator's defaults are config.DefaultPool* (config imports this package, so
-// it cannot be the other way round); `aster sandbox serve` always passes them.
+// Defaults of the warm pool: what a zero PoolOptions field falls back to, and
+// what the `pool:` section of aster.yaml starts from (config.DefaultPool*).
 const (
-	poolMaxIdle         = 10 * time.Minute
-	poolShrinkAfter     = 10 * time.Minute
-	poolRefillPerSecond = 50
-	poolRefillParallel  = 2 // not configurable
+	DefaultPoolMaxIdle     = 10 * time.Minute
+	DefaultPoolShrinkAfter = 10 * time.Minute
+	DefaultPoolRefillRate  = 50 // sandboxes per second per pool, at most
+	poolRefillParallel     = 2  // not configurable
 )
 
 // poolRetryMax caps the back-off after failed prepares (engine down).
@@ -120,13 +119,13 @@ type warmEntry struct {
 
 func newPool(m *Manager, opts PoolOptions) *pool {
 	if opts.MaxIdle <= 0 {
-		opts.MaxIdle = poolMaxIdle
+		opts.MaxIdle = DefaultPoolMaxIdle
 	}
 	if opts.ShrinkAfter <= 0 {
-		opts.ShrinkAfter = poolShrinkAfter
+		opts.ShrinkAfter = DefaultPoolShrinkAfter
 	}
 	if opts.RefillPerSecond <= 0 {
-		opts.RefillPerSecond = poolRefillPerSecond
+		opts.RefillPerSecond = DefaultPoolRefillRate
 	}
 	if opts.RefillParallel <= 0 {
 		opts.RefillParallel = poolRefillParallel

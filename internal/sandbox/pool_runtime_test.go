@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -24,8 +23,8 @@ func TestWarmPoolOnRealRuntimes(t *testing.T) {
 				rt = ocitest.Runtime(t)
 			}
 			m, err := sandbox.NewManager(sandbox.ManagerOptions{
-				Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(),
-				Bounds: config.LimitBounds(), MaxConcurrent: 4, QueueSize: 16, QueueTimeout: time.Minute,
+				Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: sandbox.DefaultLimits(),
+				Bounds: sandbox.LimitBounds(), MaxConcurrent: 4, QueueSize: 16, QueueTimeout: time.Minute,
 				Pool: sandbox.PoolOptions{Warm: 2, BackgroundClose: true},
 			})
 			if err != nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -102,7 +101,7 @@ func newPoolManager(t *testing.T, rt sandbox.Runtime, max int, po sandbox.PoolOp
 		images = []string{"img"}
 	}
 	m, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: images, Defaults: poolLimits, Bounds: config.LimitBounds(), MaxConcurrent: max, QueueSize: 16,
+		Runtime: rt, Images: images, Defaults: poolLimits, Bounds: sandbox.LimitBounds(), MaxConcurrent: max, QueueSize: 16,
 		QueueTimeout: 5 * time.Second, Pool: po,
 	})
 	if err != nil {
@@ -373,7 +372,7 @@ func TestBackgroundCloseHoldsSlotUntilGone(t *testing.T) {
 
 func TestCloseDestroysWarmSandboxes(t *testing.T) {
 	rt := newFake()
-	m, err := sandbox.NewManager(sandbox.ManagerOptions{Runtime: rt, Images: []string{"img"}, Defaults: poolLimits, Bounds: config.LimitBounds(), MaxConcurrent: 4, Pool: sandbox.PoolOptions{Warm: 3}})
+	m, err := sandbox.NewManager(sandbox.ManagerOptions{Runtime: rt, Images: []string{"img"}, Defaults: poolLimits, Bounds: sandbox.LimitBounds(), MaxConcurrent: 4, Pool: sandbox.PoolOptions{Warm: 3}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,11 +12,10 @@ import (
 
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
-
-	"github.com/asterhq/aster/internal/config"
 )
 
-// QueueOptions tune the job queue. Zero fields take the defaults in withDefaults.
+// QueueOptions tune the job queue. Zero fields take the Default* constants
+// (defaults.go; withDefaults applies them).
 type QueueOptions struct {
 	// ClientID names this process among the ones sharing the database (River's client id;
 	// default: the host name). At start-up, jobs a previous process with the same id left
@@ -50,31 +49,31 @@ func (q QueueOptions) withDefaults() QueueOptions {
 		}
 	}
 	if q.Workers <= 0 {
-		q.Workers = config.DefaultAppWorkers
+		q.Workers = DefaultWorkers
 	}
 	if q.JobTimeout <= 0 {
-		q.JobTimeout = config.DefaultAppJobTimeout
+		q.JobTimeout = DefaultJobTimeout
 	}
 	if q.RescueAfter <= q.JobTimeout {
-		q.RescueAfter = q.JobTimeout + config.DefaultAppRescueMargin
+		q.RescueAfter = q.JobTimeout + DefaultRescueMargin
 	}
 	if q.MaxAttempts <= 0 {
-		q.MaxAttempts = config.DefaultAppMaxAttempts
+		q.MaxAttempts = DefaultMaxAttempts
 	}
 	if q.RetryBase <= 0 {
-		q.RetryBase = config.DefaultAppRetryBase
+		q.RetryBase = DefaultRetryBase
 	}
 	if q.RetryMax < q.RetryBase {
-		q.RetryMax = max(config.DefaultAppRetryMax, q.RetryBase)
+		q.RetryMax = max(DefaultRetryMax, q.RetryBase)
 	}
 	if q.Lease <= 0 {
-		q.Lease = config.DefaultAppLease
+		q.Lease = DefaultLease
 	}
 	if q.BusySnooze <= 0 {
-		q.BusySnooze = config.DefaultAppBusySnooze
+		q.BusySnooze = DefaultBusySnooze
 	}
 	if q.PollInterval <= 0 {
-		q.PollInterval = config.DefaultAppPollInterval
+		q.PollInterval = DefaultPollInterval
 	}
 	return q
 }

@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
@@ -66,7 +65,7 @@ func NewModelReviewer(o ModelOptions) (*ModelReviewer, error) {
 		o.MaxInputTokens = 48_000
 	}
 	if o.MaxOutputTokens <= 0 {
-		o.MaxOutputTokens = config.DefaultLLMMaxOutputTokens
+		o.MaxOutputTokens = llm.DefaultMaxOutputTokens
 	}
 	if o.MaxChunks <= 0 {
 		o.MaxChunks = 1

@@ -12,7 +12,6 @@ import (
 
 	"github.com/moby/moby/client"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
@@ -67,7 +66,7 @@ func footprint(api *client.Client) func(ctx context.Context, id string) (securit
 func TestLiveSandboxSettings(t *testing.T) {
 	rt := sandboxtest.Docker(t)
 	ctx := t.Context()
-	limits := config.DefaultLimits()
+	limits := sandbox.DefaultLimits()
 	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{
 		RunID:    sandbox.NewRunID(),
 		Image:    sandboxtest.Image(),

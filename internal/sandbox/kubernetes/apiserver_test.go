@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/kubernetes/kubetest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -42,7 +41,7 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 	metrics := sandboxapi.NewMetrics()
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(), Bounds: config.LimitBounds(),
+		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: sandbox.DefaultLimits(), Bounds: sandbox.LimitBounds(),
 		MaxConcurrent: 2, QueueSize: 8, QueueTimeout: time.Minute, Observer: metrics,
 	})
 	if err != nil {

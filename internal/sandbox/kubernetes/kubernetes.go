@@ -27,7 +27,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -57,6 +56,23 @@ const (
 	SandboxUID = 1000
 )
 
+// Defaults of the runtime: New applies them to zero Options, and the
+// `kubernetes:` section of aster.yaml starts from them.
+const (
+	DefaultNamespace       = "aster-sandboxes"
+	DefaultInitImage       = "aster-init:latest"
+	DefaultImagePullPolicy = "IfNotPresent"
+	DefaultScheduleTimeout = 30 * time.Second
+	// DefaultStartTimeout bounds a Pod's start once scheduled.
+	DefaultStartTimeout = 2 * time.Minute
+	// DefaultLinger bounds how long aster-init keeps a finished sandbox alive
+	// waiting for the host to close its stdin after reading the result.
+	DefaultLinger = 10 * time.Second
+	// DefaultMaxPods 0: no namespace-wide cap beyond each replica's
+	// max-concurrent (a ResourceQuota can add one).
+	DefaultMaxPods = 0
+)
+
 // Options configure the runtime.
 type Options struct {
 	// Config reaches the API server (see RESTConfig).
@@ -68,7 +84,7 @@ type Options struct {
 	// InitImage carries the static aster-init binary at /aster-init.
 	InitImage string
 	// InitImagePullPolicy and ImagePullPolicy apply to the init image and to
-	// the sandbox images; empty is IfNotPresent.
+	// the sandbox images; empty is DefaultImagePullPolicy (IfNotPresent).
 	InitImagePullPolicy corev1.PullPolicy
 	ImagePullPolicy     corev1.PullPolicy
 	// ScheduleTimeout bounds how long a Pod may stay unschedulable before the
@@ -84,7 +100,7 @@ type Options struct {
 	// Labels are added to every Pod (tests use them to find their own); they
 	// cannot override the aster.* labels.
 	Labels map[string]string
-	// Linger is passed to aster-init (-linger); zero uses config.DefaultKubernetesLinger.
+	// Linger is passed to aster-init (-linger); zero uses DefaultLinger.
 	Linger time.Duration
 	Logger *slog.Logger
 }
@@ -162,25 +178,25 @@ func New(opts Options) (*Runtime, error) {
 		return nil, errors.New("kubernetes runtime: no client configuration")
 	}
 	if opts.Namespace == "" {
-		opts.Namespace = config.DefaultKubernetesNamespace
+		opts.Namespace = DefaultNamespace
 	}
 	if opts.InitImage == "" {
-		opts.InitImage = config.DefaultKubernetesInitImage
+		opts.InitImage = DefaultInitImage
 	}
 	if opts.InitImagePullPolicy == "" {
-		opts.InitImagePullPolicy = corev1.PullIfNotPresent
+		opts.InitImagePullPolicy = DefaultImagePullPolicy
 	}
 	if opts.ImagePullPolicy == "" {
-		opts.ImagePullPolicy = corev1.PullIfNotPresent
+		opts.ImagePullPolicy = DefaultImagePullPolicy
 	}
 	if opts.ScheduleTimeout <= 0 {
-		opts.ScheduleTimeout = config.DefaultKubernetesScheduleTimeout
+		opts.ScheduleTimeout = DefaultScheduleTimeout
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = config.DefaultKubernetesStartTimeout
+		opts.StartTimeout = DefaultStartTimeout
 	}
 	if opts.Linger <= 0 {
-		opts.Linger = config.DefaultKubernetesLinger
+		opts.Linger = DefaultLinger
 	}
 	log := opts.Logger
 	if log == nil {

@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/kubernetes"
 	"github.com/asterhq/aster/internal/sandbox/kubernetes/kubetest"
@@ -55,7 +54,7 @@ func TestUnschedulable(t *testing.T) {
 	opts := kubetest.Options(t)
 	opts.ScheduleTimeout = 3 * time.Second
 	rt := kubetest.New(t, opts)
-	l := config.DefaultLimits()
+	l := sandbox.DefaultLimits()
 	l.MemoryBytes = 60 << 30
 	t0 := time.Now()
 	inst, err := prepare(t, rt, l, time.Now().Add(time.Minute))
@@ -75,7 +74,7 @@ func TestUnschedulable(t *testing.T) {
 // TestUnknownImage: an image the node cannot have fails fast as ErrUnknownImage.
 func TestUnknownImage(t *testing.T) {
 	rt := kubetest.Runtime(t)
-	_, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: "aster-no-such-image:1", Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)})
+	_, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: "aster-no-such-image:1", Limits: sandbox.DefaultLimits(), Deadline: time.Now().Add(time.Minute)})
 	if !errors.Is(err, sandbox.ErrUnknownImage) {
 		t.Fatalf("error %v, want ErrUnknownImage", err)
 	}
@@ -85,7 +84,7 @@ func TestUnknownImage(t *testing.T) {
 // the run reports a timeout, even when aster-init's own deadline is later.
 func TestPodDeadline(t *testing.T) {
 	rt := kubetest.Runtime(t)
-	l := config.DefaultLimits()
+	l := sandbox.DefaultLimits()
 	l.TimeoutMS = 60_000
 	inst, err := prepare(t, rt, l, time.Now().Add(4*time.Second))
 	if err != nil {
@@ -109,7 +108,7 @@ func TestMaxPods(t *testing.T) {
 	opts.MaxPods = 1
 	rt := kubetest.New(t, opts)
 	other := kubetest.New(t, opts) // another replica, same namespace
-	l := config.DefaultLimits()
+	l := sandbox.DefaultLimits()
 	l.MilliCPUs = 100
 	first, err := prepare(t, rt, l, time.Now().Add(time.Minute))
 	if err != nil {
@@ -147,7 +146,7 @@ func TestNetworkPolicyRefusesATamperedOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	rt := kubetest.New(t, opts)
-	if _, err := prepare(t, rt, config.DefaultLimits(), time.Now().Add(time.Minute)); err == nil || !strings.Contains(err.Error(), "does not deny") {
+	if _, err := prepare(t, rt, sandbox.DefaultLimits(), time.Now().Add(time.Minute)); err == nil || !strings.Contains(err.Error(), "does not deny") {
 		t.Fatalf("run allowed under an open policy: %v", err)
 	}
 	if n := len(podsIn(t, opts)); n != 0 {
@@ -169,11 +168,11 @@ func TestHelperOrchestrator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	inst, err := prepare(t, rt, config.DefaultLimits(), time.Now().Add(10*time.Minute))
+	inst, err := prepare(t, rt, sandbox.DefaultLimits(), time.Now().Add(10*time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
-	go inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
+	go inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: sandbox.DefaultLimits()})
 	time.Sleep(time.Second)
 	os.Stdout.WriteString("ready " + inst.ID() + "\n")
 	select {} // until killed
@@ -221,7 +220,7 @@ func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 func TestRemoveKillsALiveSandbox(t *testing.T) {
 	opts := kubetest.Options(t)
 	rt := kubetest.New(t, opts)
-	inst, err := prepare(t, rt, config.DefaultLimits(), time.Now().Add(time.Minute))
+	inst, err := prepare(t, rt, sandbox.DefaultLimits(), time.Now().Add(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

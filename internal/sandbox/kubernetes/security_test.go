@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	networkingv1client "k8s.io/client-go/kubernetes/typed/networking/v1"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/kubernetes"
 	"github.com/asterhq/aster/internal/sandbox/kubernetes/kubetest"
@@ -58,7 +57,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 	opts := kubetest.Options(t)
 	rt := kubetest.New(t, opts)
 	ctx := t.Context()
-	limits := config.DefaultLimits()
+	limits := sandbox.DefaultLimits()
 	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: limits, Deadline: time.Now().Add(time.Minute)})
 	if err != nil {
 		t.Fatal(err)

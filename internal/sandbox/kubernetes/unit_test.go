@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -45,7 +44,7 @@ func TestPodSpecIsHardened(t *testing.T) {
 	if p.Labels[LabelManaged] != "true" || p.Labels[LabelRun] != "r-ABC_1" || p.Labels[LabelDeadline] != "1700000090" || p.Labels["team"] != "x" || len(p.Labels) != 4 {
 		t.Errorf("labels %v", p.Labels)
 	}
-	if p.GenerateName != "aster-r-abc-1-" || p.Namespace != config.DefaultKubernetesNamespace {
+	if p.GenerateName != "aster-r-abc-1-" || p.Namespace != DefaultNamespace {
 		t.Errorf("name %q in %q", p.GenerateName, p.Namespace)
 	}
 	if s.RestartPolicy != corev1.RestartPolicyNever || *s.AutomountServiceAccountToken || *s.EnableServiceLinks || s.HostNetwork || s.HostPID || s.HostIPC {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -49,7 +48,7 @@ func TestBootProbe(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 			defer cancel()
 			t0 := time.Now()
-			inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(5 * time.Minute)})
+			inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now().Add(5 * time.Minute)})
 			took := time.Since(t0)
 			if err == nil {
 				inst.Close(context.Background())

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/microvm"
 	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
@@ -26,7 +25,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 	opts := microvmtest.Options(t)
 	rt := microvmtest.New(t, opts)
 	ctx := t.Context()
-	limits := config.DefaultLimits()
+	limits := sandbox.DefaultLimits()
 	runID := sandbox.NewRunID()
 	deadline := time.Now().Add(3 * time.Minute).Truncate(time.Second)
 	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: runID, Image: sandboxtest.Image(), Limits: limits, Deadline: deadline})

@@ -39,7 +39,24 @@ const (
 	AccelTCG  = "tcg"
 )
 
-// Options configure the runtime. The defaults live in internal/config.
+// Defaults of the runtime (`--runtime microvm`): the `microvm:` section of
+// aster.yaml starts from them.
+const (
+	DefaultQEMU = "qemu-system-x86_64"
+	// DefaultKernelDir is where scripts/microvm-kernel.sh (make setup) puts
+	// the guest kernel.
+	DefaultKernelDir = "/var/lib/aster/microvm/kernel"
+	// DefaultStateDir holds one directory and record per VM.
+	DefaultStateDir = "/run/aster/microvm"
+	// FallbackStateDir is used when /run is not a tmpfs.
+	FallbackStateDir = "/dev/shm/aster-microvm"
+	// DefaultCacheDir holds guest builds, image trees and disks.
+	DefaultCacheDir = "/var/lib/aster/microvm"
+	// DefaultAccel: KVM when it boots the guest, else TCG.
+	DefaultAccel = AccelAuto
+)
+
+// Options configure the runtime. The defaults are above.
 type Options struct {
 	// QEMU is the qemu-system-x86_64 binary (a name in PATH or a path).
 	QEMU string

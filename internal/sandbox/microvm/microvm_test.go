@@ -16,7 +16,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/microvm"
 	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
@@ -176,7 +175,7 @@ func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 	opts := microvmtest.Options(t)
 	rt := microvmtest.New(t, opts)
 	ctx := t.Context()
-	limits := config.DefaultLimits()
+	limits := sandbox.DefaultLimits()
 	prep := func() sandbox.Instance {
 		inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: limits, Deadline: time.Now().Add(time.Minute)})
 		if err != nil {
@@ -242,8 +241,8 @@ func TestKilledOrchestratorLeavesNothing(t *testing.T) {
 func TestWarmPool(t *testing.T) {
 	rt := microvmtest.Runtime(t)
 	m, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(),
-		Bounds: config.LimitBounds(), MaxConcurrent: 2, QueueSize: 16, QueueTimeout: 5 * time.Minute,
+		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: sandbox.DefaultLimits(),
+		Bounds: sandbox.LimitBounds(), MaxConcurrent: 2, QueueSize: 16, QueueTimeout: 5 * time.Minute,
 		Pool: sandbox.PoolOptions{Warm: 1, BackgroundClose: true},
 	})
 	if err != nil {
@@ -288,7 +287,7 @@ func TestQEMUDiesWithAster(t *testing.T) {
 		opts := microvmtest.Options(t)
 		opts.StateDir = dir
 		rt := microvmtest.New(t, opts)
-		inst, err := rt.Prepare(context.Background(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)})
+		inst, err := rt.Prepare(context.Background(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now().Add(time.Minute)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/microvm"
 	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
@@ -77,7 +76,7 @@ func TestSecurityAdapted(t *testing.T) {
 	t.Run("B7_busy_loop_qemu_throttled", func(t *testing.T) {
 		t.Parallel()
 		ctx := t.Context()
-		limits := config.DefaultLimits()
+		limits := sandbox.DefaultLimits()
 		limits.MilliCPUs = 250
 		inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: limits, Deadline: time.Now().Add(2 * time.Minute)})
 		if err != nil {

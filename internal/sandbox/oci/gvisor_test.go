@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
@@ -135,7 +134,7 @@ func TestGVisorHostBoundIsNamed(t *testing.T) {
 func TestGVisorWarmPool(t *testing.T) {
 	rt := ocitest.GVisor(t)
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: config.DefaultLimits(), Bounds: config.LimitBounds(),
+		Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: sandbox.DefaultLimits(), Bounds: sandbox.LimitBounds(),
 		MaxConcurrent: 4, QueueSize: 8, QueueTimeout: time.Minute,
 		Pool: sandbox.PoolOptions{Warm: 2},
 	})
@@ -180,13 +179,13 @@ func waitReady(t *testing.T, mgr *sandbox.Manager) {
 func TestGVisorReaperRemovesALiveSandbox(t *testing.T) {
 	opts := ocitest.GVisorOptions(t)
 	rt := ocitest.NewGVisor(t, opts)
-	inst, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now()})
+	inst, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan sandbox.Result, 1)
 	go func() {
-		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
+		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: sandbox.DefaultLimits()})
 		done <- res
 	}()
 	time.Sleep(300 * time.Millisecond)
@@ -195,7 +194,7 @@ func TestGVisorReaperRemovesALiveSandbox(t *testing.T) {
 		t.Fatalf("list of a live gVisor sandbox: %+v %v", list, err)
 	}
 	ro := reaper.ForRuntime(rt)
-	ro.Now = func() time.Time { return list[0].Deadline.Add(config.DefaultReaperGrace + time.Second) }
+	ro.Now = func() time.Time { return list[0].Deadline.Add(reaper.DefaultGrace + time.Second) }
 	actions, err := reaper.New(ro).Once(t.Context(), false)
 	if err != nil || len(actions) != 1 || !actions[0].Removed {
 		t.Fatalf("reaper: %+v %v", actions, err)

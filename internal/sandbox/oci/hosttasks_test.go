@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/cgroupstat"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
@@ -67,7 +66,7 @@ func TestHostTasksWithinCharge(t *testing.T) {
 	for _, c := range hostTaskRuntimes {
 		t.Run(c.name, func(t *testing.T) {
 			rt := c.open(t)
-			l := config.DefaultLimits()
+			l := sandbox.DefaultLimits()
 			l.Pids, l.TimeoutMS = 64, 90_000
 			charge := rt.HostTasks(l)
 			id := sandbox.NewRunID()
@@ -117,13 +116,13 @@ func TestHostTaskBudgetAdmission(t *testing.T) {
 	for _, c := range hostTaskRuntimes {
 		t.Run(c.name, func(t *testing.T) {
 			rt := c.open(t)
-			l := config.DefaultLimits()
+			l := sandbox.DefaultLimits()
 			l.Pids = 32
 			l.TimeoutMS = 300_000 // the holders wait for the test, however loaded the machine
 			charge := rt.HostTasks(l)
 			budget := 2*charge + charge/2
 			mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
-				Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: l, Bounds: config.LimitBounds(),
+				Runtime: rt, Images: []string{sandboxtest.Image()}, Defaults: l, Bounds: sandbox.LimitBounds(),
 				MaxConcurrent: 8, QueueSize: 1, QueueTimeout: 10 * time.Minute, HostTasks: budget,
 			})
 			if err != nil {

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
@@ -141,7 +140,7 @@ func bareBundle(t *testing.T, rt *oci.Runtime, argv ...string) string {
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := rt.WriteBundle(t.Context(), sandbox.PrepareOptions{RunID: "bare", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute)}, dir, argv); err != nil {
+	if err := rt.WriteBundle(t.Context(), sandbox.PrepareOptions{RunID: "bare", Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now().Add(time.Minute)}, dir, argv); err != nil {
 		t.Fatal(err)
 	}
 	return dir

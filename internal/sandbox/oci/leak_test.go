@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
@@ -42,13 +41,13 @@ func TestHelperOrchestrator(t *testing.T) {
 		t.Fatal(err)
 	}
 	inst, err := rt.Prepare(context.Background(), sandbox.PrepareOptions{
-		RunID: "r-leak", Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(time.Minute),
+		RunID: "r-leak", Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now().Add(time.Minute),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.Stdout.WriteString("ready " + inst.ID() + "\n")
-	go inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
+	go inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: sandbox.DefaultLimits()})
 	select {} // until killed
 }
 
@@ -111,7 +110,7 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 		t.Fatalf("list after the crash: %+v %v", list, err)
 	}
 	ro := reaper.ForRuntime(later)
-	ro.Now = func() time.Time { return list[0].Deadline.Add(config.DefaultReaperGrace + time.Second) }
+	ro.Now = func() time.Time { return list[0].Deadline.Add(reaper.DefaultGrace + time.Second) }
 	actions, err := reaper.New(ro).Once(t.Context(), false)
 	if err != nil || len(actions) != 1 || !actions[0].Removed {
 		t.Fatalf("reaper: %+v %v", actions, err)
@@ -137,7 +136,7 @@ func killedOrchestrator(t *testing.T, gvisor bool) {
 func TestRemoveKillsALiveSandbox(t *testing.T) {
 	opts := ocitest.Options(t)
 	rt := ocitest.New(t, opts)
-	inst, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Deadline: time.Now()})
+	inst, err := rt.Prepare(t.Context(), sandbox.PrepareOptions{RunID: sandbox.NewRunID(), Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

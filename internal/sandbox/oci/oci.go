@@ -27,8 +27,30 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
 
+// Defaults of the runtime (`--runtime oci`, and `--runtime gvisor`: this
+// runtime driving gVisor's runsc). New requires every directory; the `oci:`
+// and `gvisor:` sections of aster.yaml start from these.
+const (
+	DefaultRuntime = "crun"
+	// DefaultStateDir holds one bundle and run record per sandbox. It
+	// belongs on a tmpfs: every sandbox writes and removes files there, and
+	// on a disk filesystem that is a measurable part of a cold start. When
+	// /run is not a tmpfs (some containers and VMs), the configuration picks
+	// FallbackStateDir on /dev/shm instead.
+	DefaultStateDir  = "/run/aster/oci"
+	FallbackStateDir = "/dev/shm/aster-oci"
+	// DefaultCacheDir holds exported image root filesystems, one per digest.
+	DefaultCacheDir = "/var/lib/aster/oci"
+
+	// DefaultGVisorRunsc is the runsc binary of `--runtime gvisor`.
+	DefaultGVisorRunsc = "runsc"
+	// DefaultGVisorPlatform empty: systrap where the runsc build has it
+	// (gVisor's default since 2023), ptrace on older builds such as Debian 12's.
+	DefaultGVisorPlatform = ""
+)
+
 // Options configure the runtime. StateDir and CacheDir are required (the
-// defaults live in internal/config).
+// defaults are above).
 type Options struct {
 	// Runtime is the OCI runtime binary: a name looked up in PATH ("crun",
 	// "runc", "runsc") or a path.

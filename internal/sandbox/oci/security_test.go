@@ -16,7 +16,6 @@ import (
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
 	"github.com/asterhq/aster/internal/sandbox/oci"
@@ -139,7 +138,7 @@ func TestLiveSandboxSettings(t *testing.T) {
 	opts := ocitest.Options(t)
 	rt := ocitest.New(t, opts)
 	ctx := t.Context()
-	limits := config.DefaultLimits()
+	limits := sandbox.DefaultLimits()
 	id := sandbox.NewRunID()
 	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: id, Image: sandboxtest.Image(), Limits: limits, Deadline: time.Now().Add(time.Minute)})
 	if err != nil {

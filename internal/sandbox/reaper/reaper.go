@@ -9,8 +9,21 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// Defaults of a Reaper (the `reaper:` section of aster.yaml, --reaper-grace and
+// --reaper-period, start from them).
+const (
+	// DefaultGrace is how long past its deadline label a sandbox is left alone.
+	DefaultGrace = 30 * time.Second
+	// DefaultPeriod is how often a long-running command reaps.
+	DefaultPeriod = time.Minute
+	// DefaultAllowance is added to a deadline label for a sandbox's creation
+	// and teardown (reaper.allowance; sandbox.ManagerOptions.PrepareAllowance).
+	DefaultAllowance = 2 * time.Minute
+	// DefaultCallTimeout bounds each engine call of the loop.
+	DefaultCallTimeout = 30 * time.Second
 )
 
 // Options configure a Reaper. Dependencies are plain functions so the reaper is
@@ -19,7 +32,7 @@ type Options struct {
 	List   func(ctx context.Context) ([]sandbox.Managed, error)
 	Remove func(ctx context.Context, id string) error
 	// Grace is added to each deadline (zero is allowed: reap right at the
-	// deadline; ForRuntime sets config.DefaultReaperGrace); Period is the loop interval; CallTimeout
+	// deadline; ForRuntime sets DefaultGrace); Period is the loop interval; CallTimeout
 	// bounds each engine call so a hung engine cannot wedge the loop.
 	Grace       time.Duration
 	Period      time.Duration
@@ -39,10 +52,10 @@ func New(o Options) *Reaper {
 		o.Grace = 0
 	}
 	if o.Period <= 0 {
-		o.Period = config.DefaultReaperPeriod
+		o.Period = DefaultPeriod
 	}
 	if o.CallTimeout <= 0 {
-		o.CallTimeout = 30 * time.Second
+		o.CallTimeout = DefaultCallTimeout
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -55,7 +68,7 @@ func New(o Options) *Reaper {
 
 // ForRuntime returns options wired to a runtime's List and Remove.
 func ForRuntime(rt sandbox.Runtime) Options {
-	return Options{List: rt.List, Remove: rt.Remove, Grace: config.DefaultReaperGrace}
+	return Options{List: rt.List, Remove: rt.Remove, Grace: DefaultGrace}
 }
 
 // Action is what the reaper did (or, in a dry run, would do) to one sandbox.

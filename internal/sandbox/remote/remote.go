@@ -9,10 +9,14 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/client"
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/units"
 )
+
+// DefaultMaxStdinBytes is Sandbox.MaxStdinBytes when zero: the default
+// --max-body of `aster sandbox serve` (config.DefaultMaxBodyBytes, which a
+// test in internal/config holds equal to it).
+const DefaultMaxStdinBytes = 64 << 20
 
 // Sandbox runs specs on a remote `aster sandbox serve`. It has the shape of
 // sandbox.Manager's Run and RunWithOptions, so the review pipeline (a
@@ -24,7 +28,7 @@ import (
 type Sandbox struct {
 	Client *client.Client
 	// MaxStdinBytes caps the stdin sent in one request (it travels in the
-	// body); zero is config.DefaultMaxBodyBytes.
+	// body); zero is DefaultMaxStdinBytes.
 	MaxStdinBytes int64
 }
 
@@ -55,7 +59,7 @@ func (r Sandbox) RunWithOptions(ctx context.Context, spec sandbox.Spec, opts san
 	if spec.Stdin != nil {
 		max := r.MaxStdinBytes
 		if max <= 0 {
-			max = config.DefaultMaxBodyBytes
+			max = DefaultMaxStdinBytes
 		}
 		b, err := io.ReadAll(io.LimitReader(spec.Stdin, max+1))
 		if err != nil {

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/runtimekit"
@@ -44,7 +43,7 @@ func startInit(t *testing.T) (*runtimekit.Session, string) {
 }
 
 func job(argv ...string) sandbox.Job {
-	return sandbox.Job{Argv: argv, Limits: config.DefaultLimits()}
+	return sandbox.Job{Argv: argv, Limits: sandbox.DefaultLimits()}
 }
 
 func TestSessionOutputAndExit(t *testing.T) {

@@ -16,14 +16,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 )
 
 // Image is the image integration tests run (ASTER_TEST_IMAGE overrides).
 func Image() string {
-	return cmp.Or(os.Getenv("ASTER_TEST_IMAGE"), config.DefaultImage)
+	return cmp.Or(os.Getenv("ASTER_TEST_IMAGE"), sandbox.DefaultImage)
 }
 
 // RepoRoot returns the module root (the directory holding go.mod).
@@ -186,8 +185,8 @@ func Manager(t testing.TB, rt sandbox.Runtime, maxConcurrent int) *sandbox.Manag
 	m, err := sandbox.NewManager(sandbox.ManagerOptions{
 		Runtime:       rt,
 		Images:        []string{Image()},
-		Defaults:      config.DefaultLimits(),
-		Bounds:        config.LimitBounds(),
+		Defaults:      sandbox.DefaultLimits(),
+		Bounds:        sandbox.LimitBounds(),
 		MaxConcurrent: maxConcurrent,
 		QueueSize:     1024,
 		QueueTimeout:  10 * time.Minute,

@@ -3,7 +3,6 @@ package securitytest
 import (
 	"testing"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -80,7 +79,7 @@ for line in open("/proc/mounts"):
 // size. /work and /tmp are tmpfs inside the sandbox's kernel, so their pages
 // are the sandbox's memory, never the host's disk.
 func (s *suite) b6BoundedByMemory(t *testing.T) {
-	l := config.DefaultLimits()
+	l := sandbox.DefaultLimits()
 	l.TimeoutMS = 120000
 	files := s.run(t, sandbox.Spec{Argv: []string{"python3", "-c", mountProbe + `
 print("work_type=%s" % fsinfo("/work")[0], flush=True)

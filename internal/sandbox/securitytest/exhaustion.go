@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -366,7 +365,7 @@ func (s *suite) b5ReadOnly(t *testing.T) {
 // sandbox's host storage stays empty meanwhile (no host-wide free-space or
 // free-inode comparison: other work on the machine moves those).
 func (s *suite) b6Files(t *testing.T) {
-	l := config.DefaultLimits()
+	l := sandbox.DefaultLimits()
 	l.TimeoutMS = 120000
 	res, fp := s.runHeld(t, sandbox.Spec{Argv: []string{"python3", "-c", mountProbe + `
 n = 0

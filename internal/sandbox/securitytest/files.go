@@ -12,7 +12,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/workspace"
 )
@@ -53,7 +52,7 @@ func (s *suite) f1Archives(t *testing.T) {
 	// A Manager of its own over a runtime that counts sandboxes prepared: a
 	// refused archive must start nothing.
 	counting := &countingRuntime{Runtime: s.tgt.Runtime}
-	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{Runtime: counting, Images: []string{s.tgt.Image}, Defaults: config.DefaultLimits(), Bounds: config.LimitBounds()})
+	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{Runtime: counting, Images: []string{s.tgt.Image}, Defaults: sandbox.DefaultLimits(), Bounds: sandbox.LimitBounds()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/runtimekit"
 )
@@ -15,8 +14,8 @@ import (
 // MostPermissiveLimits are the largest limits the API accepts (within the
 // bounds), at the given CPU share: what a request asking for everything gets.
 func MostPermissiveLimits(milliCPUs int64) sandbox.Limits {
-	return sandbox.Limits{TimeoutMS: config.MaxTimeoutMS, MemoryBytes: 2 << 30, MilliCPUs: milliCPUs, Pids: config.MaxPids,
-		OutputBytes: config.MaxOutputBytes, OutputCeilingBytes: config.MaxOutputCeilingBytes, WorkdirBytes: 1 << 30, TmpBytes: 1 << 30}
+	return sandbox.Limits{TimeoutMS: sandbox.MaxTimeoutMS, MemoryBytes: 2 << 30, MilliCPUs: milliCPUs, Pids: sandbox.MaxPids,
+		OutputBytes: sandbox.MaxOutputBytes, OutputCeilingBytes: sandbox.MaxOutputCeilingBytes, WorkdirBytes: 1 << 30, TmpBytes: 1 << 30}
 }
 
 // NoRequestCanRelaxHardening (SECURITY.md A) prepares a sandbox on rt with
@@ -41,7 +40,7 @@ func RunMostPermissive(t *testing.T, rt sandbox.Runtime, image, runID string, mi
 	t.Helper()
 	ctx := t.Context()
 	l := MostPermissiveLimits(milliCPUs)
-	if err := config.ValidateLimits(l); err != nil {
+	if err := sandbox.LimitBounds().Check(l); err != nil {
 		t.Fatal(err)
 	}
 	inst, err := rt.Prepare(ctx, sandbox.PrepareOptions{RunID: runID, Image: image, Limits: l, Deadline: time.Now().Add(3 * time.Minute)})
@@ -64,7 +63,7 @@ func RemoveEndsLiveRun(t *testing.T, rt sandbox.Runtime, inst sandbox.Instance, 
 	t.Helper()
 	done := make(chan sandbox.Result, 1)
 	go func() {
-		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: config.DefaultLimits()})
+		res, _ := inst.Run(context.Background(), sandbox.Job{Argv: []string{"sleep", "600"}, Limits: sandbox.DefaultLimits()})
 		done <- res
 	}()
 	time.Sleep(settle)

@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 )
 
@@ -27,7 +26,7 @@ func (s *suite) g2ZeroLimits(t *testing.T) {
 	}
 	for _, c := range cases {
 		for _, v := range []int64{0, -1} {
-			l := config.DefaultLimits()
+			l := sandbox.DefaultLimits()
 			c.set(&l, v)
 			runID := sandbox.NewRunID()
 			inst, err := s.tgt.Runtime.Prepare(t.Context(), sandbox.PrepareOptions{

@@ -25,7 +25,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/textclip"
 )
@@ -231,8 +230,8 @@ func newSuite(t *testing.T, tgt Target) *suite {
 	mgr, err := sandbox.NewManager(sandbox.ManagerOptions{
 		Runtime:       tgt.Runtime,
 		Images:        []string{tgt.Image},
-		Defaults:      config.DefaultLimits(),
-		Bounds:        config.LimitBounds(),
+		Defaults:      sandbox.DefaultLimits(),
+		Bounds:        sandbox.LimitBounds(),
 		MaxConcurrent: 4,
 		QueueSize:     256,
 		QueueTimeout:  10 * time.Minute,

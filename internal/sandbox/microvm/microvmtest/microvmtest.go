@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox/microvm"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -44,11 +43,10 @@ func Options(t testing.TB) microvm.Options {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(state) })
-	d := config.DefaultMicroVM()
-	kernel := cmp.Or(os.Getenv("ASTER_MICROVM_KERNEL_DIR"), d.KernelDir)
-	accel := cmp.Or(os.Getenv("ASTER_MICROVM_ACCEL"), d.Accel)
+	kernel := cmp.Or(os.Getenv("ASTER_MICROVM_KERNEL_DIR"), microvm.DefaultKernelDir)
+	accel := cmp.Or(os.Getenv("ASTER_MICROVM_ACCEL"), microvm.DefaultAccel)
 	return microvm.Options{
-		QEMU:      d.QEMU,
+		QEMU:      microvm.DefaultQEMU,
 		KernelDir: kernel,
 		StateDir:  state,
 		CacheDir:  CacheDir(),

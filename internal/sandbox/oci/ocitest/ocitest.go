@@ -14,7 +14,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox/oci"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
@@ -27,7 +26,7 @@ func CacheDir() string {
 
 // Binary is the OCI runtime binary tests use (ASTER_OCI_RUNTIME overrides).
 func Binary() string {
-	return cmp.Or(os.Getenv("ASTER_OCI_RUNTIME"), config.DefaultOCIRuntime)
+	return cmp.Or(os.Getenv("ASTER_OCI_RUNTIME"), oci.DefaultRuntime)
 }
 
 // Required reports whether a host that cannot run the oci runtime must fail
@@ -68,7 +67,7 @@ func Runtime(t testing.TB) *oci.Runtime {
 // GVisorBinary is the runsc the gVisor tests use: ASTER_GVISOR_RUNSC (the
 // variable `--runtime gvisor` reads), else runsc from PATH.
 func GVisorBinary() string {
-	return cmp.Or(os.Getenv("ASTER_GVISOR_RUNSC"), config.DefaultGVisorRunsc)
+	return cmp.Or(os.Getenv("ASTER_GVISOR_RUNSC"), oci.DefaultGVisorRunsc)
 }
 
 // GVisorRequired reports whether a host without a working runsc must fail
