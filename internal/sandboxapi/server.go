@@ -89,7 +89,7 @@ type Options struct {
 	// ImageProbeTimeout bounds the run that reads an image's toolchain
 	// versions for /v1/images (default 20s).
 	ImageProbeTimeout time.Duration
-	Logger          *slog.Logger
+	Logger            *slog.Logger
 
 	// spoolHook, in tests, sees each spool file after every write.
 	spoolHook func(*os.File)
