@@ -48,6 +48,14 @@ Auth: with --token-file, every /v1/* and /metrics request needs
 "Authorization: Bearer <token>" with a token from the file (one a line).
 Without a token file the server only listens on a loopback address.
 
+Asynchronous runs: POST /v1/runs takes the body of /v1/execute or /v1/test
+(?kind=execute|test), answers 202 with an id at once, and GET /v1/runs/{id}
+gives the state and the result. Runs are kept in --runs-db (SQLite, or
+PostgreSQL with ASTER_RUNS_DATABASE_URL) for --runs-retention and survive a
+restart; a run the server was running when it stopped is reported as an
+error. A request's callback_url is POSTed the result, signed with the key in
+--callback-secret-file, only when its host is on --callback-allow.
+
 Limits a request asks for are capped by the --max-* ceilings (a request over
 one is refused with 400, naming it). On SIGTERM the server stops accepting,
 lets running jobs finish for --shutdown-grace, then cancels the rest and
