@@ -22,6 +22,16 @@ const (
 	RouteMetrics       = "/metrics"
 	// RouteOpenAPI serves the API's OpenAPI description (package api/openapi).
 	RouteOpenAPI = "/openapi.json"
+	// RouteRuns takes an asynchronous run (POST: the body of RouteExecute
+	// or RouteTest, ?kind=execute|test) and lists the caller's runs (GET).
+	RouteRuns = "/v1/runs"
+	// RouteRun is one run's state and, once it ended, its result:
+	// RouteRunPrefix followed by the run's id.
+	RouteRun       = "/v1/runs/{id}"
+	RouteRunPrefix = "/v1/runs/"
+	// RouteImages lists the images a request may name, with the versions
+	// of their toolchains.
+	RouteImages = "/v1/images"
 )
 
 // Media types and headers of the API.
@@ -37,6 +47,9 @@ const (
 	// spec and the tar snapshot.
 	PartSpec      = "spec"
 	PartWorkspace = "workspace"
+	// HeaderSignature carries the HMAC-SHA256 of a run's callback body:
+	// "sha256=" and the hex digest, keyed by the operator's callback secret.
+	HeaderSignature = "X-Aster-Signature"
 )
 
 // Ready is the body of a successful GET /readyz.

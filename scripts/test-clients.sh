@@ -5,8 +5,8 @@
 #  1. starts `aster sandbox serve` (docker runtime, a token file) on a free loopback port and
 #     downloads /openapi.json from it;
 #  2. Go: generates a client with oapi-codegen (from the Go module proxy, pinned below) into a copy
-#     of examples/openapi-go, vets it and runs it: /v1/execute, /v1/test and a refused request
-#     whose typed 400 must keep its message;
+#     of examples/openapi-go, vets it and runs it: /v1/execute, /v1/test, a refused request
+#     whose typed 400 must keep its message, and an asynchronous run (/v1/runs) read back by id;
 #  3. TypeScript: generates types with openapi-typescript, type-checks examples/openapi-ts strictly
 #     (tsc, with openapi-fetch) and runs the emitted JavaScript with node, the same three calls.
 #
@@ -49,7 +49,7 @@ chmod 600 "$work/tokens"
 port="$(node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 url="http://127.0.0.1:$port"
 log "starting aster sandbox serve on $url (log: $work/server.log)"
-bin/aster sandbox serve --runtime docker --addr "127.0.0.1:$port" --token-file "$work/tokens" >"$work/server.log" 2>&1 &
+bin/aster sandbox serve --runtime docker --addr "127.0.0.1:$port" --token-file "$work/tokens" --runs-db "$work/runs.db" >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 300); do
 	curl -fsS "$url/readyz" >/dev/null 2>&1 && break
@@ -70,6 +70,8 @@ expect() {
 want=(
 	'execute: status=ok exit_code=0 stdout="42\n"'
 	'test: status=exit_nonzero passed=1 failed=1'
+	'submitted: state=queued'
+	'async: state=done status=ok stdout="async\n"'
 )
 
 log "Go: oapi-codegen ($OAPI_CODEGEN)"

@@ -8,8 +8,9 @@
 //	    -config oapi-codegen.yaml aster-openapi.json
 //	go run . -server http://127.0.0.1:8080 -token-file tokens
 //
-// It runs a snippet with /v1/execute, a pytest suite with /v1/test, and sends
-// a request the server refuses to show that a typed 4xx keeps its message.
+// It runs a snippet with /v1/execute, a pytest suite with /v1/test, sends a
+// request the server refuses to show that a typed 4xx keeps its message, and
+// submits an asynchronous run to /v1/runs and reads its result back by id.
 package main
 
 import (
@@ -20,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"time"
 
 	"example.com/aster-openapi-go/asterapi"
 )
@@ -96,6 +98,43 @@ func run(ctx context.Context, args []string) error {
 		return errors.New("the typed 400 lost the message")
 	}
 	fmt.Printf("refused: code=%s message=%q\n", bad.JSON400.Error.Code, bad.JSON400.Error.Message)
+
+	// /v1/runs: the same execute body, answered at once; the result is
+	// read back by id.
+	argv := asterapi.Argv{"python3", "-c", "print('async')"}
+	kind := asterapi.SubmitRunParamsKind("execute")
+	sub, err := c.SubmitRunWithResponse(ctx, &asterapi.SubmitRunParams{Kind: &kind}, asterapi.AsyncRunRequest{Argv: &argv})
+	if err != nil {
+		return err
+	}
+	if sub.JSON202 == nil {
+		return fmt.Errorf("submit: HTTP %d: %s", sub.StatusCode(), sub.Body)
+	}
+	fmt.Printf("submitted: state=%s\n", sub.JSON202.State)
+	for deadline := time.Now().Add(2 * time.Minute); ; {
+		got, err := c.GetRunWithResponse(ctx, sub.JSON202.Id)
+		if err != nil {
+			return err
+		}
+		if got.JSON200 == nil {
+			return fmt.Errorf("run %s: HTTP %d: %s", sub.JSON202.Id, got.StatusCode(), got.Body)
+		}
+		if st := got.JSON200.State; st == "done" || st == "error" {
+			if got.JSON200.Result == nil {
+				return fmt.Errorf("run %s ended %s without a result", sub.JSON202.Id, st)
+			}
+			res, err := got.JSON200.Result.AsExecuteResult()
+			if err != nil {
+				return err
+			}
+			fmt.Printf("async: state=%s status=%s stdout=%q\n", st, res.Status, res.Stdout)
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("run %s still %s", sub.JSON202.Id, got.JSON200.State)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	return nil
 }
 

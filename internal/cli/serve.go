@@ -10,6 +10,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/runstore"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandboxapi"
 	"github.com/asterhq/aster/internal/units"
@@ -24,6 +25,8 @@ type serveFlags struct {
 	firstByteTimeout, bodyIdleTimeout, minBodyRate                  string
 	warm                                                            int
 	egressAllow                                                     []string
+	runsDB, runsRetention, runsMaxBytes, callbackSecretFile         string
+	callbackAllow                                                   []string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -44,6 +47,14 @@ is 429 with Retry-After. A client that disconnects cancels its run.
 Auth: with --token-file, every /v1/* and /metrics request needs
 "Authorization: Bearer <token>" with a token from the file (one a line).
 Without a token file the server only listens on a loopback address.
+
+Asynchronous runs: POST /v1/runs takes the body of /v1/execute or /v1/test
+(?kind=execute|test), answers 202 with an id at once, and GET /v1/runs/{id}
+gives the state and the result. Runs are kept in --runs-db (SQLite, or
+PostgreSQL with ASTER_RUNS_DATABASE_URL) for --runs-retention and survive a
+restart; a run the server was running when it stopped is reported as an
+error. A request's callback_url is POSTed the result, signed with the key in
+--callback-secret-file, only when its host is on --callback-allow.
 
 Limits a request asks for are capped by the --max-* ceilings (a request over
 one is refused with 400, naming it). On SIGTERM the server stops accepting,
@@ -102,6 +113,11 @@ client has the proxy's address: raise it there).`,
 			map[string]string{"workdir_size": " (also caps snapshots)"}[limit]
 	})
 	egressAllowVar(fl, &f.egressAllow)
+	fl.StringVar(&f.runsDB, "runs-db", "", "SQLite file of the asynchronous runs of /v1/runs (default DATA_DIR/runs.db; off: keep none; serve.runs.database_url or ASTER_RUNS_DATABASE_URL: PostgreSQL instead)")
+	fl.StringVar(&f.runsRetention, "runs-retention", units.FormatDuration(runstore.DefaultRetention), "how long a finished asynchronous run's result is kept")
+	fl.StringVar(&f.runsMaxBytes, "runs-max-bytes", units.FormatBytes(runstore.DefaultMaxBytes), "results of asynchronous runs kept in all; the oldest go first")
+	fl.StringSliceVar(&f.callbackAllow, "callback-allow", nil, "host or host:port a run's callback_url may name (repeatable; serve.callbacks.allow); none: no callbacks")
+	fl.StringVar(&f.callbackSecretFile, "callback-secret-file", "", "file holding the HMAC-SHA256 key that signs every callback (X-Aster-Signature); required with --callback-allow")
 	fl.IntVar(&f.warm, "warm", config.DefaultWarm, "sandboxes kept started and waiting per image, for requests with the default limits (0: no pool); they count against --max-concurrent (ASTER_WARM, pool.warm)")
 	return cmd
 }
@@ -147,6 +163,17 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	str("idle-timeout", &sc.IdleTimeout, f.idleTimeout)
 	str("reaper-period", &c.Reaper.Period, f.reaperPeriod)
 	str("reaper-grace", &c.Reaper.Grace, f.reaperGrace)
+	str("runs-db", &sc.Runs.DB, f.runsDB)
+	str("runs-retention", &sc.Runs.Retention, f.runsRetention)
+	str("runs-max-bytes", &sc.Runs.MaxBytes, f.runsMaxBytes)
+	str("callback-secret-file", &sc.Callbacks.SecretFile, f.callbackSecretFile)
+	if fl.Changed("callback-allow") {
+		sc.Callbacks.Allow = append(sc.Callbacks.Allow, f.callbackAllow...)
+	}
+	runsSet, err := sc.RunsSettings(g.stdio.Getenv, runstore.DefaultRetention, runstore.DefaultMaxBytes)
+	if err != nil {
+		return usageErr("%v", err)
+	}
 	if fl.Changed("images") {
 		c.Images = config.SplitList(f.images)
 	}
@@ -248,7 +275,18 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	var runs *runstore.Store
+	if !runsSet.Off {
+		runs, err = runstore.Open(ctx, runstore.Options{Path: runsSet.DB, PostgresURL: runsSet.DatabaseURL,
+			Retention: runsSet.Retention, MaxBytes: runsSet.MaxBytes})
+		if err != nil {
+			return &exitError{code: ExitFailure, err: fmt.Errorf("%w (--runs-db off serves without asynchronous runs)", err)}
+		}
+		defer runs.Close()
+	}
 	srv, err := sandboxapi.New(sandboxapi.Options{
+		Runs:              runs,
+		Callbacks:         sandboxapi.Callbacks{Allow: runsSet.CallbackAllow, Secret: runsSet.CallbackSecret},
 		Tests:             tests,
 		CallerCacheKeys:   testSet.CallerCacheKeys,
 		Validator:         validate,

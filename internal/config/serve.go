@@ -87,6 +87,9 @@ type ServeConfig struct {
 	// empty is half the upload slots (max_concurrent + queue), 0 no limit.
 	MaxUploadsPerClient string       `yaml:"max_uploads_per_client"`
 	Ceilings            LimitsConfig `yaml:"ceilings"`
+	// Runs and Callbacks configure the asynchronous runs of /v1/runs.
+	Runs      RunsConfig      `yaml:"runs"`
+	Callbacks CallbacksConfig `yaml:"callbacks"`
 }
 
 // envVars binds the ASTER_* variables of the `serve:` section to the fields of s.
@@ -100,6 +103,8 @@ func (s *ServeConfig) envVars() []envVar {
 		str("ASTER_MAX_BODY", &s.MaxBody, "largest request body"),
 		str("ASTER_MAX_SPOOL", &s.MaxSpool, "disk all spooled snapshots and /v1/test dependency archives may take at once (default 4 × max-workdir-size)"),
 		str("ASTER_MAX_BODY_IN_FLIGHT", &s.MaxBodyInFlight, "request-body bytes held in memory at once (default 4 × max-body)"),
+		str("ASTER_RUNS_DB", &s.Runs.DB, "SQLite file of the API's asynchronous runs (off: none)"),
+		str("ASTER_RUNS_DATABASE_URL", &s.Runs.DatabaseURL, "postgres://... database of the API's asynchronous runs (replaces the SQLite file)"),
 	}
 }
 

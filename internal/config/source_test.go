@@ -225,11 +225,12 @@ func TestEveryHostSettingIsRefused(t *testing.T) {
 			if h.key == "egress.allow" { // only an entry's addresses are a host setting
 				value = "[{host: registry.corp.example, addresses: [10.20.0.0/16]}]"
 			}
-			section, key, nested := strings.Cut(h.key, ".")
-			doc := section + ": " + value + "\n"
-			if nested {
-				doc = section + ":\n  " + key + ": " + value + "\n"
+			parts := strings.Split(h.key, ".")
+			doc := ""
+			for i, p := range parts[:len(parts)-1] {
+				doc += strings.Repeat("  ", i) + p + ":\n"
 			}
+			doc += strings.Repeat("  ", len(parts)-1) + parts[len(parts)-1] + ": " + value + "\n"
 			p := writeFile(t, filepath.Join(t.TempDir(), "a.yaml"), doc, 0o666)
 			_, err := e.load(p, envOf(nil))
 			if err == nil || !strings.Contains(err.Error(), p+":") || !strings.Contains(err.Error(), " "+h.key+" (") {

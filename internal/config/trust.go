@@ -74,6 +74,10 @@ var hostSettings = []hostSetting{
 	{"mcp.allow_dirs", "host directories whose files a client may have read into a sandbox and sent back", "--allow-dir",
 		func(f *fileLayer) string { return strings.Join(f.mcp.AllowDirs, "") }},
 	{"serve.token_file", "the bearer tokens the server accepts", "ASTER_TOKEN_FILE or --token-file", func(f *fileLayer) string { return f.serve.TokenFile }},
+	{"serve.runs.database_url", "a database that receives every asynchronous run and its result", "ASTER_RUNS_DATABASE_URL", func(f *fileLayer) string { return f.serve.Runs.DatabaseURL }},
+	{"serve.callbacks.allow", "hosts that receive run results signed with the callback secret", "--callback-allow",
+		func(f *fileLayer) string { return strings.Join(f.serve.Callbacks.Allow, "") }},
+	{"serve.callbacks.secret_file", namesCredential, "--callback-secret-file", func(f *fileLayer) string { return f.serve.Callbacks.SecretFile }},
 	{"tests.ca_file", "a certificate authority the install phase trusts", "", func(f *fileLayer) string { return f.tests.CAFile }},
 	{"tests.cache_dir", namesDir, "", func(f *fileLayer) string { return f.tests.CacheDir }},
 	{"egress.allow", "private address ranges the install phase may reach (addresses of an entry)", "", func(f *fileLayer) string {

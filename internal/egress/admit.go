@@ -37,6 +37,19 @@ var neverAdmitted = []special{
 	row("::/96", "IPv4-compatible (deprecated)", "RFC 4291", true),
 }
 
+// NeverAdmitted names the never-admitted range a falls in (link-local, cloud
+// metadata, ...), or "": what no configuration lets a host-side client reach
+// either when a request names where it dials (the API's run callbacks).
+func NeverAdmitted(a netip.Addr) string {
+	a = a.Unmap()
+	for _, s := range neverAdmitted {
+		if s.prefix.Contains(a) {
+			return s.name
+		}
+	}
+	return ""
+}
+
 // neverAdmittedOverlap names the first never-admitted range p overlaps, or "".
 func neverAdmittedOverlap(p netip.Prefix) string {
 	for _, s := range neverAdmitted {

@@ -10,11 +10,13 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/asterhq/aster/internal/textclip"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // Request is what CheckRequest saw of a request: the operation it is for
@@ -31,6 +33,13 @@ type Request struct {
 // never fails: a request the description refuses is a fine thing for a test
 // to send, as long as the server refuses it too (see CheckResponse).
 func (s *Spec) CheckRequest(method, path string, h http.Header, body []byte) Request {
+	return s.CheckRequestQuery(method, path, nil, h, body)
+}
+
+// CheckRequestQuery is CheckRequest for a request with a query: its
+// parameters must be ones the operation declares, with values its schemas
+// accept, and the path's {parameters} too.
+func (s *Spec) CheckRequestQuery(method, path string, query url.Values, h http.Header, body []byte) Request {
 	r := Request{Method: strings.ToUpper(method), Path: path}
 	op, ok := s.Operation(method, path)
 	if !ok {
@@ -38,10 +47,56 @@ func (s *Spec) CheckRequest(method, path string, h http.Header, body []byte) Req
 		return r
 	}
 	r.Op = op
+	if err := op.checkParams(path, query); err != nil {
+		r.Invalid = err.Error()
+		return r
+	}
 	if err := op.checkRequest(h, body); err != nil {
 		r.Invalid = err.Error()
 	}
 	return r
+}
+
+// checkParams checks the query and the path's parameters.
+func (op *Operation) checkParams(path string, query url.Values) error {
+	values, _ := pathParams(op.Path, path)
+	for name := range query {
+		if !slices.ContainsFunc(op.params, func(p param) bool { return p.in == "query" && p.name == name }) {
+			return fmt.Errorf("query parameter %q is not one the operation takes", name)
+		}
+	}
+	for _, p := range op.params {
+		var v string
+		var ok bool
+		switch p.in {
+		case "query":
+			if vs := query[p.name]; len(vs) > 0 {
+				if len(vs) > 1 {
+					return fmt.Errorf("query parameter %q given %d times", p.name, len(vs))
+				}
+				v, ok = vs[0], true
+			}
+		case "path":
+			v, ok = values[p.name]
+		}
+		if !ok {
+			if p.required {
+				return fmt.Errorf("%s parameter %q is missing", p.in, p.name)
+			}
+			continue
+		}
+		var inst any = v
+		if p.typ == "integer" || p.typ == "number" || p.typ == "boolean" {
+			var err error
+			if inst, err = jsonschema.UnmarshalJSON(strings.NewReader(v)); err != nil {
+				return fmt.Errorf("%s parameter %q: %q is not a %s", p.in, p.name, clip(v), p.typ)
+			}
+		}
+		if err := p.schema.Validate(inst); err != nil {
+			return fmt.Errorf("%s parameter %q: %v", p.in, p.name, err)
+		}
+	}
+	return nil
 }
 
 func (op *Operation) checkRequest(h http.Header, body []byte) error {

@@ -44,7 +44,16 @@ type Operation struct {
 	bodyRequired bool
 	bodies       map[string]*mediaType // by media type
 	specHeader   *jsonschema.Schema    // X-Aster-Spec, when declared
+	params       []param               // query and path parameters
 	responses    map[int]*Response
+}
+
+// param is one query or path parameter.
+type param struct {
+	name, in string
+	required bool
+	schema   *jsonschema.Schema
+	typ      string // the schema's "type": how a value's text is read
 }
 
 // Response is one declared response.
@@ -132,10 +141,44 @@ func (s *Spec) Paths() map[string][]string {
 	return out
 }
 
-// Operation returns the operation of method and path.
+// Operation returns the operation of method and path: the path as
+// described, or a path that fills a described template's {parameters}.
 func (s *Spec) Operation(method, path string) (*Operation, bool) {
-	op, ok := s.paths[path][strings.ToUpper(method)]
-	return op, ok
+	if op, ok := s.paths[path][strings.ToUpper(method)]; ok {
+		return op, true
+	}
+	for tmpl, ops := range s.paths {
+		if _, ok := pathParams(tmpl, path); ok {
+			if op, ok := ops[strings.ToUpper(method)]; ok {
+				return op, true
+			}
+		}
+	}
+	return nil, false
+}
+
+// pathParams matches path against a template such as /v1/runs/{id}: the
+// value of each {parameter}, and whether it matched (a template without
+// parameters matches nothing here).
+func pathParams(tmpl, path string) (map[string]string, bool) {
+	if !strings.Contains(tmpl, "{") {
+		return nil, false
+	}
+	ts, ps := strings.Split(tmpl, "/"), strings.Split(path, "/")
+	if len(ts) != len(ps) {
+		return nil, false
+	}
+	out := map[string]string{}
+	for i, t := range ts {
+		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") && ps[i] != "" {
+			out[t[1:len(t)-1]] = ps[i]
+			continue
+		}
+		if t != ps[i] {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // parser compiles the parts of one document.
@@ -205,10 +248,21 @@ func (p *parser) operation(path, method string, raw any) (*Operation, error) {
 	params, _ := m["parameters"].([]any)
 	for i, raw := range params {
 		prm, ploc := p.deref(fmt.Sprintf("%s/parameters/%d", loc, i), raw)
-		if prm["in"] != "header" || !strings.EqualFold(fmt.Sprint(prm["name"]), "X-Aster-Spec") {
+		switch in := prm["in"]; {
+		case in == "header" && strings.EqualFold(fmt.Sprint(prm["name"]), "X-Aster-Spec"):
+			op.specHeader = p.schema(ploc + "/content/application~1json/schema")
+		case in == "query" || in == "path":
+			sch, _ := prm["schema"].(map[string]any)
+			typ, _ := sch["type"].(string)
+			required, _ := prm["required"].(bool)
+			if in == "path" && (!required || !strings.Contains(path, "{"+fmt.Sprint(prm["name"])+"}")) {
+				return nil, fmt.Errorf("openapi: %s: path parameter %v must be required and in the path", loc, prm["name"])
+			}
+			op.params = append(op.params, param{name: fmt.Sprint(prm["name"]), in: in.(string), required: required,
+				schema: p.schema(ploc + "/schema"), typ: typ})
+		default:
 			return nil, fmt.Errorf("openapi: %s: parameter %v in %v is not checked by openapitest", loc, prm["name"], prm["in"])
 		}
-		op.specHeader = p.schema(ploc + "/content/application~1json/schema")
 	}
 	if rb, ok := m["requestBody"]; ok {
 		body, bloc := p.deref(loc+"/requestBody", rb)

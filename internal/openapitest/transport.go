@@ -56,7 +56,7 @@ func (tr *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		r2.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 		req = r2
 	}
-	checked := tr.spec.CheckRequest(req.Method, req.URL.Path, req.Header, body)
+	checked := tr.spec.CheckRequestQuery(req.Method, req.URL.Path, req.URL.Query(), req.Header, body)
 	resp, err := tr.base.RoundTrip(req)
 	if err != nil {
 		return resp, err
@@ -123,7 +123,7 @@ func (w *wholeReader) Close() error {
 // body, as a test that serves a handler directly (httptest.ResponseRecorder,
 // a raw connection) sees them.
 func (s *Spec) CheckExchange(req *http.Request, reqBody []byte, resp *http.Response, respBody []byte) error {
-	checked := s.CheckRequest(req.Method, req.URL.Path, req.Header, reqBody)
+	checked := s.CheckRequestQuery(req.Method, req.URL.Path, req.URL.Query(), req.Header, reqBody)
 	return s.CheckResponse(checked, resp.StatusCode, resp.Header, respBody)
 }
 

@@ -39,7 +39,7 @@ func TestMinifiedByContent(t *testing.T) {
 		{"static/loader.js", min.String(), true},
 		{"static/app.js", webpack, true},
 		{"dist/app.js", mapped, true},
-		{"static/site.css", css, true},       // one line of minified CSS
+		{"static/site.css", css, true},                // one line of minified CSS
 		{"static/wrapped.js", wrapped.String(), true}, // minified, wrapped at 200 bytes: the names give it away
 		{"src/handler.js", plain.String(), false},
 		{"src/messages.js", prose.String(), false},

@@ -46,7 +46,7 @@ func (s *Server) readJob(w http.ResponseWriter, r *http.Request, req any, job *a
 func (s *Server) execute(w http.ResponseWriter, r *http.Request) {
 	var req api.ExecuteRequest
 	_, spec, done, err := s.readJob(w, r, &req, &req.JobRequest)
-	defer done()
+	stateOf(r).onDone(done) // by ServeHTTP, or by the run when it is detached
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -59,7 +59,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 	var req api.TestRequest
 	var body api.TestResponse
 	snap, spec, done, err := s.readJob(w, r, &req, &req.JobRequest)
-	defer done()
+	stateOf(r).onDone(done)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -81,7 +81,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 		job.Disk = snap.space
 	} else {
 		disk, _ := s.spool.Reserve(0)
-		defer disk.Release()
+		stateOf(r).onDone(disk.Release)
 		job.Disk = disk
 	}
 	if req.InstallTimeout != "" {
@@ -212,6 +212,10 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 // body, or an NDJSON stream when the client asked for one; id is the run's
 // id, sent in the header.
 func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, exec func(ctx context.Context, st *streamer) (sandbox.Result, error), body func(sandbox.Result) any) {
+	if q := stateOf(r); q.async != nil {
+		s.detach(w, r, q, id, exec, body)
+		return
+	}
 	w.Header().Set(api.HeaderRunID, id)
 	ctx, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)

@@ -1,6 +1,7 @@
 package sandboxapi
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -39,16 +40,35 @@ func Routes() []Route {
 		{api.RouteReady, get, false},
 		{api.RouteMetrics, []string{http.MethodGet}, true},
 		{api.RouteOpenAPI, []string{http.MethodGet}, false},
+		{api.RouteRuns, []string{http.MethodPost, http.MethodGet}, true},
+		{api.RouteRun, []string{http.MethodGet}, true},
+		{api.RouteImages, []string{http.MethodGet}, true},
 	}
 }
 
 func lookupRoute(path string) (Route, bool) {
+	if id, ok := strings.CutPrefix(path, api.RouteRunPrefix); ok && validRunID(id) {
+		path = api.RouteRun
+	}
 	for _, rt := range Routes() {
 		if rt.Path == path {
 			return rt, true
 		}
 	}
 	return Route{}, false
+}
+
+// validRunID reports an id of the shape the server gives runs (sandbox.NewRunID).
+func validRunID(id string) bool {
+	if len(id) < 3 || len(id) > 64 || !strings.HasPrefix(id, "r-") {
+		return false
+	}
+	for _, c := range id[2:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 func routePaths() string {
@@ -66,6 +86,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	route := routeOf(r.URL.Path)
 	sw := &statusWriter{ResponseWriter: w}
+	q := &reqState{}
+	r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, q))
+	defer func() {
+		if !q.detached {
+			q.finish()
+		}
+	}()
 	defer func() {
 		if p := recover(); p != nil {
 			if p == http.ErrAbortHandler {
@@ -91,7 +118,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Log(r.Context(), level, "request", attrs...)
 	}()
 
-	rt, ok := lookupRoute(route)
+	rt, ok := lookupRoute(r.URL.Path)
 	if !ok {
 		s.writeError(sw, r, fmt.Errorf("%w: no route %s (have %s)", api.ErrNotFound, clipPath(r.URL.Path), routePaths()))
 		return
@@ -121,6 +148,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.execute(sw, r)
 	case api.RouteTest, api.RouteTestStream:
 		s.test(sw, r)
+	case api.RouteRuns:
+		s.runs(sw, r)
+	case api.RouteRun:
+		s.getRun(sw, r)
+	case api.RouteImages:
+		s.images(sw, r)
 	case api.RouteValidate:
 		if s.opts.Validator == nil {
 			s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", api.ErrNotFound))
@@ -132,8 +165,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // routeOf is the route label of a path for metrics and logs.
 func routeOf(p string) string {
-	if _, ok := lookupRoute(p); ok {
-		return p
+	if rt, ok := lookupRoute(p); ok {
+		return rt.Path
 	}
 	return "other"
 }

@@ -20,6 +20,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	}
 	base, cancelBase := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cancelBase(nil)
+	s.setBaseContext(base)
 	hs := &http.Server{
 		Handler:           s,
 		ReadHeaderTimeout: s.opts.ReadHeaderTimeout,
@@ -40,12 +41,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.mgr.Drain()
 	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownGrace)
 	err := hs.Shutdown(sctx)
+	if err == nil {
+		// Asynchronous runs get the same grace as the requests.
+		err = s.waitBackground(sctx)
+	}
 	cancel()
 	if err != nil {
 		s.log.Warn("grace period over: cancelling the runs still going and destroying their sandboxes")
 		cancelBase(errors.New("the server is shutting down"))
 		done := make(chan struct{})
-		go func() { s.inflight.Wait(); close(done) }()
+		go func() { s.inflight.Wait(); s.background.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(time.Minute):

@@ -7,6 +7,7 @@
 package sandboxapi
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/egress"
+	"github.com/asterhq/aster/internal/runstore"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testphase"
 )
@@ -79,7 +81,15 @@ type Options struct {
 	// CallerCacheKeys lets a request's cache_key name its repository for
 	// the dependency cache (tests.caller_cache_keys).
 	CallerCacheKeys bool
-	Logger          *slog.Logger
+	// Runs keeps the asynchronous runs of /v1/runs; nil answers those
+	// routes 404.
+	Runs *runstore.Store
+	// Callbacks is where and how a run's result may be POSTed when it ends.
+	Callbacks Callbacks
+	// ImageProbeTimeout bounds the run that reads an image's toolchain
+	// versions for /v1/images (default 20s).
+	ImageProbeTimeout time.Duration
+	Logger            *slog.Logger
 
 	// spoolHook, in tests, sees each spool file after every write.
 	spoolHook func(*os.File)
@@ -99,12 +109,22 @@ type Server struct {
 	pace     Pace
 	tests    *testphase.Runner
 	inflight sync.WaitGroup
+
+	imageInfo imageCache
+
+	// The detached (asynchronous) runs and the context they run under.
+	background sync.WaitGroup
+	baseMu     sync.Mutex
+	base       context.Context
 }
 
 // New returns a Server.
 func New(opts Options) (*Server, error) {
 	if opts.Manager == nil {
 		return nil, errors.New("sandboxapi: no manager")
+	}
+	if len(opts.Callbacks.Allow) > 0 && len(opts.Callbacks.Secret) == 0 {
+		return nil, errors.New("sandboxapi: callbacks are allowed but have no signing secret (--callback-secret-file)")
 	}
 	def := func(d *time.Duration, v time.Duration) {
 		if *d <= 0 {
