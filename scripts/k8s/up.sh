@@ -6,7 +6,9 @@
 # kube-scheduler and a kubelet whose node is named `localhost`, all started from the binaries that
 # scripts/k8s/build.sh caches. Imports the pause image and, when Docker has it, aster-sandbox:latest
 # into containerd's k8s.io namespace (Pods use imagePullPolicy: Never). Waits for the node to be
-# Ready and for a smoke Pod to run to completion, and prints the timings.
+# Ready, applies deploy/kubernetes' namespaces and RBAC, builds and imports this checkout's
+# aster-init:latest (scripts/k8s/images.sh --import --init-only latest), runs a smoke Pod to completion, and
+# prints the timings.
 #
 # Every host change is recorded in $ASTER_K8S_STATE/host-record first, so that down.sh can undo it.
 # Logs: /var/log/aster-k8s/<component>.log. Kubeconfig: /var/lib/aster-k8s/kubeconfig.
@@ -25,6 +27,7 @@ PKI="$K8S_STATE/pki"
 CNI_CONF_DIR="$K8S_STATE/cni/net.d"
 CNI_BIN_DIR=/usr/lib/cni
 SA_IMAGE="${ASTER_K8S_SANDBOX_IMAGE:-aster-sandbox:latest}"
+K8S_DEPLOY="$(cd "$here/../../deploy/kubernetes" && pwd)"
 API_URL="https://127.0.0.1:$K8S_API_PORT"
 CTR=(ctr --address "$K8S_CONTAINERD_SOCK" --namespace k8s.io)
 
@@ -53,6 +56,7 @@ ensure_packages() {
 		[/usr/bin/time]=time
 		[/usr/bin/curl]=curl
 		[/usr/bin/mount]=mount
+		[/usr/lib/python3/dist-packages/yaml/__init__.py]=python3-yaml
 	)
 	local f missing=()
 	for f in "${!want[@]}"; do [[ -e $f ]] || missing+=("${want[$f]}"); done
@@ -368,6 +372,48 @@ import_images() {
 	SMOKE_IMAGE=$SA_IMAGE
 }
 
+# import_init_image: the aster-init image of this checkout, as the Kubernetes runtime's default
+# name (aster-init:latest), so that `aster exec --runtime kubernetes` works as docs/kubernetes.md
+# shows. The runtime never pulls an init image named without a registry (it would come from a
+# public registry): here it is on the node or the run is refused.
+import_init_image() {
+	if ! command -v docker >/dev/null || ! docker info >/dev/null 2>&1; then
+		k8s_log "Docker not reachable: aster-init:latest not built (scripts/k8s/images.sh --import --init-only latest)"
+		return 0
+	fi
+	local t=$SECONDS
+	"$here/images.sh" --import --init-only latest >>"$K8S_LOGS/images.log" 2>&1 ||
+		k8s_die "building and importing aster-init:latest failed (see $K8S_LOGS/images.log)"
+	k8s_log "built and imported aster-init:latest from this checkout in $((SECONDS - t))s"
+}
+
+# apply_manifests: the namespaces, quota and RBAC of deploy/kubernetes (server-side apply through
+# the API, no kubectl: a minimal build has none).
+apply_manifests() {
+	local f kind name ns path doc
+	for f in "$K8S_DEPLOY/namespaces.yaml" "$K8S_DEPLOY/rbac.yaml"; do
+		while IFS=$'\t' read -r kind name ns doc; do
+			case $kind in
+			Namespace) path=/api/v1/namespaces/$name ;;
+			ResourceQuota) path=/api/v1/namespaces/$ns/resourcequotas/$name ;;
+			ServiceAccount) path=/api/v1/namespaces/$ns/serviceaccounts/$name ;;
+			Role) path=/apis/rbac.authorization.k8s.io/v1/namespaces/$ns/roles/$name ;;
+			RoleBinding) path=/apis/rbac.authorization.k8s.io/v1/namespaces/$ns/rolebindings/$name ;;
+			*) k8s_die "$f: kind $kind is not one up.sh applies" ;;
+			esac
+			api PATCH "$path?fieldManager=aster-k8s-up&force=true" -H 'Content-Type: application/apply-patch+yaml' \
+				--data-binary "$doc" -o /dev/null || k8s_die "applying $kind $name from $f failed"
+		done < <(python3 -c '
+import json, sys, yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d:
+        m = d["metadata"]
+        print(d["kind"], m["name"], m.get("namespace", "-"), json.dumps(d), sep="\t")
+' "$f")
+	done
+	k8s_log "applied deploy/kubernetes namespaces.yaml and rbac.yaml"
+}
+
 # --- 5. control plane ----------------------------------------------------------------------------
 start_etcd() {
 	mkdir -p "$K8S_STATE/etcd"
@@ -593,6 +639,9 @@ if ! have_controller_manager; then
 	k8s_log "lifted the node's not-ready taint (no controller-manager)"
 fi
 
+apply_manifests
+import_init_image
+
 SMOKE_SECONDS=-
 IMAGES=$PAUSE_REF
 [[ $SMOKE_IMAGE != "$PAUSE_REF" ]] && IMAGES+=", $SMOKE_IMAGE"
@@ -603,7 +652,8 @@ cat >&2 <<EOF
 [up] cluster is up in $((SECONDS - t_total))s total (node Ready after kubelet start: ${NODE_READY_SECONDS}s, smoke Pod: ${SMOKE_SECONDS}s)
 [up]   export KUBECONFIG=$K8S_KUBECONFIG
 [up]   server:  $API_URL   (CA: $K8S_STATE/ca.crt, bearer token: $K8S_STATE/admin.token)
-[up]   images:  $IMAGES (imagePullPolicy: Never)
+[up]   images:  $IMAGES, aster-init:latest (imagePullPolicy: Never)
+[up]   namespaces aster-system, aster-sandboxes with the RBAC of deploy/kubernetes
 [up]   logs:    $K8S_LOGS/*.log        stop with: scripts/k8s/down.sh
 EOF
 echo "$K8S_KUBECONFIG"

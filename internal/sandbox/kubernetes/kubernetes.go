@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -183,6 +184,16 @@ func New(opts Options) (*Runtime, error) {
 	if opts.InitImage == "" {
 		opts.InitImage = DefaultInitImage
 	}
+	if !NamesRegistry(opts.InitImage) {
+		// An init image named without a registry would be pulled from a
+		// public registry's library namespace, where anyone may publish
+		// a binary of that name that then runs as PID 1 of every sandbox.
+		// It comes from the node's own store, or the run is refused.
+		if opts.InitImagePullPolicy == corev1.PullAlways {
+			return nil, fmt.Errorf("kubernetes: init image %q names no registry, and image pull policy Always would pull it from a public one: %s", opts.InitImage, initImageHowTo)
+		}
+		opts.InitImagePullPolicy = corev1.PullNever
+	}
 	if opts.InitImagePullPolicy == "" {
 		opts.InitImagePullPolicy = DefaultImagePullPolicy
 	}
@@ -309,4 +320,16 @@ func managedOf(p *corev1.Pod) sandbox.Managed {
 // Remove implements sandbox.Runtime: delete at once; "already gone" is success.
 func (r *Runtime) Remove(ctx context.Context, id string) error {
 	return r.deletePod(ctx, id)
+}
+
+// initImageHowTo says how to give the nodes an init image.
+const initImageHowTo = "load it into every node's container runtime (the test cluster of scripts/k8s/up.sh: scripts/k8s/images.sh --import --init-only latest, which make k8s-up runs), or push it to your registry and set --init-image (kubernetes.init_image) to its full name, e.g. registry.example/aster-init:v1"
+
+// NamesRegistry reports whether an image reference names the registry it
+// comes from: a first path component with a dot or a port, or localhost
+// ("registry.example/aster-init:v1", "localhost:5000/aster-init"). A bare
+// name ("aster-init:latest", "team/aster-init") does not.
+func NamesRegistry(ref string) bool {
+	first, _, ok := strings.Cut(ref, "/")
+	return ok && (strings.ContainsAny(first, ".:") || first == "localhost")
 }

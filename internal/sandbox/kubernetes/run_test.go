@@ -3,10 +3,13 @@ package kubernetes_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/kubernetes"
 	"github.com/asterhq/aster/internal/sandbox/kubernetes/kubetest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
@@ -50,5 +53,38 @@ func TestManyShortRuns(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// TestMissingInitImageIsRefusedWithHowTo: an init image the node does not
+// have, named without a registry, is not pulled from anywhere: the run fails
+// at once, saying how to provide it.
+func TestMissingInitImageIsRefusedWithHowTo(t *testing.T) {
+	opts := kubetest.Options(t)
+	opts.InitImage, opts.InitImagePullPolicy = "aster-init-never-imported:none", ""
+	opts.StartTimeout = 2 * time.Minute
+	rt := kubetest.New(t, opts)
+	mgr := sandboxtest.Manager(t, rt, 1)
+	start := time.Now()
+	_, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"true"}})
+	if err == nil || !strings.Contains(err.Error(), "is not on node") || !strings.Contains(err.Error(), "images.sh --import") {
+		t.Fatalf("a missing init image: %v", err)
+	}
+	t.Logf("refused in %s: %v", time.Since(start).Round(time.Millisecond), err)
+}
+
+// TestDocsFirstExample is docs/kubernetes.md's first example after `make
+// k8s-up`: the runtime's defaults (namespace aster-sandboxes, init image
+// aster-init:latest) work on the test cluster, because up.sh applies the
+// namespaces and RBAC of deploy/kubernetes and imports the checkout's init
+// image.
+func TestDocsFirstExample(t *testing.T) {
+	opts := kubetest.Options(t)
+	opts.Namespace, opts.InitImage, opts.InitImagePullPolicy = kubernetes.DefaultNamespace, kubernetes.DefaultInitImage, ""
+	rt := kubetest.New(t, opts)
+	mgr := sandboxtest.Manager(t, rt, 1)
+	res, err := mgr.Run(t.Context(), sandbox.Spec{Argv: []string{"python3", "-c", `print("hello from a Pod")`}})
+	if err != nil || res.Status != sandbox.StatusOK || string(res.Stdout.Data) != "hello from a Pod\n" {
+		t.Fatalf("%v %s %q %s", err, res.Status, res.Stdout.Data, res.Error)
 	}
 }

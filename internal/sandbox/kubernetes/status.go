@@ -54,6 +54,10 @@ func startStateOf(p *corev1.Pod, gone bool) startState {
 		st.scheduled = true
 	}
 	for _, cs := range p.Status.InitContainerStatuses {
+		if w := cs.State.Waiting; w != nil && w.Reason == "ErrImageNeverPull" {
+			st.err = fmt.Errorf("the aster-init image %s is not on node %s, and an init image named without a registry is never pulled: %s", cs.Image, p.Spec.NodeName, initImageHowTo)
+			return st
+		}
 		if w := cs.State.Waiting; w != nil && (imageErrors[w.Reason] || startErrors[w.Reason]) {
 			st.err = fmt.Errorf("the aster-init image %s: %s: %s", cs.Image, w.Reason, textclip.OneLine(w.Message, maxStatusLineBytes))
 			return st

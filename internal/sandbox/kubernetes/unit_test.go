@@ -324,3 +324,35 @@ func TestPrepareRefusesZeroLimits(t *testing.T) {
 		t.Errorf("valid limits: %v after %d policy calls", err, policies.calls)
 	}
 }
+
+// An init image named without a registry is never pulled: the runtime sets
+// its pull policy to Never, refuses Always, and a Pod whose node lacks it
+// fails at once with a message that says how to provide it. A name with a
+// registry keeps the operator's policy.
+func TestInitImageIsNeverPulledFromAPublicRegistry(t *testing.T) {
+	for ref, want := range map[string]bool{
+		"aster-init:latest": false, "team/aster-init:v1": false, "docker.io/library/aster-init:v1": true,
+		"registry.example/aster-init:v1": true, "localhost:5000/aster-init": true, "localhost/aster-init": true,
+	} {
+		if got := NamesRegistry(ref); got != want {
+			t.Errorf("NamesRegistry(%q) = %v", ref, got)
+		}
+	}
+	r := newTestRuntime(t, func(o *Options) { o.InitImage, o.InitImagePullPolicy = "aster-init:latest", corev1.PullIfNotPresent })
+	if r.opts.InitImagePullPolicy != corev1.PullNever {
+		t.Errorf("bare init image: pull policy %s", r.opts.InitImagePullPolicy)
+	}
+	r = newTestRuntime(t, func(o *Options) { o.InitImage = "registry.example/aster-init:v1" })
+	if r.opts.InitImagePullPolicy != DefaultImagePullPolicy {
+		t.Errorf("init image with a registry: pull policy %s", r.opts.InitImagePullPolicy)
+	}
+	_, err := New(Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, InitImage: "aster-init:latest", InitImagePullPolicy: corev1.PullAlways})
+	if err == nil || !strings.Contains(err.Error(), "images.sh --import") {
+		t.Errorf("Always with a bare init image: %v", err)
+	}
+	st := startStateOf(&corev1.Pod{Spec: corev1.PodSpec{NodeName: "node-1"}, Status: corev1.PodStatus{InitContainerStatuses: []corev1.ContainerStatus{{
+		Name: InitContainerName, Image: "aster-init:latest", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull"}}}}}}, false)
+	if st.err == nil || !strings.Contains(st.err.Error(), "not on node node-1") || !strings.Contains(st.err.Error(), "--init-image") {
+		t.Errorf("missing init image: %v", st.err)
+	}
+}
