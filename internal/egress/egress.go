@@ -55,10 +55,6 @@ type Policy struct {
 	// ParseAddresses. Link-local and metadata addresses are never admitted,
 	// whatever it holds (admit.go).
 	Addresses map[Rule][]netip.Prefix
-	// AllowAddr, when set, admits resolved addresses the relay refuses by
-	// default (loopback, private). It is for tests that serve a registry on
-	// loopback; no configuration file or flag can set it.
-	AllowAddr func(netip.Addr) bool
 	// Resolver resolves names; nil is net.DefaultResolver.
 	Resolver Resolver
 	// Dial, when set, replaces the dial of a checked address. It is for
@@ -229,7 +225,7 @@ func (r *Run) dial(ctx context.Context, rule Rule) (*net.TCPConn, error) {
 	var why string
 	for _, a := range addrs {
 		a = a.Unmap()
-		if _, reason, refused := refusedRange(a); refused && !r.policy.admitted(rule, a) && (r.policy.AllowAddr == nil || !r.policy.AllowAddr(a)) {
+		if _, reason, refused := refusedRange(a); refused && !r.policy.admitted(rule, a) {
 			why = reason
 			continue
 		}

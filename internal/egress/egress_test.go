@@ -120,7 +120,15 @@ func server(t *testing.T) (port int, accepted chan struct{}) {
 	return ln.Addr().(*net.TCPAddr).Port, accepted
 }
 
-func loopback(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }
+// loopbackAdmitted admits 127.0.0.1 for each rule, as an operator's
+// `addresses: [127.0.0.1/32]` would.
+func loopbackAdmitted(rules ...Rule) map[Rule][]netip.Prefix {
+	m := map[Rule][]netip.Prefix{}
+	for _, r := range rules {
+		m[r] = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}
+	return m
+}
 
 func TestDialChecksResolvedAddresses(t *testing.T) {
 	port, accepted := server(t)
@@ -131,10 +139,11 @@ func TestDialChecksResolvedAddresses(t *testing.T) {
 		// One refused address and one admitted: only the admitted one is dialled.
 		"mixed.test": {netip.MustParseAddr("192.168.0.1"), netip.MustParseAddr("127.0.0.1")},
 	}
-	p := &Policy{Resolver: res, AllowAddr: loopback}
+	p := &Policy{Resolver: res}
 	for h := range res {
 		p.Allow = append(p.Allow, Rule{h, port})
 	}
+	p.Addresses = loopbackAdmitted(p.Allow...)
 	p.Allow = append(p.Allow, Rule{"missing.test", port})
 	run := p.NewRun("t")
 	for _, h := range []string{"ok.test", "OK.test.", "mixed.test"} {
@@ -179,7 +188,7 @@ func TestCaps(t *testing.T) {
 	port, _ := server(t)
 	counters := &Counters{}
 	p := &Policy{Allow: []Rule{{"ok.test", port}}, Resolver: resolver{"ok.test": {netip.MustParseAddr("127.0.0.1")}},
-		AllowAddr: loopback, MaxConns: 3, MaxBytes: 1000, Counters: counters}
+		Addresses: loopbackAdmitted(Rule{"ok.test", port}), MaxConns: 3, MaxBytes: 1000, Counters: counters}
 	run := p.NewRun("t")
 	var conns []net.Conn
 	for i := range 10 {
