@@ -297,3 +297,47 @@ func FuzzParseRule(f *testing.F) {
 		}
 	})
 }
+
+// Each tunnel that is not opened says its kind, in the run's record and in
+// the per-host counts; a name off the allow list is counted as "other", so
+// a job cannot grow the metrics' labels.
+func TestRefusalKindsAndHostCounts(t *testing.T) {
+	port, _ := server(t)
+	res := resolver{"ok.test": {netip.MustParseAddr("127.0.0.1")}, "private.test": {netip.MustParseAddr("10.0.0.7")}}
+	counters := &Counters{}
+	p := &Policy{Resolver: res, Counters: counters, MaxConns: 6,
+		Allow: []Rule{{"ok.test", port}, {"private.test", port}, {"gone.test", port}}}
+	p.Addresses = loopbackAdmitted(Rule{"ok.test", port})
+	run := p.NewRun("t")
+	c, err := run.DialEgress(t.Context(), "ok.test", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	want := map[string]string{"private.test": KindAddressRefused, "unlisted-1.test": KindNotAllowed, "unlisted-2.test": KindNotAllowed,
+		"10.0.0.1": KindInvalidHost, "gone.test": KindUnreachable}
+	for _, h := range []string{"private.test", "unlisted-1.test", "unlisted-2.test", "10.0.0.1", "gone.test"} {
+		_, err := run.DialEgress(t.Context(), h, port)
+		if KindOf(err) != want[h] {
+			t.Errorf("%s: kind %q (%v), want %q", h, KindOf(err), err, want[h])
+		}
+	}
+	if _, err := run.DialEgress(t.Context(), "ok.test", port); KindOf(err) != KindConnectionCap {
+		t.Errorf("past the cap: %v", err)
+	}
+	for _, c := range run.Stats().Conns {
+		if c.Refused != "" && c.Kind != want[c.Host] {
+			t.Errorf("record of %s: kind %q", c.Host, c.Kind)
+		}
+	}
+	got := counters.ByHost()
+	ok, priv, gone := Rule{"ok.test", port}.String(), Rule{"private.test", port}.String(), Rule{"gone.test", port}.String()
+	for k, n := range map[HostOutcome]int64{
+		{ok, "opened"}: 1, {priv, KindAddressRefused}: 1, {"other", KindNotAllowed}: 2, {"other", KindInvalidHost}: 1,
+		{gone, KindUnreachable}: 1, {"other", KindConnectionCap}: 0, {ok, KindConnectionCap}: 1,
+	} {
+		if got[k] != n {
+			t.Errorf("%+v: %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
+}

@@ -486,6 +486,15 @@ test("no proxy in the test phase", async () => { const r = await new Promise((re
 			t.Errorf("%s not among the refused hosts %v", h, d.RefusedHosts)
 		}
 	}
+	kinds := map[string]string{}
+	for _, r := range d.Refusals {
+		kinds[r.Host] = r.Kind
+	}
+	for h, kind := range map[string]string{"not-on-the-list.invalid": egress.KindNotAllowed, "10.0.0.1": egress.KindInvalidHost, "*": egress.KindConnectionCap} {
+		if kinds[h] != kind {
+			t.Errorf("%s refused as %q, want %q (refusals %+v)", h, kinds[h], kind, d.Refusals)
+		}
+	}
 	if out.Phase != PhaseTest || out.Summary.Passed != 1 {
 		t.Fatalf("test phase: %s %+v\n%s", out.Result.Status, out.Summary, out.Result.Stderr.Data)
 	}
