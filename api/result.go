@@ -159,6 +159,21 @@ type Downloads struct {
 	// their hosts (at most 20).
 	Refused      int      `json:"refused"`
 	RefusedHosts []string `json:"refused_hosts,omitempty"`
+	// Refusals say, per host and reason, why tunnels were not opened (at
+	// most 20 entries).
+	Refusals []EgressRefusal `json:"refusals,omitempty"`
+}
+
+// EgressRefusal is one host's refused tunnels of one kind.
+type EgressRefusal struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
+	// Kind is the short reason: "not allowed", "private address not
+	// admitted for this host", "not a host name", "connection cap" or
+	// "unreachable"; Reason the relay's whole sentence (of the first).
+	Kind   string `json:"kind"`
+	Reason string `json:"reason"`
+	Count  int    `json:"count"`
 }
 
 // TestSummary is what a test run reported. Counts are of leaf tests: a Go

@@ -55,10 +55,6 @@ type Policy struct {
 	// ParseAddresses. Link-local and metadata addresses are never admitted,
 	// whatever it holds (admit.go).
 	Addresses map[Rule][]netip.Prefix
-	// AllowAddr, when set, admits resolved addresses the relay refuses by
-	// default (loopback, private). It is for tests that serve a registry on
-	// loopback; no configuration file or flag can set it.
-	AllowAddr func(netip.Addr) bool
 	// Resolver resolves names; nil is net.DefaultResolver.
 	Resolver Resolver
 	// Dial, when set, replaces the dial of a checked address. It is for
@@ -89,6 +85,50 @@ type Counters struct {
 	Cut      atomic.Int64 // tunnels cut at the byte cap
 	BytesIn  atomic.Int64 // bytes from destinations to sandboxes
 	BytesOut atomic.Int64 // bytes from sandboxes to destinations
+
+	mu     sync.Mutex
+	byHost map[HostOutcome]int64
+}
+
+// HostOutcome is one label pair of the per-host tunnel counts: a host of
+// the allow list ("host:port"), or "other" for every name a job asked for
+// that is not on it (so that a job cannot grow the metrics' label set), and
+// an outcome: "opened", "cut", or a refusal kind.
+type HostOutcome struct{ Host, Outcome string }
+
+func (c *Counters) countHost(host, outcome string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byHost == nil {
+		c.byHost = map[HostOutcome]int64{}
+	}
+	c.byHost[HostOutcome{host, outcome}]++
+}
+
+// ByHost returns the per-host tunnel counts so far.
+func (c *Counters) ByHost() map[HostOutcome]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[HostOutcome]int64, len(c.byHost))
+	for k, v := range c.byHost {
+		out[k] = v
+	}
+	return out
+}
+
+// hostLabel is the metrics label of host:port: itself when it is on the
+// allow list (normalised as the list is), else "other".
+func (p *Policy) hostLabel(host string, port int) string {
+	name, err := NormalizeHost(host)
+	if err != nil {
+		return hostLabelOther
+	}
+	for _, rule := range p.Allow {
+		if rule.Host == name && rule.Port == port {
+			return rule.String()
+		}
+	}
+	return hostLabelOther
 }
 
 // Conn is one tunnel as reported after a run.
@@ -98,8 +138,10 @@ type Conn struct {
 	BytesIn  int64         `json:"bytes_in"`
 	BytesOut int64         `json:"bytes_out"`
 	Duration time.Duration `json:"duration_ns"`
-	// Refused is why the tunnel was not opened; empty when it was.
+	// Refused is why the tunnel was not opened; empty when it was. Kind
+	// is its short class (KindNotAllowed, KindAddressRefused, ...).
 	Refused string `json:"refused,omitempty"`
+	Kind    string `json:"kind,omitempty"`
 	// Cut is why an open tunnel was ended by the relay (a cap); empty when
 	// it ended by itself.
 	Cut string `json:"cut,omitempty"`
@@ -137,16 +179,43 @@ func (p *Policy) NewRun(runID string) *Run {
 }
 
 // Refusal is a tunnel the policy does not allow (as opposed to one that could
-// not be reached); its text is shown to the job.
-type Refusal struct{ Reason string }
+// not be reached); its text is shown to the job. Kind is its short class
+// (KindNotAllowed, ...), for summaries and metrics.
+type Refusal struct {
+	Reason string
+	Kind   string
+}
+
+// The kinds of a tunnel that was not opened, as the install summary and the
+// metrics name them.
+const (
+	KindNotAllowed     = "not allowed"
+	KindAddressRefused = "private address not admitted for this host"
+	KindConnectionCap  = "connection cap"
+	KindInvalidHost    = "not a host name"
+	KindUnreachable    = "unreachable"
+	outcomeOpened      = "opened"
+	outcomeCut         = "cut"
+	hostLabelOther     = "other"
+)
+
+// KindOf is the kind of an error DialEgress returned: a Refusal's, or
+// KindUnreachable.
+func KindOf(err error) string {
+	var r *Refusal
+	if errors.As(err, &r) && r.Kind != "" {
+		return r.Kind
+	}
+	return KindUnreachable
+}
 
 func (r *Refusal) Error() string { return r.Reason }
 
 // EgressRefused marks the error as a refusal for the sandbox's proxy (403).
 func (r *Refusal) EgressRefused() bool { return true }
 
-func refusedf(format string, args ...any) error {
-	return &Refusal{Reason: fmt.Sprintf(format, args...)}
+func refusedf(kind, format string, args ...any) error {
+	return &Refusal{Reason: fmt.Sprintf(format, args...), Kind: kind}
 }
 
 // DialEgress opens the host side of a tunnel to host:port, or says why not.
@@ -157,7 +226,7 @@ func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, 
 	over := r.attempts > r.maxConns()
 	r.mu.Unlock()
 	if over {
-		err := refusedf("connection cap reached: a run may open at most %d tunnels", r.maxConns())
+		err := refusedf(KindConnectionCap, "connection cap reached: a run may open at most %d tunnels", r.maxConns())
 		r.refused(host, port, err, time.Since(start), true)
 		return nil, err
 	}
@@ -174,6 +243,7 @@ func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, 
 	}
 	if c := r.policy.Counters; c != nil {
 		c.Opened.Add(1)
+		c.countHost(r.policy.hostLabel(name, port), outcomeOpened)
 	}
 	return &tunnelConn{TCPConn: conn, run: r, host: name, port: port, start: start}, nil
 }
@@ -196,14 +266,14 @@ func (r *Run) maxBytes() int64 {
 func (r *Run) check(host string, port int) (Rule, error) {
 	name, err := NormalizeHost(host)
 	if err != nil {
-		return Rule{}, &Refusal{Reason: err.Error()}
+		return Rule{}, &Refusal{Reason: err.Error(), Kind: KindInvalidHost}
 	}
 	for _, rule := range r.policy.Allow {
 		if rule.Host == name && rule.Port == port {
 			return rule, nil
 		}
 	}
-	return Rule{}, refusedf("%s is not on the operator's egress allow list", net.JoinHostPort(name, strconv.Itoa(port)))
+	return Rule{}, refusedf(KindNotAllowed, "%s is not on the operator's egress allow list", net.JoinHostPort(name, strconv.Itoa(port)))
 }
 
 // dial resolves name and connects to the first address that passes the
@@ -229,7 +299,7 @@ func (r *Run) dial(ctx context.Context, rule Rule) (*net.TCPConn, error) {
 	var why string
 	for _, a := range addrs {
 		a = a.Unmap()
-		if _, reason, refused := refusedRange(a); refused && !r.policy.admitted(rule, a) && (r.policy.AllowAddr == nil || !r.policy.AllowAddr(a)) {
+		if _, reason, refused := refusedRange(a); refused && !r.policy.admitted(rule, a) {
 			why = reason
 			continue
 		}
@@ -239,7 +309,7 @@ func (r *Run) dial(ctx context.Context, rule Rule) (*net.TCPConn, error) {
 		if why == "" {
 			why = "no address"
 		}
-		return nil, refusedf("%s resolves to a refused address (%s): private address not admitted for this host", name, why)
+		return nil, refusedf(KindAddressRefused, "%s resolves to a refused address (%s): private address not admitted for this host", name, why)
 	}
 	var d net.Dialer
 	var last error
@@ -273,6 +343,7 @@ func (r *Run) dial(ctx context.Context, rule Rule) (*net.TCPConn, error) {
 func (r *Run) refused(host string, port int, err error, d time.Duration, overCap bool) {
 	if c := r.policy.Counters; c != nil {
 		c.Refused.Add(1)
+		c.countHost(r.policy.hostLabel(host, port), KindOf(err))
 	}
 	r.mu.Lock()
 	r.stats.Refused++
@@ -281,7 +352,7 @@ func (r *Run) refused(host string, port int, err error, d time.Duration, overCap
 		first = r.stats.Dropped == 0
 		r.stats.Dropped++
 	} else {
-		r.stats.Conns = append(r.stats.Conns, Conn{Host: host, Port: port, Duration: d, Refused: err.Error()})
+		r.stats.Conns = append(r.stats.Conns, Conn{Host: host, Port: port, Duration: d, Refused: err.Error(), Kind: KindOf(err)})
 	}
 	r.mu.Unlock()
 	if first {
@@ -296,6 +367,7 @@ func (r *Run) finished(c Conn) {
 		k.BytesOut.Add(c.BytesOut)
 		if c.Cut != "" {
 			k.Cut.Add(1)
+			k.countHost(r.policy.hostLabel(c.Host, c.Port), outcomeCut)
 		}
 	}
 	r.mu.Lock()

@@ -120,7 +120,15 @@ func server(t *testing.T) (port int, accepted chan struct{}) {
 	return ln.Addr().(*net.TCPAddr).Port, accepted
 }
 
-func loopback(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }
+// loopbackAdmitted admits 127.0.0.1 for each rule, as an operator's
+// `addresses: [127.0.0.1/32]` would.
+func loopbackAdmitted(rules ...Rule) map[Rule][]netip.Prefix {
+	m := map[Rule][]netip.Prefix{}
+	for _, r := range rules {
+		m[r] = []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	}
+	return m
+}
 
 func TestDialChecksResolvedAddresses(t *testing.T) {
 	port, accepted := server(t)
@@ -131,10 +139,11 @@ func TestDialChecksResolvedAddresses(t *testing.T) {
 		// One refused address and one admitted: only the admitted one is dialled.
 		"mixed.test": {netip.MustParseAddr("192.168.0.1"), netip.MustParseAddr("127.0.0.1")},
 	}
-	p := &Policy{Resolver: res, AllowAddr: loopback}
+	p := &Policy{Resolver: res}
 	for h := range res {
 		p.Allow = append(p.Allow, Rule{h, port})
 	}
+	p.Addresses = loopbackAdmitted(p.Allow...)
 	p.Allow = append(p.Allow, Rule{"missing.test", port})
 	run := p.NewRun("t")
 	for _, h := range []string{"ok.test", "OK.test.", "mixed.test"} {
@@ -179,7 +188,7 @@ func TestCaps(t *testing.T) {
 	port, _ := server(t)
 	counters := &Counters{}
 	p := &Policy{Allow: []Rule{{"ok.test", port}}, Resolver: resolver{"ok.test": {netip.MustParseAddr("127.0.0.1")}},
-		AllowAddr: loopback, MaxConns: 3, MaxBytes: 1000, Counters: counters}
+		Addresses: loopbackAdmitted(Rule{"ok.test", port}), MaxConns: 3, MaxBytes: 1000, Counters: counters}
 	run := p.NewRun("t")
 	var conns []net.Conn
 	for i := range 10 {
@@ -287,4 +296,48 @@ func FuzzParseRule(f *testing.F) {
 			t.Fatalf("%q: host %q not normalised", s, r.Host)
 		}
 	})
+}
+
+// Each tunnel that is not opened says its kind, in the run's record and in
+// the per-host counts; a name off the allow list is counted as "other", so
+// a job cannot grow the metrics' labels.
+func TestRefusalKindsAndHostCounts(t *testing.T) {
+	port, _ := server(t)
+	res := resolver{"ok.test": {netip.MustParseAddr("127.0.0.1")}, "private.test": {netip.MustParseAddr("10.0.0.7")}}
+	counters := &Counters{}
+	p := &Policy{Resolver: res, Counters: counters, MaxConns: 6,
+		Allow: []Rule{{"ok.test", port}, {"private.test", port}, {"gone.test", port}}}
+	p.Addresses = loopbackAdmitted(Rule{"ok.test", port})
+	run := p.NewRun("t")
+	c, err := run.DialEgress(t.Context(), "ok.test", port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	want := map[string]string{"private.test": KindAddressRefused, "unlisted-1.test": KindNotAllowed, "unlisted-2.test": KindNotAllowed,
+		"10.0.0.1": KindInvalidHost, "gone.test": KindUnreachable}
+	for _, h := range []string{"private.test", "unlisted-1.test", "unlisted-2.test", "10.0.0.1", "gone.test"} {
+		_, err := run.DialEgress(t.Context(), h, port)
+		if KindOf(err) != want[h] {
+			t.Errorf("%s: kind %q (%v), want %q", h, KindOf(err), err, want[h])
+		}
+	}
+	if _, err := run.DialEgress(t.Context(), "ok.test", port); KindOf(err) != KindConnectionCap {
+		t.Errorf("past the cap: %v", err)
+	}
+	for _, c := range run.Stats().Conns {
+		if c.Refused != "" && c.Kind != want[c.Host] {
+			t.Errorf("record of %s: kind %q", c.Host, c.Kind)
+		}
+	}
+	got := counters.ByHost()
+	ok, priv, gone := Rule{"ok.test", port}.String(), Rule{"private.test", port}.String(), Rule{"gone.test", port}.String()
+	for k, n := range map[HostOutcome]int64{
+		{ok, "opened"}: 1, {priv, KindAddressRefused}: 1, {"other", KindNotAllowed}: 2, {"other", KindInvalidHost}: 1,
+		{gone, KindUnreachable}: 1, {"other", KindConnectionCap}: 0, {ok, KindConnectionCap}: 1,
+	} {
+		if got[k] != n {
+			t.Errorf("%+v: %d, want %d (all: %v)", k, got[k], n, got)
+		}
+	}
 }

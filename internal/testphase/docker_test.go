@@ -103,24 +103,34 @@ func registry(t *testing.T, name string, argv ...string) (egress.Rule, string) {
 
 // registryPolicy allows rule. Where this machine resolves the registry to an
 // address the relay refuses (a local mirror on a private or documentation
-// address), exactly those addresses are admitted, through the test-only hook.
+// address), exactly those addresses are admitted as an operator admits them:
+// an `addresses` entry of the rule, read by egress.ParseAddresses as the
+// configuration reads it.
 func registryPolicy(t *testing.T, rule egress.Rule) *egress.Policy {
 	t.Helper()
 	addrs, err := net.DefaultResolver.LookupNetIP(t.Context(), "ip", rule.Host)
 	if err != nil {
 		t.Fatalf("resolve %s: %v", rule.Host, err)
 	}
-	p := &egress.Policy{Allow: []egress.Rule{rule}}
-	p.AllowAddr = func(a netip.Addr) bool {
-		for _, b := range addrs {
-			if a.Unmap() == b.Unmap() {
-				return true
-			}
-		}
-		return false
+	var entries []string
+	for _, a := range addrs {
+		a = a.Unmap()
+		entries = append(entries, netip.PrefixFrom(a, a.BitLen()).String())
 	}
-	t.Logf("%s resolves to %v here", rule.Host, addrs)
-	return p
+	ranges, err := egress.ParseAddresses(rule, entries)
+	if err != nil {
+		t.Fatalf("addresses of %s: %v", rule, err)
+	}
+	t.Logf("%s resolves to %v here; admitted: %v", rule.Host, addrs, ranges)
+	return &egress.Policy{Allow: []egress.Rule{rule}, Addresses: map[egress.Rule][]netip.Prefix{rule: ranges}}
+}
+
+// loopbackPolicy allows localhost:port and admits its loopback addresses, as
+// an operator's `{host: localhost, port: PORT, addresses: [127.0.0.0/8, ::1/128]}` does.
+func loopbackPolicy(port int) *egress.Policy {
+	rule := egress.Rule{Host: "localhost", Port: port}
+	return &egress.Policy{Allow: []egress.Rule{rule},
+		Addresses: map[egress.Rule][]netip.Prefix{rule: {netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}}
 }
 
 // hostCA is this machine's CA bundle: where registries are reached through a
@@ -378,7 +388,7 @@ func TestDockerPipIndex(t *testing.T) {
 		t.Fatal("no pip install detected")
 	}
 	r := &Runner{
-		Policy:     &egress.Policy{Allow: []egress.Rule{{Host: "localhost", Port: port}}, AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }},
+		Policy:     loopbackPolicy(port),
 		Registries: testrun.Registries{PipIndex: fmt.Sprintf("https://localhost:%d/simple/", port)}, InstallTimeout: 3 * time.Minute,
 	}
 	rec := map[string]sandbox.Result{}
@@ -441,8 +451,9 @@ test("no proxy in the test phase", async () => { const r = await new Promise((re
 `,
 	}
 	in, _ := testrun.DetectInstall([]string{"package.json"}, "custom", "")
-	r := &Runner{Policy: &egress.Policy{Allow: []egress.Rule{{Host: "localhost", Port: port}}, MaxConns: 5,
-		AllowAddr: func(a netip.Addr) bool { return a.IsLoopback() }}, InstallTimeout: 3 * time.Minute}
+	pol := loopbackPolicy(port)
+	pol.MaxConns = 5
+	r := &Runner{Policy: pol, InstallTimeout: 3 * time.Minute}
 	rec := map[string]sandbox.Result{}
 	out, err := r.Run(t.Context(), Job{Image: sandboxtest.Image(), Plan: nodePlan(t), Install: &in, Limits: limits(), Open: packed(t, files)}, runWith(mgr, rec))
 	if err != nil {
@@ -473,6 +484,15 @@ test("no proxy in the test phase", async () => { const r = await new Promise((re
 	for _, h := range []string{"not-on-the-list.invalid", "192.0.2.1", "10.0.0.1", "169.254.169.254"} {
 		if !strings.Contains(strings.Join(d.RefusedHosts, " "), h) {
 			t.Errorf("%s not among the refused hosts %v", h, d.RefusedHosts)
+		}
+	}
+	kinds := map[string]string{}
+	for _, r := range d.Refusals {
+		kinds[r.Host] = r.Kind
+	}
+	for h, kind := range map[string]string{"not-on-the-list.invalid": egress.KindNotAllowed, "10.0.0.1": egress.KindInvalidHost, "*": egress.KindConnectionCap} {
+		if kinds[h] != kind {
+			t.Errorf("%s refused as %q, want %q (refusals %+v)", h, kinds[h], kind, d.Refusals)
 		}
 	}
 	if out.Phase != PhaseTest || out.Summary.Passed != 1 {

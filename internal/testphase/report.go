@@ -116,6 +116,9 @@ func Lines(in *api.InstallResult) []string {
 			line += fmt.Sprintf("; %d refused (%s)", d.Refused, strings.Join(d.RefusedHosts, ", "))
 		}
 		out = append(out, line)
+		for _, r := range d.Refusals {
+			out = append(out, fmt.Sprintf("  refused %s:%d ×%d: %s (%s)", r.Host, r.Port, r.Count, r.Kind, r.Reason))
+		}
 	}
 	out = append(out, "dependency cache: "+in.Cache)
 	for _, l := range in.ErrorLines {
@@ -147,7 +150,19 @@ func Summary(in *api.InstallResult) string {
 		parts = append(parts, fmt.Sprintf("%s from %s", units.FormatBytes(d.Bytes), strings.Join(d.Hosts, ", ")))
 	}
 	if in.Downloads.Refused > 0 {
-		parts = append(parts, fmt.Sprintf("%d connections refused", in.Downloads.Refused))
+		part := fmt.Sprintf("%d connections refused", in.Downloads.Refused)
+		var why []string
+		for _, r := range in.Downloads.Refusals {
+			if len(why) == 3 {
+				why = append(why, "…")
+				break
+			}
+			why = append(why, r.Host+": "+r.Kind)
+		}
+		if len(why) > 0 {
+			part += " (" + strings.Join(why, "; ") + ")"
+		}
+		parts = append(parts, part)
 	}
 	parts = append(parts, "cache "+in.Cache)
 	s := strings.Join(parts, ", ")

@@ -12,6 +12,7 @@ package testphase
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -434,8 +435,12 @@ func raise(v, need, ceiling int64) int64 {
 	return max(v, need)
 }
 
-// maxRefusedHosts bounds the refused hosts named in a report.
-const maxRefusedHosts = 20
+// maxRefusedHosts bounds the refused hosts named in a report, and the
+// refusals listed; maxRefusalReason one refusal's sentence.
+const (
+	maxRefusedHosts  = 20
+	maxRefusalReason = 300
+)
 
 // downloads summarises the relay's record of one run.
 func downloads(st egress.Stats) api.Downloads {
@@ -452,6 +457,14 @@ func downloads(st egress.Stats) api.Downloads {
 			if !slices.Contains(d.RefusedHosts, host) && len(d.RefusedHosts) < maxRefusedHosts {
 				d.RefusedHosts = append(d.RefusedHosts, host)
 			}
+			i := slices.IndexFunc(d.Refusals, func(r api.EgressRefusal) bool { return r.Host == host && r.Port == c.Port && r.Kind == c.Kind })
+			switch {
+			case i >= 0:
+				d.Refusals[i].Count++
+			case len(d.Refusals) < maxRefusedHosts:
+				d.Refusals = append(d.Refusals, api.EgressRefusal{Host: host, Port: c.Port, Kind: c.Kind,
+					Reason: textclip.OneLine(printableText(c.Refused), maxRefusalReason), Count: 1})
+			}
 			continue
 		}
 		d.Connections++
@@ -459,9 +472,17 @@ func downloads(st egress.Stats) api.Downloads {
 			d.Hosts = append(d.Hosts, host)
 		}
 	}
+	if st.Dropped > 0 {
+		// Tunnels past the connection cap are counted, not recorded one by one.
+		d.Refusals = append(d.Refusals, api.EgressRefusal{Host: "*", Kind: egress.KindConnectionCap, Count: st.Dropped,
+			Reason: fmt.Sprintf("%d tunnels past the run's connection cap were refused (their hosts are not recorded)", st.Dropped)})
+	}
 	d.Bytes, d.Refused = max(d.Bytes, bytes), max(d.Refused, refused)
 	slices.Sort(d.Hosts)
 	slices.Sort(d.RefusedHosts)
+	slices.SortFunc(d.Refusals, func(a, b api.EgressRefusal) int {
+		return cmp.Or(cmp.Compare(a.Host, b.Host), cmp.Compare(a.Port, b.Port), cmp.Compare(a.Kind, b.Kind))
+	})
 	return d
 }
 
@@ -503,6 +524,18 @@ func cleanWorkdir(w string) string {
 
 // printable is a name the job wrote, fit for a report: at most 255 bytes,
 // anything but printable ASCII shown as '?'.
+// printableText is a sentence the relay wrote about a name a job wrote:
+// spaces kept, every other control or non-ASCII byte shown as '?'.
+func printableText(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c != ' ' && (c < 0x21 || c > 0x7e) {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}
+
 func printable(s string) string {
 	if len(s) > 255 {
 		s = s[:255]

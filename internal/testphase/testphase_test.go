@@ -432,12 +432,27 @@ func TestDownloads(t *testing.T) {
 		{Host: "b.example", Port: 443, BytesIn: 100, BytesOut: 10},
 		{Host: "a.example", Port: 443, BytesIn: 5},
 		{Host: "b.example", Port: 443, BytesIn: 1},
-		{Host: "evil.example", Port: 443, Refused: "not on the allow list"},
-		{Host: "1.2.3.4", Port: 443, Refused: "an IP literal"},
-		{Host: "evil\x1b[2J", Port: 443, Refused: "not on the allow list"},
+		{Host: "evil.example", Port: 443, Refused: "not on the allow list", Kind: egress.KindNotAllowed},
+		{Host: "1.2.3.4", Port: 443, Refused: "an IP literal", Kind: egress.KindInvalidHost},
+		{Host: "evil\x1b[2J", Port: 443, Refused: "not on the allow list", Kind: egress.KindNotAllowed},
+		{Host: "evil.example", Port: 443, Refused: "not on the allow list", Kind: egress.KindNotAllowed},
 	}})
-	if d.Connections != 3 || d.Bytes != 116 || d.Refused != 3 || strings.Join(d.Hosts, ",") != "a.example,b.example" {
+	if d.Connections != 3 || d.Bytes != 116 || d.Refused != 4 || strings.Join(d.Hosts, ",") != "a.example,b.example" {
 		t.Fatalf("%+v", d)
+	}
+	// One entry per host and kind, counted, with the relay's reason.
+	if len(d.Refusals) != 3 || d.Refusals[0].Host != "1.2.3.4" || d.Refusals[0].Kind != egress.KindInvalidHost ||
+		d.Refusals[1].Host != "evil.example" || d.Refusals[1].Count != 2 || d.Refusals[1].Reason != "not on the allow list" {
+		t.Fatalf("refusals %+v", d.Refusals)
+	}
+	for _, r := range d.Refusals {
+		if strings.ContainsRune(r.Host, 0x1b) || strings.ContainsRune(r.Reason, 0x1b) {
+			t.Errorf("a control character reached the report: %+v", r)
+		}
+	}
+	in := &api.InstallResult{Kind: "npm", Status: api.InstallOK, Downloads: d, Cache: api.CacheMiss}
+	if s := Summary(in); !strings.Contains(s, "4 connections refused (1.2.3.4: not a host name; evil.example: not allowed;") {
+		t.Errorf("summary %q", s)
 	}
 	for _, h := range d.RefusedHosts {
 		if strings.ContainsRune(h, 0x1b) {

@@ -98,9 +98,13 @@ func newRegistry(t testing.TB) *registry {
 	return r
 }
 
-// loopbackOnly is the test hook that lets the relay reach the registry on
-// the host's 127.0.0.1, and nothing else the relay refuses.
-func loopbackOnly(a netip.Addr) bool { return a == netip.MustParseAddr("127.0.0.1") }
+// policy allows the registry by name and admits its address, the host's
+// 127.0.0.1 and nothing else the relay refuses, as an operator's
+// `{host: localhost, port: PORT, addresses: [127.0.0.1/32]}` does.
+func (r *registry) policy() *egress.Policy {
+	rule := egress.Rule{Host: "localhost", Port: r.port}
+	return &egress.Policy{Allow: []egress.Rule{rule}, Addresses: map[egress.Rule][]netip.Prefix{rule: {netip.MustParsePrefix("127.0.0.1/32")}}}
+}
 
 // egressSpec is a Python job with the relay as its proxy and the registry's
 // CA in its workspace.
@@ -140,7 +144,7 @@ def ask(name, line):
 // end; the tunnel is in the run's statistics with its bytes.
 func (s *suite) n1RelayAllowed(t *testing.T) {
 	reg := newRegistry(t)
-	pol := &egress.Policy{Allow: []egress.Rule{{Host: "localhost", Port: reg.port}}, AllowAddr: loopbackOnly}
+	pol := reg.policy()
 	run := pol.NewRun(t.Name())
 	res := s.run(t, reg.spec(`
 import os, ssl, urllib.request
@@ -171,7 +175,7 @@ print("body=" + body.decode())
 // the host's addresses are unreachable directly. Nothing reaches the server.
 func (s *suite) n2RelayRefusals(t *testing.T) {
 	reg := newRegistry(t)
-	// No AllowAddr: "localhost" is allowed by name but resolves to loopback.
+	// No addresses: "localhost" is allowed by name but resolves to loopback.
 	pol := &egress.Policy{Allow: []egress.Rule{{Host: "localhost", Port: reg.port}, {Host: "aster-not-resolvable.invalid", Port: 443}}}
 	run := pol.NewRun(t.Name())
 	var hostAddrs []string
@@ -252,7 +256,8 @@ for i, a in enumerate(os.environ["HOST_ADDRS"].split()):
 // N3: past the connection cap every tunnel is refused; the run completes.
 func (s *suite) n3RelayConnectionCap(t *testing.T) {
 	reg := newRegistry(t)
-	pol := &egress.Policy{Allow: []egress.Rule{{Host: "localhost", Port: reg.port}}, AllowAddr: loopbackOnly, MaxConns: 5}
+	pol := reg.policy()
+	pol.MaxConns = 5
 	run := pol.NewRun(t.Name())
 	res := s.run(t, reg.spec(rawConnect+`
 import collections, threading
@@ -303,7 +308,8 @@ for k, v in codes.items():
 // the run itself completes.
 func (s *suite) n4RelayByteCap(t *testing.T) {
 	reg := newRegistry(t)
-	pol := &egress.Policy{Allow: []egress.Rule{{Host: "localhost", Port: reg.port}}, AllowAddr: loopbackOnly, MaxBytes: 1 << 20}
+	pol := reg.policy()
+	pol.MaxBytes = 1 << 20
 	run := pol.NewRun(t.Name())
 	res := s.run(t, reg.spec(`
 import os, ssl, urllib.request
@@ -449,7 +455,7 @@ func BenchmarkRelay(b *testing.B, mgr *sandbox.Manager, image string) {
 	const size = 64 << 20
 	b.Run("download", func(b *testing.B) {
 		reg := newRegistry(b)
-		pol := &egress.Policy{Allow: []egress.Rule{{Host: "localhost", Port: reg.port}}, AllowAddr: loopbackOnly}
+		pol := reg.policy()
 		b.SetBytes(size)
 		for b.Loop() {
 			run := pol.NewRun("bench")
