@@ -88,7 +88,7 @@ func TestPipelineEndToEnd(t *testing.T) {
 	app1 := "import subprocess\n\ndef run(cmd):\n    subprocess.call(cmd, shell=True)\n"
 	head1 := h.git.Commit(base, "runner", map[string]string{
 		"app.py":  app1,
-		"run.sh":  "#!/bin/sh\necho $1\n",
+		"run.sh":  "#!/bin/sh\ncd $1\n",
 		"keys.py": "AWS_ACCESS_KEY_ID = \"" + fakeAWSKey + "\"\n",
 		// A pull request cannot switch its own checks off. (ast-grep: Bandit's
 		// findings here, shell=True and import subprocess, are left to
@@ -275,7 +275,7 @@ func TestRemoteSandbox(t *testing.T) {
 	base := h.git.Commit("", "base", map[string]string{"README.md": "# widgets\n"})
 	head := h.git.Commit(base, "runner", map[string]string{
 		"app.py": "import subprocess\n\nfrom flask import request\n\n\ndef run():\n    subprocess.call(request.args['cmd'], shell=True)\n",
-		"run.sh": "#!/bin/sh\necho $1\n",
+		"run.sh": "#!/bin/sh\ncd $1\n",
 	})
 	h.openPR(12, base, head)
 	h.deliver("pull_request", "remote-1", h.prEvent("opened", 12, head, base, ""))

@@ -58,6 +58,10 @@ type Analyzer struct {
 	// Severity, when set, replaces the severity of every finding (gitleaks
 	// reports secrets without a level; a leaked secret is an error).
 	Severity finding.Severity `yaml:"severity,omitempty" json:"severity,omitempty"`
+	// SecretsOnly marks an analyzer that reads every file for secrets and
+	// nothing else: a file only it reads is not analysed as code (the
+	// review lists it as not analysed, naming its language).
+	SecretsOnly bool `yaml:"-" json:"-"`
 	// Timeout and Memory override the sandbox limits for this analyzer
 	// ("2m", "1g").
 	Timeout string `yaml:"timeout,omitempty" json:"timeout,omitempty"`
@@ -218,6 +222,7 @@ func Builtins() []Analyzer {
 				"--max-target-megabytes", "5", "."},
 			Format:         finding.FormatGitleaks,
 			Severity:       finding.Error,
+			SecretsOnly:    true,
 			OKExitCodes:    []int{0},
 			InformationURI: "https://github.com/gitleaks/gitleaks",
 		},
@@ -318,4 +323,15 @@ func Names(list []Analyzer) []string {
 		out[i] = a.Name
 	}
 	return out
+}
+
+// ReadsAsCode reports whether a analyses path as code when path is among its
+// targets: its Files globs match it (an analyzer without globs reads every
+// file), and it looks for more than secrets.
+func (a Analyzer) ReadsAsCode(path string) bool {
+	if a.SecretsOnly {
+		return false
+	}
+	globs, err := CompileGlobs(a.Files)
+	return err == nil && (len(globs) == 0 || globs.Match(path))
 }

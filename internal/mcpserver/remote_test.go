@@ -85,7 +85,7 @@ func TestRemoteExecutor(t *testing.T) {
 		t.Fatalf("remote run_tests: %+v\n%s", tr.Tests, textOf(res))
 	}
 
-	res = call(t, cs, "validate", map[string]any{"files": map[string]string{"a.sh": "#!/bin/sh\necho $1\n"}, "analyzers": []string{"shellcheck"}})
+	res = call(t, cs, "validate", map[string]any{"files": map[string]string{"a.sh": "#!/bin/sh\ncd $1\n"}, "analyzers": []string{"shellcheck"}})
 	if res.IsError || !strings.Contains(textOf(res), "a.sh:2") {
 		t.Fatalf("remote validate: %s", textOf(res))
 	}

@@ -194,7 +194,11 @@ func Summary(rep *Report, o SummaryOptions) string {
 	}
 	p(" |\n")
 	skipped := notReviewed(rep)
-	p("| Files | %d changed, %d reviewed, %d skipped |\n", rep.Files.Changed, rep.Files.Reviewed, len(skipped))
+	p("| Files | %d changed, %d reviewed, %d skipped", rep.Files.Changed, rep.Files.Reviewed, len(skipped))
+	if n := len(rep.Files.NotAnalysed); n > 0 {
+		p(", %d not analysed (%s)", n, esc(languageCounts(rep.Files.NotAnalysed), 300))
+	}
+	p(" |\n")
 	if t := rep.Tests; t != nil {
 		p("| Tests | %s: %d passed, %d failed, %d skipped", esc(t.Status, 20), t.Summary.Passed, t.Summary.Failed, t.Summary.Skipped)
 		if t.TestDurationMS > 0 {

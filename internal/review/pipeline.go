@@ -1,6 +1,7 @@
 package review
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -60,7 +61,7 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 		Superseded:  []finding.Finding{},
 		Notes:       []string{},
 		DurationsMS: map[string]int64{},
-		Files:       FilesInfo{Omitted: []OmittedFile{}, DiffTruncated: ch.DiffTruncated},
+		Files:       FilesInfo{Omitted: []OmittedFile{}, NotAnalysed: []NotAnalysedFile{}, DiffTruncated: ch.DiffTruncated},
 	}
 	if rep.Config.Source == "" {
 		rep.Config.Source = "defaults"
@@ -239,6 +240,7 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 			SuppressedNotePrefix, rep.Summary.Suppressed, plural(rep.Summary.Suppressed), strings.Join(lines, "; "), repoconfig.FileName))
 	}
 	rep.DurationsMS["gate"] = time.Since(tg).Milliseconds()
+	rep.Files.NotAnalysed = notAnalysed(kept, analyzers, gres.Analyzers)
 
 	// Tests.
 	if opts.Tests != nil {
@@ -267,6 +269,7 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 		rep.DurationsMS["model"] = time.Since(tm).Milliseconds()
 	}
 
+	rep.Files.Reviewed = reviewedCount(kept, rep.Files.NotAnalysed, rep.Model)
 	rep.Conclusion = conclude(rep, failOn)
 	rep.DurationsMS["total"] = time.Since(t0).Milliseconds()
 	return rep, nil
@@ -385,3 +388,39 @@ func reasonsText(m map[string]int) string {
 const maxReasonBytes = 300
 
 var _ io.Reader = (*cmdReader)(nil)
+
+// notAnalysed lists the kept files no analyzer that ran (status ok) reads as
+// code: only the secret scanner, or nothing, looked at them.
+func notAnalysed(kept []*diff.File, analyzers []gate.Analyzer, results []gate.AnalyzerResult) []NotAnalysedFile {
+	ok := map[string]bool{}
+	for _, r := range results {
+		ok[r.Name] = r.Status == gate.StatusOK
+	}
+	out := []NotAnalysedFile{}
+	for _, f := range kept {
+		if f.Status == diff.StatusDeleted {
+			continue
+		}
+		p := f.Path()
+		if slices.ContainsFunc(analyzers, func(a gate.Analyzer) bool { return ok[a.Name] && a.ReadsAsCode(p) }) {
+			continue
+		}
+		out = append(out, NotAnalysedFile{Path: p, Language: cmp.Or(Language(p), "unknown")})
+	}
+	return out
+}
+
+// reviewedCount is how many kept files something read: an analyzer as code,
+// or the model step (when it ran, less the files its budget left out).
+func reviewedCount(kept []*diff.File, notAnalysed []NotAnalysedFile, m ModelReport) int {
+	n := len(kept) - len(notAnalysed)
+	if m.Status != ModelOK && m.Status != ModelPartial {
+		return n
+	}
+	for _, f := range notAnalysed {
+		if !slices.ContainsFunc(m.OmittedFiles, func(o OmittedFile) bool { return o.Path == f.Path }) {
+			n++
+		}
+	}
+	return n
+}

@@ -236,6 +236,16 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 	b.WriteString("\n")
 
 	p("## Files\n\n%d changed, %d reviewed.\n", rep.Files.Changed, rep.Files.Reviewed)
+	if len(rep.Files.NotAnalysed) > 0 {
+		p("\n%s\n", NotAnalysedText(rep.Files.NotAnalysed))
+		for i, f := range rep.Files.NotAnalysed {
+			if i == 50 {
+				p("- … and %d more not analysed\n", len(rep.Files.NotAnalysed)-i)
+				break
+			}
+			p("- not analysed `%s` (no analyzer for %s)\n", inline(f.Path), inline(f.Language))
+		}
+	}
 	for i, o := range rep.Files.Omitted {
 		if i == 50 {
 			p("- … and %d more omitted\n", len(rep.Files.Omitted)-i)

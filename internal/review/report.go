@@ -78,15 +78,27 @@ type ConfigInfo struct {
 
 // FilesInfo counts the files of the change.
 type FilesInfo struct {
-	// Changed is the number of files in the diff; Reviewed those the gate
-	// and the model looked at.
+	// Changed is the number of files in the diff; Reviewed those an
+	// analyzer read as code or the model step reviewed.
 	Changed  int `json:"changed"`
 	Reviewed int `json:"reviewed"`
+	// NotAnalysed lists the changed files in the snapshot that no analyzer
+	// read as code (the secret scanner reads every file, and is not
+	// counted), with their language: the gate says nothing about them.
+	NotAnalysed []NotAnalysedFile `json:"not_analysed"`
 	// Omitted lists changed files left out, with the reason (ignored by
 	// .aster.yml, lockfile, generated, binary, too large, deleted).
 	Omitted []OmittedFile `json:"omitted"`
 	// DiffTruncated is set when the diff was over its cap and was cut.
 	DiffTruncated bool `json:"diff_truncated"`
+}
+
+// NotAnalysedFile is a changed file no analyzer read as code.
+type NotAnalysedFile struct {
+	Path string `json:"path"`
+	// Language is the file's language ("Java", "Dockerfile", ...), or
+	// "unknown".
+	Language string `json:"language"`
 }
 
 // OmittedFile is a file left out of a step.
