@@ -134,8 +134,40 @@ func (s *Spec) Paths() map[string][]string {
 
 // Operation returns the operation of method and path.
 func (s *Spec) Operation(method, path string) (*Operation, bool) {
-	op, ok := s.paths[path][strings.ToUpper(method)]
-	return op, ok
+	if op, ok := s.paths[path][strings.ToUpper(method)]; ok {
+		return op, ok
+	}
+	// A request path: the template it fills ("/v1/sessions/{id}"). A last
+	// {path} parameter takes the rest of the path, slashes included.
+	for tmpl, ops := range s.paths {
+		if strings.Contains(tmpl, "{") && fillsTemplate(tmpl, path) {
+			op, ok := ops[strings.ToUpper(method)]
+			return op, ok
+		}
+	}
+	return nil, false
+}
+
+// fillsTemplate reports whether path is tmpl with its parameters filled.
+func fillsTemplate(tmpl, path string) bool {
+	ts, ps := strings.Split(tmpl, "/"), strings.Split(path, "/")
+	for i, t := range ts {
+		if i >= len(ps) {
+			return false
+		}
+		param := strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}")
+		switch {
+		case param && i == len(ts)-1 && t == "{path}":
+			return ps[i] != ""
+		case param:
+			if ps[i] == "" {
+				return false
+			}
+		case t != ps[i]:
+			return false
+		}
+	}
+	return len(ps) == len(ts)
 }
 
 // parser compiles the parts of one document.
@@ -205,6 +237,9 @@ func (p *parser) operation(path, method string, raw any) (*Operation, error) {
 	params, _ := m["parameters"].([]any)
 	for i, raw := range params {
 		prm, ploc := p.deref(fmt.Sprintf("%s/parameters/%d", loc, i), raw)
+		if prm["in"] == "path" {
+			continue // a template segment: Operation matches request paths to it
+		}
 		if prm["in"] != "header" || !strings.EqualFold(fmt.Sprint(prm["name"]), "X-Aster-Spec") {
 			return nil, fmt.Errorf("openapi: %s: parameter %v in %v is not checked by openapitest", loc, prm["name"], prm["in"])
 		}

@@ -407,6 +407,10 @@ func (s *Sandbox) Exec(ctx context.Context, e ExecSpec) (Result, error) {
 	return s.exec(ctx, job)
 }
 
+// RunJob runs a job built by Job (a caller that wants the job checked before
+// it answers, then runs it).
+func (s *Sandbox) RunJob(ctx context.Context, job Job) (Result, error) { return s.exec(ctx, job) }
+
 func (s *Sandbox) exec(ctx context.Context, job Job) (Result, error) {
 	if err := s.begin(); err != nil {
 		return failedExec(s, err), err

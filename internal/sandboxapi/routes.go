@@ -29,7 +29,7 @@ type Route struct {
 func Routes() []Route {
 	post := []string{http.MethodPost}
 	get := []string{http.MethodGet, http.MethodHead}
-	return []Route{
+	return append([]Route{
 		{api.RouteExecute, post, true},
 		{api.RouteExecuteStream, post, true},
 		{api.RouteTest, post, true},
@@ -39,7 +39,7 @@ func Routes() []Route {
 		{api.RouteReady, get, false},
 		{api.RouteMetrics, []string{http.MethodGet}, true},
 		{api.RouteOpenAPI, []string{http.MethodGet}, false},
-	}
+	}, sessionRoutes()...)
 }
 
 func lookupRoute(path string) (Route, bool) {
@@ -121,6 +121,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.execute(sw, r)
 	case api.RouteTest, api.RouteTestStream:
 		s.test(sw, r)
+	case api.RouteSessions, api.RouteSession, api.RouteSessionExec, api.RouteSessionRoot, api.RouteSessionFiles:
+		s.serveSessions(sw, r, route)
 	case api.RouteValidate:
 		if s.opts.Validator == nil {
 			s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", api.ErrNotFound))
@@ -132,6 +134,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // routeOf is the route label of a path for metrics and logs.
 func routeOf(p string) string {
+	if route, _, _, ok := sessionRoute(p); ok {
+		return route
+	}
 	if _, ok := lookupRoute(p); ok {
 		return p
 	}

@@ -79,7 +79,10 @@ type Options struct {
 	// CallerCacheKeys lets a request's cache_key name its repository for
 	// the dependency cache (tests.caller_cache_keys).
 	CallerCacheKeys bool
-	Logger          *slog.Logger
+	// MaxSessionsPerToken bounds the live sessions of one token (default
+	// DefaultMaxSessionsPerToken).
+	MaxSessionsPerToken int
+	Logger              *slog.Logger
 
 	// spoolHook, in tests, sees each spool file after every write.
 	spoolHook func(*os.File)
@@ -99,6 +102,7 @@ type Server struct {
 	pace     Pace
 	tests    *testphase.Runner
 	inflight sync.WaitGroup
+	sessions sessionTable // sessions.go
 }
 
 // New returns a Server.
@@ -140,13 +144,14 @@ func New(opts Options) (*Server, error) {
 		opts.MaxUploadsPerClient = (slots + 1) / 2
 	}
 	s := &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		metrics: opts.Metrics,
-		mgr:     opts.Manager,
-		tests:   opts.Tests,
-		uploads: make(chan struct{}, slots),
-		clients: newClientSlots(opts.MaxUploadsPerClient),
+		opts:     opts,
+		log:      opts.Logger,
+		metrics:  opts.Metrics,
+		mgr:      opts.Manager,
+		sessions: sessionTable{byID: map[string]*ownedSession{}},
+		tests:    opts.Tests,
+		uploads:  make(chan struct{}, slots),
+		clients:  newClientSlots(opts.MaxUploadsPerClient),
 		pace: Pace{FirstByte: opts.FirstByteTimeout, Idle: opts.BodyIdleTimeout, MinRate: opts.MinBodyRate,
 			Total: opts.BodyReadTimeout},
 	}
