@@ -9,3 +9,7 @@ import (
 func TestSessions(t *testing.T) {
 	sandboxtest.SessionSuite(t, sandboxtest.Docker(t))
 }
+
+func BenchmarkSessionExecTrue(b *testing.B) {
+	sandboxtest.BenchSessionExec(b, sandboxtest.Docker(b))
+}

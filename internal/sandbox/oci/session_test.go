@@ -17,3 +17,7 @@ func TestSessionsGVisor(t *testing.T) {
 	t.Skip("sessions on gvisor: not yet (see docs/sessions.md, Runtimes)")
 	sandboxtest.SessionSuite(t, ocitest.GVisor(t))
 }
+
+func BenchmarkSessionExecTrue(b *testing.B) {
+	sandboxtest.BenchSessionExec(b, ocitest.Runtime(b))
+}

@@ -227,3 +227,33 @@ func assertNotListed(t *testing.T, rt sandbox.Runtime, runID string) {
 		}
 	}
 }
+
+// BenchSessionExec measures, side by side on rt, the round trip of `true`
+// as an exec in a live session and as a cold one-shot run, and reports each
+// as ms/op metrics (session-exec-ms, oneshot-ms).
+func BenchSessionExec(b *testing.B, rt sandbox.Runtime) {
+	m := SessionManager(b, rt, sandbox.SessionOptions{})
+	s, err := m.OpenSession(context.Background(), sandbox.SessionSpec{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	var execT, oneT time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		res, err := s.Exec(context.Background(), sandbox.ExecSpec{Argv: []string{"true"}})
+		execT += time.Since(t0)
+		if err != nil || res.Status != sandbox.StatusOK {
+			b.Fatalf("exec: %s %v", res.Status, err)
+		}
+		t1 := time.Now()
+		res, err = m.Run(context.Background(), sandbox.Spec{Argv: []string{"true"}})
+		oneT += time.Since(t1)
+		if err != nil || res.Status != sandbox.StatusOK {
+			b.Fatalf("run: %s %v", res.Status, err)
+		}
+	}
+	b.ReportMetric(float64(execT.Microseconds())/1000/float64(b.N), "session-exec-ms")
+	b.ReportMetric(float64(oneT.Microseconds())/1000/float64(b.N), "oneshot-ms")
+}
