@@ -11,6 +11,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/reaper"
 )
 
 // SessionManager is a Manager over rt with production limits and the given
@@ -202,6 +203,53 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 			}
 			assertNotListed(t, rt, c.s.ID())
 		}
+	})
+
+	t.Run("ReaperRemovesAnOrphan", func(t *testing.T) {
+		// A held sandbox no Manager tracks (what a crashed server leaves),
+		// seen by the reaper past its deadline label: removed, processes and
+		// all. Its label is in the future and the reaper's clock an hour
+		// ahead, and its listing holds this sandbox only, so that no other
+		// reaper on a shared engine takes it first and this one takes
+		// nothing else.
+		sr := rt.(sandbox.SessionRuntime)
+		inst, err := sr.PrepareSession(t.Context(), sandbox.PrepareOptions{
+			RunID: sandbox.NewSessionID(), Image: Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(10 * time.Minute),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { inst.Close(context.Background()) })
+		res, err := inst.Exec(t.Context(), sandbox.Job{Argv: []string{"sh", "-c", "sleep 300 >/dev/null 2>&1 & echo up"}, Limits: config.DefaultLimits()})
+		if err != nil || string(res.Stdout.Data) != "up\n" {
+			t.Fatalf("exec in the orphan: %s %q %v", res.Status, res.Stdout.Data, err)
+		}
+		o := reaper.ForRuntime(rt)
+		o.Grace = 0
+		o.Now = func() time.Time { return time.Now().Add(time.Hour) }
+		o.List = func(ctx context.Context) ([]sandbox.Managed, error) {
+			all, err := rt.List(ctx)
+			return slices.DeleteFunc(all, func(m sandbox.Managed) bool { return m.ID != inst.ID() }), err
+		}
+		actions, err := reaper.New(o).Once(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		removed := false
+		for _, a := range actions {
+			if a.Sandbox.ID == inst.ID() {
+				removed = a.Removed
+			}
+		}
+		if !removed {
+			t.Fatalf("the reaper did not remove %s: %+v", inst.ID(), actions)
+		}
+		select {
+		case <-inst.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the reaped sandbox is still running")
+		}
+		assertNotListed(t, rt, inst.ID())
 	})
 
 	t.Run("LimitsAreChecked", func(t *testing.T) {
