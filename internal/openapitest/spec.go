@@ -159,24 +159,39 @@ func (s *Spec) Operation(method, path string) (*Operation, bool) {
 
 // pathParams matches path against a template such as /v1/runs/{id}: the
 // value of each {parameter}, and whether it matched (a template without
-// parameters matches nothing here).
+// parameters matches nothing here). A last {path} parameter takes the rest
+// of the path, slashes included (/v1/sessions/{id}/files/{path}).
 func pathParams(tmpl, path string) (map[string]string, bool) {
 	if !strings.Contains(tmpl, "{") {
 		return nil, false
 	}
 	ts, ps := strings.Split(tmpl, "/"), strings.Split(path, "/")
-	if len(ts) != len(ps) {
-		return nil, false
-	}
 	out := map[string]string{}
 	for i, t := range ts {
-		if strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}") && ps[i] != "" {
-			out[t[1:len(t)-1]] = ps[i]
-			continue
-		}
-		if t != ps[i] {
+		if i >= len(ps) {
 			return nil, false
 		}
+		param := strings.HasPrefix(t, "{") && strings.HasSuffix(t, "}")
+		switch {
+		case param && i == len(ts)-1 && t == "{path}":
+			// A last {path} takes the rest of the path, slashes included.
+			rest := strings.Join(ps[i:], "/")
+			if rest == "" {
+				return nil, false
+			}
+			out["path"] = rest
+			return out, true
+		case param:
+			if ps[i] == "" {
+				return nil, false
+			}
+			out[t[1:len(t)-1]] = ps[i]
+		case t != ps[i]:
+			return nil, false
+		}
+	}
+	if len(ts) != len(ps) {
+		return nil, false
 	}
 	return out, true
 }

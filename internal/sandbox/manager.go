@@ -60,7 +60,9 @@ type ManagerOptions struct {
 	// creation and teardown.
 	PrepareAllowance time.Duration
 	// Pool configures the warm pool and background teardown (pool.go).
-	Pool     PoolOptions
+	Pool PoolOptions
+	// Sessions are the operator's session settings (session.go).
+	Sessions SessionOptions
 	Observer Observer
 	Logger   *slog.Logger
 }

@@ -131,6 +131,12 @@ func TestOpenAPIWireTypes(t *testing.T) {
 		{"Replacement", reflect.TypeFor[api.Replacement](), true},
 		{"FindingSummary", reflect.TypeFor[api.FindingSummary](), true},
 		{"AnalyzerResult", reflect.TypeFor[api.AnalyzerResult](), true},
+		{"SessionRequest", reflect.TypeFor[api.SessionRequest](), false},
+		{"Session", reflect.TypeFor[api.Session](), true},
+		{"SessionList", reflect.TypeFor[api.SessionList](), true},
+		{"SessionExecRequest", reflect.TypeFor[api.SessionExecRequest](), false},
+		{"FileEntry", reflect.TypeFor[api.FileEntry](), true},
+		{"FileList", reflect.TypeFor[api.FileList](), true},
 	} {
 		s := schemaAt(t, c.schema)
 		props, _ := s["properties"].(map[string]any)

@@ -30,7 +30,7 @@ type Route struct {
 func Routes() []Route {
 	post := []string{http.MethodPost}
 	get := []string{http.MethodGet, http.MethodHead}
-	return []Route{
+	return append([]Route{
 		{api.RouteExecute, post, true},
 		{api.RouteExecuteStream, post, true},
 		{api.RouteTest, post, true},
@@ -43,7 +43,7 @@ func Routes() []Route {
 		{api.RouteRuns, []string{http.MethodPost, http.MethodGet}, true},
 		{api.RouteRun, []string{http.MethodGet}, true},
 		{api.RouteImages, []string{http.MethodGet}, true},
-	}
+	}, sessionRoutes()...)
 }
 
 func lookupRoute(path string) (Route, bool) {
@@ -118,7 +118,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.log.Log(r.Context(), level, "request", attrs...)
 	}()
 
-	rt, ok := lookupRoute(r.URL.Path)
+	rt, ok := lookupRoute(route)
 	if !ok {
 		s.writeError(sw, r, fmt.Errorf("%w: no route %s (have %s)", api.ErrNotFound, clipPath(r.URL.Path), routePaths()))
 		return
@@ -154,6 +154,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.getRun(sw, r)
 	case api.RouteImages:
 		s.images(sw, r)
+	case api.RouteSessions, api.RouteSession, api.RouteSessionExec, api.RouteSessionRoot, api.RouteSessionFiles:
+		s.serveSessions(sw, r, route)
 	case api.RouteValidate:
 		if s.opts.Validator == nil {
 			s.writeError(sw, r, fmt.Errorf("%w: this server has no validator configured", api.ErrNotFound))
@@ -165,6 +167,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // routeOf is the route label of a path for metrics and logs.
 func routeOf(p string) string {
+	if route, _, _, ok := sessionRoute(p); ok {
+		return route
+	}
 	if rt, ok := lookupRoute(p); ok {
 		return rt.Path
 	}

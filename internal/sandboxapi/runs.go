@@ -169,8 +169,9 @@ func wireRun(r runstore.Run) api.Run {
 	return out
 }
 
-// owner names the caller for its runs: a hash of its bearer token (never the
-// token), or "" on a server without tokens (loopback callers only).
+// owner names who a request acts for, for its runs and sessions: a hash of
+// its bearer token (never the token), or "" on a server without tokens
+// (loopback callers only, one owner).
 func (s *Server) owner(r *http.Request) string {
 	if s.opts.Tokens == nil {
 		return ""

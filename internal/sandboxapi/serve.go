@@ -46,6 +46,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = s.waitBackground(sctx)
 	}
 	cancel()
+	// Sessions end with the server that holds them.
+	defer s.closeSessions(context.Background())
 	if err != nil {
 		s.log.Warn("grace period over: cancelling the runs still going and destroying their sandboxes")
 		cancelBase(errors.New("the server is shutting down"))

@@ -89,7 +89,10 @@ type Options struct {
 	// ImageProbeTimeout bounds the run that reads an image's toolchain
 	// versions for /v1/images (default 20s).
 	ImageProbeTimeout time.Duration
-	Logger            *slog.Logger
+	// MaxSessionsPerToken bounds the live sessions of one token (default
+	// DefaultMaxSessionsPerToken).
+	MaxSessionsPerToken int
+	Logger              *slog.Logger
 
 	// spoolHook, in tests, sees each spool file after every write.
 	spoolHook func(*os.File)
@@ -116,6 +119,8 @@ type Server struct {
 	background sync.WaitGroup
 	baseMu     sync.Mutex
 	base       context.Context
+
+	sessions sessionTable // sessions.go
 }
 
 // New returns a Server.
@@ -160,13 +165,14 @@ func New(opts Options) (*Server, error) {
 		opts.MaxUploadsPerClient = (slots + 1) / 2
 	}
 	s := &Server{
-		opts:    opts,
-		log:     opts.Logger,
-		metrics: opts.Metrics,
-		mgr:     opts.Manager,
-		tests:   opts.Tests,
-		uploads: make(chan struct{}, slots),
-		clients: newClientSlots(opts.MaxUploadsPerClient),
+		opts:     opts,
+		log:      opts.Logger,
+		metrics:  opts.Metrics,
+		mgr:      opts.Manager,
+		sessions: sessionTable{byID: map[string]*ownedSession{}},
+		tests:    opts.Tests,
+		uploads:  make(chan struct{}, slots),
+		clients:  newClientSlots(opts.MaxUploadsPerClient),
 		pace: Pace{FirstByte: opts.FirstByteTimeout, Idle: opts.BodyIdleTimeout, MinRate: opts.MinBodyRate,
 			Total: opts.BodyReadTimeout},
 	}

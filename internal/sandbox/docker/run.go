@@ -25,7 +25,17 @@ const removeTimeout = 30 * time.Second
 
 // Prepare implements sandbox.Runtime: create → attach → wait registered →
 // start → hello. On any failure after create the container is force-removed.
-func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ sandbox.Instance, err error) {
+func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (sandbox.Instance, error) {
+	inst, err := r.prepare(ctx, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// prepare is Prepare; hold makes a session sandbox (session.go), whose init
+// runs no job itself.
+func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold bool) (_ *instance, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err // Docker reads a memory or pids limit of 0 as unlimited
 	}
@@ -35,6 +45,9 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 		return nil, err
 	}
 	cfg, host := r.containerConfig(opts, ident)
+	if hold {
+		cfg.Cmd = []string{ident.Flag(), "-hold"}
+	}
 	created, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
 	if err != nil {
 		ident.Release()

@@ -37,7 +37,17 @@ const killWait = 10 * time.Second
 // Prepare implements sandbox.Runtime: write the bundle, start `<runtime> run`
 // with pipes as the sandbox's stdio, and wait for aster-init's hello. On any
 // failure the sandbox and its state are removed.
-func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ sandbox.Instance, err error) {
+func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (sandbox.Instance, error) {
+	inst, err := r.prepare(ctx, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	return inst, nil
+}
+
+// prepare is Prepare; hold makes a session sandbox (session.go), whose init
+// runs no job itself.
+func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold bool) (_ *instance, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err // a tmpfs of size=0 is unbounded; a pids or quota of 0 means "no limit"
 	}
@@ -77,6 +87,12 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (_ s
 		return nil, fmt.Errorf("create bundle: %w", err)
 	}
 	spec := r.bundleSpec(opts, ident, id, rootfs)
+	if hold {
+		if err := writeExecProcess(dir, spec); err != nil {
+			return nil, fmt.Errorf("create bundle: %w", err)
+		}
+		spec.Process.Args = []string{InitMountPath, ident.Flag(), "-hold"}
+	}
 	b, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)

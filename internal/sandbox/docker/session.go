@@ -1,0 +1,95 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/client"
+
+	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
+)
+
+// PrepareSession implements sandbox.SessionRuntime: a container like
+// Prepare's whose init holds it (aster-init -hold); each job is a further
+// aster-init started by an engine exec with the container's own user,
+// capabilities and seccomp profile.
+func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOptions) (sandbox.SessionInstance, error) {
+	inst, err := r.prepare(ctx, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return &sessionInstance{inst: inst}, nil
+}
+
+type sessionInstance struct{ inst *instance }
+
+func (s *sessionInstance) ID() string                      { return s.inst.id }
+func (s *sessionInstance) Done() <-chan struct{}           { return s.inst.exited }
+func (s *sessionInstance) Close(ctx context.Context) error { return s.inst.Close(ctx) }
+
+// Exec implements sandbox.SessionInstance.
+func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	i := s.inst
+	fail := func(err error) (sandbox.Result, error) {
+		return sandbox.Result{ID: i.id, Runtime: "docker", Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+	}
+	select {
+	case <-i.exited:
+		return fail(fmt.Errorf("%w: the session's container has ended", sandbox.ErrSessionGone))
+	default:
+	}
+	created, err := i.rt.api.ExecCreate(ctx, i.id, client.ExecCreateOptions{
+		User:         InitStartUser,
+		Cmd:          []string{InitMountPath, i.ident.Flag(), "-linger=" + initLinger.String()},
+		Env:          []string{},
+		WorkingDir:   "/work",
+		AttachStdin:  true,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return fail(classify("create exec", err))
+	}
+	attached, err := i.rt.api.ExecAttach(ctx, created.ID, client.ExecAttachOptions{})
+	if err != nil {
+		return fail(classify("start exec", err))
+	}
+	conn := attached.HijackedResponse
+	defer conn.Close()
+	pr, pw := io.Pipe()
+	log := runtimekit.NewLockedCapture(8 << 10)
+	exited := make(chan struct{})
+	go func() {
+		_, err := stdcopy.StdCopy(pw, log, conn.Reader)
+		pw.CloseWithError(err)
+		close(exited)
+	}()
+	diag := func() string {
+		if out := log.String(); out != "" {
+			return " (" + out + ")"
+		}
+		return ""
+	}
+	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{
+		ID:             i.id,
+		Runtime:        "docker",
+		W:              closeWriter{conn},
+		R:              initproto.NewReader(pr),
+		Exited:         exited,
+		Kill:           func() { conn.Close() },
+		DestroySandbox: func() { i.Close(context.Background()) },
+		Cgroup:         i.cgroup,
+		Diagnostics:    diag,
+	})
+}
+
+// closeWriter writes to an exec's stdin; Close half-closes the connection,
+// which the engine passes on as the exec's stdin EOF.
+type closeWriter struct{ c client.HijackedResponse }
+
+func (w closeWriter) Write(p []byte) (int, error) { return w.c.Conn.Write(p) }
+func (w closeWriter) Close() error                { return w.c.CloseWrite() }

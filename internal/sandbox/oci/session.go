@@ -1,0 +1,125 @@
+package oci
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	specs "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/asterhq/aster/internal/initproto"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/runtimekit"
+)
+
+// execProcessFile is the process.json of a session's execs, in its bundle.
+const execProcessFile = "exec.json"
+
+// writeExecProcess writes the process every exec of a session starts with:
+// the sandbox's own init process (its user, capabilities, rlimits, AppArmor
+// profile, no_new_privileges), running aster-init in its one-shot mode.
+func writeExecProcess(dir string, spec *specs.Spec) error {
+	p := *spec.Process
+	p.Args = append([]string(nil), spec.Process.Args...)
+	b, err := json.Marshal(p)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, execProcessFile), b, 0o600)
+}
+
+// PrepareSession implements sandbox.SessionRuntime: a sandbox like Prepare's
+// whose init holds it (aster-init -hold), and whose jobs are each a further
+// aster-init started by `<runtime> exec`. gVisor's runsc takes the same
+// process.json, so a gvisor runtime holds sessions too.
+func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOptions) (sandbox.SessionInstance, error) {
+	inst, err := r.prepare(ctx, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	return &sessionInstance{inst: inst}, nil
+}
+
+// sessionInstance is a held sandbox of this runtime.
+type sessionInstance struct {
+	inst *instance
+	mu   sync.Mutex
+	n    int // execs started, for their log names
+}
+
+func (s *sessionInstance) ID() string                      { return s.inst.id }
+func (s *sessionInstance) Done() <-chan struct{}           { return s.inst.exited }
+func (s *sessionInstance) Close(ctx context.Context) error { return s.inst.Close(ctx) }
+
+// Exec implements sandbox.SessionInstance: `<runtime> exec --process
+// exec.json`, with pipes as the exec's stdio, driven by runtimekit.RunExec.
+func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	i := s.inst
+	fail := func(err error) (sandbox.Result, error) {
+		return sandbox.Result{ID: i.id, Runtime: i.rt.Name(), Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+	}
+	select {
+	case <-i.exited:
+		return fail(fmt.Errorf("%w: the session's sandbox has ended", sandbox.ErrSessionGone))
+	default:
+	}
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return fail(err)
+	}
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		stdinR.Close()
+		stdinW.Close()
+		return fail(err)
+	}
+	log := runtimekit.NewCapture(8 << 10)
+	cmd := i.rt.command(context.Background(), "exec", "--process", filepath.Join(i.dir, execProcessFile), i.id)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, log
+	err = i.rt.launch.start(cmd)
+	stdinR.Close()
+	stdoutW.Close()
+	if err != nil {
+		stdinW.Close()
+		stdoutR.Close()
+		return fail(fmt.Errorf("%w: %s exec: %v", sandbox.ErrUnavailable, i.rt.kind, err))
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		close(exited)
+	}()
+	diag := func() string {
+		<-waitOrTimeout(exited)
+		if out := strings.TrimSpace(string(log.Output().Data)); out != "" {
+			return " (" + out + ")"
+		}
+		return ""
+	}
+	defer stdoutR.Close()
+	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{
+		ID:             i.id,
+		Runtime:        i.rt.Name(),
+		W:              stdinW,
+		R:              initproto.NewReader(stdoutR),
+		Exited:         exited,
+		Kill:           func() { _ = cmd.Process.Kill() },
+		DestroySandbox: i.destroy,
+		Cgroup:         i.cgroup,
+		Diagnostics:    diag,
+	})
+}
+
+// waitOrTimeout returns a channel closed when ch is or after a second.
+func waitOrTimeout(ch <-chan struct{}) <-chan struct{} {
+	out := make(chan struct{})
+	go func() {
+		defer close(out)
+		waitClosed(ch, 1e9)
+	}()
+	return out
+}

@@ -1,0 +1,307 @@
+package sandboxtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/reaper"
+)
+
+// SessionManager is a Manager over rt with production limits and the given
+// session settings.
+func SessionManager(t testing.TB, rt sandbox.Runtime, so sandbox.SessionOptions) *sandbox.Manager {
+	t.Helper()
+	m, err := sandbox.NewManager(sandbox.ManagerOptions{
+		Runtime:       rt,
+		Images:        []string{Image()},
+		Defaults:      config.DefaultLimits(),
+		Bounds:        config.LimitBounds(),
+		MaxConcurrent: 8,
+		QueueSize:     16,
+		QueueTimeout:  2 * time.Minute,
+		Sessions:      so,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// SessionSuite runs the session tests against rt, a runtime that holds
+// sessions, on the real engine and image.
+func SessionSuite(t *testing.T, rt sandbox.Runtime) {
+	m := SessionManager(t, rt, sandbox.SessionOptions{})
+	open := func(t *testing.T, spec sandbox.SessionSpec) *sandbox.Sandbox {
+		t.Helper()
+		s, err := m.OpenSession(t.Context(), spec)
+		if err != nil {
+			t.Fatalf("open session: %v", err)
+		}
+		t.Cleanup(func() { s.Close(context.Background()) })
+		return s
+	}
+	exec := func(t *testing.T, s *sandbox.Sandbox, e sandbox.ExecSpec) sandbox.Result {
+		t.Helper()
+		res, err := s.Exec(t.Context(), e)
+		if err != nil {
+			t.Fatalf("exec %q: %v", e.Argv, err)
+		}
+		return res
+	}
+	sh := func(t *testing.T, s *sandbox.Sandbox, script string) sandbox.Result {
+		t.Helper()
+		return exec(t, s, sandbox.ExecSpec{Argv: []string{"sh", "-c", script}})
+	}
+	wantOK := func(t *testing.T, res sandbox.Result, stdout string) {
+		t.Helper()
+		if res.Status != sandbox.StatusOK || string(res.Stdout.Data) != stdout {
+			t.Fatalf("got %s exit=%d stdout=%q stderr=%q error=%q, want ok with %q",
+				res.Status, res.ExitCode, res.Stdout.Data, res.Stderr.Data, res.Error, stdout)
+		}
+	}
+
+	t.Run("FileThenRunAndStatePersists", func(t *testing.T) {
+		s := open(t, sandbox.SessionSpec{Files: map[string][]byte{"start.txt": []byte("from create\n")}})
+		if err := s.PutFile(t.Context(), "bin/hello.sh", []byte("echo \"hello $1\"\ncat start.txt\n")); err != nil {
+			t.Fatal(err)
+		}
+		wantOK(t, exec(t, s, sandbox.ExecSpec{Argv: []string{"sh", "bin/hello.sh", "world"}}), "hello world\nfrom create\n")
+		wantOK(t, sh(t, s, "echo 42 > /tmp/state; cd /work && mkdir -p out && echo made > out/f"), "")
+		wantOK(t, sh(t, s, "cat /tmp/state"), "42\n")
+		got, err := s.GetFile(t.Context(), "out/f")
+		if err != nil || string(got) != "made\n" {
+			t.Fatalf("get out/f = %q, %v", got, err)
+		}
+		// Replacing a file.
+		if err := s.PutFile(t.Context(), "/work/out/f", []byte("again")); err != nil {
+			t.Fatal(err)
+		}
+		if got, err := s.GetFile(t.Context(), "out/f"); err != nil || string(got) != "again" {
+			t.Fatalf("get after put = %q, %v", got, err)
+		}
+		entries, err := s.List(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name+":"+e.Type)
+		}
+		if want := []string{"bin:dir", "out:dir", "start.txt:file"}; !slices.Equal(names, want) {
+			t.Fatalf("list /work = %v, want %v", names, want)
+		}
+		if err := s.DeleteFile(t.Context(), "out"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.GetFile(t.Context(), "out/f"); !errors.Is(err, sandbox.ErrSessionGone) && !strings.Contains(fmt.Sprint(err), "not found") {
+			t.Fatalf("get after delete: %v, want not found", err)
+		}
+	})
+
+	t.Run("ConcurrentExecs", func(t *testing.T) {
+		s := open(t, sandbox.SessionSpec{})
+		// The first exec waits for a file only the second creates: run one
+		// after the other, the first would time out.
+		type out struct {
+			res sandbox.Result
+			err error
+		}
+		first := make(chan out, 1)
+		go func() {
+			res, err := s.Exec(context.Background(), sandbox.ExecSpec{Argv: []string{"sh", "-c", "while [ ! -e /tmp/go ]; do sleep 0.05; done; echo seen"}, TimeoutMS: 20000})
+			first <- out{res, err}
+		}()
+		wantOK(t, sh(t, s, "sleep 0.3; touch /tmp/go; echo made"), "made\n")
+		got := <-first
+		if got.err != nil {
+			t.Fatal(got.err)
+		}
+		wantOK(t, got.res, "seen\n")
+	})
+
+	t.Run("PerExecStatusesAndTheSessionLivesOn", func(t *testing.T) {
+		s := open(t, sandbox.SessionSpec{Limits: sandbox.Limits{MemoryBytes: 96 << 20}})
+		res := exec(t, s, sandbox.ExecSpec{Argv: []string{"sleep", "30"}, TimeoutMS: 500})
+		if res.Status != sandbox.StatusTimeout {
+			t.Fatalf("sleep past its timeout: %s (%s)", res.Status, res.Error)
+		}
+		res = exec(t, s, sandbox.ExecSpec{Argv: []string{"yes"}, OutputBytes: 1 << 10, OutputCeilingBytes: 64 << 10})
+		if res.Status != sandbox.StatusOutputLimit {
+			t.Fatalf("yes past the output ceiling: %s (%s)", res.Status, res.Error)
+		}
+		res = exec(t, s, sandbox.ExecSpec{Argv: []string{"python3", "-c", "chunks = []\nwhile True: chunks.append(bytearray(16 << 20))"}, TimeoutMS: 30000})
+		if res.Status != sandbox.StatusOOM || !res.OOMKilled {
+			t.Fatalf("memory hog: %s oom=%v (%s)", res.Status, res.OOMKilled, res.Error)
+		}
+		// Each later exec gets its own verdict, not the earlier OOM's.
+		wantOK(t, sh(t, s, "echo alive"), "alive\n")
+		res = sh(t, s, "exit 3")
+		if res.Status != sandbox.StatusExitNonzero || res.ExitCode != 3 {
+			t.Fatalf("exit 3: %s %d", res.Status, res.ExitCode)
+		}
+	})
+
+	t.Run("FilePathsAreConfined", func(t *testing.T) {
+		s := open(t, sandbox.SessionSpec{})
+		for _, p := range []string{"../etc/passwd", "a/../../x", "/etc/passwd", ""} {
+			if err := s.PutFile(t.Context(), p, []byte("x")); !errors.Is(err, sandbox.ErrInvalidSpec) {
+				t.Errorf("put %q: %v, want invalid_spec", p, err)
+			}
+		}
+		// A link out of /work is not followed by a write.
+		wantOK(t, sh(t, s, "ln -s /tmp /work/out"), "")
+		if err := s.PutFile(t.Context(), "out/planted", []byte("x")); err == nil {
+			t.Fatal("a write through a symlink to /tmp succeeded")
+		}
+		wantOK(t, sh(t, s, "ls -A /tmp"), "")
+	})
+
+	t.Run("CloseDestroysEverything", func(t *testing.T) {
+		s := open(t, sandbox.SessionSpec{})
+		wantOK(t, sh(t, s, "sleep 300 >/dev/null 2>&1 & echo started"), "started\n")
+		id := s.Info().ID
+		if err := s.Close(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"true"}}); !errors.Is(err, sandbox.ErrSessionGone) {
+			t.Fatalf("exec after close: %v, want session gone", err)
+		}
+		assertNotListed(t, rt, id)
+	})
+
+	t.Run("TTLAndIdleEndIt", func(t *testing.T) {
+		ttl := open(t, sandbox.SessionSpec{TTL: 2 * time.Second, IdleTimeout: time.Hour})
+		idle := open(t, sandbox.SessionSpec{TTL: time.Hour, IdleTimeout: time.Second})
+		// Calls keep the TTL session busy; the TTL ends it anyway.
+		for i := 0; i < 40; i++ {
+			select {
+			case <-ttl.Done():
+			default:
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			break
+		}
+		for _, c := range []struct {
+			s    *sandbox.Sandbox
+			want string
+		}{{ttl, "ttl"}, {idle, "idle"}} {
+			select {
+			case <-c.s.Done():
+			case <-time.After(30 * time.Second):
+				t.Fatalf("session %s did not end by its %s", c.s.ID(), c.want)
+			}
+			if got := c.s.EndReason(); got != c.want {
+				t.Errorf("session ended by %q, want %q", got, c.want)
+			}
+			assertNotListed(t, rt, c.s.ID())
+		}
+	})
+
+	t.Run("ReaperRemovesAnOrphan", func(t *testing.T) {
+		// A held sandbox no Manager tracks (what a crashed server leaves),
+		// seen by the reaper past its deadline label: removed, processes and
+		// all. Its label is in the future and the reaper's clock an hour
+		// ahead, and its listing holds this sandbox only, so that no other
+		// reaper on a shared engine takes it first and this one takes
+		// nothing else.
+		sr := rt.(sandbox.SessionRuntime)
+		inst, err := sr.PrepareSession(t.Context(), sandbox.PrepareOptions{
+			RunID: sandbox.NewSessionID(), Image: Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(10 * time.Minute),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { inst.Close(context.Background()) })
+		res, err := inst.Exec(t.Context(), sandbox.Job{Argv: []string{"sh", "-c", "sleep 300 >/dev/null 2>&1 & echo up"}, Limits: config.DefaultLimits()})
+		if err != nil || string(res.Stdout.Data) != "up\n" {
+			t.Fatalf("exec in the orphan: %s %q %v", res.Status, res.Stdout.Data, err)
+		}
+		o := reaper.ForRuntime(rt)
+		o.Grace = 0
+		o.Now = func() time.Time { return time.Now().Add(time.Hour) }
+		o.List = func(ctx context.Context) ([]sandbox.Managed, error) {
+			all, err := rt.List(ctx)
+			return slices.DeleteFunc(all, func(m sandbox.Managed) bool { return m.ID != inst.ID() }), err
+		}
+		actions, err := reaper.New(o).Once(t.Context(), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		removed := false
+		for _, a := range actions {
+			if a.Sandbox.ID == inst.ID() {
+				removed = a.Removed
+			}
+		}
+		if !removed {
+			t.Fatalf("the reaper did not remove %s: %+v", inst.ID(), actions)
+		}
+		select {
+		case <-inst.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatal("the reaped sandbox is still running")
+		}
+		assertNotListed(t, rt, inst.ID())
+	})
+
+	t.Run("LimitsAreChecked", func(t *testing.T) {
+		if _, err := m.OpenSession(t.Context(), sandbox.SessionSpec{TTL: 1000 * time.Hour}); !errors.Is(err, sandbox.ErrInvalidSpec) {
+			t.Fatalf("ttl above the ceiling: %v", err)
+		}
+		if _, err := m.OpenSession(t.Context(), sandbox.SessionSpec{Limits: sandbox.Limits{MemoryBytes: 1}}); !errors.Is(err, sandbox.ErrInvalidSpec) {
+			t.Fatalf("memory of 1 byte: %v", err)
+		}
+	})
+}
+
+// assertNotListed fails when the runtime still lists a sandbox of the run id.
+func assertNotListed(t *testing.T, rt sandbox.Runtime, runID string) {
+	t.Helper()
+	list, err := rt.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list {
+		if m.RunID == runID || m.ID == runID {
+			t.Fatalf("sandbox %s of session %s still exists (%s)", m.ID, runID, m.State)
+		}
+	}
+}
+
+// BenchSessionExec measures, side by side on rt, the round trip of `true`
+// as an exec in a live session and as a cold one-shot run, and reports each
+// as ms/op metrics (session-exec-ms, oneshot-ms).
+func BenchSessionExec(b *testing.B, rt sandbox.Runtime) {
+	m := SessionManager(b, rt, sandbox.SessionOptions{})
+	s, err := m.OpenSession(context.Background(), sandbox.SessionSpec{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	var execT, oneT time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t0 := time.Now()
+		res, err := s.Exec(context.Background(), sandbox.ExecSpec{Argv: []string{"true"}})
+		execT += time.Since(t0)
+		if err != nil || res.Status != sandbox.StatusOK {
+			b.Fatalf("exec: %s %v", res.Status, err)
+		}
+		t1 := time.Now()
+		res, err = m.Run(context.Background(), sandbox.Spec{Argv: []string{"true"}})
+		oneT += time.Since(t1)
+		if err != nil || res.Status != sandbox.StatusOK {
+			b.Fatalf("run: %s %v", res.Status, err)
+		}
+	}
+	b.ReportMetric(float64(execT.Microseconds())/1000/float64(b.N), "session-exec-ms")
+	b.ReportMetric(float64(oneT.Microseconds())/1000/float64(b.N), "oneshot-ms")
+}

@@ -1,0 +1,356 @@
+package sandboxapi
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
+)
+
+// DefaultMaxSessionsPerToken bounds the live sessions of one token.
+const DefaultMaxSessionsPerToken = 16
+
+// sessionTable holds the live sessions of the server by id, each with the
+// owner (a digest of the token that created it) it answers to.
+type sessionTable struct {
+	mu   sync.Mutex
+	byID map[string]*ownedSession
+}
+
+type ownedSession struct {
+	owner string
+	s     *sandbox.Sandbox
+}
+
+// sessionRoutes are the session routes, for Routes.
+func sessionRoutes() []Route {
+	get := []string{http.MethodGet}
+	return []Route{
+		{api.RouteSessions, []string{http.MethodGet, http.MethodPost}, true},
+		{api.RouteSession, []string{http.MethodGet, http.MethodDelete}, true},
+		{api.RouteSessionExec, []string{http.MethodPost}, true},
+		{api.RouteSessionRoot, get, true},
+		{api.RouteSessionFiles, []string{http.MethodGet, http.MethodPut, http.MethodDelete}, true},
+	}
+}
+
+// sessionRoute maps a request path under /v1/sessions to its route template,
+// with the id and file path it names.
+func sessionRoute(p string) (route, id, file string, ok bool) {
+	if p == api.RouteSessions {
+		return api.RouteSessions, "", "", true
+	}
+	rest, found := strings.CutPrefix(p, api.RouteSessions+"/")
+	if !found {
+		return "", "", "", false
+	}
+	id, sub, _ := strings.Cut(rest, "/")
+	if id == "" {
+		return "", "", "", false
+	}
+	switch {
+	case !strings.Contains(rest, "/"):
+		return api.RouteSession, id, "", true
+	case sub == "exec":
+		return api.RouteSessionExec, id, "", true
+	case sub == "files":
+		return api.RouteSessionRoot, id, "", true
+	case strings.HasPrefix(sub, "files/"):
+		return api.RouteSessionFiles, id, strings.TrimPrefix(sub, "files/"), true
+	}
+	return "", "", "", false
+}
+
+// lookup returns the caller's session id: ErrSessionGone for an unknown
+// one, one that ended, and another token's alike.
+func (s *Server) lookupSession(r *http.Request, id string) (*sandbox.Sandbox, error) {
+	s.sessions.mu.Lock()
+	defer s.sessions.mu.Unlock()
+	o, ok := s.sessions.byID[id]
+	if !ok || o.s == nil || o.owner != s.owner(r) {
+		return nil, fmt.Errorf("%w %s: no such session (it may have ended)", sandbox.ErrSessionGone, clipPath(id))
+	}
+	select {
+	case <-o.s.Done():
+		delete(s.sessions.byID, id)
+		return nil, fmt.Errorf("%w %s has ended (%s)", sandbox.ErrSessionGone, id, o.s.EndReason())
+	default:
+	}
+	return o.s, nil
+}
+
+// serveSessions answers a session route (already authorized, method checked).
+func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route string) {
+	_, id, file, _ := sessionRoute(r.URL.Path)
+	if route == api.RouteSessions {
+		if r.Method == http.MethodPost {
+			s.createSession(w, r)
+		} else {
+			s.listSessions(w, r)
+		}
+		return
+	}
+	sess, err := s.lookupSession(r, id)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	switch {
+	case route == api.RouteSession && r.Method == http.MethodDelete:
+		if err := sess.Close(r.Context()); err != nil {
+			s.log.Warn("close session", "session", id, "err", err)
+		}
+		s.sessions.mu.Lock()
+		delete(s.sessions.byID, id)
+		s.sessions.mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	case route == api.RouteSession:
+		s.writeJSON(w, http.StatusOK, sessionWire(sess.Info()))
+	case route == api.RouteSessionExec:
+		s.sessionExec(w, r, sess)
+	case route == api.RouteSessionRoot:
+		s.listFiles(w, r, sess, "")
+	case r.Method == http.MethodPut:
+		s.putFile(w, r, sess, file)
+	case r.Method == http.MethodDelete:
+		if err := sess.DeleteFile(r.Context(), file); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case strings.HasSuffix(file, "/"):
+		s.listFiles(w, r, sess, file)
+	default:
+		b, err := sess.GetFile(r.Context(), file)
+		if err != nil && strings.Contains(err.Error(), "Is a directory") {
+			s.listFiles(w, r, sess, file)
+			return
+		}
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeRaw(w, api.ContentTypeOctets, b)
+	}
+}
+
+func sessionWire(i sandbox.SessionInfo) api.Session {
+	return api.Session{ID: i.ID, Image: i.Image, ImageDigest: i.ImageDigest, Runtime: i.Runtime,
+		CreatedAt: i.Created.UTC(), ExpiresAt: i.ExpiresAt.UTC(), LastUsedAt: i.LastUsed.UTC(),
+		IdleTimeoutMS: i.IdleTimeout.Milliseconds(), Running: i.Running}
+}
+
+// readSmallJSON reads a JSON body of at most the server's body cap.
+func (s *Server) readSmallJSON(w http.ResponseWriter, r *http.Request, v any) error {
+	body := http.MaxBytesReader(w, r.Body, s.opts.MaxBodyBytes)
+	err := decodeSpec(body, v)
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) || (err != nil && strings.Contains(err.Error(), "request body too large")) {
+		return fmt.Errorf("%w: the body is over the server's cap of %s", sandbox.ErrTooLarge, units.FormatBytes(s.opts.MaxBodyBytes))
+	}
+	return err
+}
+
+func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
+	var req api.SessionRequest
+	if err := s.readSmallJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	limits, err := s.limits(req.Limits)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	spec := sandbox.SessionSpec{Image: req.Image, Env: req.Env, Limits: limits}
+	for name, v := range map[string]*time.Duration{"ttl": &spec.TTL, "idle_timeout": &spec.IdleTimeout} {
+		q := map[string]api.Quantity{"ttl": req.TTL, "idle_timeout": req.IdleTimeout}[name]
+		if q == "" {
+			continue
+		}
+		d, err := units.ParseDuration(string(q))
+		if err != nil || d <= 0 {
+			s.writeError(w, r, sandbox.Invalidf("%s %q: give a positive duration such as \"30m\" or a number of seconds", name, q))
+			return
+		}
+		*v = d
+	}
+	if len(req.Files) > 0 {
+		spec.Files = make(map[string][]byte, len(req.Files))
+		for _, name := range slices.Sorted(maps.Keys(req.Files)) {
+			b, err := req.Files[name].Bytes()
+			if err != nil {
+				s.writeError(w, r, sandbox.Invalidf("files[%q]: %v", name, err))
+				return
+			}
+			spec.Files[name] = b
+		}
+	}
+	owner := s.owner(r)
+	s.sessions.mu.Lock()
+	n := 0
+	for id, o := range s.sessions.byID {
+		if o.s != nil {
+			select {
+			case <-o.s.Done():
+				delete(s.sessions.byID, id)
+				continue
+			default:
+			}
+		}
+		if o.owner == owner {
+			n++
+		}
+	}
+	max := s.opts.MaxSessionsPerToken
+	if max == 0 {
+		max = DefaultMaxSessionsPerToken
+	}
+	if n >= max {
+		s.sessions.mu.Unlock()
+		s.writeError(w, r, fmt.Errorf("%w: this token has %d live sessions, the most this server allows; delete one first", sandbox.ErrBusy, n))
+		return
+	}
+	// The place is taken before the sandbox exists, so that concurrent
+	// creates cannot pass the cap together.
+	spec.ID = sandbox.NewSessionID()
+	placeholder := &ownedSession{owner: owner}
+	s.sessions.byID[spec.ID] = placeholder
+	s.sessions.mu.Unlock()
+
+	// The session outlives the request that made it.
+	sess, err := s.mgr.OpenSession(context.WithoutCancel(r.Context()), spec)
+	s.sessions.mu.Lock()
+	if err != nil {
+		delete(s.sessions.byID, spec.ID)
+	} else {
+		placeholder.s = sess
+	}
+	s.sessions.mu.Unlock()
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", api.RouteSessions+"/"+sess.ID())
+	s.writeJSON(w, http.StatusCreated, sessionWire(sess.Info()))
+}
+
+func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
+	owner := s.owner(r)
+	out := api.SessionList{Sessions: []api.Session{}}
+	s.sessions.mu.Lock()
+	for _, o := range s.sessions.byID {
+		if o.owner != owner || o.s == nil {
+			continue
+		}
+		select {
+		case <-o.s.Done():
+			continue
+		default:
+		}
+		out.Sessions = append(out.Sessions, sessionWire(o.s.Info()))
+	}
+	s.sessions.mu.Unlock()
+	slices.SortFunc(out.Sessions, func(a, b api.Session) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) sessionExec(w http.ResponseWriter, r *http.Request, sess *sandbox.Sandbox) {
+	var req api.SessionExecRequest
+	if err := s.readSmallJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Per-exec limits go through the one resolver, with the server's
+	// ceilings; only the per-job fields are taken from it.
+	l, err := s.limits(api.Limits{Timeout: req.Timeout, OutputLimit: req.OutputLimit, OutputCeiling: req.OutputCeiling})
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	e := sandbox.ExecSpec{Argv: req.Argv, Env: req.Env, Workdir: req.Workdir}
+	if req.Timeout != "" {
+		e.TimeoutMS = l.TimeoutMS
+	}
+	if req.OutputLimit != "" {
+		e.OutputBytes = l.OutputBytes
+	}
+	if req.OutputCeiling != "" {
+		e.OutputCeilingBytes = l.OutputCeilingBytes
+	}
+	if req.Stdin != "" || req.StdinEncoding != "" {
+		b, err := api.DecodeText(req.Stdin, req.StdinEncoding)
+		if err != nil {
+			s.writeError(w, r, sandbox.Invalidf("stdin: %v", err))
+			return
+		}
+		e.Stdin = bytes.NewReader(b)
+	}
+	job, err := sess.Job(e)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.answer(w, r, sess.ID(), func(ctx context.Context, st *streamer) (sandbox.Result, error) {
+		if st != nil {
+			st.start()
+			job.OnOutput = st.output
+		}
+		return sess.RunJob(ctx, job)
+	}, func(res sandbox.Result) any { return res.Wire() })
+}
+
+func (s *Server) putFile(w http.ResponseWriter, r *http.Request, sess *sandbox.Sandbox, file string) {
+	limit := min(s.opts.MaxBodyBytes, sess.Info().Limits.WorkdirBytes)
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			err = fmt.Errorf("%w: a file over %s (the smaller of the body cap and the session's /work)", sandbox.ErrTooLarge, units.FormatBytes(limit))
+		}
+		s.writeError(w, r, err)
+		return
+	}
+	if err := sess.PutFile(r.Context(), file, b); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) listFiles(w http.ResponseWriter, r *http.Request, sess *sandbox.Sandbox, dir string) {
+	entries, err := sess.List(r.Context(), strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	out := api.FileList{Path: "/work/" + strings.TrimSuffix(dir, "/"), Entries: make([]api.FileEntry, 0, len(entries))}
+	for _, e := range entries {
+		out.Entries = append(out.Entries, api.FileEntry{Name: e.Name, Type: e.Type, Size: e.Size, ModTime: e.ModTime})
+	}
+	s.writeJSON(w, http.StatusOK, out)
+}
+
+// closeSessions ends every session (the server is shutting down).
+func (s *Server) closeSessions(ctx context.Context) {
+	s.sessions.mu.Lock()
+	all := slices.Collect(maps.Values(s.sessions.byID))
+	s.sessions.byID = map[string]*ownedSession{}
+	s.sessions.mu.Unlock()
+	for _, o := range all {
+		if o.s != nil {
+			_ = o.s.Close(ctx)
+		}
+	}
+}
