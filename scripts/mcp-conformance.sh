@@ -181,7 +181,7 @@ if inspect run-tests "$aster" mcp --method tools/call --tool-name run_tests \
 		"stdio: run_tests detected pytest and parsed its report"
 fi
 if inspect validate "$aster" mcp --method tools/call --tool-name validate \
-	--tool-arg 'files={"deploy.sh":"#!/bin/sh\necho $1\n"}' 'analyzers=["shellcheck"]'; then
+	--tool-arg 'files={"deploy.sh":"#!/bin/sh\ncd $1\n"}' 'analyzers=["shellcheck"]'; then
 	check_json validate 'r.structuredContent.findings.length > 0 && r.structuredContent.findings[0].analyzer === "shellcheck" && r.structuredContent.analyzers[0].status === "ok"' \
 		"stdio: validate found the shellcheck issue"
 fi
