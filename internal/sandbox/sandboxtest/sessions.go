@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/reaper"
 )
@@ -21,8 +20,8 @@ func SessionManager(t testing.TB, rt sandbox.Runtime, so sandbox.SessionOptions)
 	m, err := sandbox.NewManager(sandbox.ManagerOptions{
 		Runtime:       rt,
 		Images:        []string{Image()},
-		Defaults:      config.DefaultLimits(),
-		Bounds:        config.LimitBounds(),
+		Defaults:      sandbox.DefaultLimits(),
+		Bounds:        sandbox.LimitBounds(),
 		MaxConcurrent: 8,
 		QueueSize:     16,
 		QueueTimeout:  2 * time.Minute,
@@ -214,13 +213,13 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 		// nothing else.
 		sr := rt.(sandbox.SessionRuntime)
 		inst, err := sr.PrepareSession(t.Context(), sandbox.PrepareOptions{
-			RunID: sandbox.NewSessionID(), Image: Image(), Limits: config.DefaultLimits(), Deadline: time.Now().Add(10 * time.Minute),
+			RunID: sandbox.NewSessionID(), Image: Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now().Add(10 * time.Minute),
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { inst.Close(context.Background()) })
-		res, err := inst.Exec(t.Context(), sandbox.Job{Argv: []string{"sh", "-c", "sleep 300 >/dev/null 2>&1 & echo up"}, Limits: config.DefaultLimits()})
+		res, err := inst.Exec(t.Context(), sandbox.Job{Argv: []string{"sh", "-c", "sleep 300 >/dev/null 2>&1 & echo up"}, Limits: sandbox.DefaultLimits()})
 		if err != nil || string(res.Stdout.Data) != "up\n" {
 			t.Fatalf("exec in the orphan: %s %q %v", res.Status, res.Stdout.Data, err)
 		}
