@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -47,8 +46,6 @@ func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOption
 // sessionInstance is a held sandbox of this runtime.
 type sessionInstance struct {
 	inst *instance
-	mu   sync.Mutex
-	n    int // execs started, for their log names
 }
 
 func (s *sessionInstance) ID() string                      { return s.inst.id }
