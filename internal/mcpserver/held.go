@@ -325,9 +325,9 @@ Images: %s. Default limits: %s.`, s.held.max, imageList(s.opts.Images), limitsSu
 		Annotations: local,
 	}, s.sessionCreate)
 	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:  "session_exec",
-		Title: "Run a command in a session",
-		Description: `Run a command in a session (the connection's default session when session_id is omitted; it is opened on first use) and return how it ended and what it printed, as execute does: status (ok, exit_nonzero, timeout, oom, output_limit, killed, error), exit_code, stdout and stderr. Files and state left by earlier calls are there. A command that times out or runs out of memory ends alone: the session lives on.`,
+		Name:         "session_exec",
+		Title:        "Run a command in a session",
+		Description:  `Run a command in a session (the connection's default session when session_id is omitted; it is opened on first use) and return how it ended and what it printed, as execute does: status (ok, exit_nonzero, timeout, oom, output_limit, killed, error), exit_code, stdout and stderr. Files and state left by earlier calls are there. A command that times out or runs out of memory ends alone: the session lives on.`,
 		OutputSchema: res,
 		Annotations:  local,
 	}, s.sessionExec)
