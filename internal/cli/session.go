@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/units"
+	"github.com/asterhq/aster/internal/workspace"
 )
 
 var _ = func() bool { extraCommands = append(extraCommands, newSessionCmd); return true }()
@@ -71,6 +73,10 @@ the commands below talk to it over its HTTP API (docs/sessions.md).
   aster session exec $id -- python3 main.py
   aster session get $id out.txt -
   aster session ls $id
+  aster session push $id ./project src      # a local directory into /work/src
+  snap=$(aster session snapshot $id)         # /work kept on the server
+  fork=$(aster session create --from-snapshot $snap)
+  aster session pause $id                    # frozen; any call resumes it
   aster session rm $id`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -81,7 +87,8 @@ the commands below talk to it over its HTTP API (docs/sessions.md).
 	}
 	f.add(cmd, getenv)
 	cmd.AddCommand(sessionCreateCmd(g, f), sessionListCmd(g, f), sessionExecCmd(g, f), sessionPutCmd(g, f),
-		sessionGetCmd(g, f), sessionLsCmd(g, f), sessionRmCmd(g, f))
+		sessionGetCmd(g, f), sessionLsCmd(g, f), sessionRmCmd(g, f), sessionPushCmd(g, f), sessionPullCmd(g, f),
+		sessionStateCmd(g, f, "pause"), sessionStateCmd(g, f, "resume"), sessionSnapshotCmd(g, f))
 	return cmd
 }
 
@@ -95,6 +102,7 @@ func (f *sessionFlags) printJSON(g *globals, v any) error {
 func sessionCreateCmd(g *globals, f *sessionFlags) *cobra.Command {
 	var (
 		image, ttl, idle string
+		fromSnapshot     string
 		env, files       []string
 		memory, timeout  string
 	)
@@ -110,7 +118,7 @@ func sessionCreateCmd(g *globals, f *sessionFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			req := api.SessionRequest{Image: image, TTL: api.Quantity(ttl), IdleTimeout: api.Quantity(idle),
+			req := api.SessionRequest{Image: image, TTL: api.Quantity(ttl), IdleTimeout: api.Quantity(idle), FromSnapshot: fromSnapshot,
 				Limits: api.Limits{Memory: api.Quantity(memory), Timeout: api.Quantity(timeout)}}
 			if req.Env, err = parseEnvPairs(env); err != nil {
 				return err
@@ -140,6 +148,7 @@ func sessionCreateCmd(g *globals, f *sessionFlags) *cobra.Command {
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&image, "image", "", "image from the server's allowlist (default: the server's first)")
+	fl.StringVar(&fromSnapshot, "from-snapshot", "", "start with the /work of this snapshot (from 'aster session snapshot'); --file files go over it")
 	fl.StringVar(&ttl, "ttl", "", "the session's whole life, e.g. 30m (default: the server's)")
 	fl.StringVar(&idle, "idle-timeout", "", "end the session after this long without a call, e.g. 10m (default: the server's)")
 	fl.StringVar(&memory, "memory", "", "memory for all the session's commands together, e.g. 512m")
@@ -419,4 +428,149 @@ func sessionRmCmd(g *globals, f *sessionFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&file, "file", "", "remove this file or directory of the session instead of ending it")
 	return cmd
+}
+
+func sessionPushCmd(g *globals, f *sessionFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "push ID LOCALDIR [DIR]",
+		Short: "Copy a local directory into a session (into /work, or /work/DIR), replacing files of the same names",
+		Long: `Copy a local directory's tree into a session as one archive: into /work, or into
+/work/DIR. Files of the same names are replaced; nothing else is removed.
+Links are copied as links (the server refuses one that leaves the tree);
+devices, sockets and FIFOs are skipped.`,
+		Args: cobra.RangeArgs(2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := f.client()
+			if err != nil {
+				return err
+			}
+			dir := ""
+			if len(args) == 3 {
+				dir = args[2]
+			}
+			var buf bytes.Buffer
+			st, _, err := workspace.PackDir(args[1], &buf, workspace.Caps{})
+			if err != nil {
+				return usageErr("%s: %v", args[1], err)
+			}
+			if err := cl.PutArchive(cmd.Context(), args[0], dir, &buf); err != nil {
+				return remoteExecErr(err)
+			}
+			fmt.Fprintf(g.stdio.Stderr, "aster: copied %d entries (%s) into /work/%s\n", st.Files, units.FormatBytes(st.Bytes), dir)
+			return nil
+		},
+	}
+}
+
+func sessionPullCmd(g *globals, f *sessionFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pull ID [DIR] ARCHIVE.tar",
+		Short: "Save a directory of a session (/work, or /work/DIR) as a tar archive (- is stdout)",
+		Args:  cobra.RangeArgs(2, 3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := f.client()
+			if err != nil {
+				return err
+			}
+			dir, out := "", args[1]
+			if len(args) == 3 {
+				dir, out = args[1], args[2]
+			}
+			b, err := cl.GetArchive(cmd.Context(), args[0], dir)
+			if err != nil {
+				return remoteExecErr(err)
+			}
+			if out == "-" {
+				_, err := g.stdio.Stdout.Write(b)
+				return err
+			}
+			if fi, err := os.Lstat(out); err == nil && !fi.Mode().IsRegular() {
+				return usageErr("%s exists and is not a regular file", out)
+			}
+			if err := os.WriteFile(out, b, 0o644); err != nil {
+				return &exitError{code: ExitFailure, err: err}
+			}
+			fmt.Fprintf(g.stdio.Stderr, "aster: wrote %s (%s)\n", out, units.FormatBytes(int64(len(b))))
+			return nil
+		},
+	}
+}
+
+// sessionStateCmd is pause or resume.
+func sessionStateCmd(g *globals, f *sessionFlags, op string) *cobra.Command {
+	short := "Freeze a session: its processes get no CPU and keep their memory; any later call resumes it"
+	if op == "resume" {
+		short = "Thaw a paused session"
+	}
+	return &cobra.Command{
+		Use:   op + " ID",
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := f.client()
+			if err != nil {
+				return err
+			}
+			call := cl.PauseSession
+			if op == "resume" {
+				call = cl.ResumeSession
+			}
+			s, err := call(cmd.Context(), args[0])
+			if err != nil {
+				return remoteExecErr(err)
+			}
+			if f.json {
+				return f.printJSON(g, s)
+			}
+			state := "running"
+			if s.Paused {
+				state = "paused"
+			}
+			fmt.Fprintf(g.stdio.Stderr, "aster: session %s is %s\n", s.ID, state)
+			return nil
+		},
+	}
+}
+
+func sessionSnapshotCmd(g *globals, f *sessionFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:   "snapshot [ID]",
+		Short: "Keep a session's /work on the server and print the snapshot's id; with no ID, list your snapshots",
+		Long: `Store a copy of a session's /work on the server (not its processes, memory or
+/tmp) and print its id; 'aster session create --from-snapshot ID' starts any
+number of sessions from it. Only your token can use it. The server keeps a
+bounded amount of snapshots and drops the least recently used first.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := f.client()
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				all, err := cl.Snapshots(cmd.Context())
+				if err != nil {
+					return remoteExecErr(err)
+				}
+				if f.json {
+					return f.printJSON(g, api.SessionSnapshotList{Snapshots: all})
+				}
+				tw := tabwriter.NewWriter(g.stdio.Stdout, 0, 4, 2, ' ', 0)
+				fmt.Fprintln(tw, "ID\tSESSION\tSIZE\tCREATED")
+				for _, sn := range all {
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sn.ID, sn.Session, units.FormatBytes(sn.SizeBytes), sn.CreatedAt.Local().Format(time.DateTime))
+				}
+				return tw.Flush()
+			}
+			sn, err := cl.SnapshotSession(cmd.Context(), args[0])
+			if err != nil {
+				return remoteExecErr(err)
+			}
+			if f.json {
+				return f.printJSON(g, sn)
+			}
+			fmt.Fprintln(g.stdio.Stdout, sn.ID)
+			fmt.Fprintf(g.stdio.Stderr, "aster: snapshot of %s: %s\n", sn.Session, units.FormatBytes(sn.SizeBytes))
+			return nil
+		},
+	}
 }

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -68,6 +69,42 @@ func TestSessionCLI(t *testing.T) {
 	}
 	if code, _, stderr := sess("put", id, filepath.Join(dir, "main.py"), "../escape.py"); code != ExitUsage || !strings.Contains(stderr, "..") {
 		t.Fatalf("put outside /work: %d %q", code, stderr)
+	}
+	// A local tree in and out, a snapshot, a fork, pause and resume.
+	tree := filepath.Join(dir, "tree")
+	os.MkdirAll(filepath.Join(tree, "pkg"), 0o755)
+	os.WriteFile(filepath.Join(tree, "pkg", "mod.py"), []byte("X = 41\n"), 0o644)
+	if code, _, stderr := sess("push", id, tree, "lib"); code != 0 || !strings.Contains(stderr, "into /work/lib") {
+		t.Fatalf("push: %d %q", code, stderr)
+	}
+	if code, out, stderr := sess("exec", id, "--", "python3", "-c", "import sys; sys.path.insert(0, 'lib'); from pkg.mod import X; print(X + 1)"); code != 0 || out != "42\n" {
+		t.Fatalf("exec over a pushed tree: %d %q %s", code, out, stderr)
+	}
+	if code, _, _ := sess("pull", id, "lib", filepath.Join(dir, "lib.tar")); code != 0 {
+		t.Fatalf("pull: %d", code)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "lib.tar")); !bytes.Contains(b, []byte("X = 41")) {
+		t.Fatalf("pulled archive lacks the file (%d bytes)", len(b))
+	}
+	code, out, stderr = sess("snapshot", id)
+	snap := strings.TrimSpace(out)
+	if code != 0 || !strings.HasPrefix(snap, "snap-") {
+		t.Fatalf("snapshot: %d %q %q", code, out, stderr)
+	}
+	code, out, _ = sess("create", "--from-snapshot", snap)
+	fork := strings.TrimSpace(out)
+	if code != 0 {
+		t.Fatalf("fork: %d", code)
+	}
+	t.Cleanup(func() { sess("rm", fork) })
+	if code, out, _ := sess("exec", fork, "--", "cat", "data.txt", "lib/pkg/mod.py"); code != 0 || out != "keptX = 41\n" {
+		t.Fatalf("fork's files: %d %q", code, out)
+	}
+	if code, _, stderr := sess("pause", id); code != 0 || !strings.Contains(stderr, "paused") {
+		t.Fatalf("pause: %d %q", code, stderr)
+	}
+	if code, out, _ := sess("exec", id, "--", "cat", "data.txt"); code != 0 || out != "kept" {
+		t.Fatalf("exec after pause: %d %q", code, out)
 	}
 	if code, _, stderr := sess("rm", id); code != 0 || !strings.Contains(stderr, "ended") {
 		t.Fatalf("rm: %d %q", code, stderr)
