@@ -217,6 +217,9 @@ func (m *Manager) OpenSession(ctx context.Context, spec SessionSpec) (*Sandbox, 
 		return nil, err
 	}
 	m.track(inst.ID(), true)
+	if so, ok := m.obs.(SessionObserver); ok {
+		so.SessionOpened()
+	}
 	s := &Sandbox{
 		m: m, inst: inst, id: spec.ID, image: spec.Image, digest: img.Digest, limits: spec.Limits,
 		env: maps.Clone(spec.Env), created: now, expires: now.Add(spec.TTL), idle: spec.IdleTimeout,
@@ -344,6 +347,9 @@ func (s *Sandbox) end(ctx context.Context, reason string) error {
 		}
 	}
 	s.mu.Unlock()
+	if so, ok := s.m.obs.(SessionObserver); ok {
+		so.SessionEnded(reason, s.m.clock().Sub(s.created))
+	}
 	// Done is closed once the sandbox is gone: destroying it ends every
 	// exec still running.
 	err := s.inst.Close(context.WithoutCancel(ctx))
@@ -465,6 +471,9 @@ func (s *Sandbox) exec(ctx context.Context, job Job) (Result, error) {
 		res.Timings = map[string]time.Duration{}
 	}
 	res.Timings["total"] = s.m.clock().Sub(t0)
+	if so, ok := s.m.obs.(SessionObserver); ok {
+		so.SessionExec(res.Status, res.Timings["total"])
+	}
 	return res, err
 }
 

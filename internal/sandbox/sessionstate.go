@@ -47,6 +47,9 @@ func (s *Sandbox) Pause(ctx context.Context) error {
 		return fmt.Errorf("pause session %s: %w", s.id, err)
 	}
 	s.paused = true
+	if so, ok := s.m.obs.(SessionObserver); ok {
+		so.SessionPaused(true)
+	}
 	s.m.log.Debug("session paused", "session", s.id)
 	return nil
 }
@@ -69,6 +72,9 @@ func (s *Sandbox) resumeLocked(ctx context.Context) error {
 		return fmt.Errorf("resume session %s: %w", s.id, err)
 	}
 	s.paused = false
+	if so, ok := s.m.obs.(SessionObserver); ok {
+		so.SessionPaused(false)
+	}
 	s.m.log.Debug("session resumed", "session", s.id)
 	return nil
 }

@@ -178,6 +178,9 @@ func TestSessionSnapshotsHTTP(t *testing.T) {
 	if s := decodeOK[api.Session](t, resp, body); !s.Paused {
 		t.Fatalf("pause answered %s", body)
 	}
+	if live, paused := h.metric("aster_sessions_live"), h.metric("aster_sessions_paused"); live != 1 || paused != 1 {
+		t.Fatalf("metrics: %v live, %v paused; want 1 and 1", live, paused)
+	}
 	if res := exec(base, "cat", "app/main.py"); res.Status != sandbox.StatusOK {
 		t.Fatalf("exec in a paused session: %+v", res)
 	}
@@ -226,4 +229,16 @@ func TestSessionSnapshotsHTTP(t *testing.T) {
 	}
 	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{FromSnapshot: snap.ID})
 	errorOf(t, resp, body, http.StatusNotFound, "not_found")
+
+	// Three live, none paused; one deleted counts as ended, and every exec is timed.
+	if live, paused := h.metric("aster_sessions_live"), h.metric("aster_sessions_paused"); live != 3 || paused != 0 {
+		t.Fatalf("metrics: %v live, %v paused; want 3 and 0", live, paused)
+	}
+	h.do(ctx, http.MethodDelete, forkB, "", nil)
+	if live, ended := h.metric("aster_sessions_live"), h.metric(`aster_sessions_ended_total{reason="deleted"}`); live != 2 || ended != 1 {
+		t.Fatalf("metrics after a delete: %v live, %v ended", live, ended)
+	}
+	if n := h.metric(`aster_session_exec_seconds_count{status="ok"}`); n < 5 {
+		t.Fatalf("exec histogram counted %v ok execs", n)
+	}
 }
