@@ -92,6 +92,10 @@ type Options struct {
 	// MaxSessionsPerToken bounds the live sessions of one token (default
 	// DefaultMaxSessionsPerToken).
 	MaxSessionsPerToken int
+	// MaxSessions bounds the live sessions of the server, all tokens
+	// together (default: half of the Manager's slots, at least 1, so that
+	// one-shot runs keep slots of their own).
+	MaxSessions int
 	// SnapshotDir holds the session snapshots (emptied at start; default a
 	// new temporary directory) and MaxSnapshotBytes bounds them all together
 	// (default DefaultMaxSnapshotBytes; the least recently used go first).

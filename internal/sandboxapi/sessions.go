@@ -255,7 +255,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		spec.Archive = archive
 	}
 	s.sessions.mu.Lock()
-	n := 0
+	n, all := 0, 0
 	for id, o := range s.sessions.byID {
 		if o.s != nil {
 			select {
@@ -265,6 +265,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			default:
 			}
 		}
+		all++
 		if o.owner == owner {
 			n++
 		}
@@ -275,7 +276,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	if n >= max {
 		s.sessions.mu.Unlock()
-		s.writeError(w, r, fmt.Errorf("%w: this token has %d live sessions, the most this server allows; delete one first", sandbox.ErrBusy, n))
+		s.writeError(w, r, fmt.Errorf("%w: this token has %d live sessions, the most this server allows one token; delete one first", sandbox.ErrBusy, n))
+		return
+	}
+	if total := s.maxSessions(); all >= total {
+		s.sessions.mu.Unlock()
+		s.writeError(w, r, fmt.Errorf("%w: the server holds %d live sessions, the most it allows (--max-sessions); retry when one ends", sandbox.ErrBusy, all))
 		return
 	}
 	// The place is taken before the sandbox exists, so that concurrent
@@ -410,6 +416,14 @@ func (s *Server) closeSessions(ctx context.Context) {
 		}
 	}
 	s.snapshots.close()
+}
+
+// maxSessions is the server-wide session cap.
+func (s *Server) maxSessions() int {
+	if s.opts.MaxSessions > 0 {
+		return s.opts.MaxSessions
+	}
+	return max(1, s.mgr.Stats().MaxConcurrent/2)
 }
 
 // wantsTar reports whether a file request is about a directory archive.

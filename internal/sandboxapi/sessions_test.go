@@ -132,7 +132,11 @@ func TestSessionSnapshotsHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, harnessOpts{server: func(o *Options) { o.Tokens = toks; o.SnapshotDir = t.TempDir() + "/snaps" }})
+	h := newHarness(t, harnessOpts{maxConcurrent: 8, server: func(o *Options) {
+		o.Tokens = toks
+		o.SnapshotDir = t.TempDir() + "/snaps"
+		o.MaxSessions = 3
+	}})
 	h.token = "token-for-snapshots-aaa"
 	ctx := context.Background()
 	create := func(req api.SessionRequest) (api.Session, string) {
@@ -206,6 +210,13 @@ func TestSessionSnapshotsHTTP(t *testing.T) {
 	if res := exec(forkA, "cat", "copy/main.py"); res.Stdout != "print('v1')\n" {
 		t.Fatalf("fork lacks the unpacked copy: %+v", res)
 	}
+	// The server-wide cap (3 here), whichever token asks.
+	h.token = "token-for-snapshots-bbb"
+	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{})
+	if d := errorOf(t, resp, body, http.StatusTooManyRequests, "busy"); !strings.Contains(d.Message, "--max-sessions") {
+		t.Fatalf("cap answer does not name the setting: %s", body)
+	}
+	h.token = "token-for-snapshots-aaa"
 
 	// Another token: 404 for the snapshot, as for an unknown one, and an empty list.
 	h.token = "token-for-snapshots-bbb"
