@@ -181,8 +181,8 @@ func cmpOr(a, b string) string {
 }
 
 // run runs the evidence once over one revision.
-func (e *Engine) run(ctx context.Context, ev *Evidence, t Target, req Request) Run {
-	r := Run{Revision: t.Revision, Status: RunError, ExitCode: -1}
+func (e *Engine) run(ctx context.Context, ev *Evidence, t Target, req Request) (r Run) {
+	r = Run{Revision: t.Revision, Status: RunError, ExitCode: -1}
 	t0 := time.Now()
 	defer func() { r.DurationMS = time.Since(t0).Milliseconds() }()
 	if e.Sandbox == nil || e.Image == "" {
