@@ -155,6 +155,10 @@ func TestMarkdownFenceCannotBeClosed(t *testing.T) {
 	if !strings.Contains(md, "`````text\n") || !strings.Contains(md, "[U+001B]") {
 		t.Errorf("output not fenced safely:\n%s", md)
 	}
+	rej := (&Verification{Status: Inconclusive, Reason: "evidence rejected: file path \"@octocat/[x](https://evil.example)/.aster.yml\""}).Markdown(nil)
+	if strings.Contains(rej, "@octocat") || strings.Contains(rej, "https://evil.example") {
+		t.Errorf("model text in the reason not sanitised:\n%s", rej)
+	}
 	if !strings.Contains(md, "0123456789ab") || !strings.Contains(md, "1.5s") || !strings.Contains(md, "`t.py`") {
 		t.Errorf("revision, time or file missing:\n%s", md)
 	}

@@ -25,7 +25,10 @@ func (v *Verification) Markdown(secrets []string) string {
 	default:
 		b.WriteString("**Unverified.** ")
 	}
-	b.WriteString(oneLine(rd.RedactString(v.Reason)))
+	// The reason can quote model text (a rejected path): it is sanitised
+	// like a comment body, so it cannot mention, link or close anything.
+	reason, _ := safetext.Sanitize(oneLine(rd.RedactString(v.Reason)), safetext.SanitizeOptions{MaxBytes: 600})
+	b.WriteString(reason)
 	b.WriteString("\n")
 	if len(v.Argv) == 0 {
 		return b.String()
