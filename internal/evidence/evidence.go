@@ -150,7 +150,7 @@ func (ev *Evidence) Validate() error {
 	if ev.Expect != ExpectFail && ev.Expect != ExpectPass {
 		return fmt.Errorf(`%w: expect must be "fail" or "pass"`, ErrInvalid)
 	}
-	if err := checkArgv(ev.Argv); err != nil {
+	if err := CheckArgv(ev.Argv); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalid, err)
 	}
 	if len(ev.Files) > MaxFiles {
@@ -183,7 +183,9 @@ func (ev *Evidence) Paths() []string {
 	return out
 }
 
-func checkArgv(argv []string) error {
+// CheckArgv checks a model-chosen command against the argv caps (the
+// agentic tools use it too).
+func CheckArgv(argv []string) error {
 	if len(argv) == 0 || argv[0] == "" {
 		return errors.New("argv is empty")
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"strings"
 	"testing"
+
+	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
 func TestParseAcceptsBothFileForms(t *testing.T) {
@@ -115,20 +117,11 @@ func TestOverlayReplacesAndAdds(t *testing.T) {
 	}
 	defer rc.Close()
 	got := map[string]string{}
-	tr := tar.NewReader(rc)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
+	for _, e := range workspacetest.Entries(t, rc) {
+		if _, dup := got[e.Name]; dup {
+			t.Errorf("%s twice in the workspace", e.Name)
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(tr)
-		if _, dup := got[h.Name]; dup {
-			t.Errorf("%s twice in the workspace", h.Name)
-		}
-		got[h.Name] = string(body)
+		got[e.Name] = e.Data
 	}
 	want := map[string]string{"src/": "", "src/a.py": "new", "link": "", "tests/": "", "tests/deep/": "", "tests/deep/t.py": "t"}
 	if len(got) != len(want) {
