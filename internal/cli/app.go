@@ -262,7 +262,12 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if err != nil {
 		return err
 	}
+	evidenceEng, evidenceRuns, err := evidenceEngine(c, g.stdio.Getenv, egressPol, sb, image, limits, log)
+	if err != nil {
+		return err
+	}
 	reviewer := app.NewPipelineReviewer(app.PipelineOptions{
+		Evidence: evidenceEng, MaxEvidenceRuns: evidenceRuns,
 		Gate:  runner,
 		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits, Runner: tests},
 		// One model client per review: its call, token and cost caps are per review.

@@ -177,6 +177,11 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		}
 		return usageErr("%v", err)
 	}
+	if opts.Reviewer != nil {
+		if opts.Evidence, opts.MaxEvidenceRuns, err = evidenceEngine(c, g.stdio.Getenv, egressPol, mgr, image, limits, log); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stderr, "aster: reviewing %s...%s (%d files changed) in %s\n", ch.Base.Ref, ch.Head.Ref, len(ch.Diff), ch.Repository)
 	rep, err := review.Run(ctx, ch, opts)
 	if err != nil {
