@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/publish"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/safetext"
@@ -151,7 +152,7 @@ type storedResult struct {
 }
 
 type postedInfo struct {
-	review.Posted
+	publish.Posted
 	Created bool `json:"created"`
 }
 
@@ -349,7 +350,7 @@ func (r *run) completed(head string, force bool) store.Finish {
 // gathered is a review's input with what the worker needs to place comments.
 type gathered struct {
 	ReviewInput
-	scope scope
+	scope publish.Scope
 	// tooLarge: GitHub refused to render the diff; nothing can be placed or reviewed.
 	tooLarge bool
 }

@@ -129,7 +129,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 
 	p("## Findings on the change (%d)\n\n", s.Reported)
 	// Most severe first: errors, then warnings, then notes; file order within each.
-	shown, more := reportedBySeverity(rep.Findings, maxMarkdownFindings)
+	shown, more := ReportedBySeverity(rep.Findings, maxMarkdownFindings)
 	for _, m := range shown {
 		cwe := ""
 		if len(m.CWE) > 0 {

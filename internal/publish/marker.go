@@ -1,4 +1,4 @@
-package github
+package publish
 
 import (
 	"regexp"
@@ -7,8 +7,8 @@ import (
 	"github.com/asterhq/aster/internal/safetext"
 )
 
-// Hidden markers. GitHub renders HTML comments as nothing, so they ride along in comment bodies
-// and are read back on the next run.
+// Hidden markers. Forges render Markdown's HTML comments as nothing (GitHub and Gitea alike),
+// so they ride along in comment bodies and are read back on the next run.
 const (
 	// SummaryMarker marks Aster's summary comment, the one edited in place on every run.
 	SummaryMarker = "<!-- aster:summary -->"
@@ -18,14 +18,14 @@ const (
 
 var fingerprintMarker = regexp.MustCompile(`<!-- aster:fp=([0-9a-f]{16,64}) -->`)
 
-// WithFingerprint returns body, stripped of any Aster marker it carried, with the fingerprint
-// marker for fp appended on its own line.
-func WithFingerprint(body, fp string) string {
-	return strings.TrimRight(safetext.StripMarkers(body), "\n") + "\n\n" + fpOpen + fp + fpClose
+// WithMarker returns body, stripped of any Aster marker it carried, with the marker of id
+// appended on its own line.
+func WithMarker(body, id string) string {
+	return strings.TrimRight(safetext.StripMarkers(body), "\n") + "\n\n" + fpOpen + id + fpClose
 }
 
-// Fingerprints returns the fingerprints hidden in body, in order.
-func Fingerprints(body string) []string {
+// Markers returns the ids hidden in body, in order.
+func Markers(body string) []string {
 	var out []string
 	for _, m := range fingerprintMarker.FindAllStringSubmatch(body, -1) {
 		out = append(out, m[1])

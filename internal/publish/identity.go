@@ -1,0 +1,24 @@
+package publish
+
+import (
+	"github.com/asterhq/aster/internal/finding"
+	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review"
+)
+
+// FindingIDs identifies each of fs on the pull request, aligned with fs: the one identity
+// of a finding across pushes, carried by the marker of its comment and named by every
+// resolution and dismissal. It is built from the gate's fingerprint (finding.MarkerIDs).
+func FindingIDs(fs []gate.Marked) []string {
+	plain := make([]finding.Finding, len(fs))
+	for i, f := range fs {
+		plain[i] = f.Finding
+	}
+	return finding.MarkerIDs(plain)
+}
+
+// CommentID identifies a model comment on the pull request: the marker id of its
+// fingerprint (finding.CommentMarkerID).
+func CommentID(c review.Comment) string {
+	return finding.CommentMarkerID(c.Fingerprint, c.Path, c.Body)
+}
