@@ -45,6 +45,21 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 			return err
 		}
 	}
+	if !r.stored.ThreadsDone {
+		res, err := github.ResolveThreads(ctx, r.api, github.ResolveOptions{Number: in.Number, BotLogin: bot,
+			Resolutions: publish.Resolutions(rep.Lifecycle)})
+		if err != nil {
+			return err
+		}
+		if res != (github.ResolveResult{}) {
+			r.log.Info("threads of fixed findings", "resolved", res.Resolved, "replied", res.Replied,
+				"no_thread", res.NoThread, "left_to_human", res.LeftToHuman)
+		}
+		r.stored.ThreadsDone = true
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
 	sum, err := github.UpsertSummary(ctx, r.api, github.SummaryOptions{Number: in.Number, BotLogin: bot,
 		Body: publish.Summary(shown, publish.SummaryOptions{Head: head, Since: since, Posted: r.stored.Posted.Posted})})
 	if err != nil {

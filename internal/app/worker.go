@@ -42,7 +42,10 @@ type WorkerOptions struct {
 	Tests bool
 	// TempDir holds downloaded archives ("" is the system default).
 	TempDir   string
-	MaxInline int // 0 means github.MaxInlineComments
+	MaxInline int // 0 means publish.DefaultMaxInline
+	// Rechecker re-checks an earlier push's model comments by running their evidence
+	// again; nil leaves model comments out of the lifecycle.
+	Rechecker review.Rechecker
 	// Secrets are removed from everything posted (the App key, the webhook secret, model
 	// keys): a last line of defence.
 	Secrets [][]byte
@@ -147,6 +150,9 @@ type storedResult struct {
 	Report *review.Report `json:"report"`
 	// Posted is set once the review post was handled.
 	Posted *postedInfo `json:"posted,omitempty"`
+	// ThreadsDone is set once the threads of resolved findings were replied to and
+	// resolved (github.ResolveThreads, itself safe to repeat).
+	ThreadsDone bool `json:"threads_done,omitempty"`
 	// CheckBatches counts annotation batches already sent to the check run.
 	CheckBatches int `json:"check_batches"`
 }
@@ -316,6 +322,9 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 				rep.DurationsMS = map[string]int64{}
 			}
 		}
+		if !in.tooLarge {
+			r.lifecycle(ctx, rep, head)
+		}
 		r.stored = storedResult{Report: rep}
 		if err := r.save(ctx); err != nil {
 			return store.Finish{}, err
@@ -325,6 +334,36 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		return store.Finish{}, err
 	}
 	return r.completed(head, claim.Force), nil
+}
+
+// lifecycle re-checks what the review of the last reviewed head left open against rep
+// (review.ClassifyLifecycle) and records it in rep, which is saved before anything is
+// posted: a retry, a redelivery or another replica posts from the same classification.
+// Without a stored earlier review (the first push, one reviewed before an upgrade, a
+// store that lost it) rep has none, and nothing is resolved.
+func (r *run) lifecycle(ctx context.Context, rep *review.Report, head string) {
+	last := r.claim.LastReviewedSHA
+	if last == "" || last == head {
+		return
+	}
+	st, found, err := r.w.opts.Jobs.Run(ctx, r.job.Pull, last)
+	if err != nil || !found || st.Result == nil {
+		if err != nil {
+			r.log.Warn("earlier review unreadable: nothing resolved this time", "head", review.ShortSHA(last), "err", err)
+		}
+		return
+	}
+	prev, err := readStored(st.Result)
+	if err != nil {
+		r.log.Warn("earlier review unreadable: nothing resolved this time", "head", review.ShortSHA(last), "err", err)
+		return
+	}
+	lc, err := review.ClassifyLifecycle(ctx, prev.Report, rep, review.LifecycleOptions{Rechecker: r.w.opts.Rechecker})
+	if err != nil {
+		r.log.Warn("re-check of the earlier review failed: nothing resolved this time", "err", err)
+		return
+	}
+	rep.Lifecycle = lc
 }
 
 // completed fills the history record from the stored review and says the head

@@ -22,3 +22,13 @@ func FindingIDs(fs []gate.Marked) []string {
 func CommentID(c review.Comment) string {
 	return finding.CommentMarkerID(c.Fingerprint, c.Path, c.Body)
 }
+
+// EntryID identifies a lifecycle entry on the pull request: the marker id its comment
+// was posted under (FindingIDs, CommentID), so a resolution finds its thread.
+func EntryID(e review.LifecycleEntry) string {
+	if e.Kind == review.KindComment {
+		return finding.CommentMarkerID(e.Fingerprint, e.Path, "")
+	}
+	return finding.MarkerIDs([]finding.Finding{{Analyzer: e.Analyzer, RuleID: e.RuleID, Path: e.Path,
+		Message: e.Message, Fingerprint: e.Fingerprint}})[0]
+}

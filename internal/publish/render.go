@@ -146,6 +146,10 @@ func Summary(rep *review.Report, o SummaryOptions) string {
 		p(", %d not on a changed line (dropped)", o.Posted.Unanchored)
 	}
 	p(" |\n")
+	if lc := rep.Lifecycle; lc != nil {
+		p("| Since %s | %d resolved (re-checked), %d still open, %d new |\n", code(review.ShortSHA(lc.Previous), 0),
+			len(lc.Resolved), len(lc.StillOpen), len(lc.New))
+	}
 	skipped := notReviewed(rep)
 	p("| Files | %d changed, %d reviewed, %d skipped", rep.Files.Changed, rep.Files.Reviewed, len(skipped))
 	if n := len(rep.Files.NotAnalysed); n > 0 {
@@ -191,6 +195,28 @@ func Summary(rep *review.Report, o SummaryOptions) string {
 		}
 		if more > 0 {
 			p("- …and %d more (see the check run's annotations)\n", more)
+		}
+		p("\n")
+	}
+	if lc := rep.Lifecycle; lc != nil && len(lc.StillOpen) > 0 {
+		// Everything an earlier push raised that is still there, so nothing drips out
+		// round by round: it was commented on then and is not posted again.
+		p("### Still open from earlier pushes\n\n")
+		for i, e := range lc.StillOpen {
+			if i == maxSummaryFindings {
+				p("- …and %d more (see the JSON report's lifecycle)\n", len(lc.StillOpen)-i)
+				break
+			}
+			what := e.Analyzer + "/" + e.RuleID
+			if e.Kind == review.KindComment {
+				what = "model comment"
+			}
+			p("- **%s** %s %s since %s", esc(string(e.Severity), 20), code(fmt.Sprintf("%s:%d", e.Path, e.Line), 200), code(what, 180),
+				code(review.ShortSHA(e.Since), 0))
+			if e.CheckedBy != "" {
+				p(" (%s)", esc(e.CheckedBy, 200))
+			}
+			p("\n")
 		}
 		p("\n")
 	}
