@@ -27,6 +27,9 @@ type Jobs interface {
 	SaveRun(ctx context.Context, run store.Run) error
 	OpenCheckRuns(ctx context.Context, k store.PullKey, head string) ([]store.Run, error)
 	AddReview(ctx context.Context, rec *store.ReviewRecord) error
+	Dismiss(ctx context.Context, d store.Dismissal) (bool, error)
+	Undismiss(ctx context.Context, owner, repo, findingID string) (bool, error)
+	Dismissals(ctx context.Context, owner, repo string) ([]store.Dismissal, error)
 }
 
 var _ Jobs = (*store.Store)(nil)
@@ -140,6 +143,9 @@ type run struct {
 	api     RepoAPI
 	state   store.Run
 	stored  storedResult
+	// earlier is the finished review of this same head that a new review (a command)
+	// replaces: the lifecycle's previous review then. Nil otherwise.
+	earlier *review.Report
 	// unrecordedBy is the job whose attempt saved this head's run before creating its
 	// check run and never recorded the run's id (see openCheckRun); 0 when none did.
 	unrecordedBy int64
@@ -282,6 +288,13 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 			r.stored = stored
 		}
 	} else {
+		if found && state.CheckDone && state.Result != nil {
+			// A new review of a head reviewed before (a command): what that review left
+			// open is what this one re-checks.
+			if st, err := readStored(state.Result); err == nil {
+				r.earlier = st.Report
+			}
+		}
 		fresh := store.Run{Pull: job.Pull, HeadSHA: head, JobID: job.ID, StartedAt: r.started}
 		if found && !state.CheckDone {
 			fresh.CheckRunID = state.CheckRunID // never leave a check run spinning
@@ -323,6 +336,7 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 			}
 		}
 		if !in.tooLarge {
+			r.dismissals(ctx, rep, pr.Number)
 			r.lifecycle(ctx, rep, head)
 		}
 		r.stored = storedResult{Report: rep}
@@ -336,29 +350,33 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 	return r.completed(head, claim.Force), nil
 }
 
-// lifecycle re-checks what the review of the last reviewed head left open against rep
+// lifecycle re-checks what the review of the last reviewed head (or of this head, for a
+// new review a command asked for) left open against rep
 // (review.ClassifyLifecycle) and records it in rep, which is saved before anything is
 // posted: a retry, a redelivery or another replica posts from the same classification.
 // Without a stored earlier review (the first push, one reviewed before an upgrade, a
 // store that lost it) rep has none, and nothing is resolved.
 func (r *run) lifecycle(ctx context.Context, rep *review.Report, head string) {
-	last := r.claim.LastReviewedSHA
-	if last == "" || last == head {
-		return
-	}
-	st, found, err := r.w.opts.Jobs.Run(ctx, r.job.Pull, last)
-	if err != nil || !found || st.Result == nil {
+	prev := r.earlier
+	if last := r.claim.LastReviewedSHA; prev == nil && last != "" && last != head {
+		st, found, err := r.w.opts.Jobs.Run(ctx, r.job.Pull, last)
+		if err != nil || !found || st.Result == nil {
+			if err != nil {
+				r.log.Warn("earlier review unreadable: nothing resolved this time", "head", review.ShortSHA(last), "err", err)
+			}
+			return
+		}
+		stored, err := readStored(st.Result)
 		if err != nil {
 			r.log.Warn("earlier review unreadable: nothing resolved this time", "head", review.ShortSHA(last), "err", err)
+			return
 		}
+		prev = stored.Report
+	}
+	if prev == nil {
 		return
 	}
-	prev, err := readStored(st.Result)
-	if err != nil {
-		r.log.Warn("earlier review unreadable: nothing resolved this time", "head", review.ShortSHA(last), "err", err)
-		return
-	}
-	lc, err := review.ClassifyLifecycle(ctx, prev.Report, rep, review.LifecycleOptions{Rechecker: r.w.opts.Rechecker})
+	lc, err := review.ClassifyLifecycle(ctx, prev, rep, review.LifecycleOptions{Rechecker: r.w.opts.Rechecker})
 	if err != nil {
 		r.log.Warn("re-check of the earlier review failed: nothing resolved this time", "err", err)
 		return

@@ -139,8 +139,12 @@ func Summary(rep *review.Report, o SummaryOptions) string {
 
 	s := gate.Summarize(rep.Findings)
 	p("| | |\n|---|---|\n")
-	p("| Findings on the change | %d (%d error, %d warning, %d note); %d outside the diff |\n",
+	p("| Findings on the change | %d (%d error, %d warning, %d note); %d outside the diff",
 		s.Reported, s.BySeverity[finding.Error], s.BySeverity[finding.Warning], s.BySeverity[finding.Note], s.OutsideDiff)
+	if s.Dismissed > 0 {
+		p("; %d dismissed on this repository (not raised again)", s.Dismissed)
+	}
+	p(" |\n")
 	p("| Comments | %d new inline, %d folded, %d already posted", o.Posted.Inline, o.Posted.Folded, o.Posted.Skipped)
 	if o.Posted.Unanchored > 0 {
 		p(", %d not on a changed line (dropped)", o.Posted.Unanchored)

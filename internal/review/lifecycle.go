@@ -147,6 +147,9 @@ func ClassifyLifecycle(ctx context.Context, prev, cur *Report, opts LifecycleOpt
 		switch e.Kind {
 		case KindFinding:
 			if m, ok := now[e.Fingerprint]; ok {
+				if m.DismissedBy != "" {
+					continue // a person dismissed it: neither open nor resolved
+				}
 				e.Path, e.Line = m.Path, m.StartLine
 				lc.StillOpen = append(lc.StillOpen, e)
 				continue

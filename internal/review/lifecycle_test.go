@@ -128,3 +128,28 @@ func TestReadReport(t *testing.T) {
 		}
 	}
 }
+
+// TestDismissedNeitherOpenNorFailing: a dismissed finding leaves the reported findings, the
+// check's failure and the lifecycle's open list; a dismissed model comment is dropped with
+// who dismissed it.
+func TestDismissedNeitherOpenNorFailing(t *testing.T) {
+	ok := map[string]gate.Status{"bandit": gate.StatusOK}
+	prev := lcReport("1111111", ok, lcFinding("bandit", "B602", "a.py", 10, finding.Error, "v2:x"))
+	cur := lcReport("2222222", ok, lcFinding("bandit", "B602", "a.py", 10, finding.Error, "v2:x"))
+	cur.FailOn, cur.Conclusion = "error", Failure
+	cur.Model.Comments = []Comment{{Path: "a.py", Line: 3, Body: "hm", Fingerprint: "m"}}
+	ApplyDismissals(cur, Dismissed{Findings: map[int]string{0: "octocat"}, Comments: map[int]string{0: "hubot"}})
+	if cur.Findings[0].Reported || cur.Findings[0].DismissedBy != "octocat" || cur.Summary.Dismissed != 1 || cur.Summary.Reported != 0 {
+		t.Fatalf("finding %+v, summary %+v", cur.Findings[0], cur.Summary)
+	}
+	if cur.Conclusion != Success {
+		t.Errorf("conclusion %s: a dismissed error still fails", cur.Conclusion)
+	}
+	if len(cur.Model.Comments) != 0 || len(cur.Model.DroppedComments) != 1 || !strings.Contains(cur.Model.DroppedComments[0].Reason, "hubot") {
+		t.Errorf("model comments %+v, dropped %+v", cur.Model.Comments, cur.Model.DroppedComments)
+	}
+	lc, err := ClassifyLifecycle(t.Context(), prev, cur, LifecycleOptions{})
+	if err != nil || len(lc.StillOpen)+len(lc.Resolved)+len(lc.New) != 0 {
+		t.Errorf("lifecycle of a dismissed finding: %+v, %v", lc, err)
+	}
+}
