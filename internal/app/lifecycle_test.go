@@ -28,10 +28,14 @@ func threadOf(t *testing.T, threads []githubtest.Thread, n int) githubtest.Threa
 // again; a redelivery changes nothing; push 3 adds nothing new: no new comment, no second
 // reply, and the summary lists the findings still open; a dismissal by someone with write
 // access is recorded and answered once, one by someone without is refused; push 4 repeats
-// nothing.
+// nothing. The dismissal lives in the store only (SQLite, and the Postgres replicas share).
 func TestFixedFindingThreadResolved(t *testing.T) {
+	forEachDB(t, testFixedFindingThreadResolved)
+}
+
+func testFixedFindingThreadResolved(t *testing.T, dbURL string) {
 	runner := dockerGate(t, 2)
-	h := newHarness(t, harnessOptions{reviewer: NewPipelineReviewer(PipelineOptions{Gate: runner, TempDir: t.TempDir()})})
+	h := newHarness(t, harnessOptions{reviewer: NewPipelineReviewer(PipelineOptions{Gate: runner, TempDir: t.TempDir()}), dbURL: dbURL})
 	base := h.git.Commit("", "base", map[string]string{"README.md": "# widgets\n"})
 	head1 := h.git.Commit(base, "scripts", map[string]string{"run.sh": "#!/bin/sh\ncd /tmp/a\ncd /tmp/b\ncd /tmp/c\n"})
 	h.push("lc-1", "opened", 21, base, head1, "")
