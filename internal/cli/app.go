@@ -35,10 +35,10 @@ import (
 func newAppCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "app",
-		Short: "The GitHub App: create it (setup), review pull requests from webhooks (serve), list reviews and jobs (history)",
+		Short: "The GitHub App: create it (setup), review pull requests from webhooks (serve), list reviews and jobs (history), dismissed findings (dismissals)",
 		Args:  cobra.NoArgs,
 	}
-	addCommands(cmd, g, newAppSetupCmd, newAppServeCmd, newAppHistoryCmd)
+	addCommands(cmd, g, newAppSetupCmd, newAppServeCmd, newAppHistoryCmd, newAppDismissalsCmd)
 	return cmd
 }
 

@@ -52,6 +52,9 @@ type Report struct {
 	// or failing tests) or incomplete (an analyzer or the tests could not
 	// finish, and nothing failed).
 	Conclusion Conclusion `json:"conclusion"`
+	// Lifecycle is what became of an earlier review's open findings (ClassifyLifecycle); null
+	// without an earlier review (aster review --previous, the App's earlier push).
+	Lifecycle *Lifecycle `json:"lifecycle"`
 	// Notes are things a reader should know (a head-side .aster.yml change
 	// that was ignored, files hidden from the snapshot, caps reached).
 	Notes       []string         `json:"notes"`
