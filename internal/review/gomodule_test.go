@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/testrun"
 )
 
 func gosecResult(t *testing.T, rep *Report) gate.AnalyzerResult {
@@ -65,8 +66,8 @@ func main() {
 }
 
 // TestReviewGoVersions: a module declaring the image's Go (1.26) is checked;
-// one declaring a Go the image lacks is skipped with a note that says which
-// Go it needs, and the review is not incomplete for it.
+// for one declaring a Go the image lacks, gosec is skipped and the tests
+// error, each with a note that says which Go it needs.
 func TestReviewGoVersions(t *testing.T) {
 	e := newEngine(t)
 	files := func(goLine string) map[string]string {
@@ -80,12 +81,32 @@ func TestReviewGoVersions(t *testing.T) {
 	if g := gosecResult(t, rep); g.Status != gate.StatusOK || g.Findings != 1 || len(g.Notices) != 0 {
 		t.Errorf("go 1.26: gosec %s %q, %d findings, notices %+v (stderr %s)", g.Status, g.Reason, g.Findings, g.Notices, g.Stderr)
 	}
-	rep = review(t, e, baseAndFeature(t, "go199", map[string]string{"README.md": "base\n"}, files("1.99")), Options{})
+	rep = review(t, e, baseAndFeature(t, "go199", map[string]string{"README.md": "base\n"}, files("1.99")), Options{Tests: e.tests})
 	g := gosecResult(t, rep)
+	if rep.Tests == nil || rep.Tests.Status != TestsError || !strings.HasPrefix(rep.Tests.Reason, "needs go 1.99: ") || !strings.Contains(rep.Tests.Reason, "the image has go 1.26") {
+		t.Errorf("go 1.99: tests %+v", rep.Tests)
+	}
 	if g.Status != gate.StatusSkipped || !strings.HasPrefix(g.Reason, "needs go 1.99: ") || !strings.Contains(g.Reason, "the image has go 1.26") {
 		t.Errorf("go 1.99: gosec %s %q", g.Status, g.Reason)
 	}
-	if rep.Conclusion == Incomplete {
-		t.Errorf("go 1.99: conclusion incomplete")
+}
+
+func TestGoTooNew(t *testing.T) {
+	goPlan, pyPlan := testrun.GoPlan(), testrun.PytestPlan()
+	for _, c := range []struct {
+		plan       testrun.Plan
+		stderr     string
+		need, have string
+	}{
+		{goPlan, "go: go.mod requires go >= 1.99 (running go 1.26.8; GOTOOLCHAIN=local)\n", "1.99", "1.26.8"},
+		{goPlan, "go: errors parsing go.mod:\ngo: module example.com/x requires go >= 1.27.1 (running go 1.26.8; GOTOOLCHAIN=local)\n", "1.27.1", "1.26.8"},
+		{goPlan, "FAIL example.com/x [build failed]\n", "", ""},
+		{goPlan, "panic: go: go.mod requires go >= 1.99 (running go 1.26.8;", "", ""},
+		{pyPlan, "go: go.mod requires go >= 1.99 (running go 1.26.8; GOTOOLCHAIN=local)\n", "", ""},
+	} {
+		need, have, ok := goTooNew(c.plan, []byte(c.stderr))
+		if need != c.need || have != c.have || ok != (c.need != "") {
+			t.Errorf("%q: %q %q %v", c.stderr, need, have, ok)
+		}
 	}
 }
