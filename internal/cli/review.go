@@ -48,9 +48,11 @@ how it is reviewed (an edit to it is reported, not obeyed). The head revision
 is taken with git archive, so untracked files and .git never reach a sandbox;
 ignored paths, lockfiles, generated and binary files, symlinks and files over
 the size limit are left out and listed. Each analyzer (gitleaks, shellcheck,
-bandit, Aster's ast-grep rules, gosec, eslint, semgrep when the image has it
+Aster's taint engines, bandit, Aster's ast-grep rules, gosec, eslint,
+actionlint, tfsec, kics, cppcheck, flawfinder, semgrep when the image has it
 and the repository has .semgrep/ rules, and any added in .aster.yml) runs in
-its own sandbox: no network, capped memory, CPU, processes and time. Findings
+its own sandbox: no network, capped memory, CPU, processes and time. A
+changed file none of them reads is listed as not analysed. Findings
 are marked by the diff-aware filter (--filter-mode): added lines (default),
 diff context, changed files, or all.
 
