@@ -37,13 +37,3 @@ func parseDiffs(full, incr []byte, incremental bool) (*ParsedDiffs, error) {
 
 // scopeOf is where the parsed diffs let comments go.
 func scopeOf(p *ParsedDiffs) publish.Scope { return publish.NewScope(p.Files, p.Incremental) }
-
-// newScope parses the pull request's diff and, for an incremental review, the diff since
-// the previous head, and gives their scope.
-func newScope(full, incr []byte, incremental bool) (publish.Scope, error) {
-	p, err := parseDiffs(full, incr, incremental)
-	if err != nil {
-		return publish.Scope{}, err
-	}
-	return scopeOf(p), nil
-}

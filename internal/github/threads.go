@@ -29,10 +29,6 @@ type ThreadComment struct {
 	Body   string
 }
 
-// maxThreadComments is how many comments of each thread are read: the first says who opened
-// it and which finding it is about; the rest are replies (Aster's own, or commands).
-const maxThreadComments = 100
-
 // threadsQuery reads one page of a pull request's review threads. It is checked against
 // GitHub's published schema by the fake GitHub's tests.
 const threadsQuery = `query AsterReviewThreads($owner: String!, $name: String!, $number: Int!, $after: String) {
@@ -100,7 +96,8 @@ type threadsPage struct {
 }
 
 // ListReviewThreads returns every review thread of the pull request (all pages, at most
-// maxListPages of 100), each with its first maxThreadComments comments.
+// maxListPages of 100), each with its first 100 comments: the first says who opened it
+// and which finding it is about; the rest are replies, Aster's own or commands.
 func (c *Client) ListReviewThreads(ctx context.Context, number int) ([]ReviewThread, error) {
 	var out []ReviewThread
 	after := ""
