@@ -278,16 +278,9 @@ OOM-killed, as aster exec). The session lives on whatever the command did.
 						fmt.Fprintf(g.stdio.Stderr, "aster: %s truncated: %s of %s kept\n", o.name, units.FormatBytes(int64(len(o.out.Data))), units.FormatBytes(o.out.TotalBytes))
 					}
 				}
-				switch res.Status {
-				case sandbox.StatusOK, sandbox.StatusExitNonzero:
-				default:
-					fmt.Fprintf(g.stdio.Stderr, "aster: %s: %s\n", res.Status, res.Error)
-				}
+				sayStatus(g.stdio.Stderr, res)
 			}
-			if code := res.CLIExitCode(); code != 0 {
-				return &exitError{code: code}
-			}
-			return nil
+			return resultExit(res)
 		},
 	}
 	fl := cmd.Flags()
