@@ -125,18 +125,18 @@ func testFixedFindingThreadResolved(t *testing.T, dbURL string) {
 		t.Errorf("%d review comments after push 4, want 8: 3 findings, 1 fix reply, 2 commands, 2 answers", n)
 	}
 
-	// A full re-review of the same head (/aster review) re-checks against the review it
-	// replaces: the summary still lists what is open, and nothing is posted again.
-	if got := h.deliver("issue_comment", "lc-5", h.commentEvent(21, "octocat", "/aster review")); got != 202 {
-		t.Fatalf("/aster review: %d", got)
+	// /aster resolve (re-check now; a full re-review of the same head) re-checks against
+	// the review it replaces: the summary still lists what is open, nothing is posted again.
+	if got := h.deliver("issue_comment", "lc-5", h.commentEvent(21, "octocat", "/aster resolve")); got != 202 {
+		t.Fatalf("/aster resolve: %d", got)
 	}
 	h.waitHistory(21, 5, 4*time.Minute)
 	if n := len(h.fake.ReviewComments("acme", "widgets", 21)); n != 8 {
-		t.Errorf("%d review comments after /aster review, want 8", n)
+		t.Errorf("%d review comments after /aster resolve, want 8", n)
 	}
 	for _, c := range h.fake.IssueComments("acme", "widgets", 21) {
 		if publish.IsSummary(c.Body) && (!strings.Contains(c.Body, "### Still open from earlier pushes") || !strings.Contains(c.Body, "run.sh:4")) {
-			t.Errorf("summary after /aster review:\n%s", c.Body)
+			t.Errorf("summary after /aster resolve:\n%s", c.Body)
 		}
 	}
 	assertNoRepeatsOn(t, h, 21)
