@@ -85,3 +85,10 @@ npm_install_pinned "$root/third_party/clients" \
 	"typescript@5.9.3" \
 	"@types/node@20.19.43"
 [[ -f "$root/third_party/clients/.gitignore" ]] || printf '*\n' >"$root/third_party/clients/.gitignore"
+
+# --- Private npm registry (internal/testphase TestDockerPrivateRegistryCredential) ----------------
+# Verdaccio, run by the test over HTTPS on loopback with authentication required and no uplink: the
+# private registry the egress relay injects a credential for (issue 40). Its 6.8 line runs on Node 20.
+npm_install_pinned "$root/third_party/verdaccio" \
+	"verdaccio@6.8.0"
+[[ -f "$root/third_party/verdaccio/.gitignore" ]] || printf '*\n' >"$root/third_party/verdaccio/.gitignore"

@@ -1,10 +1,13 @@
 package config
 
 import (
+	"crypto/x509"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 
@@ -37,6 +40,95 @@ type EgressConfig struct {
 	MaxBytes string `yaml:"max_bytes"`
 	// MaxConnections is a count; empty is DefaultEgressMaxConnections.
 	MaxConnections string `yaml:"max_connections"`
+	// Credentials are hosts the relay sends a credential to on the job's
+	// behalf (a trusted file only); each host must be on Allow.
+	Credentials []EgressCredential `yaml:"credentials"`
+}
+
+// EgressCredential is one egress.credentials entry: the relay terminates
+// the job's TLS to Host:Port, adds `Header: <contents of ValueFile>` to
+// every request and verifies the upstream against CAFile (empty: the
+// system roots). The value never reaches the sandbox.
+type EgressCredential struct {
+	Host      string `yaml:"host"`
+	Port      int    `yaml:"port"`
+	Header    string `yaml:"header"`
+	ValueFile string `yaml:"value_file"`
+	CAFile    string `yaml:"ca_file"`
+}
+
+// UnmarshalYAML refuses unknown keys, so a misspelt value_file is an error.
+func (e *EgressCredential) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: egress.credentials entry: want a mapping {host, port, header, value_file, ca_file}", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch k := n.Content[i].Value; k {
+		case "host", "port", "header", "value_file", "ca_file":
+		default:
+			return fmt.Errorf("line %d: egress.credentials entry: unknown key %q (want host, port, header, value_file, ca_file)", n.Content[i].Line, k)
+		}
+	}
+	type raw EgressCredential
+	var r raw
+	if err := n.Decode(&r); err != nil {
+		return err
+	}
+	*e = EgressCredential(r)
+	return nil
+}
+
+// maxCredentialBytes bounds a value_file.
+const maxCredentialBytes = 8 << 10
+
+// credential reads and checks the entry. Errors name the file, never its
+// contents.
+func (e EgressCredential) credential() (egress.Credential, error) {
+	port := e.Port
+	if port == 0 {
+		port = 443
+	}
+	where := fmt.Sprintf("egress.credentials entry %s", net.JoinHostPort(e.Host, strconv.Itoa(port)))
+	r, err := egress.ParseRule(net.JoinHostPort(strings.TrimSpace(e.Host), strconv.Itoa(port)))
+	if err != nil {
+		return egress.Credential{}, fmt.Errorf("%s: %w", where, err)
+	}
+	header, err := egress.CheckHeaderName(strings.TrimSpace(e.Header))
+	if err != nil {
+		return egress.Credential{}, fmt.Errorf("%s: header: %w (for example Authorization)", where, err)
+	}
+	path := strings.TrimSpace(e.ValueFile)
+	if path == "" {
+		return egress.Credential{}, fmt.Errorf("%s: value_file is required (a file holding the header's value, e.g. \"Bearer <token>\")", where)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return egress.Credential{}, fmt.Errorf("%s: value_file: %w", where, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxCredentialBytes+1))
+	if err != nil {
+		return egress.Credential{}, fmt.Errorf("%s: value_file %s: %w", where, path, err)
+	}
+	if len(b) > maxCredentialBytes {
+		return egress.Credential{}, fmt.Errorf("%s: value_file %s is larger than %d bytes", where, path, maxCredentialBytes)
+	}
+	value := strings.TrimRight(string(b), "\r\n")
+	if err := egress.CheckHeaderValue(value); err != nil {
+		return egress.Credential{}, fmt.Errorf("%s: value_file %s: %w", where, path, err)
+	}
+	c := egress.Credential{Rule: r, Header: header, Value: value}
+	if p := strings.TrimSpace(e.CAFile); p != "" {
+		pem, err := readCABundle(p)
+		if err != nil {
+			return egress.Credential{}, fmt.Errorf("%s: ca_file: %w", where, err)
+		}
+		c.RootCAs = x509.NewCertPool()
+		if !c.RootCAs.AppendCertsFromPEM(pem) {
+			return egress.Credential{}, fmt.Errorf("%s: ca_file %s: no certificate parses", where, p)
+		}
+	}
+	return c, nil
 }
 
 // EgressAllow is one egress.allow entry: a "host[:port]" string, or a
@@ -145,6 +237,29 @@ func (c Config) EgressPolicy(extra []string, log *slog.Logger) (*egress.Policy, 
 			return nil, fmt.Errorf("egress.max_connections %q: want a positive count", e.MaxConnections)
 		}
 		p.MaxConns = n
+	}
+	for _, e := range e.Credentials {
+		cred, err := e.credential()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[cred.Rule] {
+			return nil, fmt.Errorf("egress.credentials entry %s: the host is not on egress.allow; add it there (with its addresses when it is on a private address)", cred.Rule)
+		}
+		for _, other := range p.Credentials {
+			if other.Rule == cred.Rule {
+				return nil, fmt.Errorf("egress.credentials: two entries for %s", cred.Rule)
+			}
+		}
+		p.Credentials = append(p.Credentials, cred)
+		if log != nil {
+			roots := "the system roots"
+			if ca := strings.TrimSpace(e.CAFile); ca != "" {
+				roots = ca
+			}
+			log.Warn("egress relay adds a credential to every request to this host; jobs see the relay's per-run certificate, never the value",
+				"host", cred.Rule.String(), "header", cred.Header, "value_file", strings.TrimSpace(e.ValueFile), "upstream_roots", roots)
+		}
 	}
 	if len(admit) > 0 {
 		p.Addresses = admit

@@ -1,8 +1,18 @@
 package config
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"log/slog"
+	"math/big"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asterhq/aster/internal/egress"
 )
@@ -96,4 +106,80 @@ func TestEgressAllowAddresses(t *testing.T) {
 			t.Errorf("%q: %v, want an error about %q", doc, err, frag)
 		}
 	}
+}
+
+// An egress.credentials entry is read and checked at start: the value from
+// its file (trailing newline dropped), the header name, the upstream roots;
+// the start-up line names the host, header and file, never the value; every
+// mistake stops the command naming the entry and not quoting the secret.
+func TestEgressCredentials(t *testing.T) {
+	dir := t.TempDir()
+	secret := "Bearer cfg-secret-91d2"
+	token := writeFile(t, filepath.Join(dir, "token"), secret+"\n", 0o600)
+	ca := writeFile(t, filepath.Join(dir, "ca.pem"), string(testCertPEM(t)), 0o644)
+	c, err := loadYAML(t, "egress:\n  allow: [{host: npm.corp.example, addresses: [10.20.0.0/16]}]\n  credentials:\n"+
+		"    - {host: npm.corp.example, header: authorization, value_file: "+token+", ca_file: "+ca+"}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	p, err := c.EgressPolicy(nil, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Credentials) != 1 {
+		t.Fatalf("credentials %+v", p.Credentials)
+	}
+	cr := p.Credentials[0]
+	if cr.Rule != (egress.Rule{Host: "npm.corp.example", Port: 443}) || cr.Header != "Authorization" || cr.Value != secret || cr.RootCAs == nil {
+		t.Fatalf("credential %+v", cr.Rule)
+	}
+	if !strings.Contains(logs.String(), "npm.corp.example:443") || !strings.Contains(logs.String(), token) || strings.Contains(logs.String(), "cfg-secret") {
+		t.Fatalf("start-up log:\n%s", logs.String())
+	}
+	crlf := writeFile(t, filepath.Join(dir, "crlf"), "Bearer a\r\nX-Evil: 1\n", 0o600)
+	empty := writeFile(t, filepath.Join(dir, "empty"), "\n", 0o600)
+	key := writeFile(t, filepath.Join(dir, "key.pem"), "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", 0o600)
+	allow := "egress:\n  allow: [a.example]\n  credentials:\n"
+	for doc, frag := range map[string]string{
+		allow + "    - {host: b.example, header: Authorization, value_file: " + token + "}\n":                                                                      "not on egress.allow",
+		allow + "    - {host: a.example, header: Host, value_file: " + token + "}\n":                                                                               "frames the request",
+		allow + "    - {host: a.example, header: Content-Length, value_file: " + token + "}\n":                                                                     "frames the request",
+		allow + "    - {host: a.example, header: \"X Token\", value_file: " + token + "}\n":                                                                        "header name",
+		allow + "    - {host: 10.0.0.1, header: Authorization, value_file: " + token + "}\n":                                                                       "IP literal",
+		allow + "    - {host: a.example, header: Authorization, value_file: " + dir + "/missing}\n":                                                                "no such file",
+		allow + "    - {host: a.example, header: Authorization, value_file: " + crlf + "}\n":                                                                       "control character",
+		allow + "    - {host: a.example, header: Authorization, value_file: " + empty + "}\n":                                                                      "empty",
+		allow + "    - {host: a.example, header: Authorization}\n":                                                                                                 "value_file is required",
+		allow + "    - {host: a.example, header: Authorization, value_file: " + token + ", ca_file: " + key + "}\n":                                                "only certificates",
+		allow + "    - {host: a.example, header: Authorization, valuefile: " + token + "}\n":                                                                       "valuefile",
+		allow + "    - {host: a.example, header: Authorization, value_file: " + token + "}\n    - {host: a.example, header: X-Token, value_file: " + token + "}\n": "two entries",
+	} {
+		c, err := loadYAML(t, doc)
+		if err == nil {
+			_, err = c.EgressPolicy(nil, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), frag) {
+			t.Errorf("%q: %v, want an error about %q", doc, err, frag)
+		}
+		if err != nil && (strings.Contains(err.Error(), "cfg-secret") || strings.Contains(err.Error(), "X-Evil")) {
+			t.Errorf("the error quotes the value: %v", err)
+		}
+	}
+}
+
+// testCertPEM is a self-signed CA certificate.
+func testCertPEM(t *testing.T) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "config test CA"}, IsCA: true, BasicConstraintsValid: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), KeyUsage: x509.KeyUsageCertSign}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

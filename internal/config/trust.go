@@ -80,6 +80,13 @@ var hostSettings = []hostSetting{
 	{"serve.callbacks.secret_file", namesCredential, "--callback-secret-file", func(f *fileLayer) string { return f.serve.Callbacks.SecretFile }},
 	{"tests.ca_file", "a certificate authority the install phase trusts", "", func(f *fileLayer) string { return f.tests.CAFile }},
 	{"tests.cache_dir", namesDir, "", func(f *fileLayer) string { return f.tests.CacheDir }},
+	{"egress.credentials", "credentials the egress relay sends to hosts, and the roots it trusts for them", "", func(f *fileLayer) string {
+		var b strings.Builder
+		for _, c := range f.egress.Credentials {
+			b.WriteString(c.Host + c.ValueFile + c.CAFile + c.Header)
+		}
+		return b.String()
+	}},
 	{"egress.allow", "private address ranges the install phase may reach (addresses of an entry)", "", func(f *fileLayer) string {
 		var b strings.Builder
 		for _, a := range f.egress.Allow {

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -55,6 +56,9 @@ type Policy struct {
 	// ParseAddresses. Link-local and metadata addresses are never admitted,
 	// whatever it holds (admit.go).
 	Addresses map[Rule][]netip.Prefix
+	// Credentials are the hosts whose requests the relay makes itself, with
+	// the operator's header added (inject.go); each must be on Allow.
+	Credentials []Credential
 	// Resolver resolves names; nil is net.DefaultResolver.
 	Resolver Resolver
 	// Dial, when set, replaces the dial of a checked address. It is for
@@ -145,6 +149,10 @@ type Conn struct {
 	// Cut is why an open tunnel was ended by the relay (a cap); empty when
 	// it ended by itself.
 	Cut string `json:"cut,omitempty"`
+	// Credential marks a tunnel to a credentialed host, whose requests the
+	// relay made itself (Requests of them).
+	Credential bool  `json:"credential,omitempty"`
+	Requests   int64 `json:"requests,omitempty"`
 }
 
 // Stats is what one run's tunnels did.
@@ -164,9 +172,15 @@ type Run struct {
 	log    *slog.Logger
 	bytes  atomic.Int64
 
-	mu       sync.Mutex
-	attempts int
-	stats    Stats
+	// ca signs the certificates the relay shows for credentialed hosts
+	// (nil without credentials).
+	ca *runCA
+
+	mu        sync.Mutex
+	attempts  int
+	stats     Stats
+	ended     bool
+	upstreams map[Rule]*http.Transport
 }
 
 // NewRun returns the relay for one run.
@@ -175,7 +189,20 @@ func (p *Policy) NewRun(runID string) *Run {
 	if l == nil {
 		l = slog.Default()
 	}
-	return &Run{policy: p, id: runID, log: l.With("run", runID)}
+	r := &Run{policy: p, id: runID, log: l.With("run", runID)}
+	if len(p.Credentials) > 0 {
+		var hosts []string
+		for _, c := range p.Credentials {
+			hosts = append(hosts, c.Rule.Host)
+		}
+		ca, err := newRunCA(runID, hosts)
+		if err != nil {
+			// Tunnels to credentialed hosts are refused with this reason.
+			r.log.Error("egress run CA", "err", err)
+		}
+		r.ca = ca
+	}
+	return r
 }
 
 // Refusal is a tunnel the policy does not allow (as opposed to one that could
@@ -224,7 +251,13 @@ func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, 
 	r.mu.Lock()
 	r.attempts++
 	over := r.attempts > r.maxConns()
+	ended := r.ended
 	r.mu.Unlock()
+	if ended {
+		err := refusedf(KindRunEnded, "the run has ended: its relay opens no more tunnels")
+		r.refused(host, port, err, time.Since(start), false)
+		return nil, err
+	}
 	if over {
 		err := refusedf(KindConnectionCap, "connection cap reached: a run may open at most %d tunnels", r.maxConns())
 		r.refused(host, port, err, time.Since(start), true)
@@ -236,6 +269,9 @@ func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, 
 		return nil, err
 	}
 	name := rule.Host
+	if cred := r.policy.credential(rule); cred != nil {
+		return r.interceptChecked(ctx, rule, cred, start)
+	}
 	conn, err := r.dial(ctx, rule)
 	if err != nil {
 		r.refused(name, port, err, time.Since(start), false)
@@ -245,7 +281,7 @@ func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, 
 		c.Opened.Add(1)
 		c.countHost(r.policy.hostLabel(name, port), outcomeOpened)
 	}
-	return &tunnelConn{TCPConn: conn, run: r, host: name, port: port, start: start}, nil
+	return &tunnelConn{Conn: conn, run: r, host: name, port: port, start: start}, nil
 }
 
 func (r *Run) maxConns() int {
@@ -281,35 +317,11 @@ func (r *Run) check(host string, port int) (Rule, error) {
 // refused range passes only when the operator admitted it for this rule.
 func (r *Run) dial(ctx context.Context, rule Rule) (*net.TCPConn, error) {
 	name, port := rule.Host, rule.Port
-	timeout := r.policy.ConnectTimeout
-	if timeout <= 0 {
-		timeout = DefaultConnectTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, r.connectTimeout())
 	defer cancel()
-	var res Resolver = net.DefaultResolver
-	if r.policy.Resolver != nil {
-		res = r.policy.Resolver
-	}
-	addrs, err := res.LookupNetIP(ctx, "ip", name)
+	ok, err := r.resolve(ctx, rule)
 	if err != nil {
-		return nil, fmt.Errorf("resolve %s: the name did not resolve", name)
-	}
-	var ok []netip.Addr
-	var why string
-	for _, a := range addrs {
-		a = a.Unmap()
-		if _, reason, refused := refusedRange(a); refused && !r.policy.admitted(rule, a) {
-			why = reason
-			continue
-		}
-		ok = append(ok, a)
-	}
-	if len(ok) == 0 {
-		if why == "" {
-			why = "no address"
-		}
-		return nil, refusedf(KindAddressRefused, "%s resolves to a refused address (%s): private address not admitted for this host", name, why)
+		return nil, err
 	}
 	var d net.Dialer
 	var last error
@@ -336,6 +348,71 @@ func (r *Run) dial(ctx context.Context, rule Rule) (*net.TCPConn, error) {
 		last = oe.Err
 	}
 	return nil, fmt.Errorf("connect %s: %v", net.JoinHostPort(name, strconv.Itoa(port)), last)
+}
+
+func (r *Run) connectTimeout() time.Duration {
+	if r.policy.ConnectTimeout > 0 {
+		return r.policy.ConnectTimeout
+	}
+	return DefaultConnectTimeout
+}
+
+// resolve resolves the rule's name and returns the addresses that pass the
+// address check, or the refusal.
+func (r *Run) resolve(ctx context.Context, rule Rule) ([]netip.Addr, error) {
+	name := rule.Host
+	var res Resolver = net.DefaultResolver
+	if r.policy.Resolver != nil {
+		res = r.policy.Resolver
+	}
+	addrs, err := res.LookupNetIP(ctx, "ip", name)
+	if err != nil {
+		return nil, fmt.Errorf("resolve %s: the name did not resolve", name)
+	}
+	var ok []netip.Addr
+	var why string
+	for _, a := range addrs {
+		a = a.Unmap()
+		if _, reason, refused := refusedRange(a); refused && !r.policy.admitted(rule, a) {
+			why = reason
+			continue
+		}
+		ok = append(ok, a)
+	}
+	if len(ok) == 0 {
+		if why == "" {
+			why = "no address"
+		}
+		return nil, refusedf(KindAddressRefused, "%s resolves to a refused address (%s): private address not admitted for this host", name, why)
+	}
+	return ok, nil
+}
+
+// interceptChecked opens an intercepted tunnel to a credentialed host once
+// its name resolves to an address the relay may dial, so that a refused
+// address is refused at CONNECT as for any host.
+func (r *Run) interceptChecked(ctx context.Context, rule Rule, cred *Credential, start time.Time) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.connectTimeout())
+	defer cancel()
+	if _, err := r.resolve(ctx, rule); err != nil {
+		r.refused(rule.Host, rule.Port, err, time.Since(start), false)
+		return nil, err
+	}
+	if r.ca == nil {
+		err := fmt.Errorf("%s: the run's certificate authority could not be made", rule)
+		r.refused(rule.Host, rule.Port, err, time.Since(start), false)
+		return nil, err
+	}
+	conn, err := r.intercept(rule, cred, start)
+	if err != nil {
+		r.refused(rule.Host, rule.Port, err, time.Since(start), false)
+		return nil, err
+	}
+	if c := r.policy.Counters; c != nil {
+		c.Opened.Add(1)
+		c.countHost(r.policy.hostLabel(rule.Host, rule.Port), outcomeOpened)
+	}
+	return conn, nil
 }
 
 // refused records and logs a tunnel that was not opened. Past the cap only
@@ -396,11 +473,15 @@ func (r *Run) Stats() Stats {
 // tunnelConn counts a tunnel's bytes against the run's cap and records the
 // tunnel when it is closed.
 type tunnelConn struct {
-	*net.TCPConn
+	net.Conn
 	run   *Run
 	host  string
 	port  int
 	start time.Time
+	// requests counts the requests of an intercepted tunnel; onClose ends
+	// its relay side (both nil for a plain one).
+	requests *atomic.Int64
+	onClose  func()
 
 	in, out atomic.Int64
 	cut     atomic.Pointer[string]
@@ -425,7 +506,7 @@ func (c *tunnelConn) count(n int, dir *atomic.Int64) error {
 func (c *tunnelConn) cutNow() error {
 	reason := fmt.Sprintf("the run passed its egress cap of %d bytes", c.run.maxBytes())
 	c.cut.CompareAndSwap(nil, &reason)
-	_ = c.TCPConn.Close()
+	_ = c.Conn.Close()
 	return ErrByteCap
 }
 
@@ -433,7 +514,7 @@ func (c *tunnelConn) Read(b []byte) (int, error) {
 	if c.run.bytes.Load() >= c.run.maxBytes() {
 		return 0, c.cutNow()
 	}
-	n, err := c.TCPConn.Read(b)
+	n, err := c.Conn.Read(b)
 	if cerr := c.count(n, &c.in); cerr != nil {
 		return 0, cerr
 	}
@@ -444,13 +525,20 @@ func (c *tunnelConn) Write(b []byte) (int, error) {
 	if err := c.count(len(b), &c.out); err != nil {
 		return 0, err
 	}
-	return c.TCPConn.Write(b)
+	return c.Conn.Write(b)
 }
 
 func (c *tunnelConn) Close() error {
-	err := c.TCPConn.Close()
+	err := c.Conn.Close()
 	c.once.Do(func() {
+		if c.onClose != nil {
+			c.onClose()
+		}
 		conn := Conn{Host: c.host, Port: c.port, BytesIn: c.in.Load(), BytesOut: c.out.Load(), Duration: time.Since(c.start)}
+		if c.requests != nil {
+			conn.Requests = c.requests.Load()
+			conn.Credential = true
+		}
 		if p := c.cut.Load(); p != nil {
 			conn.Cut = *p
 		}

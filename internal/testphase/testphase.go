@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"path"
 	"slices"
 	"strings"
@@ -53,7 +54,9 @@ type Runner struct {
 	// CABundle, when set, is a PEM bundle the install phase's tools trust
 	// instead of the image's roots (a registry mirror behind a TLS-
 	// intercepting proxy): placed at /work/.aster/ca.pem of the working
-	// directory, named by SSL_CERT_FILE, PIP_CERT and NODE_EXTRA_CA_CERTS.
+	// directory, named by the caVariables. When the policy injects
+	// credentials, the relay's per-run CA certificate is added to it (to the
+	// host's roots when CABundle is empty).
 	CABundle []byte
 	// Cache, when set, keeps dependencies per repository.
 	Cache *depcache.Cache
@@ -273,17 +276,21 @@ func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.Ins
 	limits.WorkdirBytes = raise(limits.WorkdirBytes, testrun.MinInstallWorkdirBytes, job.WorkdirCeiling)
 	limits.TmpBytes = job.Plan.TmpBytes(limits.TmpBytes, job.TmpCeiling)
 	env := testrun.InstallEnv(proxyURL, job.Workdir, r.Registries, job.Env)
+	relay := r.Policy.NewRun(job.ID + "-install")
+	// The relay ends with the phase: a tunnel asked for later (a process
+	// the run left, a replay) is refused.
+	defer relay.Close()
 	var ws sandbox.Workspace
-	if len(r.CABundle) > 0 {
+	if bundle := r.trustBundle(relay); len(bundle) > 0 {
 		name := path.Join(job.Workdir, ".aster", "ca.pem")
-		ca := caTar(name, r.CABundle)
+		ca := caTar(name, bundle)
 		tr, stop, err := layered(job.Open, func() io.Reader { return bytes.NewReader(ca) }, []string{name}, limits.WorkdirBytes)
 		if err != nil {
 			return fail(sandbox.Result{Status: sandbox.StatusError, ExitCode: -1}, err, "the install workspace: "+err.Error())
 		}
 		defer stop()
 		ws = sandbox.Workspace{Tar: tr, Filtered: true}
-		for _, k := range []string{"SSL_CERT_FILE", "PIP_CERT", "NODE_EXTRA_CA_CERTS"} {
+		for _, k := range caVariables {
 			if _, set := job.Env[k]; !set {
 				env[k] = "/work/" + name
 			}
@@ -307,7 +314,6 @@ func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.Ins
 		}
 	}()
 	export, extracted := r.extract(deps, job.Workdir, workspace.Caps{MaxBytes: limits.WorkdirBytes})
-	relay := r.Policy.NewRun(job.ID + "-install")
 	spec := sandbox.Spec{
 		ID: job.ID + "-install", Image: job.Image, Argv: job.Install.Argv, Workdir: job.Workdir,
 		Env:       env,
@@ -342,7 +348,7 @@ func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.Ins
 	}
 	if !done {
 		rep.ErrorLines = errorLines(res)
-		reason := phaseReason("install", res, limits)
+		reason := phaseReason("install", res, limits) + credentialRejections(rep.Downloads)
 		switch {
 		case refusedExport:
 			reason = "the install phase's workspace export: " + extractErr.Error()
@@ -547,6 +553,61 @@ func printable(s string) string {
 		}
 	}
 	return string(b)
+}
+
+// caVariables name the install phase's CA bundle for every tool that reads
+// one: OpenSSL and Go (SSL_CERT_FILE), pip, requests, Node (added to its
+// roots), git and curl.
+var caVariables = []string{"SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
+
+// systemBundles are where a Linux host keeps its roots, as Go looks for them.
+var systemBundles = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem", "/etc/pki/tls/cacert.pem", "/etc/ssl/cert.pem"}
+
+// trustBundle is the PEM bundle the install phase trusts (nil: the image's
+// roots): the operator's tests.ca_file, and when the relay injects
+// credentials, the run's CA certificate after it (with the host's roots
+// when the operator gave none, since the variables replace the image's).
+func (r *Runner) trustBundle(relay *egress.Run) []byte {
+	runCA := relay.CACertPEM()
+	if runCA == nil {
+		return r.CABundle
+	}
+	base := r.CABundle
+	if len(base) == 0 {
+		for _, p := range append([]string{os.Getenv("SSL_CERT_FILE")}, systemBundles...) {
+			if p == "" {
+				continue
+			}
+			if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
+				base = b
+				break
+			}
+		}
+		if len(base) == 0 {
+			r.log().Warn("no system CA bundle on the host: the install phase trusts only the relay's run CA")
+		}
+	}
+	out := make([]byte, 0, len(base)+len(runCA)+1)
+	out = append(out, base...)
+	if len(out) > 0 && out[len(out)-1] != '\n' {
+		out = append(out, '\n')
+	}
+	return append(out, runCA...)
+}
+
+// credentialRejections is the report's note on requests whose credential
+// the upstream refused ("" when none).
+func credentialRejections(d api.Downloads) string {
+	var parts []string
+	for _, ref := range d.Refusals {
+		if ref.Kind == egress.KindCredentialRejected {
+			parts = append(parts, fmt.Sprintf("%s by %s:%d", ref.Reason, ref.Host, ref.Port))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(parts, ", ") + " (check the operator's egress.credentials value)"
 }
 
 // caTar is an archive of one file, the CA bundle, at name.

@@ -74,6 +74,16 @@ func newRegistry(t testing.TB) *registry {
 		switch req.URL.Path {
 		case "/hello":
 			fmt.Fprint(w, "hello through the relay")
+		case "/whoami":
+			// What a credentialed request carried (N11): never the values.
+			auth := "missing"
+			switch got := req.Header.Values("Authorization"); {
+			case len(got) == 1 && got[0] == credentialValue:
+				auth = "operator"
+			case len(got) > 0:
+				auth = "other"
+			}
+			fmt.Fprintf(w, "auth=%s,cookie=%t,proxyauth=%t", auth, req.Header.Get("Cookie") != "", req.Header.Get("Proxy-Authorization") != "")
 		case "/big":
 			n, _ := strconv.Atoi(req.URL.Query().Get("n"))
 			chunk := []byte(strings.Repeat("x", 64<<10))

@@ -182,6 +182,7 @@ func Run(t *testing.T, tgt Target) {
 		{"N4_relay_byte_cap", s.n4RelayByteCap},
 		{"N5_no_proxy_without_egress", s.n5NoProxyWithoutEgress},
 		{"N8_relay_special_purpose_ranges", s.n8RelaySpecialPurposeRanges},
+		{"N11_relay_credential_injection", s.n11RelayCredential},
 		{"G2_runtime_refuses_zero_limits", s.g2ZeroLimits},
 	}
 	cases = append(cases, s.kernelCases()...)
