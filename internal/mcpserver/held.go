@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/api"
@@ -312,6 +313,26 @@ func (s *Server) addSessionTools() error {
 	if err != nil {
 		return err
 	}
+	// Every schema with single types (a slice infers as ["null","array"],
+	// which single-type dialects refuse), as the other tools' are.
+	in := map[string]*jsonschema.Schema{}
+	for name, f := range map[string]func(*Server) (*jsonschema.Schema, error){
+		"exec": inputSchemaFor[SessionExecInput], "write": inputSchemaFor[SessionWriteInput],
+		"path": inputSchemaFor[SessionPathInput], "ref": inputSchemaFor[SessionRef], "none": inputSchemaFor[struct{}],
+	} {
+		if in[name], err = f(s); err != nil {
+			return err
+		}
+	}
+	out := map[string]*jsonschema.Schema{}
+	for name, f := range map[string]func() (*jsonschema.Schema, error){
+		"info": outputSchemaFor[SessionInfo], "list": outputSchemaFor[SessionList], "file": outputSchemaFor[SessionFile],
+		"files": outputSchemaFor[SessionFiles], "closed": outputSchemaFor[SessionClosed],
+	} {
+		if out[name], err = f(); err != nil {
+			return err
+		}
+	}
 	local := &mcp.ToolAnnotations{DestructiveHint: ptr(false), OpenWorldHint: ptr(false)}
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:  "session_create",
@@ -321,47 +342,69 @@ func (s *Server) addSessionTools() error {
 You rarely need this tool: session_exec, session_write_file and the other session tools open this connection's default session on first use. Open more sessions (at most %d per connection) to keep separate environments apart. Every session ends when this connection ends, at its ttl, after idle_timeout without a call, or at session_close.
 
 Images: %s. Default limits: %s.`, s.held.max, imageList(s.opts.Images), limitsSummary(s.opts.Defaults)),
-		InputSchema: createIn,
-		Annotations: local,
+		InputSchema:  createIn,
+		OutputSchema: out["info"],
+		Annotations:  local,
 	}, s.sessionCreate)
 	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:         "session_exec",
 		Title:        "Run a command in a session",
 		Description:  `Run a command in a session (the connection's default session when session_id is omitted; it is opened on first use) and return how it ended and what it printed, as execute does: status (ok, exit_nonzero, timeout, oom, output_limit, killed, error), exit_code, stdout and stderr. Files and state left by earlier calls are there. A command that times out or runs out of memory ends alone: the session lives on.`,
+		InputSchema:  in["exec"],
 		OutputSchema: res,
 		Annotations:  local,
 	}, s.sessionExec)
 	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:        "session_write_file",
-		Title:       "Write a file into a session",
-		Description: `Write a file under /work in a session (replacing any file of that name; its directories are created). Paths are relative to /work; ".." and absolute paths outside /work are refused, and a write through a symlink is refused. The session's /work size caps the file.`,
-		Annotations: local,
+		Name:         "session_write_file",
+		Title:        "Write a file into a session",
+		Description:  `Write a file under /work in a session (replacing any file of that name; its directories are created). Paths are relative to /work; ".." and absolute paths outside /work are refused, and a write through a symlink is refused. The session's /work size caps the file.`,
+		InputSchema:  in["write"],
+		OutputSchema: out["file"],
+		Annotations:  local,
 	}, s.sessionWrite)
 	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:        "session_read_file",
-		Title:       "Read a file from a session",
-		Description: `Read a file under /work from a session. UTF-8 text comes back as content, anything else as content_base64.`,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Name:         "session_read_file",
+		Title:        "Read a file from a session",
+		Description:  `Read a file under /work from a session. UTF-8 text comes back as content, anything else as content_base64.`,
+		InputSchema:  in["path"],
+		OutputSchema: out["file"],
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.sessionRead)
 	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:        "session_list_files",
-		Title:       "List a directory of a session",
-		Description: `List a directory under /work of a session (path empty: /work itself): each entry's name, type (file, dir, symlink, other), size and modification time.`,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Name:         "session_list_files",
+		Title:        "List a directory of a session",
+		Description:  `List a directory under /work of a session (path empty: /work itself): each entry's name, type (file, dir, symlink, other), size and modification time.`,
+		InputSchema:  in["path"],
+		OutputSchema: out["files"],
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.sessionList)
 	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:        "session_list",
-		Title:       "List this connection's sessions",
-		Description: `List the sessions this connection holds: id, image, when each expires, its idle timeout, and the commands running in it.`,
-		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Name:         "session_list",
+		Title:        "List this connection's sessions",
+		Description:  `List the sessions this connection holds: id, image, when each expires, its idle timeout, and the commands running in it.`,
+		InputSchema:  in["none"],
+		OutputSchema: out["list"],
+		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.sessionListAll)
 	mcp.AddTool(s.mcp, &mcp.Tool{
-		Name:        "session_close",
-		Title:       "Close a session",
-		Description: `Close a session (the default one when session_id is omitted): its sandbox is destroyed with every file and process in it.`,
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
+		Name:         "session_close",
+		Title:        "Close a session",
+		Description:  `Close a session (the default one when session_id is omitted): its sandbox is destroyed with every file and process in it.`,
+		InputSchema:  in["ref"],
+		OutputSchema: out["closed"],
+		Annotations:  &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
 	}, s.sessionClose)
 	return nil
+}
+
+// outputSchemaFor infers a tool's output schema with single types.
+func outputSchemaFor[T any]() (*jsonschema.Schema, error) {
+	sch, err := jsonschema.For[T](nil)
+	if err != nil {
+		return nil, fmt.Errorf("output schema: %w", err)
+	}
+	singleTypes(sch)
+	return sch, nil
 }
 
 // sessionSpec turns session_create's arguments into a session spec.
