@@ -16,7 +16,6 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
-	"github.com/asterhq/aster/internal/units"
 )
 
 // readRequest admits a request's body (admitBody) and reads it into req
@@ -83,18 +82,6 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 		disk, _ := s.spool.Reserve(0)
 		stateOf(r).onDone(disk.Release)
 		job.Disk = disk
-	}
-	if req.InstallTimeout != "" {
-		d, err := units.ParseDuration(string(req.InstallTimeout))
-		if err != nil || d <= 0 {
-			s.writeError(w, r, sandbox.Invalidf("install_timeout %q: want a duration such as 5m", req.InstallTimeout))
-			return
-		}
-		if c := s.opts.Ceilings.Timeout(); c > 0 && d > c {
-			s.writeError(w, r, sandbox.Invalidf("install_timeout %s is over the timeout ceiling %s", d, c))
-			return
-		}
-		job.InstallTimeout = d
 	}
 	// Refuse a spec the Manager would refuse before anything runs: the
 	// install phase must not start for a test phase that cannot.
