@@ -13,7 +13,30 @@ const (
 	RouteSessionFiles = "/v1/sessions/{id}/files/{path}"
 	// RouteSessionRoot lists /work itself.
 	RouteSessionRoot = "/v1/sessions/{id}/files"
+	// RouteSessionPause freezes a session and RouteSessionResume thaws it.
+	RouteSessionPause  = "/v1/sessions/{id}/pause"
+	RouteSessionResume = "/v1/sessions/{id}/resume"
+	// RouteSessionSnapshot stores the session's /work as a snapshot.
+	RouteSessionSnapshot = "/v1/sessions/{id}/snapshot"
+	// RouteSnapshots lists the caller's snapshots; RouteSnapshot deletes one.
+	RouteSnapshots = "/v1/snapshots"
+	RouteSnapshot  = "/v1/snapshots/{id}"
 )
+
+// SessionSnapshot is a stored copy of a session's /work that new sessions start
+// from (POST /v1/sessions with from_snapshot).
+type SessionSnapshot struct {
+	ID         string    `json:"id"`
+	Session    string    `json:"session"` // the session it was taken of
+	SizeBytes  int64     `json:"size_bytes"`
+	CreatedAt  time.Time `json:"created_at"`
+	LastUsedAt time.Time `json:"last_used_at"`
+}
+
+// SessionSnapshotList is the answer of GET /v1/snapshots: the caller's snapshots.
+type SessionSnapshotList struct {
+	Snapshots []SessionSnapshot `json:"snapshots"`
+}
 
 // ContentTypeOctets is the media type of a file's bytes in the file API.
 const ContentTypeOctets = "application/octet-stream"
@@ -34,6 +57,9 @@ type SessionRequest struct {
 	// defaults; above its ceilings, 400.
 	TTL         Quantity `json:"ttl,omitempty"`
 	IdleTimeout Quantity `json:"idle_timeout,omitempty"`
+	// FromSnapshot starts the session with the /work of a snapshot this
+	// token took (files are placed after it).
+	FromSnapshot string `json:"from_snapshot,omitempty"`
 }
 
 // Session describes a live session.
@@ -47,6 +73,7 @@ type Session struct {
 	LastUsedAt    time.Time `json:"last_used_at"`
 	IdleTimeoutMS int64     `json:"idle_timeout_ms"`
 	Running       int       `json:"running"`
+	Paused        bool      `json:"paused"`
 }
 
 // SessionList is the answer of GET /v1/sessions: the caller's sessions.

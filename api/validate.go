@@ -51,6 +51,9 @@ type Finding struct {
 	Classes      []string `json:"classes,omitempty"`
 	Suppressed   string   `json:"suppressed,omitempty"`
 	SuppressedBy string   `json:"suppressed_by,omitempty"`
+	// DismissedBy names who dismissed the finding on the repository (the
+	// GitHub App's memory of /aster ignore); never set by /v1/validate.
+	DismissedBy string `json:"dismissed_by,omitempty"`
 }
 
 // FlowStep is one step of a finding's data flow.
@@ -83,6 +86,9 @@ type FindingSummary struct {
 	Reported    int `json:"reported"`
 	OutsideDiff int `json:"outside_diff"`
 	Suppressed  int `json:"suppressed"`
+	// Dismissed counts findings a person dismissed on the repository (the
+	// GitHub App only); absent from /v1/validate.
+	Dismissed int `json:"dismissed,omitempty"`
 	// BySeverity counts reported findings per severity.
 	BySeverity map[string]int `json:"by_severity"`
 	// SuppressedByClass counts suppressed findings per path class, then

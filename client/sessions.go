@@ -78,6 +78,62 @@ func (c *Client) DeleteFile(ctx context.Context, id, path string) error {
 	return c.sessionRaw(ctx, http.MethodDelete, filePath(id, path), nil, http.StatusNoContent, nil)
 }
 
+// PauseSession freezes a session (no CPU, memory kept); any later call
+// resumes it.
+func (c *Client) PauseSession(ctx context.Context, id string) (api.Session, error) {
+	var s api.Session
+	err := c.sessionCall(ctx, http.MethodPost, sessionPath(id, "/pause"), nil, http.StatusOK, &s)
+	return s, err
+}
+
+// ResumeSession thaws a paused session.
+func (c *Client) ResumeSession(ctx context.Context, id string) (api.Session, error) {
+	var s api.Session
+	err := c.sessionCall(ctx, http.MethodPost, sessionPath(id, "/resume"), nil, http.StatusOK, &s)
+	return s, err
+}
+
+// SnapshotSession stores the session's /work on the server; CreateSession
+// with FromSnapshot starts sessions from it.
+func (c *Client) SnapshotSession(ctx context.Context, id string) (api.SessionSnapshot, error) {
+	var s api.SessionSnapshot
+	err := c.sessionCall(ctx, http.MethodPost, sessionPath(id, "/snapshot"), nil, http.StatusCreated, &s)
+	return s, err
+}
+
+// Snapshots lists the caller's snapshots.
+func (c *Client) Snapshots(ctx context.Context) ([]api.SessionSnapshot, error) {
+	var l api.SessionSnapshotList
+	err := c.sessionCall(ctx, http.MethodGet, api.RouteSnapshots, nil, http.StatusOK, &l)
+	return l.Snapshots, err
+}
+
+// DeleteSnapshot removes one of the caller's snapshots.
+func (c *Client) DeleteSnapshot(ctx context.Context, id string) error {
+	return c.sessionCall(ctx, http.MethodDelete, api.RouteSnapshots+"/"+url.PathEscape(id), nil, http.StatusNoContent, nil)
+}
+
+// GetArchive returns the directory at dir ("" for /work) of a session as an
+// uncompressed tar archive.
+func (c *Client) GetArchive(ctx context.Context, id, dir string) ([]byte, error) {
+	var buf bytes.Buffer
+	err := c.sessionRaw(ctx, http.MethodGet, archivePath(id, dir), nil, http.StatusOK, &buf)
+	return buf.Bytes(), err
+}
+
+// PutArchive unpacks an uncompressed tar archive into the directory at dir
+// ("" for /work) of a session, replacing files of the same names.
+func (c *Client) PutArchive(ctx context.Context, id, dir string, archive io.Reader) error {
+	return c.sessionRaw(ctx, http.MethodPut, archivePath(id, dir), archive, http.StatusNoContent, nil)
+}
+
+func archivePath(id, dir string) string {
+	if dir = strings.Trim(dir, "/"); dir == "" || dir == "." {
+		return sessionPath(id, "/files?format=tar")
+	}
+	return filePath(id, dir) + "?format=tar"
+}
+
 func sessionPath(id, sub string) string { return api.RouteSessions + "/" + url.PathEscape(id) + sub }
 
 func filePath(id, path string) string {
@@ -121,6 +177,8 @@ func (c *Client) sessionRaw(ctx context.Context, method, route string, body io.R
 		return err
 	}
 	switch {
+	case method == http.MethodPut && strings.HasSuffix(route, "?format=tar"):
+		req.Header.Set("Content-Type", api.ContentTypeTar)
 	case method == http.MethodPut:
 		req.Header.Set("Content-Type", api.ContentTypeOctets)
 	case body != nil:

@@ -37,7 +37,8 @@ npm_install_pinned() {
 # and GitHub's example webhook payloads (the webhook parser is tested on them).
 npm_install_pinned "$root/third_party/octokit" \
 	"@octokit/openapi@23.0.2" \
-	"@octokit/webhooks-examples@7.6.1"
+	"@octokit/webhooks-examples@7.6.1" \
+	"@octokit/graphql-schema@15.26.1"
 
 # --- MCP (scripts/mcp-conformance.sh) ------------------------------------------------------------
 # The official MCP conformance suite (run against `aster mcp --http`) and the official inspector,

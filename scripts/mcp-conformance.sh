@@ -186,7 +186,7 @@ if inspect validate "$aster" mcp --method tools/call --tool-name validate \
 		"stdio: validate found the shellcheck issue"
 fi
 if inspect http-tools-list "$url" --transport http --method tools/list; then
-	check_json http-tools-list 'r.tools.length === 3' "streamable HTTP: tools/list"
+	check_json http-tools-list '["execute", "run_tests", "validate", "session_exec", "session_write_file", "session_read_file", "session_list_files", "session_create", "session_list", "session_close"].every(n => r.tools.some(t => t.name === n)) && r.tools.length === 10' "streamable HTTP: tools/list (the sandbox tools and the session tools)"
 fi
 
 echo

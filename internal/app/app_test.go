@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/publish"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/store"
 	"github.com/asterhq/aster/internal/store/storetest"
@@ -53,7 +54,7 @@ func testReviewPushAndCommand(t *testing.T, dbURL string) {
 		t.Fatalf("first review: %+v", reviews)
 	}
 	summaries := h.fake.IssueComments("acme", "widgets", 7)
-	if len(summaries) != 1 || !github.IsSummary(summaries[0].Body) || !strings.Contains(summaries[0].Body, review.ShortSHA(head1)) ||
+	if len(summaries) != 1 || !publish.IsSummary(summaries[0].Body) || !strings.Contains(summaries[0].Body, review.ShortSHA(head1)) ||
 		!strings.Contains(summaries[0].Body, "the whole pull request") {
 		t.Fatalf("summary after the first review: %+v", summaries)
 	}
@@ -154,7 +155,7 @@ func assertNoRepeats(t *testing.T, h *harness) {
 	seen := map[string]string{}
 	for _, r := range h.fake.Reviews(h.owner, h.repo, 7) {
 		for _, body := range append([]string{r.Body}, bodies(r.Comments)...) {
-			for _, fp := range github.Fingerprints(body) {
+			for _, fp := range publish.Markers(body) {
 				if prev, ok := seen[fp]; ok {
 					t.Errorf("comment repeated: %q and %q", prev, body)
 				}

@@ -26,6 +26,7 @@ type RepoAPI interface {
 	github.ReviewAPI
 	github.SummaryAPI
 	github.ChecksAPI
+	github.ThreadsAPI
 	// ListCheckRuns lists the App's check runs named name on head, newest first.
 	ListCheckRuns(ctx context.Context, head, name string) ([]github.CheckRun, error)
 	GetCheckRun(ctx context.Context, id int64) (github.CheckRun, error)

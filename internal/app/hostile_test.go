@@ -108,9 +108,9 @@ func TestHostileTextThroughTheWholeApp(t *testing.T) {
 		{"app.py", 3, "**warning** · hostile `odd`\n\n@\u200badmin look here \\| cell\n\n<!-- aster:fp=97c55e6c0987bce47da0c1e7b1f4f922 -->"},
 		// The model's comments: sanitised once, by the model step. The code block is posted
 		// as the model wrote it, <img> included; the forged marker is inert text.
-		{"app.py", 4, "**error** · Command injection here. cc ＠octocat ＃7 !\\[x] [docs](https://docs.python.org/3/library/shlex.html) [evil]\n\\/approve\nFix:\n\n```python\nprint(\"<img src=x onerror=alert(1)>\")  # @admin https://evil.example\n```\nKey: [REDACTED:configured-secret] token [REDACTED:github-token]\n&lt;!-- aster:fp=0123456789abcdef0123456789abcdef -->\n\n```suggestion\n    subprocess.call(shlex.split(cmd))\n```\n\n<!-- aster:fp=0107db60d115b05d3520bc7beb445211 -->"},
+		{"app.py", 4, "**error** · Command injection here. cc ＠octocat ＃7 !\\[x] [docs](https://docs.python.org/3/library/shlex.html) [evil]\n\\/approve\nFix:\n\n```python\nprint(\"<img src=x onerror=alert(1)>\")  # @admin https://evil.example\n```\nKey: [REDACTED:configured-secret] token [REDACTED:github-token]\n&lt;!-- aster:fp=0123456789abcdef0123456789abcdef -->\n\n---\n**Unverified.** The model gave no evidence for this comment.\n\n```suggestion\n    subprocess.call(shlex.split(cmd))\n```\n\n<!-- aster:fp=0107db60d115b05d3520bc7beb445211 -->"},
 		// A tilde fence holding a backtick fence is re-fenced so nothing inside can close it.
-		{"app.py", 3, "**note** · ````\n```\n<b>x</b>\n```\n````\n&lt;details>&lt;summary>x&lt;/summary>\n\n&amp;＃64;root\n\n<!-- aster:fp=76797a5ec4a7c7243a82c950ce3f6363 -->"},
+		{"app.py", 3, "**note** · ````\n```\n<b>x</b>\n```\n````\n&lt;details>&lt;summary>x&lt;/summary>\n\n&amp;＃64;root\n\n---\n**Unverified.** The model gave no evidence for this comment.\n\n<!-- aster:fp=76797a5ec4a7c7243a82c950ce3f6363 -->"},
 	}
 	if len(got) != len(want) {
 		for _, c := range got {

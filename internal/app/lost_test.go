@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/internal/finding"
-	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/publish"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/store"
 )
@@ -154,7 +154,7 @@ func TestNoFindingLost(t *testing.T) {
 		t.Errorf("re-review: inline %v, body %v; line %d was posted before the upgrade", inline, body, first)
 	}
 	for _, c := range reviews[1].Comments {
-		if fps := github.Fingerprints(c.Body); len(fps) != 1 {
+		if fps := publish.Markers(c.Body); len(fps) != 1 {
 			t.Errorf("comment without one marker: %q", c.Body)
 		}
 	}

@@ -25,9 +25,13 @@ type PipelineOptions struct {
 	Tests review.TestRunner
 	// Model returns the model step for one review (its caps are per review); nil, or a nil
 	// Reviewer, skips the step and the review says so.
-	Model   func() (review.Reviewer, error)
-	TempDir string
-	Caps    workspace.Caps
+	Model func() (review.Reviewer, error)
+	// Evidence runs model comments' evidence (nil: none runs); MaxEvidenceRuns
+	// is the operator's ceiling on a repository's model.max_evidence_runs.
+	Evidence        review.EvidenceChecker
+	MaxEvidenceRuns int
+	TempDir         string
+	Caps            workspace.Caps
 }
 
 // PipelineReviewer is the Reviewer over internal/review: gate, tests and model on the pull
@@ -79,7 +83,8 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.
 			ch.HeadConfigChanged = true
 		}
 	}
-	opts := review.Options{Gate: p.opts.Gate, Builtins: p.opts.Builtins, TempDir: p.opts.TempDir, SnapshotCaps: p.opts.Caps}
+	opts := review.Options{Gate: p.opts.Gate, Builtins: p.opts.Builtins, TempDir: p.opts.TempDir, SnapshotCaps: p.opts.Caps,
+		Evidence: p.opts.Evidence, MaxEvidenceRuns: p.opts.MaxEvidenceRuns}
 	if p.opts.Tests != nil && (len(cfg.Tests.Command) > 0 || in.Tests) {
 		opts.Tests = p.opts.Tests
 	}

@@ -13,9 +13,9 @@ import (
 	"github.com/asterhq/aster/client"
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/llm/llmtest"
+	"github.com/asterhq/aster/internal/publish"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/review/modelstep"
 	"github.com/asterhq/aster/internal/sandbox/remote"
@@ -244,7 +244,7 @@ func assertNoRepeatsOn(t *testing.T, h *harness, number int) {
 	}
 }
 
-func fingerprintsOf(body string) []string { return github.Fingerprints(body) }
+func fingerprintsOf(body string) []string { return publish.Markers(body) }
 
 // TestRemoteSandbox runs the pipeline's sandboxes through a real `aster sandbox serve`
 // (sandboxapi over Docker) with a bearer token, as --sandbox-url does: the review is the

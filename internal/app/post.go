@@ -7,7 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/publish"
 	"github.com/asterhq/aster/internal/review"
 )
 
@@ -22,11 +24,11 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 	if err != nil {
 		return fmt.Errorf("app login: %w", err)
 	}
-	pl := buildPlan(rep, in.scope, r.w.red)
+	pub := publish.Build(rep, in.scope, r.w.red)
 	shown := review.RedactReport(rep, r.w.red)
 	if r.stored.Posted == nil {
-		opts := github.PostReviewOptions{Number: in.Number, CommitSHA: head, Body: review.ReviewBody(head, since),
-			Comments: pl.comments, MaxInline: r.w.opts.MaxInline, BotLogin: bot}
+		opts := github.PostReviewOptions{Number: in.Number, CommitSHA: head, Body: publish.ReviewBody(head, since),
+			Comments: pub.Comments, MaxInline: r.w.opts.MaxInline, BotLogin: bot}
 		res, err := github.PostReview(ctx, r.api, opts)
 		if errors.Is(err, github.ErrInvalid) {
 			// GitHub refused a placement: never lose the review over it, fold everything.
@@ -36,15 +38,30 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 		if err != nil {
 			return err
 		}
-		r.stored.Posted = &postedInfo{Posted: review.Posted{Inline: len(res.Plan.Inline), Folded: len(res.Plan.Folded),
-			Skipped: len(res.Plan.Skipped), Unanchored: pl.unanchored}, Created: res.Posted}
+		r.stored.Posted = &postedInfo{Posted: publish.Posted{Inline: len(res.Plan.Inline), Folded: len(res.Plan.Folded),
+			Skipped: len(res.Plan.Skipped), Unanchored: pub.Unanchored}, Created: res.Posted}
 		r.state.ReviewPosted, r.state.ReviewID = true, res.ReviewID
 		if err := r.save(ctx); err != nil {
 			return err
 		}
 	}
+	if !r.stored.ThreadsDone {
+		res, err := github.ResolveThreads(ctx, r.api, github.ResolveOptions{Number: in.Number, BotLogin: bot,
+			Resolutions: publish.Resolutions(rep.Lifecycle)})
+		if err != nil {
+			return err
+		}
+		if res != (github.ResolveResult{}) {
+			r.log.Info("threads of fixed findings", "resolved", res.Resolved, "replied", res.Replied,
+				"no_thread", res.NoThread, "left_to_human", res.LeftToHuman)
+		}
+		r.stored.ThreadsDone = true
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
 	sum, err := github.UpsertSummary(ctx, r.api, github.SummaryOptions{Number: in.Number, BotLogin: bot,
-		Body: review.Summary(shown, review.SummaryOptions{Head: head, Since: since, Posted: r.stored.Posted.Posted})})
+		Body: publish.Summary(shown, publish.SummaryOptions{Head: head, Since: since, Posted: r.stored.Posted.Posted})})
 	if err != nil {
 		return err
 	}
@@ -55,7 +72,7 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 		}
 	}
 	if !r.state.CheckDone {
-		if err := r.completeCheck(ctx, shown, pl.annotations, head, since); err != nil {
+		if err := r.completeCheck(ctx, shown, checkAnnotations(pub.Annotations), head, since); err != nil {
 			return err
 		}
 	}
@@ -76,7 +93,7 @@ func folded(opts github.PostReviewOptions) github.PostReviewOptions {
 // completeCheck sends the annotations to the check run in batches of 50 and completes it
 // with the last one, so the run never looks finished before all its annotations are there.
 func (r *run) completeCheck(ctx context.Context, shown *review.Report, anns []github.Annotation, head, since string) error {
-	title, summary, text := review.CheckOutput(shown, head, since)
+	title, summary, text := publish.CheckOutput(shown, head, since)
 	batches := github.AnnotationBatches(anns)
 	if len(batches) == 0 {
 		batches = [][]github.Annotation{nil}
@@ -130,4 +147,20 @@ func (r *run) batchesOnGitHub(ctx context.Context, batches [][]github.Annotation
 		return 0
 	}
 	return k
+}
+
+// checkAnnotations are a publication's annotations as a check run's.
+func checkAnnotations(anns []publish.Annotation) []github.Annotation {
+	out := make([]github.Annotation, len(anns))
+	for i, a := range anns {
+		level := "notice"
+		switch a.Severity {
+		case finding.Error:
+			level = "failure"
+		case finding.Warning:
+			level = "warning"
+		}
+		out[i] = github.Annotation{Path: a.Path, StartLine: a.StartLine, EndLine: a.EndLine, Level: level, Title: a.Title, Message: a.Message}
+	}
+	return out
 }

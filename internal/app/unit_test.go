@@ -13,70 +13,12 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/publish"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/testkit"
 	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
-
-func TestPlanScope(t *testing.T) {
-	full := "diff --git a/a.go b/a.go\n--- a/a.go\n+++ b/a.go\n@@ -1,3 +1,6 @@\n x\n+one\n+two\n y\n+three\n z\n@@ -20,2 +23,3 @@\n p\n+four\n q\n"
-	incr := "diff --git a/a.go b/a.go\n--- a/a.go\n+++ b/a.go\n@@ -22,2 +23,3 @@\n p\n+four\n q\n"
-	sc, err := newScope([]byte(full), []byte(incr), true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mark := func(line int, sev finding.Severity, rule, msg string, reported bool) gate.Marked {
-		return gate.Marked{Finding: finding.Finding{Path: "a.go", StartLine: line, Severity: sev, Analyzer: "x", RuleID: rule, Message: msg}, Reported: reported}
-	}
-	out := &review.Report{
-		Findings: []gate.Marked{
-			mark(2, finding.Error, "r1", "old line", true),
-			mark(24, finding.Warning, "r2", "new line", true),
-			mark(24, finding.Note, "r3", "a note", true),
-			mark(50, finding.Error, "r4", "outside", false),
-		},
-		Model: review.ModelReport{Comments: []review.Comment{
-			{Path: "a.go", Line: 24, Body: "new"},
-			{Path: "a.go", Line: 3, Body: "old"},
-			{Path: "b.go", Line: 1, Body: "not in the diff"},
-			{Path: "a.go", Line: 23, EndLine: 25, Body: "span"},
-		}},
-	}
-	p := buildPlan(out, sc, nil)
-	if len(p.annotations) != 3 {
-		t.Errorf("annotations: %d, want the 3 reported findings", len(p.annotations))
-	}
-	var got []string
-	var inline []github.Comment
-	for _, c := range p.comments {
-		got = append(got, strings.SplitN(c.Body, "\n", 2)[0])
-		if c.BodyOnly {
-			// The finding on an old line is listed in the body, where the fingerprint
-			// of the review that first posted it keeps it from being said twice.
-			if c.Line != 2 || !strings.Contains(c.Body, "old line") {
-				t.Errorf("body-only comment %s:%d %q", c.Path, c.Line, c.Body)
-			}
-			continue
-		}
-		inline = append(inline, c)
-		if c.Line != 24 && c.Line != 25 {
-			t.Errorf("comment on %s:%d, outside the new commits' lines", c.Path, c.Line)
-		}
-	}
-	if len(p.comments) != 4 || len(inline) != 3 || p.unanchored != 2 {
-		t.Fatalf("comments %q, unanchored %d: want the warning finding, two model comments, the old-line finding for the body, 2 dropped", got, p.unanchored)
-	}
-	if last := inline[2]; last.StartLine != 23 || last.Line != 25 {
-		t.Errorf("multi-line comment: %d-%d, want 23-25", last.StartLine, last.Line)
-	}
-	// A full review anchors everything inside the hunks.
-	sc, _ = newScope([]byte(full), nil, false)
-	if p := buildPlan(out, sc, nil); len(p.comments) != 5 || p.unanchored != 1 {
-		t.Fatalf("full review: %d comments, %d unanchored", len(p.comments), p.unanchored)
-	}
-}
 
 // openGzipped gzips a tar archive into a file, as DownloadTarball leaves
 // GitHub's, and opens it with openArchive.
@@ -175,7 +117,7 @@ func TestStoredResult(t *testing.T) {
 	rep.Config = review.ConfigInfo{Source: "defaults", Effective: repoconfig.Default(), Analyzers: []string{"gitleaks"}}
 	rep.Findings = []gate.Marked{{Finding: finding.Finding{Path: "a.go", StartLine: 3, Severity: finding.Error, Analyzer: "x", RuleID: "r",
 		Message: "m", Fingerprint: "v2:abc", CWE: []string{"CWE-78"}}, Reported: true, Classes: []gate.Class{"tests"}}}
-	in := storedResult{Report: rep, Posted: &postedInfo{Posted: review.Posted{Inline: 2, Unanchored: 1}, Created: true}, CheckBatches: 1}
+	in := storedResult{Report: rep, Posted: &postedInfo{Posted: publish.Posted{Inline: 2, Unanchored: 1}, Created: true}, CheckBatches: 1}
 	b, err := json.Marshal(in)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/publish"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/safetext"
@@ -26,6 +27,9 @@ type Jobs interface {
 	SaveRun(ctx context.Context, run store.Run) error
 	OpenCheckRuns(ctx context.Context, k store.PullKey, head string) ([]store.Run, error)
 	AddReview(ctx context.Context, rec *store.ReviewRecord) error
+	Dismiss(ctx context.Context, d store.Dismissal) (bool, error)
+	Undismiss(ctx context.Context, owner, repo, findingID string) (bool, error)
+	Dismissals(ctx context.Context, owner, repo string) ([]store.Dismissal, error)
 }
 
 var _ Jobs = (*store.Store)(nil)
@@ -41,7 +45,10 @@ type WorkerOptions struct {
 	Tests bool
 	// TempDir holds downloaded archives ("" is the system default).
 	TempDir   string
-	MaxInline int // 0 means github.MaxInlineComments
+	MaxInline int // 0 means publish.DefaultMaxInline
+	// Rechecker re-checks an earlier push's model comments by running their evidence
+	// again; nil leaves model comments out of the lifecycle.
+	Rechecker review.Rechecker
 	// Secrets are removed from everything posted (the App key, the webhook secret, model
 	// keys): a last line of defence.
 	Secrets [][]byte
@@ -136,6 +143,9 @@ type run struct {
 	api     RepoAPI
 	state   store.Run
 	stored  storedResult
+	// earlier is the finished review of this same head that a new review (a command)
+	// replaces: the lifecycle's previous review then. Nil otherwise.
+	earlier *review.Report
 	// unrecordedBy is the job whose attempt saved this head's run before creating its
 	// check run and never recorded the run's id (see openCheckRun); 0 when none did.
 	unrecordedBy int64
@@ -146,12 +156,15 @@ type storedResult struct {
 	Report *review.Report `json:"report"`
 	// Posted is set once the review post was handled.
 	Posted *postedInfo `json:"posted,omitempty"`
+	// ThreadsDone is set once the threads of resolved findings were replied to and
+	// resolved (github.ResolveThreads, itself safe to repeat).
+	ThreadsDone bool `json:"threads_done,omitempty"`
 	// CheckBatches counts annotation batches already sent to the check run.
 	CheckBatches int `json:"check_batches"`
 }
 
 type postedInfo struct {
-	review.Posted
+	publish.Posted
 	Created bool `json:"created"`
 }
 
@@ -275,6 +288,13 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 			r.stored = stored
 		}
 	} else {
+		if found && state.CheckDone && state.Result != nil {
+			// A new review of a head reviewed before (a command): what that review left
+			// open is what this one re-checks.
+			if st, err := readStored(state.Result); err == nil {
+				r.earlier = st.Report
+			}
+		}
 		fresh := store.Run{Pull: job.Pull, HeadSHA: head, JobID: job.ID, StartedAt: r.started}
 		if found && !state.CheckDone {
 			fresh.CheckRunID = state.CheckRunID // never leave a check run spinning
@@ -315,6 +335,10 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 				rep.DurationsMS = map[string]int64{}
 			}
 		}
+		if !in.tooLarge {
+			r.dismissals(ctx, rep, pr.Number)
+			r.lifecycle(ctx, rep, head)
+		}
 		r.stored = storedResult{Report: rep}
 		if err := r.save(ctx); err != nil {
 			return store.Finish{}, err
@@ -324,6 +348,40 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		return store.Finish{}, err
 	}
 	return r.completed(head, claim.Force), nil
+}
+
+// lifecycle re-checks what the review of the last reviewed head (or of this head, for a
+// new review a command asked for) left open against rep
+// (review.ClassifyLifecycle) and records it in rep, which is saved before anything is
+// posted: a retry, a redelivery or another replica posts from the same classification.
+// Without a stored earlier review (the first push, one reviewed before an upgrade, a
+// store that lost it) rep has none, and nothing is resolved.
+func (r *run) lifecycle(ctx context.Context, rep *review.Report, head string) {
+	prev := r.earlier
+	if last := r.claim.LastReviewedSHA; prev == nil && last != "" && last != head {
+		st, found, err := r.w.opts.Jobs.Run(ctx, r.job.Pull, last)
+		if err != nil || !found || st.Result == nil {
+			if err != nil {
+				r.log.Warn("earlier review unreadable: nothing resolved this time", "head", review.ShortSHA(last), "err", err)
+			}
+			return
+		}
+		stored, err := readStored(st.Result)
+		if err != nil {
+			r.log.Warn("earlier review unreadable: nothing resolved this time", "head", review.ShortSHA(last), "err", err)
+			return
+		}
+		prev = stored.Report
+	}
+	if prev == nil {
+		return
+	}
+	lc, err := review.ClassifyLifecycle(ctx, prev, rep, review.LifecycleOptions{Rechecker: r.w.opts.Rechecker})
+	if err != nil {
+		r.log.Warn("re-check of the earlier review failed: nothing resolved this time", "err", err)
+		return
+	}
+	rep.Lifecycle = lc
 }
 
 // completed fills the history record from the stored review and says the head
@@ -349,7 +407,7 @@ func (r *run) completed(head string, force bool) store.Finish {
 // gathered is a review's input with what the worker needs to place comments.
 type gathered struct {
 	ReviewInput
-	scope scope
+	scope publish.Scope
 	// tooLarge: GitHub refused to render the diff; nothing can be placed or reviewed.
 	tooLarge bool
 }

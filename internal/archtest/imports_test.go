@@ -39,6 +39,10 @@ var rules = []rule{
 		why: "the review owns its snapshot defaults; the commands pass it its settings (issue 36 item 1)"},
 	{from: "internal/llm", to: "internal/review",
 		why: "the model client is below the review, not part of it (issue 36 item 2)"},
+	{from: "internal/publish", to: "internal/github",
+		why: "what a pull request shows is forge-neutral; the GitHub adapter translates it (issue 38 item 4)"},
+	{from: "internal/review", to: "internal/publish",
+		why: "publishing renders a review's report, not the reverse (issue 38 item 4)"},
 	{from: "internal/bench", to: "internal/cli",
 		why: "the benchmark uses the wiring, not the command line (issue 36 item 2)"},
 }

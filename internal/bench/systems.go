@@ -35,6 +35,10 @@ const (
 	SysDockerWarm = "aster-docker-warm"
 	SysOCICold    = "aster-oci-cold"
 	SysOCIWarm    = "aster-oci-warm"
+	// The cold systems again through a client that opens a new connection
+	// for every request, as a one-off caller (curl, a script) does.
+	SysDockerColdNewConn = "aster-docker-cold-newconn"
+	SysOCIColdNewConn    = "aster-oci-cold-newconn"
 	// The same three on gVisor: runsc alone on Aster's bundle, and Aster
 	// with --runtime gvisor.
 	SysBareRunsc  = "bare-runsc"
@@ -47,10 +51,10 @@ const (
 )
 
 // SystemNames lists every system in table order.
-var SystemNames = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerWarm, SysOCICold, SysOCIWarm, SysBareRunsc, SysGVisorCold, SysGVisorWarm, SysMicroVMCold, SysMicroVMWarm}
+var SystemNames = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerColdNewConn, SysDockerWarm, SysOCICold, SysOCIColdNewConn, SysOCIWarm, SysBareRunsc, SysGVisorCold, SysGVisorWarm, SysMicroVMCold, SysMicroVMWarm}
 
 // DefaultSystems is what a run measures unless told otherwise.
-var DefaultSystems = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerWarm, SysOCICold, SysOCIWarm, SysBareRunsc, SysGVisorCold, SysGVisorWarm}
+var DefaultSystems = []string{SysBareCrun, SysDockerRun, SysDockerCold, SysDockerColdNewConn, SysDockerWarm, SysOCICold, SysOCIColdNewConn, SysOCIWarm, SysBareRunsc, SysGVisorCold, SysGVisorWarm}
 
 // Env is what the systems are built from.
 type Env struct {
@@ -94,12 +98,12 @@ func newSystem(ctx context.Context, name string, env Env, warm int) (system, err
 			return nil, errors.New("docker-run needs the docker CLI")
 		}
 		return &dockerRun{cli: env.DockerCLI, image: env.Image, labels: env.Labels}, nil
-	case SysDockerCold, SysDockerWarm:
+	case SysDockerCold, SysDockerWarm, SysDockerColdNewConn:
 		if env.Docker == nil {
 			return nil, errors.New(name + " needs the Docker engine")
 		}
 		return newAPISystem(ctx, name, env.Docker, env, warmIf(name == SysDockerWarm, warm))
-	case SysOCICold, SysOCIWarm:
+	case SysOCICold, SysOCIWarm, SysOCIColdNewConn:
 		if env.OCI == nil {
 			return nil, errors.New(name + " needs the oci runtime")
 		}
@@ -252,7 +256,8 @@ func newAPISystem(ctx context.Context, name string, rt sandbox.Runtime, env Env,
 	s := &apiSystem{
 		name: name, mgr: mgr, url: "http://" + ln.Addr().String() + api.RouteExecute, warm: warm, stop: stop,
 		served: make(chan error, 1),
-		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0, IdleConnTimeout: time.Minute}},
+		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0, IdleConnTimeout: time.Minute,
+			DisableKeepAlives: strings.HasSuffix(name, "-newconn")}},
 	}
 	go func() { s.served <- srv.Serve(sctx, ln) }()
 	if warm > 0 {

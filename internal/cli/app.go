@@ -35,10 +35,10 @@ import (
 func newAppCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "app",
-		Short: "The GitHub App: create it (setup), review pull requests from webhooks (serve), list reviews and jobs (history)",
+		Short: "The GitHub App: create it (setup), review pull requests from webhooks (serve), list reviews and jobs (history), dismissed findings (dismissals)",
 		Args:  cobra.NoArgs,
 	}
-	addCommands(cmd, g, newAppSetupCmd, newAppServeCmd, newAppHistoryCmd)
+	addCommands(cmd, g, newAppSetupCmd, newAppServeCmd, newAppHistoryCmd, newAppDismissalsCmd)
 	return cmd
 }
 
@@ -262,7 +262,12 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if err != nil {
 		return err
 	}
+	evidenceEng, evidenceRuns, err := evidenceEngine(c, g.stdio.Getenv, egressPol, sb, image, limits, log)
+	if err != nil {
+		return err
+	}
 	reviewer := app.NewPipelineReviewer(app.PipelineOptions{
+		Evidence: evidenceEng, MaxEvidenceRuns: evidenceRuns,
 		Gate:  runner,
 		Tests: &review.SandboxTests{Sandbox: sb, Image: image, Limits: limits, Runner: tests},
 		// One model client per review: its call, token and cost caps are per review.

@@ -41,8 +41,11 @@ func newBenchCmd(g *globals) *cobra.Command {
                      oci sandbox gets (job as PID 1, no aster-init, no API)
   docker-run         docker run --rm --network none IMAGE JOB
   aster-docker-cold  Aster over Docker, a fresh sandbox per request
+  aster-docker-cold-newconn  the same through a client that opens a new
+                     connection for every request (curl, a one-off script)
   aster-docker-warm  Aster over Docker with a warm pool
   aster-oci-cold     Aster driving the oci runtime directly, a fresh sandbox per request
+  aster-oci-cold-newconn  the same, a new connection for every request
   aster-oci-warm     the same with a warm pool
   bare-runsc         gVisor's runsc alone on the same bundle (--runsc, --gvisor-platform)
   aster-gvisor-cold  Aster with --runtime gvisor, a fresh sandbox per request
@@ -52,7 +55,8 @@ func newBenchCmd(g *globals) *cobra.Command {
   aster-microvm-warm the same with a warm pool of booted VMs
 
 Aster is measured through its HTTP API (a real server on a loopback port and a
-real HTTP client), with sandboxes destroyed in the background after the result,
+real HTTP client that keeps connections alive, or with -newconn opens one per
+request), with sandboxes destroyed in the background after the result,
 as 'aster sandbox serve' does. Each system runs each job (true, and python3
 printing a line) as a closed loop of 1, 2 and 16 clients for --duration; warm
 systems also get paced rounds that wait for a full pool first, which is the

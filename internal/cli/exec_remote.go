@@ -90,12 +90,24 @@ func runExecRemote(cmd *cobra.Command, g *globals, f *execFlags, c config.Config
 		}
 	} else {
 		live.finish(res)
-		switch res.Status {
-		case sandbox.StatusOK, sandbox.StatusExitNonzero:
-		default:
-			fmt.Fprintf(g.stdio.Stderr, "aster: %s: %s\n", res.Status, res.Error)
-		}
+		sayStatus(g.stdio.Stderr, res)
 	}
+	return resultExit(res)
+}
+
+// sayStatus tells, on w, how a remote run ended when it did not end by itself
+// (a timeout, an OOM kill, an output limit, an error).
+func sayStatus(w io.Writer, res sandbox.Result) {
+	switch res.Status {
+	case sandbox.StatusOK, sandbox.StatusExitNonzero:
+	default:
+		fmt.Fprintf(w, "aster: %s: %s\n", res.Status, res.Error)
+	}
+}
+
+// resultExit is the exit status aster gives a run's result (the command's own,
+// 124 on timeout, 137 when OOM-killed, ...).
+func resultExit(res sandbox.Result) error {
 	if code := res.CLIExitCode(); code != 0 {
 		return &exitError{code: code}
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -28,6 +29,8 @@ type reviewFlags struct {
 	tests      bool
 	parallel   int
 	model      modelFlags
+	// previous is an earlier report (--previous) whose open findings are re-checked.
+	previous string
 	// egressAllow adds to aster.yaml's egress.allow (--egress-allow).
 	egressAllow []string
 }
@@ -45,9 +48,11 @@ how it is reviewed (an edit to it is reported, not obeyed). The head revision
 is taken with git archive, so untracked files and .git never reach a sandbox;
 ignored paths, lockfiles, generated and binary files, symlinks and files over
 the size limit are left out and listed. Each analyzer (gitleaks, shellcheck,
-bandit, Aster's ast-grep rules, gosec, eslint, semgrep when the image has it
+Aster's taint engines, bandit, Aster's ast-grep rules, gosec, eslint,
+actionlint, tfsec, kics, cppcheck, flawfinder, semgrep when the image has it
 and the repository has .semgrep/ rules, and any added in .aster.yml) runs in
-its own sandbox: no network, capped memory, CPU, processes and time. Findings
+its own sandbox: no network, capped memory, CPU, processes and time. A
+changed file none of them reads is listed as not analysed. Findings
 are marked by the diff-aware filter (--filter-mode): added lines (default),
 diff context, changed files, or all.
 
@@ -60,12 +65,19 @@ With a model configured (ASTER_LLM_PROVIDER, ASTER_LLM_MODEL, ASTER_LLM_API_KEY,
 or the llm: section of aster.yaml), the diff, findings and test summary go
 to it as framed data with secrets redacted, within a token and cost budget;
 its comments are anchored to lines of the diff and sanitised. --agentic lets
-it run the tests or a command in a sandbox to check its claims.`,
+it run the tests or a command in a sandbox to check its claims.
+
+--previous REPORT.json (an earlier --format json report of the same branch)
+re-checks the findings that review left open, as the GitHub App does on each
+push: a finding whose analyzer ran again and no longer reports it is resolved,
+one reported again (or not re-checked) is still open, the rest are new. The
+report's "lifecycle" (JSON) and its "Since" section (Markdown) list them.`,
 		Example: `  aster review
   aster review --base main --head feature ./repo
   aster review --filter-mode file --format json > report.json
   aster review --format sarif --fail-on never > aster.sarif
-  aster review --tests --fail-on warning`,
+  aster review --tests --fail-on warning
+  aster review --previous before.json   # before.json: an earlier --format json report`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := "."
@@ -87,6 +99,7 @@ it run the tests or a command in a sandbox to check its claims.`,
 	fl.BoolVar(&f.tests, "tests", false, "also run the repository's tests in a sandbox (tests.command in .aster.yml, or detected)")
 	parallelVar(fl, &f.parallel, "analyzers run at once")
 	egressAllowVar(fl, &f.egressAllow)
+	fl.StringVar(&f.previous, "previous", "", "an earlier JSON report whose open findings are re-checked: resolved, still open, new")
 	addModelFlags(fl, &f.model)
 	return cmd
 }
@@ -110,6 +123,13 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 	}
 	if err := checkParallel(f.parallel); err != nil {
 		return err
+	}
+	var prev *review.Report
+	if f.previous != "" {
+		var err error
+		if prev, err = readPreviousReport(f.previous); err != nil {
+			return usageErr("--previous: %v", err)
+		}
 	}
 	c, err := g.load(cmd)
 	if err != nil {
@@ -139,6 +159,9 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 	if ch.NothingToReview() {
 		// No sandbox engine is needed to say so, and none is asked.
 		rep, err := review.Run(ctx, ch, review.Options{FilterMode: f.filterMode, FailOn: f.failOn})
+		if err == nil && prev != nil {
+			rep.Lifecycle, err = review.ClassifyLifecycle(ctx, prev, rep, review.LifecycleOptions{})
+		}
 		if err == nil {
 			err = writeReport(g.stdio.Stdout, rep, f.format, render, review.Options{})
 		}
@@ -177,6 +200,11 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		}
 		return usageErr("%v", err)
 	}
+	if opts.Reviewer != nil {
+		if opts.Evidence, opts.MaxEvidenceRuns, err = evidenceEngine(c, g.stdio.Getenv, egressPol, mgr, image, limits, log); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stderr, "aster: reviewing %s...%s (%d files changed) in %s\n", ch.Base.Ref, ch.Head.Ref, len(ch.Diff), ch.Repository)
 	rep, err := review.Run(ctx, ch, opts)
 	if err != nil {
@@ -184,6 +212,11 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 			return usageErr("%v", err)
 		}
 		return &exitError{code: ExitFailure, err: err}
+	}
+	if prev != nil {
+		if rep.Lifecycle, err = review.ClassifyLifecycle(ctx, prev, rep, review.LifecycleOptions{}); err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
 	}
 	if err := writeReport(g.stdio.Stdout, rep, f.format, render, opts); err != nil {
 		return &exitError{code: ExitFailure, err: err}
@@ -286,4 +319,14 @@ func (p *reviewProgress) event(e gate.Event) {
 		line += ": " + r.Reason
 	}
 	fmt.Fprintf(p.w, "%s (%.1fs)\n", line, float64(r.DurationMS)/1000)
+}
+
+// readPreviousReport reads the report named by --previous.
+func readPreviousReport(path string) (*review.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return review.ReadReport(f)
 }

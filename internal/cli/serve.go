@@ -27,6 +27,7 @@ type serveFlags struct {
 	egressAllow                                                     []string
 	runsDB, runsRetention, runsMaxBytes, callbackSecretFile         string
 	callbackAllow                                                   []string
+	maxSessions, maxSessionsPerToken, snapshotDir                   string
 }
 
 func newServeCmd(g *globals) *cobra.Command {
@@ -118,6 +119,9 @@ client has the proxy's address: raise it there).`,
 	fl.StringVar(&f.runsMaxBytes, "runs-max-bytes", units.FormatBytes(runstore.DefaultMaxBytes), "results of asynchronous runs kept in all; the oldest go first")
 	fl.StringSliceVar(&f.callbackAllow, "callback-allow", nil, "host or host:port a run's callback_url may name (repeatable; serve.callbacks.allow); none: no callbacks")
 	fl.StringVar(&f.callbackSecretFile, "callback-secret-file", "", "file holding the HMAC-SHA256 key that signs every callback (X-Aster-Signature); required with --callback-allow")
+	intStringVar(fl, &f.maxSessions, "max-sessions", "", "sessions (/v1/sessions) alive at once, all tokens together; each holds a sandbox slot (default: half of max-concurrent)")
+	intStringVar(fl, &f.maxSessionsPerToken, "max-sessions-per-token", "", "sessions one token may hold (default 16)")
+	fl.StringVar(&f.snapshotDir, "snapshot-dir", "", "directory of the session snapshots, emptied at start (default: a new temporary directory); serve.sessions has TTLs, idle timeouts and the snapshot budget")
 	fl.IntVar(&f.warm, "warm", config.DefaultWarm, "sandboxes kept started and waiting per image, for requests with the default limits (0: no pool); they count against --max-concurrent (ASTER_WARM, pool.warm)")
 	return cmd
 }
@@ -167,6 +171,9 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	str("runs-retention", &sc.Runs.Retention, f.runsRetention)
 	str("runs-max-bytes", &sc.Runs.MaxBytes, f.runsMaxBytes)
 	str("callback-secret-file", &sc.Callbacks.SecretFile, f.callbackSecretFile)
+	str("max-sessions", &sc.Sessions.Max, f.maxSessions)
+	str("max-sessions-per-token", &sc.Sessions.MaxPerToken, f.maxSessionsPerToken)
+	str("snapshot-dir", &sc.Sessions.SnapshotDir, f.snapshotDir)
 	if fl.Changed("callback-allow") {
 		sc.Callbacks.Allow = append(sc.Callbacks.Allow, f.callbackAllow...)
 	}
@@ -187,6 +194,10 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	}
 	if err := sandbox.CheckCeilings(defaults, set.Ceilings); err != nil {
 		return usageErr("the default limits must be within the ceilings: %v", trimInvalid(err))
+	}
+	sessSet, err := sc.Sessions.Parse(set.MaxConcurrent)
+	if err != nil {
+		return usageErr("%v", err)
 	}
 	if _, _, err := c.ReaperDurations(); err != nil {
 		return usageErr("%v", err)
@@ -253,6 +264,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		QueueSize:     set.QueueSize,
 		QueueTimeout:  set.QueueTimeout,
 		Pool:          pool,
+		Sessions:      sessSet.Options,
 		Observer:      metrics,
 		Logger:        log,
 	}, ExitFailure)
@@ -309,13 +321,18 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		FirstByteTimeout:     set.FirstByteTimeout,
 		BodyIdleTimeout:      set.BodyIdleTimeout,
 		MinBodyRate:          orNegative64(set.MinBodyRateBytes),
+
+		MaxSessions:         sessSet.Max,
+		MaxSessionsPerToken: sessSet.PerToken,
+		SnapshotDir:         sessSet.SnapshotDir,
+		MaxSnapshotBytes:    sessSet.MaxSnapshotBytes,
 	})
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	log.Info("serving the sandbox API", "url", "http://"+ln.Addr().String(), "auth", tokens != nil,
 		"max_concurrent", set.MaxConcurrent, "queue", set.QueueSize, "queue_timeout", set.QueueTimeout,
-		"images", strings.Join(c.Images, ","), "runtime", rt.Name(), "warm", pool.Warm)
+		"images", strings.Join(c.Images, ","), "runtime", rt.Name(), "warm", pool.Warm, "max_sessions", sessSet.Max)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}

@@ -43,6 +43,12 @@ const (
 	DefaultAgenticMaxToolCalls   = 4
 	DefaultAgenticMaxResultBytes = 8 << 10
 	DefaultAgenticCommandTimeout = 2 * time.Minute
+	// DefaultEvidenceMaxRuns is the operator's ceiling on the evidence runs
+	// of one review (a repository's model.max_evidence_runs is bounded by it);
+	// DefaultEvidenceTimeout bounds each run.
+	DefaultEvidenceMaxRuns = 10
+	DefaultEvidenceTimeout = 2 * time.Minute
+	MaxEvidenceRuns        = 50
 
 	// Ceilings: values past these are refused, not clamped.
 	MaxLLMCalls        = 100
@@ -91,11 +97,12 @@ type LLMConfig struct {
 	RedactEnv []string `yaml:"redact_env"`
 	// LinkAllowlist names the hosts comments may link to (subdomains
 	// included); every other link is removed.
-	LinkAllowlist   []string      `yaml:"link_allowlist"`
-	MaxComments     int           `yaml:"max_comments"`
-	MaxCommentBytes int           `yaml:"max_comment_bytes"`
-	MaxSummaryBytes int           `yaml:"max_summary_bytes"`
-	Agentic         AgenticConfig `yaml:"agentic"`
+	LinkAllowlist   []string       `yaml:"link_allowlist"`
+	MaxComments     int            `yaml:"max_comments"`
+	MaxCommentBytes int            `yaml:"max_comment_bytes"`
+	MaxSummaryBytes int            `yaml:"max_summary_bytes"`
+	Agentic         AgenticConfig  `yaml:"agentic"`
+	Evidence        EvidenceConfig `yaml:"evidence"`
 }
 
 // LLMPrice is a model's price in US dollars per million tokens.
@@ -111,6 +118,14 @@ type AgenticConfig struct {
 	MaxToolCalls   int    `yaml:"max_tool_calls"`
 	MaxResultBytes string `yaml:"max_result_bytes"`
 	CommandTimeout string `yaml:"command_timeout"`
+}
+
+// EvidenceConfig bounds the runs of model comments' evidence: at most
+// MaxRuns per review (the ceiling of a repository's model.max_evidence_runs),
+// each within Timeout.
+type EvidenceConfig struct {
+	MaxRuns int    `yaml:"max_runs"`
+	Timeout string `yaml:"timeout"`
 }
 
 // Secret is a string that never prints: fmt, slog and YAML/JSON encoders see
@@ -235,6 +250,9 @@ type LLMSettings struct {
 	AgenticMaxToolCalls   int
 	AgenticMaxResultBytes int
 	AgenticCommandTimeout time.Duration
+
+	EvidenceMaxRuns int
+	EvidenceTimeout time.Duration
 }
 
 // Enabled reports whether a provider is configured.
@@ -312,6 +330,7 @@ func (l LLMConfig) Parse() (LLMSettings, error) {
 	dur("call_timeout", l.CallTimeout, DefaultLLMCallTimeout, &s.CallTimeout)
 	dur("max_retry_wait", l.MaxRetryWait, DefaultLLMMaxRetryWait, &s.MaxRetryWait)
 	dur("agentic.command_timeout", l.Agentic.CommandTimeout, DefaultAgenticCommandTimeout, &s.AgenticCommandTimeout)
+	dur("evidence.timeout", l.Evidence.Timeout, DefaultEvidenceTimeout, &s.EvidenceTimeout)
 	if l.MaxRetries != nil {
 		if *l.MaxRetries < 0 || *l.MaxRetries > 10 {
 			bad("max_retries %d: want 0 to 10", *l.MaxRetries)
@@ -324,6 +343,7 @@ func (l LLMConfig) Parse() (LLMSettings, error) {
 	intIn(bad, "max_comment_bytes", l.MaxCommentBytes, DefaultLLMMaxCommentBytes, 200, 60_000, &s.MaxCommentBytes)
 	intIn(bad, "max_summary_bytes", l.MaxSummaryBytes, DefaultLLMMaxSummaryBytes, 200, 60_000, &s.MaxSummaryBytes)
 	intIn(bad, "agentic.max_tool_calls", l.Agentic.MaxToolCalls, DefaultAgenticMaxToolCalls, 1, MaxAgenticCalls, &s.AgenticMaxToolCalls)
+	intIn(bad, "evidence.max_runs", l.Evidence.MaxRuns, DefaultEvidenceMaxRuns, 1, MaxEvidenceRuns, &s.EvidenceMaxRuns)
 	intIn(bad, "max_input_tokens", l.MaxInputTokens, DefaultLLMMaxInputTokens, 2_000, 2_000_000, &s.MaxInputTokens)
 	intIn(bad, "max_output_tokens", l.MaxOutputTokens, DefaultLLMMaxOutputTokens, 256, MaxLLMOutputTokens, &s.MaxOutputTokens)
 	intIn(bad, "max_total_tokens", l.MaxTotalTokens, DefaultLLMMaxTotalTokens, 2_000, 100_000_000, &s.MaxTotalTokens)

@@ -90,6 +90,8 @@ type ServeConfig struct {
 	// Runs and Callbacks configure the asynchronous runs of /v1/runs.
 	Runs      RunsConfig      `yaml:"runs"`
 	Callbacks CallbacksConfig `yaml:"callbacks"`
+	// Sessions bound the long-lived sandboxes of /v1/sessions.
+	Sessions SessionsConfig `yaml:"sessions"`
 }
 
 // envVars binds the ASTER_* variables of the `serve:` section to the fields of s.
@@ -105,6 +107,7 @@ func (s *ServeConfig) envVars() []envVar {
 		str("ASTER_MAX_BODY_IN_FLIGHT", &s.MaxBodyInFlight, "request-body bytes held in memory at once (default 4 × max-body)"),
 		str("ASTER_RUNS_DB", &s.Runs.DB, "SQLite file of the API's asynchronous runs (off: none)"),
 		str("ASTER_RUNS_DATABASE_URL", &s.Runs.DatabaseURL, "postgres://... database of the API's asynchronous runs (replaces the SQLite file)"),
+		str("ASTER_MAX_SESSIONS", &s.Sessions.Max, "sessions alive at once (default half of max-concurrent)"),
 	}
 }
 

@@ -270,11 +270,14 @@ func ParseLogFormat(s string) (string, error) {
 
 // NonConfigEnvVars are the ASTER_* names that are not configuration but are
 // set where aster runs, so they are accepted: the repository's scripts and
-// test harnesses export them (aster itself reads none of them), and the
+// test harnesses export them (aster itself reads none of them but
+// ASTER_SERVER, the client commands' server), and the
 // README's examples keep a bearer token in ASTER_TOKEN. Besides these, every
 // name under ReservedEnvPrefixes is accepted.
 var NonConfigEnvVars = map[string]string{
 	"ASTER_TOKEN": "the README's examples keep a bearer token here for curl",
+	// Read by `aster session` (a client of a server), not configuration.
+	"ASTER_SERVER": "aster session: the URL of the server that holds the sessions",
 	// scripts/k8s (the local Kubernetes test cluster) and its tests.
 	"ASTER_ETCD_VERSION":                "scripts/k8s: etcd version to build",
 	"ASTER_K8S_API_PORT":                "scripts/k8s: API server port",

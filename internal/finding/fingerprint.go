@@ -200,7 +200,7 @@ func MarkerIDs(fs []Finding) []string {
 // fingerprints posted for f: it hashed analyzer, rule, path and message only,
 // so one marker stood for every repeat of a message in a file (and only the
 // first was ever posted). Markers of that kind stay on pull requests after an
-// upgrade; github.Comment.Aliases lets one of them cover one finding, so an
+// upgrade; publish.Comment.Aliases lets one of them cover one finding, so an
 // upgrade neither reposts what was posted nor hides what was new. "" when f's
 // fingerprint is not of the current scheme (then it already is the old value).
 func LegacyMarkerID(f Finding) string {

@@ -90,3 +90,17 @@ func FuzzReadGitleaks(f *testing.F) {
 	f.Add([]byte(`[{"Secret":"-----BEGIN","File":"a"}]`))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatGitleaks, data) })
 }
+
+func FuzzReadActionlint(f *testing.F) {
+	addSeeds(f, "tools/actionlint.json")
+	f.Add([]byte(`[{"message":"\"github.event.issue.title\" is potentially untrusted","filepath":"/work/.github/workflows/a.yml","line":9,"column":-2,"end_column":-7,"kind":"expression"}][]`))
+	f.Add([]byte(`[{"kind":"credentials","line":-1}] null`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatActionlint, data) })
+}
+
+func FuzzReadCppcheck(f *testing.F) {
+	addSeeds(f, "tools/cppcheck.xml")
+	f.Add([]byte(`<results version="2"><errors><error id="a" severity="error" cwe="-3" msg=""><location file="/work/x.c" line="-2" column="-1"/></error><error severity="information"/></errors></results>`))
+	f.Add([]byte(`<!DOCTYPE r [<!ENTITY a "b">]><results version="2"/>`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatCppcheck, data) })
+}

@@ -25,10 +25,12 @@ const (
 	FormatAstGrep    Format = "ast-grep-json"   // ast-grep scan --json=stream
 	FormatGitleaks   Format = "gitleaks-json"   // gitleaks --report-format json
 	FormatESLint     Format = "eslint-json"     // eslint --format json
+	FormatActionlint Format = "actionlint-json" // actionlint -format '{{json .}}'
+	FormatCppcheck   Format = "cppcheck-xml"    // cppcheck --xml
 )
 
 // Formats lists the readable formats.
-var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks, FormatESLint}
+var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks, FormatESLint, FormatActionlint, FormatCppcheck}
 
 // ParseFormat validates a format name.
 func ParseFormat(s string) (Format, error) {
@@ -37,7 +39,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json, eslint-json", s)
+	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json, eslint-json, actionlint-json, cppcheck-xml", s)
 }
 
 // ErrInvalid marks analyzer output that cannot be read.
@@ -134,6 +136,10 @@ func Read(format Format, r io.Reader, opts ReadOptions) (ReadResult, error) {
 		return ReadGitleaks(r, opts)
 	case FormatESLint:
 		return ReadESLint(r, opts)
+	case FormatActionlint:
+		return ReadActionlint(r, opts)
+	case FormatCppcheck:
+		return ReadCppcheck(r, opts)
 	}
 	return ReadResult{}, fmt.Errorf("%w: unknown format %q", ErrInvalid, format)
 }

@@ -37,7 +37,7 @@ type Analyzer struct {
 	// engines and the target files as a tar (package gate/taint).
 	Input string `yaml:"input,omitempty" json:"input,omitempty"`
 	// Format of the tool's stdout: sarif, semgrep-json, shellcheck-json,
-	// bandit-json, ast-grep-json, gitleaks-json, eslint-json.
+	// bandit-json, ast-grep-json, gitleaks-json, eslint-json, actionlint-json.
 	Format finding.Format `yaml:"format" json:"format"`
 	// Files are the globs of files the tool applies to; empty means every
 	// file. An analyzer with no matching file is skipped.
@@ -62,6 +62,10 @@ type Analyzer struct {
 	// nothing else: a file only it reads is not analysed as code (the
 	// review lists it as not analysed, naming its language).
 	SecretsOnly bool `yaml:"-" json:"-"`
+	// GoModule marks an analyzer that loads the Go module at the snapshot's
+	// root with the image's Go: when go.mod declares a newer Go than the
+	// image has, it is skipped with a note saying which Go it needs.
+	GoModule bool `yaml:"-" json:"-"`
 	// Timeout and Memory override the sandbox limits for this analyzer
 	// ("2m", "1g").
 	Timeout string `yaml:"timeout,omitempty" json:"timeout,omitempty"`
@@ -267,8 +271,12 @@ func Builtins() []Analyzer {
 			Name: "gosec",
 			// The image's warm build cache of the standard library (see
 			// images/sandbox/build.sh) is copied to the writable /tmp first.
-			Command: []string{"sh", "-c", `if [ -d "$1" ]; then cp -R "$1" "$GOCACHE"; fi; shift; exec gosec "$@"`,
-				"gosec", testrun.GoCacheDir, "-fmt", "sarif", "-exclude-generated", "-exclude=G104", "./..."},
+			// The sandbox has no module cache: a package whose dependencies
+			// do not load is still checked, without their types, and go
+			// list names it afterwards (goDepsNotice, a SARIF notice).
+			Command: []string{"sh", "-c", goSecScript, "gosec", testrun.GoCacheDir, goDepsNotice,
+				"-fmt", "sarif", "-exclude-generated", "-exclude=G104", "./..."},
+			GoModule:       true,
 			Format:         finding.FormatSARIF,
 			Files:          []string{"*.go"},
 			OKExitCodes:    []int{0, 1},
@@ -292,6 +300,11 @@ func Builtins() []Analyzer {
 			Timeout:        "5m",
 			InformationURI: "https://github.com/eslint-community/eslint-plugin-security",
 		},
+		actionlintAnalyzer(),
+		tfsecAnalyzer(),
+		kicsAnalyzer(),
+		cppcheckAnalyzer(),
+		flawfinderAnalyzer(),
 		{
 			Name: "semgrep",
 			Command: []string{"semgrep", "scan", "--config", ".semgrep", "--json", "--metrics", "off",

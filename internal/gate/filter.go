@@ -81,6 +81,9 @@ type Marked struct {
 	// matched (e.g. "assert").
 	Suppressed   Class  `json:"suppressed,omitempty"`
 	SuppressedBy string `json:"suppressed_by,omitempty"`
+	// DismissedBy names who dismissed this finding on the repository (the GitHub App's
+	// memory of "/aster ignore"); such a finding is not reported.
+	DismissedBy string `json:"dismissed_by,omitempty"`
 }
 
 // Filter marks findings against one diff, indexed once.
@@ -161,6 +164,9 @@ type Summary struct {
 	Reported    int `json:"reported"`
 	OutsideDiff int `json:"outside_diff"`
 	Suppressed  int `json:"suppressed"`
+	// Dismissed were dismissed on the repository by a person (the App's memory); absent
+	// where nothing can be dismissed (aster review, /v1/validate).
+	Dismissed int `json:"dismissed,omitempty"`
 	// BySeverity counts reported findings per severity.
 	BySeverity map[finding.Severity]int `json:"by_severity"`
 	// SuppressedByClass counts suppressed findings per class and
@@ -178,6 +184,8 @@ func Summarize(ms []Marked) Summary {
 		case m.Reported:
 			s.Reported++
 			s.BySeverity[m.Severity]++
+		case m.DismissedBy != "":
+			s.Dismissed++
 		case m.Suppressed != "":
 			s.Suppressed++
 			byRule := s.SuppressedByClass[m.Suppressed]

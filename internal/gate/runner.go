@@ -207,8 +207,11 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 			images = append(images, im)
 		}
 	}
-	imageVersions := make([]map[string]string, len(images))
+	// An analyzer of a Go module waits for its image's versions (the Go it
+	// has); the first to ask reads them.
+	imageVersions := make([]func() map[string]string, len(images))
 	for i, image := range images {
+		imageVersions[i] = sync.OnceValue(func() map[string]string { return r.readVersions(ctx, image) })
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -216,7 +219,7 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 				return
 			}
 			defer func() { <-sem }()
-			imageVersions[i] = r.readVersions(ctx, image)
+			imageVersions[i]()
 		}()
 	}
 	for i, a := range req.Analyzers {
@@ -229,13 +232,14 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 			}
 			defer func() { <-sem }()
 			r.progress(Event{Analyzer: a.Name})
-			results[i], found[i] = r.runOne(ctx, a, req.Snapshot, changed)
+			versions := imageVersions[slices.Index(images, r.image(a))]
+			results[i], found[i] = r.runOne(ctx, a, req.Snapshot, changed, versions)
 			r.progress(Event{Analyzer: a.Name, Done: true, Result: results[i]})
 		}()
 	}
 	wg.Wait()
 	for i, a := range req.Analyzers {
-		results[i].Version = imageVersions[slices.Index(images, r.image(a))][a.Name]
+		results[i].Version = imageVersions[slices.Index(images, r.image(a))]()[a.Name]
 	}
 	out := Result{Findings: []finding.Finding{}, Analyzers: results}
 	for _, fs := range found {
@@ -291,7 +295,7 @@ func anyMatch(globs []string, files []string) bool {
 	return slices.ContainsFunc(files, gs.Match)
 }
 
-func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed map[string]bool) (AnalyzerResult, []finding.Finding) {
+func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed map[string]bool, versions func() map[string]string) (AnalyzerResult, []finding.Finding) {
 	t0 := time.Now()
 	res := AnalyzerResult{Name: a.Name, ExitCode: -1}
 	done := func(st Status, reason string) (AnalyzerResult, []finding.Finding) {
@@ -320,6 +324,11 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 				return done(StatusSkipped, "no file of "+what+" matches "+strings.Join(a.Files, ", "))
 			}
 			return done(StatusSkipped, "no file of "+what+" to analyse")
+		}
+	}
+	if a.GoModule {
+		if need, have := needsGo(snap, versions()["go"]); need != "" {
+			return done(StatusSkipped, fmt.Sprintf("needs go %s: the module's go.mod declares it and the image has go %s (GOTOOLCHAIN=local, no download); its Go packages are not type-checked", need, have))
 		}
 	}
 	var undeclared []string
@@ -380,8 +389,11 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 	}
 	if sres.ExitCode == 127 && a.Optional {
 		tool := a.Command[0]
-		if a.Input == InputAsterRules {
+		switch {
+		case a.Input == InputAsterRules:
 			tool = "ast-grep" // run through sh, which unpacks the rule pack first
+		case tool == "sh" || tool == "xargs":
+			tool = a.Name // the built-in analyzers run their tool through one
 		}
 		return done(StatusSkipped, fmt.Sprintf("%s is not installed in image %s", tool, spec.Image))
 	}

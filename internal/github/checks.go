@@ -160,3 +160,16 @@ func (c *Client) ListCheckRuns(ctx context.Context, head, name string) ([]CheckR
 			return res.CheckRuns, resp, nil
 		}, checkRunOf)
 }
+
+// AnnotationBatches splits annotations into requests of at most MaxAnnotationsPerRequest.
+func AnnotationBatches(anns []Annotation) [][]Annotation {
+	var out [][]Annotation
+	for len(anns) > MaxAnnotationsPerRequest {
+		out = append(out, anns[:MaxAnnotationsPerRequest:MaxAnnotationsPerRequest])
+		anns = anns[MaxAnnotationsPerRequest:]
+	}
+	if len(anns) > 0 {
+		out = append(out, anns)
+	}
+	return out
+}

@@ -103,6 +103,10 @@ func (*Ignored) isEvent()                      {}
 // line of the comment, so a quote or a sentence that mentions it does not trigger.
 const ReviewCommand = "/aster review"
 
+// ResolveCommand asks Aster to re-check its open findings now: a new review of the head,
+// which re-checks what the review it replaces left open (the same run as ReviewCommand).
+const ResolveCommand = "/aster resolve"
+
 // reviewActions are the pull_request actions that start a review.
 var reviewActions = map[string]bool{
 	"opened": true, "reopened": true, "synchronize": true, "ready_for_review": true,
@@ -232,7 +236,7 @@ func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
 			return ignored(w.Action, "comment by a bot")
 		}
 		if !IsReviewCommand(w.Comment.Body) {
-			return ignored(w.Action, "comment is not "+ReviewCommand)
+			return ignored(w.Action, "comment is not "+ReviewCommand+" or "+ResolveCommand)
 		}
 		repo, err := parseRepo(w.Repository)
 		if err != nil {
@@ -354,15 +358,20 @@ func malformed(event string, err error) error {
 }
 
 // IsReviewCommand reports whether a comment body asks for a review: its first non-blank line,
-// trimmed, is ReviewCommand, optionally followed by whitespace and more words.
+// trimmed, is ReviewCommand or ResolveCommand, optionally followed by whitespace and more
+// words.
 func IsReviewCommand(body string) bool {
 	for line := range strings.Lines(body) {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
-		rest, ok := strings.CutPrefix(line, ReviewCommand)
-		return ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t')
+		for _, cmd := range []string{ReviewCommand, ResolveCommand} {
+			if rest, ok := strings.CutPrefix(line, cmd); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+				return true
+			}
+		}
+		return false
 	}
 	return false
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/publish"
 )
 
 // ReviewAPI is what PostReview needs of GitHub; *Client implements it.
@@ -38,8 +40,8 @@ type PostReviewOptions struct {
 	Number    int
 	CommitSHA string // head SHA the comments are anchored to
 	Body      string
-	Comments  []Comment
-	MaxInline int // 0 means MaxInlineComments
+	Comments  []publish.Comment
+	MaxInline int // 0 means publish.DefaultMaxInline
 	// BotLogin is the App's own login ("slug[bot]"); only its comments count as posted.
 	// Empty trusts every author, which only tests should do.
 	BotLogin string
@@ -49,7 +51,7 @@ type PostReviewOptions struct {
 type PostReviewResult struct {
 	Posted   bool // false when there was nothing new to post
 	ReviewID int64
-	Plan     ReviewPlan
+	Plan     publish.ReviewPlan
 }
 
 // PostReview posts at most one COMMENT review: it reads the fingerprints already on the pull
@@ -60,7 +62,8 @@ func PostReview(ctx context.Context, api ReviewAPI, opts PostReviewOptions) (Pos
 	if err != nil {
 		return PostReviewResult{}, err
 	}
-	plan := PlanReview(PlanOptions{Body: opts.Body, Comments: opts.Comments, Posted: posted, MaxInline: opts.MaxInline})
+	plan := publish.PlanReview(publish.PlanOptions{Body: opts.Body, Comments: opts.Comments, Posted: posted,
+		MaxInline: opts.MaxInline, MaxBodyChars: MaxBodyChars})
 	res := PostReviewResult{Plan: plan}
 	if len(plan.Inline) == 0 && len(plan.Folded) == 0 {
 		return res, nil // nothing new: another review would only repeat the last one
@@ -69,7 +72,11 @@ func PostReview(ctx context.Context, api ReviewAPI, opts PostReviewOptions) (Pos
 	if strings.TrimSpace(body) == "" { // GitHub refuses a COMMENT review without a body
 		body = fmt.Sprintf("Aster left %d comment(s).", len(plan.Inline))
 	}
-	rev, err := api.CreateReview(ctx, opts.Number, NewReview{CommitSHA: opts.CommitSHA, Body: body, Comments: plan.Inline})
+	inline := make([]InlineComment, len(plan.Inline))
+	for i, c := range plan.Inline {
+		inline[i] = InlineComment{Path: c.Path, Line: c.Line, StartLine: c.StartLine, Body: c.Body}
+	}
+	rev, err := api.CreateReview(ctx, opts.Number, NewReview{CommitSHA: opts.CommitSHA, Body: body, Comments: inline})
 	if err != nil {
 		return res, fmt.Errorf("post review: %w", err)
 	}
@@ -77,7 +84,7 @@ func PostReview(ctx context.Context, api ReviewAPI, opts PostReviewOptions) (Pos
 	return res, nil
 }
 
-// PostedFingerprints collects the fingerprints hidden in the pull request's inline comments and
+// PostedFingerprints collects the marker ids hidden in the pull request's inline comments and
 // review bodies written by botLogin (by anyone when botLogin is "").
 func PostedFingerprints(ctx context.Context, api ReviewAPI, number int, botLogin string) (map[string]bool, error) {
 	comments, err := api.ListReviewComments(ctx, number)
@@ -93,7 +100,7 @@ func PostedFingerprints(ctx context.Context, api ReviewAPI, number int, botLogin
 		if botLogin != "" && author != botLogin {
 			return
 		}
-		for _, fp := range Fingerprints(body) {
+		for _, fp := range publish.Markers(body) {
 			posted[fp] = true
 		}
 	}
@@ -123,13 +130,13 @@ type SummaryResult struct {
 // UpsertSummary keeps one summary comment per pull request: it edits the comment carrying
 // SummaryMarker in place, or creates it.
 func UpsertSummary(ctx context.Context, api SummaryAPI, opts SummaryOptions) (SummaryResult, error) {
-	body := truncate(WithSummaryMarker(opts.Body), MaxBodyChars)
+	body := publish.Truncate(publish.WithSummaryMarker(opts.Body), MaxBodyChars)
 	comments, err := api.ListIssueComments(ctx, opts.Number)
 	if err != nil {
 		return SummaryResult{}, fmt.Errorf("find summary: %w", err)
 	}
 	for _, c := range comments {
-		if !IsSummary(c.Body) || (opts.BotLogin != "" && c.Author != opts.BotLogin) {
+		if !publish.IsSummary(c.Body) || (opts.BotLogin != "" && c.Author != opts.BotLogin) {
 			continue
 		}
 		if c.Body == body {
@@ -147,6 +154,9 @@ func UpsertSummary(ctx context.Context, api SummaryAPI, opts SummaryOptions) (Su
 	return SummaryResult{CommentID: c.ID, Created: true}, nil
 }
 
+// MaxBodyChars is the longest comment or review body GitHub accepts.
+const MaxBodyChars = 65536
+
 // Check-run output limits GitHub enforces.
 const (
 	maxCheckTitleChars   = 255
@@ -159,13 +169,13 @@ const (
 // Status/Conclusion is set by the last request so the run never looks finished before all its
 // annotations are there.
 func PublishCheckRun(ctx context.Context, api ChecksAPI, opts CheckRunOptions) (CheckRun, error) {
-	opts.Title = truncate(opts.Title, maxCheckTitleChars)
-	opts.Summary = truncate(opts.Summary, maxCheckOutputChars)
-	opts.Text = truncate(opts.Text, maxCheckOutputChars)
+	opts.Title = publish.Truncate(opts.Title, maxCheckTitleChars)
+	opts.Summary = publish.Truncate(opts.Summary, maxCheckOutputChars)
+	opts.Text = publish.Truncate(opts.Text, maxCheckOutputChars)
 	anns := make([]Annotation, len(opts.Annotations))
 	for i, a := range opts.Annotations {
-		a.Title = truncate(a.Title, maxCheckTitleChars)
-		a.Message = truncate(a.Message, maxAnnotationMessage)
+		a.Title = publish.Truncate(a.Title, maxCheckTitleChars)
+		a.Message = publish.Truncate(a.Message, maxAnnotationMessage)
 		anns[i] = a
 	}
 	if opts.Title == "" && len(anns) > 0 {

@@ -11,13 +11,14 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/publish"
 )
 
 // findings makes n comments on lines of main.go that are in PR #7's diff.
-func findings(from, n int) []github.Comment {
-	out := make([]github.Comment, 0, n)
+func findings(from, n int) []publish.Comment {
+	out := make([]publish.Comment, 0, n)
 	for i := from; i < from+n; i++ {
-		out = append(out, github.Comment{Path: "main.go", Line: i%7 + 1, Body: fmt.Sprintf("finding %d", i)})
+		out = append(out, publish.Comment{Path: "main.go", Line: i%7 + 1, Body: fmt.Sprintf("finding %d", i), ID: finding.Fingerprint("main.go", fmt.Sprintf("finding %d", i))})
 	}
 	return out
 }
@@ -27,7 +28,7 @@ func TestPostReviewIdempotentAcrossRuns(t *testing.T) {
 	f := setup(t)
 	ctx := t.Context()
 	bot := f.fake.BotLogin()
-	post := func(cs []github.Comment) github.PostReviewResult {
+	post := func(cs []publish.Comment) github.PostReviewResult {
 		t.Helper()
 		res, err := github.PostReview(ctx, f.client, github.PostReviewOptions{
 			Number: 7, CommitSHA: f.head, Body: "Aster review", Comments: cs, BotLogin: bot,
@@ -40,7 +41,7 @@ func TestPostReviewIdempotentAcrossRuns(t *testing.T) {
 
 	// A human pastes a marker to silence finding 39: only the bot's own markers count.
 	f.fake.AddReviewComment(owner, name, githubtest.Comment{Number: 7, Author: "mallory", Path: "main.go", Line: 1,
-		Body: github.WithFingerprint("lol", finding.Fingerprint("main.go", "finding 39"))})
+		Body: publish.WithMarker("lol", finding.Fingerprint("main.go", "finding 39"))})
 
 	first := post(findings(0, 40))
 	if !first.Posted || len(first.Plan.Inline) != 30 || len(first.Plan.Folded) != 10 {
@@ -94,7 +95,7 @@ func TestUpsertSummary(t *testing.T) {
 	f := setup(t)
 	ctx := t.Context()
 	bot := f.fake.BotLogin()
-	forged := f.fake.AddIssueComment(owner, name, 7, "mallory", github.WithSummaryMarker("fake summary"))
+	forged := f.fake.AddIssueComment(owner, name, 7, "mallory", publish.WithSummaryMarker("fake summary"))
 
 	steps := []struct {
 		body string
@@ -121,14 +122,14 @@ func TestUpsertSummary(t *testing.T) {
 	var bodies []string
 	for _, c := range f.fake.IssueComments(owner, name, 7) {
 		if c.ID == forged {
-			if c.Body != github.WithSummaryMarker("fake summary") {
+			if c.Body != publish.WithSummaryMarker("fake summary") {
 				t.Error("a human's comment was edited")
 			}
 			continue
 		}
 		bodies = append(bodies, c.Body)
 	}
-	if diff := cmp.Diff([]string{github.WithSummaryMarker("reviewed up to def")}, bodies); diff != "" {
+	if diff := cmp.Diff([]string{publish.WithSummaryMarker("reviewed up to def")}, bodies); diff != "" {
 		t.Errorf("summary comments (-want +got):\n%s", diff)
 	}
 }
@@ -173,5 +174,32 @@ func TestPublishCheckRun(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestAnnotationBatches(t *testing.T) {
+	t.Parallel()
+	for _, n := range []int{0, 1, 49, 50, 51, 100, 101, 237} {
+		anns := make([]github.Annotation, n)
+		for i := range anns {
+			anns[i].StartLine = i
+		}
+		batches := github.AnnotationBatches(anns)
+		total, next := 0, 0
+		for _, b := range batches {
+			if len(b) == 0 || len(b) > github.MaxAnnotationsPerRequest {
+				t.Errorf("n=%d: batch of %d", n, len(b))
+			}
+			for _, a := range b {
+				if a.StartLine != next {
+					t.Fatalf("n=%d: order broken at %d", n, next)
+				}
+				next++
+			}
+			total += len(b)
+		}
+		if want := (n + 49) / 50; len(batches) != want || total != n {
+			t.Errorf("n=%d: %d batches with %d annotations, want %d batches", n, len(batches), total, want)
+		}
 	}
 }

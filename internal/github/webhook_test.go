@@ -476,6 +476,10 @@ func TestIsReviewCommand(t *testing.T) {
 		"\u00a0/aster review":         true, // TrimSpace: Unicode spaces count as blank
 		"/aster review\r\nmore text":  true,
 		"/aster review\u00a0and more": false,
+		"/aster resolve":              true,
+		"/aster resolve now":          true,
+		"/aster resolved":             false,
+		"/aster ignore":               false,
 	}
 	for body, want := range tests {
 		if got := github.IsReviewCommand(body); got != want {

@@ -125,6 +125,8 @@ func newDockerEnv(t *testing.T, maxConcurrent, queue int) *dockerEnv {
 		o.Images = []string{sandboxtest.Image()}
 		o.Ceilings = ceilings
 		o.ProgressInterval = 200 * time.Millisecond
+		o.Sessions = mgr
+		o.MaxSessionsPerConnection = 2
 	})
 	return &dockerEnv{rt: rt, rec: rec, srv: srv}
 }

@@ -49,7 +49,14 @@ type Options struct {
 	// CallerCacheKeys lets a call's cache_key name its repository for the
 	// dependency cache (tests.caller_cache_keys).
 	CallerCacheKeys bool
-	Logger          *slog.Logger
+	// Sessions opens the sandboxes the session tools hold across calls; nil
+	// takes the Executor when it can (an in-process *sandbox.Manager), and
+	// without one the session tools are not offered.
+	Sessions SessionOpener
+	// MaxSessionsPerConnection bounds the sessions one MCP connection holds
+	// at once (default 4).
+	MaxSessionsPerConnection int
+	Logger                   *slog.Logger
 }
 
 // Server is Aster's MCP server: the sandbox tools bound to an mcp.Server,
@@ -63,6 +70,7 @@ type Server struct {
 	base     context.Context
 	cancel   context.CancelFunc
 	inflight sync.WaitGroup
+	held     *held // nil: no session tools
 }
 
 // New returns a Server with its tools registered.
@@ -93,12 +101,18 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("mcpserver: default limits: %w", err)
 	}
 	s := &Server{opts: opts, log: log}
+	if opts.Sessions == nil {
+		opts.Sessions, _ = opts.Executor.(SessionOpener)
+	}
+	if opts.Sessions != nil {
+		s.held = newHeld(opts.Sessions, opts.MaxSessionsPerConnection)
+	}
 	s.base, s.cancel = context.WithCancel(context.Background())
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "aster", Title: "Aster sandbox", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: instructions,
+		Instructions: s.instructions(),
 		Logger:       sdkLogger(log),
 	})
-	for _, add := range []func() error{s.addExecute, s.addRunTests, s.addValidate} {
+	for _, add := range []func() error{s.addExecute, s.addRunTests, s.addValidate, s.addSessionTools} {
 		if err := add(); err != nil {
 			return nil, err
 		}
@@ -111,9 +125,23 @@ call, destroyed afterwards, with no network (only loopback), no capabilities, a
 non-root user, a read-only root filesystem, and caps on memory (no swap), CPU,
 processes, output and wall-clock time. Files you pass are placed under /work,
 the writable working directory; /tmp is writable too. Nothing survives between
-calls: send everything a run needs with the call. Results carry a status (ok,
+execute calls: send everything a run needs with the call. Results carry a status (ok,
 exit_nonzero, timeout, oom, output_limit, killed, error), the exit code, and
 stdout and stderr (capped; truncation is stated).`
+
+const sessionInstructions = `
+
+To keep files and state across calls, use the session tools (session_exec,
+session_write_file, session_read_file, ...): without a session_id they share
+this connection's default sandbox, opened on first use and destroyed when the
+connection ends.`
+
+func (s *Server) instructions() string {
+	if s.held == nil {
+		return instructions
+	}
+	return instructions + sessionInstructions
+}
 
 // MCP returns the underlying SDK server, to serve on any transport.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
@@ -122,6 +150,9 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 // sandboxes to be destroyed.
 func (s *Server) Close(ctx context.Context) error {
 	s.cancel()
+	if s.held != nil {
+		s.held.shutdown()
+	}
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {

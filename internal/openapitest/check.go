@@ -251,6 +251,12 @@ func (s *Spec) CheckResponse(req Request, status int, h http.Header, body []byte
 	if strings.HasPrefix(media, "text/") || media == "application/octet-stream" {
 		return nil // bytes: no schema to hold them to
 	}
+	if media == "application/x-tar" {
+		if err := checkTar(body); err != nil {
+			return fmt.Errorf("%s %s → %d: %w", req.Method, req.Path, status, err)
+		}
+		return nil
+	}
 	if err := validate(mt.schema, body); err != nil {
 		return fmt.Errorf("%s %s → %d: body %s: %w", req.Method, req.Path, status, clip(string(body)), err)
 	}

@@ -64,6 +64,8 @@ type Config struct {
 	// vendored, generated): how each is recognised and what is suppressed in
 	// it. Absent classes keep their conventions.
 	Classes map[string]ClassConfig `yaml:"classes" json:"classes,omitempty"`
+	// Model configures the model step (model.go).
+	Model ModelConfig `yaml:"model" json:"model"`
 
 	// parsed holds the values above parsed, set by Parse and Default: the
 	// accessors read it. A Config built in code has none, and its accessors
@@ -290,6 +292,9 @@ func (c Config) parse() (settings, error) {
 	st.policy, st.policyErr = c.newPolicy()
 	if st.policyErr != nil {
 		fail(st.policyErr)
+	}
+	if err := c.Model.validate(); err != nil {
+		fail(err)
 	}
 	if len(c.Analyzers) > MaxAnalyzers {
 		bad("%d analyzers, more than %d", len(c.Analyzers), MaxAnalyzers)

@@ -59,7 +59,7 @@ func TestParseFull(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]string{"gitleaks", "shellcheck", "taint-python", "ast-grep", "taint-js", "gosec", "eslint", "semgrep", "ruff"}, gate.Names(as)); d != "" {
+	if d := cmp.Diff([]string{"gitleaks", "shellcheck", "taint-python", "ast-grep", "taint-js", "gosec", "eslint", "actionlint", "tfsec", "kics", "cppcheck", "flawfinder", "semgrep", "ruff"}, gate.Names(as)); d != "" {
 		t.Errorf("analyzers (-want +got):\n%s", d)
 	}
 	sg, _ := gate.Lookup(as, "semgrep")

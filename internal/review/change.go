@@ -36,6 +36,11 @@ type Change struct {
 	// (untracked files and the VCS directory never in it). The pipeline
 	// filters it before any analyzer sees it.
 	OpenSnapshot func() (io.ReadCloser, error)
+	// OpenBaseSnapshot, when set, returns the tree the change applies to
+	// (MergeBase, or Base when that is unknown) the same way: model
+	// evidence that fails on the head is run there too.
+	OpenBaseSnapshot func() (io.ReadCloser, error)
+	MergeBase        string
 	// HeadFiles, when known, lists every regular file of the head revision,
 	// so that files missing from the snapshot (export-ignore) are noticed.
 	HeadFiles []string

@@ -38,8 +38,8 @@ func markdownFlow(f finding.Finding) string {
 	return flowText(f, func(s string) string { return "`" + inline(safetext.Cut(s, maxFlowStepChars)) + "`" }, inline)
 }
 
-// commentFlow is flowText for a pull-request comment: inert Markdown.
-func commentFlow(f finding.Finding) string {
+// CommentFlow is flowText for a pull-request comment: inert Markdown.
+func CommentFlow(f finding.Finding) string {
 	return flowText(f, func(s string) string { return safetext.Code(s, maxFlowStepChars) },
 		func(s string) string { return safetext.Escape(s, 200) })
 }

@@ -148,6 +148,8 @@ func FromGit(ctx context.Context, opts GitOptions) (*Change, error) {
 		return nil, err
 	}
 	ch.OpenSnapshot = func() (io.ReadCloser, error) { return archive(ctx, root, head) }
+	ch.OpenBaseSnapshot = func() (io.ReadCloser, error) { return archive(ctx, root, mergeBase) }
+	ch.MergeBase = mergeBase
 	// The working tree matters only when the head is what is checked out.
 	if checkedOut, err := resolve(ctx, root, "HEAD"); err == nil && checkedOut == head {
 		ch.Uncommitted, ch.UncommittedMore = uncommitted(ctx, root)

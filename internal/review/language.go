@@ -43,9 +43,9 @@ func Language(p string) string {
 	return languages[strings.ToLower(path.Ext(base))]
 }
 
-// languageCounts names the languages of files no analyzer read, most
+// LanguageCounts names the languages of files no analyzer read, most
 // files first: "no analyzer for Java ×3, Kotlin".
-func languageCounts(files []NotAnalysedFile) string {
+func LanguageCounts(files []NotAnalysedFile) string {
 	n := map[string]int{}
 	var langs []string
 	for _, f := range files {
@@ -70,5 +70,5 @@ func languageCounts(files []NotAnalysedFile) string {
 // gate says nothing about them".
 func NotAnalysedText(files []NotAnalysedFile) string {
 	return fmt.Sprintf("%d file%s not analysed (%s): the static gate says nothing about %s",
-		len(files), plural(len(files)), languageCounts(files), map[bool]string{true: "it", false: "them"}[len(files) == 1])
+		len(files), plural(len(files)), LanguageCounts(files), map[bool]string{true: "it", false: "them"}[len(files) == 1])
 }

@@ -33,6 +33,12 @@ type Options struct {
 	Tests TestRunner
 	// Reviewer is the model step; nil skips it with NoProviderNote.
 	Reviewer Reviewer
+	// Evidence runs the evidence of model comments (evidence.go); nil runs
+	// none, so under model.evidence: required no model comment is posted.
+	// MaxEvidenceRuns is the operator's ceiling on model.max_evidence_runs
+	// (0: none).
+	Evidence        EvidenceChecker
+	MaxEvidenceRuns int
 	// TempDir holds the spooled snapshots ("" is the system default).
 	TempDir string
 	// SnapshotCaps bound the analyzers' snapshot.
@@ -267,6 +273,12 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 		}
 		rep.Model = normalizeModel(m)
 		rep.DurationsMS["model"] = time.Since(tm).Milliseconds()
+		if cfg.EvidenceMode() != repoconfig.EvidenceOff && len(rep.Model.Comments) > 0 {
+			opts.stage("evidence")
+			te := time.Now()
+			verifyComments(ctx, ch, cfg, &rep.Model, opts)
+			rep.DurationsMS["evidence"] = time.Since(te).Milliseconds()
+		}
 	}
 
 	rep.Files.Reviewed = reviewedCount(kept, rep.Files.NotAnalysed, rep.Model)

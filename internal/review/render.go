@@ -129,7 +129,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 
 	p("## Findings on the change (%d)\n\n", s.Reported)
 	// Most severe first: errors, then warnings, then notes; file order within each.
-	shown, more := reportedBySeverity(rep.Findings, maxMarkdownFindings)
+	shown, more := ReportedBySeverity(rep.Findings, maxMarkdownFindings)
 	for _, m := range shown {
 		cwe := ""
 		if len(m.CWE) > 0 {
@@ -161,6 +161,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		p("\n%d finding%s outside the diff %s not shown (`--filter-mode nofilter` shows them; `--format json` lists them marked).\n", s.OutsideDiff, plural(s.OutsideDiff), isAre(s.OutsideDiff))
 	}
 	b.WriteString("\n")
+
+	if lc := rep.Lifecycle; lc != nil {
+		writeLifecycle(&b, lc)
+	}
 
 	if t := rep.Tests; t != nil {
 		p("## Tests: %s\n\n", t.Status)
@@ -379,4 +383,30 @@ func testSeconds(t *TestsReport) int64 {
 		return t.TestDurationMS
 	}
 	return t.DurationMS
+}
+
+// writeLifecycle renders what became of the earlier review's findings.
+func writeLifecycle(b *strings.Builder, lc *Lifecycle) {
+	fmt.Fprintf(b, "## Since %s: %d resolved, %d still open, %d new\n\n", inline(ShortSHA(lc.Previous)), len(lc.Resolved), len(lc.StillOpen), len(lc.New))
+	for _, group := range []struct {
+		name string
+		es   []LifecycleEntry
+	}{{"resolved", lc.Resolved}, {"still open", lc.StillOpen}, {"new", lc.New}} {
+		for i, e := range group.es {
+			if i == maxMarkdownFindings {
+				fmt.Fprintf(b, "- … and %d more %s (see --format json)\n", len(group.es)-i, group.name)
+				break
+			}
+			what := e.Analyzer + "/" + e.RuleID
+			if e.Kind == KindComment {
+				what = "model comment"
+			}
+			fmt.Fprintf(b, "- %s `%s:%d` %s", group.name, inline(e.Path), e.Line, inline(what))
+			if e.CheckedBy != "" {
+				fmt.Fprintf(b, " — %s", inline(safetext.Clip(e.CheckedBy, 300)))
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("\n")
 }

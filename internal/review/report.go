@@ -8,6 +8,7 @@ package review
 
 import (
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/evidence"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
@@ -51,6 +52,9 @@ type Report struct {
 	// or failing tests) or incomplete (an analyzer or the tests could not
 	// finish, and nothing failed).
 	Conclusion Conclusion `json:"conclusion"`
+	// Lifecycle is what became of an earlier review's open findings (ClassifyLifecycle); null
+	// without an earlier review (aster review --previous, the App's earlier push).
+	Lifecycle *Lifecycle `json:"lifecycle"`
 	// Notes are things a reader should know (a head-side .aster.yml change
 	// that was ignored, files hidden from the snapshot, caps reached).
 	Notes       []string         `json:"notes"`
@@ -184,6 +188,10 @@ type Comment struct {
 	// Suggestion is replacement code for Line..EndLine, when offered.
 	Suggestion  string `json:"suggestion,omitempty"`
 	Fingerprint string `json:"fingerprint,omitempty"`
+	// Evidence is the model's test of its claim; Verification what running
+	// it showed (evidence.go).
+	Evidence     *evidence.Evidence     `json:"evidence,omitempty"`
+	Verification *evidence.Verification `json:"verification,omitempty"`
 }
 
 // DroppedComment is a model comment that was not kept.
@@ -191,6 +199,8 @@ type DroppedComment struct {
 	Path   string `json:"path"`
 	Line   int    `json:"line"`
 	Reason string `json:"reason"`
+	// Verification is set for a comment dropped by its evidence.
+	Verification *evidence.Verification `json:"verification,omitempty"`
 }
 
 // Usage is what the model step cost.

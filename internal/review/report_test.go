@@ -263,7 +263,7 @@ func TestArchiveCloseStopsGit(t *testing.T) {
 	}
 }
 
-// The Markdown report and the GitHub summary list the reported findings most
+// The Markdown report lists the reported findings most
 // severe first, each up to its cap, then say how many more there are; findings
 // not reported are neither listed nor counted.
 func TestFindingListsCapped(t *testing.T) {
@@ -288,7 +288,6 @@ func TestFindingListsCapped(t *testing.T) {
 		max        int
 	}{
 		"markdown": {md.String(), "- … and 3 more (see --format json)\n", maxMarkdownFindings},
-		"summary":  {Summary(rep, SummaryOptions{Head: "abc"}), fmt.Sprintf("- …and %d more (see the check run's annotations)\n", n-maxSummaryFindings), maxSummaryFindings},
 	} {
 		var listed []string
 		for _, l := range strings.Split(c.text, "\n") {

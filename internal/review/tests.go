@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 	"time"
 
@@ -154,6 +155,10 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 		}
 		rep.Reason = textclip.OneLine(rep.Reason, maxReasonBytes)
 	}
+	if need, have, ok := goTooNew(plan, res.Stderr.Data); ok && rep.Status == TestsFailed {
+		rep.Status = TestsError
+		rep.Reason = fmt.Sprintf("needs go %s: the module's go.mod declares it and the image has go %s (GOTOOLCHAIN=local, no download); the tests did not run", need, have)
+	}
 	if rep.Status != TestsPassed {
 		out := res.Stderr.Data
 		if plan.Format == testrun.FormatNone {
@@ -165,4 +170,21 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 		rep.Output = strings.ToValidUTF8(string(out), "\uFFFD")
 	}
 	return rep
+}
+
+// goTooNewRE is what go prints when a go.mod asks for a newer Go than it is
+// and GOTOOLCHAIN=local forbids switching.
+var goTooNewRE = regexp.MustCompile(`(?m)^go: (?:[^\n]*)requires go >= ([0-9][0-9a-z.]{0,31}) \(running go ([0-9][0-9a-z.]{0,31});`)
+
+// goTooNew reports the Go a Go test run needed, and the one it had, when go
+// refused to start because the module declares a newer Go.
+func goTooNew(plan testrun.Plan, stderr []byte) (need, have string, ok bool) {
+	if plan.Framework != "go" {
+		return "", "", false
+	}
+	m := goTooNewRE.FindSubmatch(stderr)
+	if m == nil {
+		return "", "", false
+	}
+	return string(m[1]), string(m[2]), true
 }

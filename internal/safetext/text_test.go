@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/asterhq/aster/internal/github"
+	"github.com/asterhq/aster/internal/publish"
 	"github.com/asterhq/aster/internal/safetext"
 	"github.com/asterhq/aster/internal/textclip"
 )
@@ -50,7 +50,7 @@ func FuzzEscape(f *testing.F) {
 		if strings.ContainsAny(out, "\n\r") {
 			t.Fatalf("not one line: %q", out)
 		}
-		if strings.Contains(out, "<!--") || len(github.Fingerprints(out)) > 0 || github.IsSummary(out) {
+		if strings.Contains(out, "<!--") || len(publish.Markers(out)) > 0 || publish.IsSummary(out) {
 			t.Fatalf("marker survived: %q", out)
 		}
 		if liveMention.MatchString(out) {

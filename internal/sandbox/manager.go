@@ -34,6 +34,16 @@ type PhaseObserver interface {
 	RunPhases(runtime string, timings map[string]time.Duration)
 }
 
+// SessionObserver is an Observer that also wants the sessions' events: one
+// opened, one ended (why, after how long), paused or resumed, and each exec's
+// status and time.
+type SessionObserver interface {
+	SessionOpened()
+	SessionEnded(reason string, life time.Duration)
+	SessionPaused(paused bool)
+	SessionExec(status Status, d time.Duration)
+}
+
 // ManagerOptions configure a Manager.
 type ManagerOptions struct {
 	Runtime Runtime

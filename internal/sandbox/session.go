@@ -55,6 +55,9 @@ type SessionSpec struct {
 	Env map[string]string
 	// Files are placed at /work before the session is returned.
 	Files map[string][]byte
+	// Archive, when set, is an uncompressed tar archive unpacked into /work
+	// before Files (a snapshot the session starts from).
+	Archive io.Reader
 	// TTL is the session's whole life; IdleTimeout ends it after that long
 	// without a call. Zero takes the Manager's default; above the ceiling is
 	// refused.
@@ -72,6 +75,9 @@ type SessionOptions struct {
 	// MaxFileBytes caps a file read through GetFile (default 16 MiB; never
 	// above the session's /work size).
 	MaxFileBytes int64
+	// MaxArchiveBytes caps a directory archive read through GetArchive
+	// (default 256 MiB; never much above the session's /work size).
+	MaxArchiveBytes int64
 }
 
 func (o SessionOptions) withDefaults() SessionOptions {
@@ -95,6 +101,9 @@ func (o SessionOptions) withDefaults() SessionOptions {
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = 16 << 20
 	}
+	if o.MaxArchiveBytes <= 0 {
+		o.MaxArchiveBytes = 256 << 20
+	}
 	return o
 }
 
@@ -115,6 +124,7 @@ type Sandbox struct {
 	mu       sync.Mutex
 	lastUsed time.Time
 	running  int
+	paused   bool
 	closed   bool
 	reason   string // why it ended: "deleted", "ttl", "idle", "sandbox ended"
 	timer    *time.Timer
@@ -133,6 +143,7 @@ type SessionInfo struct {
 	IdleTimeout time.Duration
 	LastUsed    time.Time
 	Running     int // execs running now
+	Paused      bool
 }
 
 // OpenSession validates spec, admits it (a session holds a sandbox slot and
@@ -206,6 +217,9 @@ func (m *Manager) OpenSession(ctx context.Context, spec SessionSpec) (*Sandbox, 
 		return nil, err
 	}
 	m.track(inst.ID(), true)
+	if so, ok := m.obs.(SessionObserver); ok {
+		so.SessionOpened()
+	}
 	s := &Sandbox{
 		m: m, inst: inst, id: spec.ID, image: spec.Image, digest: img.Digest, limits: spec.Limits,
 		env: maps.Clone(spec.Env), created: now, expires: now.Add(spec.TTL), idle: spec.IdleTimeout,
@@ -218,6 +232,12 @@ func (m *Manager) OpenSession(ctx context.Context, spec SessionSpec) (*Sandbox, 
 		<-inst.Done()
 		s.end(context.Background(), "sandbox ended")
 	}()
+	if spec.Archive != nil {
+		if err := s.PutArchive(ctx, "", spec.Archive); err != nil {
+			s.Close(context.WithoutCancel(ctx))
+			return nil, err
+		}
+	}
 	if len(spec.Files) > 0 {
 		for _, name := range slices.Sorted(maps.Keys(spec.Files)) {
 			if err := s.PutFile(ctx, name, spec.Files[name]); err != nil {
@@ -257,7 +277,7 @@ func (s *Sandbox) Info() SessionInfo {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return SessionInfo{ID: s.id, Image: s.image, ImageDigest: s.digest, Runtime: s.m.opts.Runtime.Name(), Limits: s.limits,
-		Created: s.created, ExpiresAt: s.expires, IdleTimeout: s.idle, LastUsed: s.lastUsed, Running: s.running}
+		Created: s.created, ExpiresAt: s.expires, IdleTimeout: s.idle, LastUsed: s.lastUsed, Running: s.running, Paused: s.paused}
 }
 
 // EndReason says why the session ended ("" while it lives).
@@ -319,7 +339,17 @@ func (s *Sandbox) end(ctx context.Context, reason string) error {
 	s.closed = true
 	s.reason = reason
 	s.timer.Stop()
+	if s.paused {
+		// Thawed first, so that its init sees its stdin close and exits; a
+		// failure leaves the runtime's forced destroy to end it.
+		if err := s.resumeLocked(context.WithoutCancel(ctx)); err != nil {
+			s.m.log.Warn("resume before close", "session", s.id, "err", err)
+		}
+	}
 	s.mu.Unlock()
+	if so, ok := s.m.obs.(SessionObserver); ok {
+		so.SessionEnded(reason, s.m.clock().Sub(s.created))
+	}
 	// Done is closed once the sandbox is gone: destroying it ends every
 	// exec still running.
 	err := s.inst.Close(context.WithoutCancel(ctx))
@@ -355,6 +385,10 @@ func (s *Sandbox) begin() error {
 	}
 	if s.running >= s.m.opts.Sessions.withDefaults().MaxExecs {
 		return fmt.Errorf("%w: session %s already runs %d commands; wait for one to end", ErrBusy, s.id, s.running)
+	}
+	// Any call wakes a paused session.
+	if err := s.resumeLocked(context.Background()); err != nil {
+		return err
 	}
 	s.running++
 	s.lastUsed = s.m.clock()
@@ -437,6 +471,9 @@ func (s *Sandbox) exec(ctx context.Context, job Job) (Result, error) {
 		res.Timings = map[string]time.Duration{}
 	}
 	res.Timings["total"] = s.m.clock().Sub(t0)
+	if so, ok := s.m.obs.(SessionObserver); ok {
+		so.SessionExec(res.Status, res.Timings["total"])
+	}
 	return res, err
 }
 

@@ -3,6 +3,7 @@ package sandboxapi
 import (
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -30,15 +31,24 @@ type Metrics struct {
 	requestDuration *prometheus.HistogramVec
 	engineUp        prometheus.Gauge
 	phases          *prometheus.HistogramVec
+	sessionsLive    prometheus.Gauge
+	sessionsPaused  prometheus.Gauge
+	sessionsEnded   *prometheus.CounterVec
+	sessionLife     prometheus.Histogram
+	sessionExec     *prometheus.HistogramVec
 
 	mu     sync.Mutex
 	avgRun float64 // exponentially weighted mean run time, seconds
 }
 
 var (
-	_ sandbox.Observer      = (*Metrics)(nil)
-	_ sandbox.PhaseObserver = (*Metrics)(nil)
+	_ sandbox.Observer        = (*Metrics)(nil)
+	_ sandbox.PhaseObserver   = (*Metrics)(nil)
+	_ sandbox.SessionObserver = (*Metrics)(nil)
 )
+
+// sessionEndReasons are the reasons a session ends (sandbox.Sandbox.EndReason).
+var sessionEndReasons = []string{"deleted", "ttl", "idle", "sandbox ended"}
 
 // sandboxPhases are the phases of a run the phase histogram keeps (sandbox.Result.Timings);
 // any other name a runtime records is left out, so the label set stays bounded.
@@ -85,10 +95,25 @@ func NewMetrics() *Metrics {
 				"init (aster-init's hello), job, remove (teardown), total; warm is how long a pooled sandbox waited for its run.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"runtime", "phase"}),
+		sessionsLive:   gauge("aster_sessions_live", "Sessions alive now (paused ones included)."),
+		sessionsPaused: gauge("aster_sessions_paused", "Sessions paused now."),
+		sessionsEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "aster_sessions_ended_total", Help: "Sessions ended, by reason: deleted, ttl, idle, sandbox ended.",
+		}, []string{"reason"}),
+		sessionLife: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "aster_session_life_seconds", Help: "How long an ended session lived.",
+			Buckets: []float64{1, 10, 60, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600},
+		}),
+		sessionExec: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "aster_session_exec_seconds",
+			Help:    "Time of one exec in a session (a file operation is one too), by status.",
+			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
+		}, []string{"status"}),
 		avgRun: 1,
 	}
 	m.reg.MustRegister(m.runs, m.runDuration, m.queueDepth, m.running, m.maxConcurrent, m.queueSize,
 		m.rejected, m.requests, m.requestDuration, m.engineUp, m.phases,
+		m.sessionsLive, m.sessionsPaused, m.sessionsEnded, m.sessionLife, m.sessionExec,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, s := range sandbox.Statuses {
 		m.runs.WithLabelValues(string(s))
@@ -96,7 +121,37 @@ func NewMetrics() *Metrics {
 	for _, r := range []string{"queue_full", "queue_timeout", "uploads_full", "client_uploads", "spool_full", "bodies_full"} {
 		m.rejected.WithLabelValues(r)
 	}
+	for _, r := range sessionEndReasons {
+		m.sessionsEnded.WithLabelValues(r)
+	}
 	return m
+}
+
+// SessionOpened implements sandbox.SessionObserver.
+func (m *Metrics) SessionOpened() { m.sessionsLive.Inc() }
+
+// SessionEnded implements sandbox.SessionObserver.
+func (m *Metrics) SessionEnded(reason string, life time.Duration) {
+	m.sessionsLive.Dec()
+	if !slices.Contains(sessionEndReasons, reason) {
+		reason = "sandbox ended"
+	}
+	m.sessionsEnded.WithLabelValues(reason).Inc()
+	m.sessionLife.Observe(life.Seconds())
+}
+
+// SessionPaused implements sandbox.SessionObserver.
+func (m *Metrics) SessionPaused(paused bool) {
+	if paused {
+		m.sessionsPaused.Inc()
+	} else {
+		m.sessionsPaused.Dec()
+	}
+}
+
+// SessionExec implements sandbox.SessionObserver.
+func (m *Metrics) SessionExec(status sandbox.Status, d time.Duration) {
+	m.sessionExec.WithLabelValues(string(status)).Observe(d.Seconds())
 }
 
 // Handler serves the metrics in the Prometheus text format.

@@ -92,7 +92,16 @@ type Options struct {
 	// MaxSessionsPerToken bounds the live sessions of one token (default
 	// DefaultMaxSessionsPerToken).
 	MaxSessionsPerToken int
-	Logger              *slog.Logger
+	// MaxSessions bounds the live sessions of the server, all tokens
+	// together (default: half of the Manager's slots, at least 1, so that
+	// one-shot runs keep slots of their own).
+	MaxSessions int
+	// SnapshotDir holds the session snapshots (emptied at start; default a
+	// new temporary directory) and MaxSnapshotBytes bounds them all together
+	// (default DefaultMaxSnapshotBytes; the least recently used go first).
+	SnapshotDir      string
+	MaxSnapshotBytes int64
+	Logger           *slog.Logger
 
 	// spoolHook, in tests, sees each spool file after every write.
 	spoolHook func(*os.File)
@@ -120,7 +129,8 @@ type Server struct {
 	baseMu     sync.Mutex
 	base       context.Context
 
-	sessions sessionTable // sessions.go
+	sessions  sessionTable   // sessions.go
+	snapshots *snapshotStore // snapshots.go
 }
 
 // New returns a Server.
@@ -179,6 +189,11 @@ func New(opts Options) (*Server, error) {
 	if opts.MaxSpoolBytes == 0 {
 		opts.MaxSpoolBytes = config.DefaultSpoolPerCeiling * s.workspaceCeiling()
 	}
+	snaps, err := newSnapshotStore(opts.SnapshotDir, opts.MaxSnapshotBytes)
+	if err != nil {
+		return nil, err
+	}
+	s.snapshots = snaps
 	if opts.MaxBodyInFlightBytes == 0 {
 		opts.MaxBodyInFlightBytes = config.DefaultBodiesInFlight * opts.MaxBodyBytes
 	}

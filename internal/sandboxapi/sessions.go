@@ -36,12 +36,18 @@ type ownedSession struct {
 // sessionRoutes are the session routes, for Routes.
 func sessionRoutes() []Route {
 	get := []string{http.MethodGet}
+	post := []string{http.MethodPost}
 	return []Route{
 		{api.RouteSessions, []string{http.MethodGet, http.MethodPost}, true},
 		{api.RouteSession, []string{http.MethodGet, http.MethodDelete}, true},
 		{api.RouteSessionExec, []string{http.MethodPost}, true},
-		{api.RouteSessionRoot, get, true},
+		{api.RouteSessionRoot, []string{http.MethodGet, http.MethodPut}, true},
 		{api.RouteSessionFiles, []string{http.MethodGet, http.MethodPut, http.MethodDelete}, true},
+		{api.RouteSessionPause, post, true},
+		{api.RouteSessionResume, post, true},
+		{api.RouteSessionSnapshot, post, true},
+		{api.RouteSnapshots, get, true},
+		{api.RouteSnapshot, []string{http.MethodDelete}, true},
 	}
 }
 
@@ -50,6 +56,12 @@ func sessionRoutes() []Route {
 func sessionRoute(p string) (route, id, file string, ok bool) {
 	if p == api.RouteSessions {
 		return api.RouteSessions, "", "", true
+	}
+	if p == api.RouteSnapshots {
+		return api.RouteSnapshots, "", "", true
+	}
+	if id, found := strings.CutPrefix(p, api.RouteSnapshots+"/"); found && id != "" && !strings.Contains(id, "/") {
+		return api.RouteSnapshot, id, "", true
 	}
 	rest, found := strings.CutPrefix(p, api.RouteSessions+"/")
 	if !found {
@@ -64,6 +76,12 @@ func sessionRoute(p string) (route, id, file string, ok bool) {
 		return api.RouteSession, id, "", true
 	case sub == "exec":
 		return api.RouteSessionExec, id, "", true
+	case sub == "pause":
+		return api.RouteSessionPause, id, "", true
+	case sub == "resume":
+		return api.RouteSessionResume, id, "", true
+	case sub == "snapshot":
+		return api.RouteSessionSnapshot, id, "", true
 	case sub == "files":
 		return api.RouteSessionRoot, id, "", true
 	case strings.HasPrefix(sub, "files/"):
@@ -93,6 +111,18 @@ func (s *Server) lookupSession(r *http.Request, id string) (*sandbox.Sandbox, er
 // serveSessions answers a session route (already authorized, method checked).
 func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route string) {
 	_, id, file, _ := sessionRoute(r.URL.Path)
+	switch route {
+	case api.RouteSnapshots:
+		s.writeJSON(w, http.StatusOK, api.SessionSnapshotList{Snapshots: s.snapshots.list(s.owner(r))})
+		return
+	case api.RouteSnapshot:
+		if err := s.snapshots.remove(s.owner(r), id); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
 	if route == api.RouteSessions {
 		if r.Method == http.MethodPost {
 			s.createSession(w, r)
@@ -119,6 +149,24 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 		s.writeJSON(w, http.StatusOK, sessionWire(sess.Info()))
 	case route == api.RouteSessionExec:
 		s.sessionExec(w, r, sess)
+	case (route == api.RouteSessionPause || route == api.RouteSessionResume || route == api.RouteSessionSnapshot) && r.ContentLength != 0:
+		s.writeError(w, r, sandbox.Invalidf("%s takes no body", route))
+	case route == api.RouteSessionPause, route == api.RouteSessionResume:
+		op := sess.Pause
+		if route == api.RouteSessionResume {
+			op = sess.Resume
+		}
+		if err := op(r.Context()); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeJSON(w, http.StatusOK, sessionWire(sess.Info()))
+	case route == api.RouteSessionSnapshot:
+		s.snapshotSession(w, r, sess)
+	case wantsTar(r):
+		s.archive(w, r, sess, file)
+	case route == api.RouteSessionRoot && r.Method == http.MethodPut:
+		s.writeError(w, r, sandbox.Invalidf("PUT on /files needs ?format=tar (an archive unpacked into /work); a file goes to /files/{path}"))
 	case route == api.RouteSessionRoot:
 		s.listFiles(w, r, sess, "")
 	case r.Method == http.MethodPut:
@@ -148,7 +196,7 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 func sessionWire(i sandbox.SessionInfo) api.Session {
 	return api.Session{ID: i.ID, Image: i.Image, ImageDigest: i.ImageDigest, Runtime: i.Runtime,
 		CreatedAt: i.Created.UTC(), ExpiresAt: i.ExpiresAt.UTC(), LastUsedAt: i.LastUsed.UTC(),
-		IdleTimeoutMS: i.IdleTimeout.Milliseconds(), Running: i.Running}
+		IdleTimeoutMS: i.IdleTimeout.Milliseconds(), Running: i.Running, Paused: i.Paused}
 }
 
 // readSmallJSON reads a JSON body of at most the server's body cap.
@@ -198,8 +246,16 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	owner := s.owner(r)
+	if req.FromSnapshot != "" {
+		archive, err := s.snapshots.get(owner, req.FromSnapshot, time.Now())
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		spec.Archive = archive
+	}
 	s.sessions.mu.Lock()
-	n := 0
+	n, all := 0, 0
 	for id, o := range s.sessions.byID {
 		if o.s != nil {
 			select {
@@ -209,6 +265,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			default:
 			}
 		}
+		all++
 		if o.owner == owner {
 			n++
 		}
@@ -219,7 +276,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	if n >= max {
 		s.sessions.mu.Unlock()
-		s.writeError(w, r, fmt.Errorf("%w: this token has %d live sessions, the most this server allows; delete one first", sandbox.ErrBusy, n))
+		s.writeError(w, r, fmt.Errorf("%w: this token has %d live sessions, the most this server allows one token; delete one first", sandbox.ErrBusy, n))
+		return
+	}
+	if total := s.maxSessions(); all >= total {
+		s.sessions.mu.Unlock()
+		s.writeError(w, r, fmt.Errorf("%w: the server holds %d live sessions, the most it allows (--max-sessions); retry when one ends", sandbox.ErrBusy, all))
 		return
 	}
 	// The place is taken before the sandbox exists, so that concurrent
@@ -353,4 +415,63 @@ func (s *Server) closeSessions(ctx context.Context) {
 			_ = o.s.Close(ctx)
 		}
 	}
+	s.snapshots.close()
+}
+
+// maxSessions is the server-wide session cap.
+func (s *Server) maxSessions() int {
+	if s.opts.MaxSessions > 0 {
+		return s.opts.MaxSessions
+	}
+	return max(1, s.mgr.Stats().MaxConcurrent/2)
+}
+
+// wantsTar reports whether a file request is about a directory archive.
+func wantsTar(r *http.Request) bool {
+	return r.URL.Query().Get("format") == "tar"
+}
+
+// archive answers GET (a tar of the directory) and PUT (a tar unpacked into
+// it) with ?format=tar.
+func (s *Server) archive(w http.ResponseWriter, r *http.Request, sess *sandbox.Sandbox, dir string) {
+	dir = strings.TrimSuffix(dir, "/")
+	switch r.Method {
+	case http.MethodGet:
+		b, err := sess.GetArchive(r.Context(), dir)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		s.writeRaw(w, api.ContentTypeTar, b)
+	case http.MethodPut:
+		limit := min(s.opts.MaxBodyBytes, sess.Info().Limits.WorkdirBytes+sess.Info().Limits.WorkdirBytes/4+1<<20)
+		body := http.MaxBytesReader(w, r.Body, limit)
+		if err := sess.PutArchive(r.Context(), dir, body); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				err = fmt.Errorf("%w: an archive over %s (the smaller of the body cap and the session's /work)", sandbox.ErrTooLarge, units.FormatBytes(limit))
+			}
+			s.writeError(w, r, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	default:
+		s.writeError(w, r, sandbox.Invalidf("?format=tar is for GET and PUT"))
+	}
+}
+
+// snapshotSession stores the session's /work as a snapshot of the caller's.
+func (s *Server) snapshotSession(w http.ResponseWriter, r *http.Request, sess *sandbox.Sandbox) {
+	b, err := sess.GetArchive(r.Context(), "")
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	sn, err := s.snapshots.put(s.owner(r), sess.ID(), b, time.Now())
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	w.Header().Set("Location", api.RouteSnapshots+"/"+sn.id)
+	s.writeJSON(w, http.StatusCreated, sn.wire())
 }

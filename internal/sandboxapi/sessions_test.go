@@ -1,6 +1,7 @@
 package sandboxapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -121,4 +122,134 @@ func TestSessionsHTTP(t *testing.T) {
 	var again api.Session
 	_ = json.Unmarshal(body, &again)
 	h.do(ctx, http.MethodDelete, api.RouteSessions+"/"+again.ID, "", nil)
+}
+
+// Archives, pause and snapshots over HTTP on the real engine: a directory's
+// tar out and in, a pause that any call ends, a snapshot forked into two
+// sessions that then differ, and another token refused the snapshot.
+func TestSessionSnapshotsHTTP(t *testing.T) {
+	toks, err := ParseTokens(strings.NewReader("token-for-snapshots-aaa\ntoken-for-snapshots-bbb\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOpts{maxConcurrent: 8, server: func(o *Options) {
+		o.Tokens = toks
+		o.SnapshotDir = t.TempDir() + "/snaps"
+		o.MaxSessions = 3
+	}})
+	h.token = "token-for-snapshots-aaa"
+	ctx := context.Background()
+	create := func(req api.SessionRequest) (api.Session, string) {
+		t.Helper()
+		resp, body := h.postJSON(api.RouteSessions, req)
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create: %d %s", resp.StatusCode, body)
+		}
+		var s api.Session
+		if err := json.Unmarshal(body, &s); err != nil {
+			t.Fatal(err)
+		}
+		base := api.RouteSessions + "/" + s.ID
+		t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
+		return s, base
+	}
+	exec := func(base string, argv ...string) api.Result {
+		t.Helper()
+		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: argv})
+		return decodeOK[api.Result](t, resp, body)
+	}
+	_, base := create(api.SessionRequest{Files: map[string]api.File{"app/main.py": {Content: "print('v1')\n"}}})
+
+	// The directory's archive out, and in under another name.
+	resp, body := h.do(ctx, http.MethodGet, base+"/files/app?format=tar", "", nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("Content-Type") != api.ContentTypeTar {
+		t.Fatalf("get archive: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	resp, _ = h.do(ctx, http.MethodPut, base+"/files/copy?format=tar", api.ContentTypeTar, bytes.NewReader(body))
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("put archive: %d", resp.StatusCode)
+	}
+	if res := exec(base, "python3", "copy/main.py"); res.Stdout != "v1\n" {
+		t.Fatalf("run the unpacked copy: %+v", res)
+	}
+	resp, body = h.do(ctx, http.MethodPut, base+"/files?format=tar", api.ContentTypeTar, strings.NewReader("not a tar archive at all, just text that goes on and on"))
+	errorOf(t, resp, body, http.StatusBadRequest, "invalid_spec")
+
+	// Pause, then an exec resumes it.
+	resp, body = h.postJSON(base+"/pause", map[string]any{})
+	errorOf(t, resp, body, http.StatusBadRequest, "invalid_spec")
+	resp, body = h.do(ctx, http.MethodPost, base+"/pause", "", nil)
+	if s := decodeOK[api.Session](t, resp, body); !s.Paused {
+		t.Fatalf("pause answered %s", body)
+	}
+	if live, paused := h.metric("aster_sessions_live"), h.metric("aster_sessions_paused"); live != 1 || paused != 1 {
+		t.Fatalf("metrics: %v live, %v paused; want 1 and 1", live, paused)
+	}
+	if res := exec(base, "cat", "app/main.py"); res.Status != sandbox.StatusOK {
+		t.Fatalf("exec in a paused session: %+v", res)
+	}
+	resp, body = h.do(ctx, http.MethodGet, base, "", nil)
+	if s := decodeOK[api.Session](t, resp, body); s.Paused {
+		t.Fatalf("still paused after an exec: %s", body)
+	}
+
+	// Snapshot, then two forks that start alike and then differ.
+	resp, body = h.do(ctx, http.MethodPost, base+"/snapshot", "", nil)
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("snapshot: %d %s", resp.StatusCode, body)
+	}
+	var snap api.SessionSnapshot
+	if err := json.Unmarshal(body, &snap); err != nil || !strings.HasPrefix(snap.ID, "snap-") || snap.SizeBytes == 0 {
+		t.Fatalf("snapshot answered %s", body)
+	}
+	_, forkA := create(api.SessionRequest{FromSnapshot: snap.ID})
+	_, forkB := create(api.SessionRequest{FromSnapshot: snap.ID, Files: map[string]api.File{"app/main.py": {Content: "print('v2')\n"}}})
+	if a, b := exec(forkA, "python3", "app/main.py"), exec(forkB, "python3", "app/main.py"); a.Stdout != "v1\n" || b.Stdout != "v2\n" {
+		t.Fatalf("forks: %q %q", a.Stdout, b.Stdout)
+	}
+	if res := exec(forkA, "cat", "copy/main.py"); res.Stdout != "print('v1')\n" {
+		t.Fatalf("fork lacks the unpacked copy: %+v", res)
+	}
+	// The server-wide cap (3 here), whichever token asks.
+	h.token = "token-for-snapshots-bbb"
+	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{})
+	if d := errorOf(t, resp, body, http.StatusTooManyRequests, "busy"); !strings.Contains(d.Message, "--max-sessions") {
+		t.Fatalf("cap answer does not name the setting: %s", body)
+	}
+	h.token = "token-for-snapshots-aaa"
+
+	// Another token: 404 for the snapshot, as for an unknown one, and an empty list.
+	h.token = "token-for-snapshots-bbb"
+	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{FromSnapshot: snap.ID})
+	errorOf(t, resp, body, http.StatusNotFound, "not_found")
+	resp, body = h.do(ctx, http.MethodDelete, api.RouteSnapshots+"/"+snap.ID, "", nil)
+	errorOf(t, resp, body, http.StatusNotFound, "not_found")
+	resp, body = h.do(ctx, http.MethodGet, api.RouteSnapshots, "", nil)
+	if l := decodeOK[api.SessionSnapshotList](t, resp, body); len(l.Snapshots) != 0 {
+		t.Fatalf("another token lists %s", body)
+	}
+
+	h.token = "token-for-snapshots-aaa"
+	resp, body = h.do(ctx, http.MethodGet, api.RouteSnapshots, "", nil)
+	if l := decodeOK[api.SessionSnapshotList](t, resp, body); len(l.Snapshots) != 1 || l.Snapshots[0].ID != snap.ID {
+		t.Fatalf("list: %s", body)
+	}
+	resp, _ = h.do(ctx, http.MethodDelete, api.RouteSnapshots+"/"+snap.ID, "", nil)
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete snapshot: %d", resp.StatusCode)
+	}
+	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{FromSnapshot: snap.ID})
+	errorOf(t, resp, body, http.StatusNotFound, "not_found")
+
+	// Three live, none paused; one deleted counts as ended, and every exec is timed.
+	if live, paused := h.metric("aster_sessions_live"), h.metric("aster_sessions_paused"); live != 3 || paused != 0 {
+		t.Fatalf("metrics: %v live, %v paused; want 3 and 0", live, paused)
+	}
+	h.do(ctx, http.MethodDelete, forkB, "", nil)
+	if live, ended := h.metric("aster_sessions_live"), h.metric(`aster_sessions_ended_total{reason="deleted"}`); live != 2 || ended != 1 {
+		t.Fatalf("metrics after a delete: %v live, %v ended", live, ended)
+	}
+	if n := h.metric(`aster_session_exec_seconds_count{status="ok"}`); n < 5 {
+		t.Fatalf("exec histogram counted %v ok execs", n)
+	}
 }

@@ -126,6 +126,20 @@ ALTER TABLE aster_pulls ADD COLUMN running_sha TEXT NOT NULL DEFAULT ''`
 		// A claim asks whether any pull_request delivery chose its job.
 		return `CREATE INDEX aster_deliveries_job ON aster_deliveries (job_id)`
 	}},
+	{version: 4, name: "dismissed findings", sql: func(string) string {
+		return `
+CREATE TABLE aster_dismissals (
+	owner      TEXT NOT NULL,
+	repo       TEXT NOT NULL,
+	finding_id TEXT NOT NULL,
+	number     INTEGER NOT NULL DEFAULT 0,
+	path       TEXT NOT NULL DEFAULT '',
+	by_login   TEXT NOT NULL,
+	reason     TEXT NOT NULL DEFAULT '',
+	created_at BIGINT NOT NULL,
+	PRIMARY KEY (owner, repo, finding_id)
+)`
+	}},
 }
 
 func (s *Store) identity() string {

@@ -707,8 +707,9 @@ func TestUpgradeLowerCasesDeliveryIDs(t *testing.T) {
 	backends(t, func(t *testing.T, open func(Options) *Store) {
 		ctx := t.Context()
 		s := open(Options{})
-		// Back to schema 1: without what migrations 2 and 3 add, with ids of mixed case.
+		// Back to schema 1: without what migrations 2 to 4 add, with ids of mixed case.
 		for _, q := range []string{
+			`DROP TABLE aster_dismissals`,
 			`DROP INDEX aster_deliveries_job`,
 			`DROP TABLE aster_commands`,
 			`ALTER TABLE aster_pulls DROP COLUMN running_sha`,

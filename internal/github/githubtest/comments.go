@@ -52,10 +52,14 @@ func paginateAs[T any](w http.ResponseWriter, r *http.Request, items []T, body f
 }
 
 func (s *Server) reviewCommentJSON(c Comment) map[string]any {
-	return map[string]any{
+	out := map[string]any{
 		"id": c.ID, "body": c.Body, "path": c.Path, "line": c.Line, "side": c.Side, "commit_id": c.CommitID,
 		"pull_request_review_id": c.ReviewID, "user": s.account(c.Author),
 	}
+	if c.InReplyTo != 0 {
+		out["in_reply_to_id"] = c.InReplyTo
+	}
+	return out
 }
 
 func (s *Server) listReviewComments(w http.ResponseWriter, req *apiRequest) {

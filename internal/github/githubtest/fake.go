@@ -1,6 +1,7 @@
 // Package githubtest is a fake GitHub for tests: an httptest server that accepts only requests
 // that are operations of GitHub's published REST OpenAPI description (@octokit/openapi) with
-// bodies valid against their schemas, serves an App's token exchange, pull requests, diffs,
+// bodies valid against their schemas, and GraphQL documents valid against GitHub's published
+// GraphQL schema (@octokit/graphql-schema; review threads and resolveReviewThread), serves an App's token exchange, pull requests, diffs,
 // tarballs and contents from real git repositories, records what was posted, and injects faults.
 package githubtest
 
@@ -118,6 +119,7 @@ func New(t testing.TB, opts Options) *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc(APIPrefix+"/", s.serveAPI)
 	mux.HandleFunc(codeloadPrefix, s.serveCodeload)
+	mux.HandleFunc(GraphQLPath, s.serveGraphQL)
 	mux.HandleFunc("POST /settings/apps/new", s.serveNewApp)
 	mux.HandleFunc("POST /organizations/{org}/settings/apps/new", s.serveNewApp)
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {

@@ -36,6 +36,7 @@ var handlers = map[string]handler{
 	"pulls/list-review-comments":              {perm: "pull_requests", level: "read", fn: (*Server).listReviewComments},
 	"pulls/list-reviews":                      {perm: "pull_requests", level: "read", fn: (*Server).listReviews},
 	"pulls/create-review":                     {perm: "pull_requests", level: "write", fn: (*Server).createReview},
+	"pulls/create-reply-for-review-comment":   {perm: "pull_requests", level: "write", fn: (*Server).createReply},
 	"issues/list-comments":                    {perm: "pull_requests", level: "read", fn: (*Server).listIssueComments},
 	"issues/create-comment":                   {perm: "pull_requests", level: "write", fn: (*Server).createIssueComment},
 	"issues/update-comment":                   {perm: "pull_requests", level: "write", fn: (*Server).updateIssueComment},

@@ -39,6 +39,9 @@ type Comment struct {
 	Start    int
 	CommitID string
 	ReviewID int64
+	// InReplyTo is the first comment of the thread an inline reply belongs to; 0 for the
+	// comment that opens a thread and for conversation comments.
+	InReplyTo int64
 }
 
 // Review is a review posted to the fake.
@@ -87,6 +90,9 @@ type repoState struct {
 	issueComments  []Comment
 	reviews        []Review
 	checkRuns      []*CheckRun
+	// resolved holds the resolved review threads: the id of the thread's first comment →
+	// who resolved it.
+	resolved map[int64]string
 }
 
 func fullName(owner, name string) string { return owner + "/" + name }
@@ -99,7 +105,8 @@ func (s *Server) AddRepo(r Repository) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	full := fullName(r.Owner, r.Name)
-	s.repos[full] = &repoState{Repository: r, id: s.newID(), pulls: map[int]*PullRequest{}, permissions: map[string]string{}}
+	s.repos[full] = &repoState{Repository: r, id: s.newID(), pulls: map[int]*PullRequest{}, permissions: map[string]string{},
+		resolved: map[int64]string{}}
 	s.installed = append(s.installed, full)
 }
 

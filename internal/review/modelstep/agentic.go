@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/asterhq/aster/internal/evidence"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/llm"
 	"github.com/asterhq/aster/internal/repoconfig"
@@ -21,13 +22,6 @@ import (
 const (
 	ToolRunTests   = "run_tests"
 	ToolRunCommand = "run_command"
-)
-
-// Caps on what the model may ask a tool to run.
-const (
-	maxToolArgs      = 64
-	maxToolArgBytes  = 4 << 10
-	maxToolArgvBytes = 16 << 10
 )
 
 // Agent runs the model's tool calls (opt-in, `aster review --agentic`) in
@@ -86,32 +80,12 @@ func (a *Agent) RunTool(ctx context.Context, call llm.ToolCall) (string, error) 
 		if err := json.Unmarshal(call.Arguments, &args); err != nil {
 			return "", errors.New(`arguments must be {"argv": ["program", "arg", ...]}`)
 		}
-		if err := checkArgv(args.Argv); err != nil {
+		if err := evidence.CheckArgv(args.Argv); err != nil {
 			return "", err
 		}
 		return a.runCommand(ctx, args.Argv)
 	}
 	return "", fmt.Errorf("unknown tool %q", call.Name)
-}
-
-func checkArgv(argv []string) error {
-	if len(argv) == 0 || argv[0] == "" {
-		return errors.New("argv is empty")
-	}
-	if len(argv) > maxToolArgs {
-		return fmt.Errorf("argv has %d entries, more than %d", len(argv), maxToolArgs)
-	}
-	total := 0
-	for _, s := range argv {
-		if len(s) > maxToolArgBytes || strings.IndexByte(s, 0) >= 0 {
-			return fmt.Errorf("an argument is longer than %d bytes or holds a NUL", maxToolArgBytes)
-		}
-		total += len(s)
-	}
-	if total > maxToolArgvBytes {
-		return fmt.Errorf("argv is %d bytes, more than %d", total, maxToolArgvBytes)
-	}
-	return nil
 }
 
 func (a *Agent) timeout() time.Duration {

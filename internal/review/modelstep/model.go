@@ -433,6 +433,7 @@ func (m *modelRun) anchorAll(ix *diff.Index) {
 		if !a.endDropped {
 			out.Suggestion = m.cleanSuggestion(c.Suggestion)
 		}
+		out.Evidence, out.Verification = c.Evidence, rejectedEvidence(c.EvidenceErr)
 		if seen[out.Fingerprint] {
 			drop(a.path, a.line, "duplicate of another comment on the same line")
 			continue

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/asterhq/aster/internal/evidence"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/safetext"
+	"github.com/asterhq/aster/internal/textclip"
 )
 
 // ReviewSchema is the JSON Schema the model must answer with. It is strict
@@ -28,7 +30,7 @@ func ReviewSchema() map[string]any {
 				"items": map[string]any{
 					"type":                 "object",
 					"additionalProperties": false,
-					"required":             []any{"path", "line", "end_line", "quote", "severity", "body", "suggestion"},
+					"required":             []any{"path", "line", "end_line", "quote", "severity", "body", "suggestion", "evidence"},
 					"properties": map[string]any{
 						"path":       map[string]any{"type": "string", "description": "file path exactly as after FILE"},
 						"line":       map[string]any{"type": "integer", "description": "new-side line number shown in the diff"},
@@ -37,6 +39,7 @@ func ReviewSchema() map[string]any {
 						"severity":   map[string]any{"type": "string", "enum": []any{"error", "warning", "note"}},
 						"body":       map[string]any{"type": "string"},
 						"suggestion": nullable("string"),
+						"evidence":   evidenceSchema(),
 					},
 				},
 			},
@@ -53,6 +56,10 @@ type modelComment struct {
 	Severity   finding.Severity
 	Body       string
 	Suggestion string
+	// Evidence is the comment's test of its claim; EvidenceErr says why
+	// the evidence given was rejected (the comment itself stands).
+	Evidence    *evidence.Evidence
+	EvidenceErr string
 }
 
 // modelOutput is a parsed answer. Comments that failed validation are in
@@ -261,6 +268,11 @@ func validateComment(raw json.RawMessage) (modelComment, string) {
 	}
 	if c.Suggestion, why = str("suggestion", false); why != "" {
 		return c, why
+	}
+	if ev, err := evidence.FromJSON(m["evidence"]); err != nil {
+		c.EvidenceErr = textclip.OneLine(err.Error(), 300)
+	} else {
+		c.Evidence = ev
 	}
 	return c, ""
 }

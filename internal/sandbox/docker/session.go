@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
@@ -93,3 +94,44 @@ type closeWriter struct{ c client.HijackedResponse }
 
 func (w closeWriter) Write(p []byte) (int, error) { return w.c.Conn.Write(p) }
 func (w closeWriter) Close() error                { return w.c.CloseWrite() }
+
+// Pause implements sandbox.Pauser: the engine freezes the container's cgroup.
+func (s *sessionInstance) Pause(ctx context.Context) error {
+	if _, err := s.inst.rt.api.ContainerPause(ctx, s.inst.id, client.ContainerPauseOptions{}); err != nil {
+		return classify("pause", err)
+	}
+	return s.waitPaused(ctx, true)
+}
+
+// Resume implements sandbox.Pauser. The engine thaws the cgroup before it
+// answers but records the container as running only when containerd's event
+// reaches it, and refuses an exec until then: Resume returns once the engine
+// says so.
+func (s *sessionInstance) Resume(ctx context.Context) error {
+	api := s.inst.rt.api
+	if _, err := api.ContainerUnpause(ctx, s.inst.id, client.ContainerUnpauseOptions{}); err != nil {
+		return classify("resume", err)
+	}
+	return s.waitPaused(ctx, false)
+}
+
+// waitPaused waits, a few seconds at most, until the engine reports the
+// container paused (or not).
+func (s *sessionInstance) waitPaused(ctx context.Context, want bool) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	for {
+		got, err := s.inst.rt.api.ContainerInspect(ctx, s.inst.id, client.ContainerInspectOptions{})
+		switch {
+		case err != nil:
+			return classify("inspect", err)
+		case got.Container.State != nil && got.Container.State.Paused == want:
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w: the engine does not report the container paused=%v", sandbox.ErrUnavailable, want)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}

@@ -120,3 +120,20 @@ func waitOrTimeout(ch <-chan struct{}) <-chan struct{} {
 	}()
 	return out
 }
+
+// Pause implements sandbox.Pauser: `<runtime> pause` freezes the sandbox's
+// cgroup (runsc stops its sandbox's threads).
+func (s *sessionInstance) Pause(ctx context.Context) error {
+	if out, err := s.inst.rt.output(ctx, "pause", s.inst.id); err != nil {
+		return fmt.Errorf("%s pause: %v: %s", s.inst.rt.kind, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// Resume implements sandbox.Pauser.
+func (s *sessionInstance) Resume(ctx context.Context) error {
+	if out, err := s.inst.rt.output(ctx, "resume", s.inst.id); err != nil {
+		return fmt.Errorf("%s resume: %v: %s", s.inst.rt.kind, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,9 +1,12 @@
 package sandboxtest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -162,6 +165,106 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 		wantOK(t, sh(t, s, "ls -A /tmp"), "")
 	})
 
+	t.Run("ArchivesInAndOutAndFork", func(t *testing.T) {
+		s := open(t, sandbox.SessionSpec{})
+		wantOK(t, sh(t, s, "mkdir -p src/pkg && echo one > src/a.txt && echo two > src/pkg/b.txt && ln -s a.txt src/link && echo 7 > /tmp/pid"), "")
+		// Out: the directory's tree, made inside the sandbox.
+		tb, err := s.GetArchive(t.Context(), "src")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := tarNames(t, tb)
+		if want := []string{"./", "./a.txt", "./link", "./pkg/", "./pkg/b.txt"}; !slices.Equal(got, want) {
+			t.Fatalf("archive of src: %v, want %v", got, want)
+		}
+		// In: into another directory, replacing a file of the same name; set-id bits dropped.
+		wantOK(t, sh(t, s, "mkdir -p dst && echo old > dst/a.txt"), "")
+		if err := s.PutArchive(t.Context(), "dst", bytes.NewReader(tb)); err != nil {
+			t.Fatal(err)
+		}
+		wantOK(t, sh(t, s, "cat dst/a.txt dst/pkg/b.txt dst/link"), "one\ntwo\none\n")
+		suid := makeTar(t, tarEntry{name: "tool", mode: 0o4755, body: "#!/bin/sh\n"})
+		if err := s.PutArchive(t.Context(), "", bytes.NewReader(suid)); err != nil {
+			t.Fatal(err)
+		}
+		wantOK(t, sh(t, s, "stat -c %a tool"), "755\n")
+		// Hostile archives are refused before anything is written.
+		for name, bad := range map[string][]byte{
+			"dotdot":   makeTar(t, tarEntry{name: "../escape", body: "x"}),
+			"absolute": makeTar(t, tarEntry{name: "/etc/x", body: "x"}),
+			"device":   makeTar(t, tarEntry{name: "null", typ: tar.TypeChar}),
+			"linkout":  makeTar(t, tarEntry{name: "out", typ: tar.TypeSymlink, link: "/etc"}, tarEntry{name: "out/x", body: "x"}),
+		} {
+			if err := s.PutArchive(t.Context(), "", bytes.NewReader(bad)); !errors.Is(err, sandbox.ErrInvalidSpec) {
+				t.Errorf("archive %s: %v, want invalid_spec", name, err)
+			}
+		}
+		wantOK(t, sh(t, s, "ls /work | tr '\\n' ' '"), "dst src tool ")
+		// Fork: a new session from the archive of the whole of /work has its
+		// files, none of its processes or /tmp.
+		all, err := s.GetArchive(t.Context(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		fork := open(t, sandbox.SessionSpec{Archive: bytes.NewReader(all)})
+		wantOK(t, sh(t, fork, "cat src/pkg/b.txt dst/a.txt; ls /tmp | wc -l"), "two\none\n0\n")
+		wantOK(t, sh(t, fork, "echo changed > src/a.txt"), "")
+		wantOK(t, sh(t, s, "cat src/a.txt"), "one\n")
+	})
+
+	t.Run("PauseFreezesAndAnyCallResumes", func(t *testing.T) {
+		s := open(t, sandbox.SessionSpec{})
+		if _, ok := rt.(interface{ Name() string }); !ok {
+			t.Skip("no runtime name")
+		}
+		// A clock in the background: one timestamp every 50 ms.
+		wantOK(t, sh(t, s, "setsid sh -c 'while :; do date +%s%N >> /tmp/ticks; sleep 0.05; done' >/dev/null 2>&1 & sleep 0.3; echo started"), "started\n")
+		time.Sleep(300 * time.Millisecond)
+		if err := s.Pause(t.Context()); err != nil {
+			if errors.Is(err, sandbox.ErrPauseUnsupported) {
+				t.Skipf("%s cannot pause", rt.Name())
+			}
+			t.Fatal(err)
+		}
+		if !s.Paused() || !s.Info().Paused {
+			t.Fatal("not marked paused")
+		}
+		time.Sleep(1500 * time.Millisecond)
+		// An exec wakes it.
+		res := sh(t, s, "sleep 0.2; cat /tmp/ticks")
+		if s.Paused() {
+			t.Fatal("still paused after an exec")
+		}
+		var ticks []int64
+		for _, l := range strings.Fields(string(res.Stdout.Data)) {
+			var v int64
+			fmt.Sscan(l, &v)
+			ticks = append(ticks, v)
+		}
+		var gap int64
+		for i := 1; i < len(ticks); i++ {
+			gap = max(gap, ticks[i]-ticks[i-1])
+		}
+		// Frozen for 1.5 s: the clock stopped for at least 1.2 s of it.
+		if gap < int64(1200*time.Millisecond) {
+			t.Fatalf("longest gap between ticks %s over %d ticks: the sandbox ran while paused (%s %q %q)", time.Duration(gap), len(ticks), res.Status, res.Stdout.Data, res.Stderr.Data)
+		}
+		// A paused session still ends at its TTL, with nothing left.
+		short := open(t, sandbox.SessionSpec{TTL: 2 * time.Second})
+		if err := short.Pause(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-short.Done():
+		case <-time.After(30 * time.Second):
+			t.Fatal("a paused session outlived its TTL")
+		}
+		if got := short.EndReason(); got != "ttl" {
+			t.Fatalf("ended by %q, want ttl", got)
+		}
+		assertNotListed(t, rt, short.ID())
+	})
+
 	t.Run("CloseDestroysEverything", func(t *testing.T) {
 		s := open(t, sandbox.SessionSpec{})
 		wantOK(t, sh(t, s, "sleep 300 >/dev/null 2>&1 & echo started"), "started\n")
@@ -303,4 +406,58 @@ func BenchSessionExec(b *testing.B, rt sandbox.Runtime) {
 	}
 	b.ReportMetric(float64(execT.Microseconds())/1000/float64(b.N), "session-exec-ms")
 	b.ReportMetric(float64(oneT.Microseconds())/1000/float64(b.N), "oneshot-ms")
+}
+
+// tarEntry is one entry of a test archive.
+type tarEntry struct {
+	name, body, link string
+	mode             int64
+	typ              byte
+}
+
+func makeTar(t *testing.T, entries ...tarEntry) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, e := range entries {
+		h := &tar.Header{Name: e.name, Mode: e.mode, Size: int64(len(e.body)), Typeflag: e.typ, Linkname: e.link}
+		if h.Typeflag == 0 {
+			h.Typeflag = tar.TypeReg
+		}
+		if h.Mode == 0 {
+			h.Mode = 0o644
+		}
+		if h.Typeflag != tar.TypeReg {
+			h.Size = 0
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Size > 0 {
+			tw.Write([]byte(e.body))
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// tarNames lists an archive's entry names, sorted.
+func tarNames(t *testing.T, b []byte) []string {
+	t.Helper()
+	var names []string
+	tr := tar.NewReader(bytes.NewReader(b))
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("read archive: %v", err)
+		}
+		names = append(names, h.Name)
+	}
+	slices.Sort(names)
+	return names
 }

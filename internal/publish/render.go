@@ -1,4 +1,4 @@
-package review
+package publish
 
 import (
 	"cmp"
@@ -8,24 +8,18 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/safetext"
 	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
 )
 
-// What a Report looks like on a pull request: the summary comment, the check run's output,
+// What a review Report looks like on a pull request: the summary comment, the check run's output,
 // the review's body and each inline comment. Every text from the repository, an analyzer or
 // the model is escaped (safetext.Escape, safetext.Code) or was sanitised by the model step
 // (safetext.Sanitize, once: sanitising model text again would rewrite the code blocks the
 // first pass kept verbatim). Secrets are redacted before rendering (RedactReport), since
 // escaping hides a secret's shape from the redactor.
-
-// Check-run conclusions of a review.
-const (
-	CheckSuccess = "success"
-	CheckFailure = "failure"
-	CheckNeutral = "neutral" // the review could not finish (an analyzer, the tests, the config)
-)
 
 // Caps on what one post says.
 const (
@@ -33,47 +27,6 @@ const (
 	maxSummarySkipped  = 30
 	maxMessageChars    = 600
 )
-
-// CheckConclusion is the check run's conclusion for the review: decided by the static
-// checks and the tests against the repository's threshold, never by the model; neutral
-// (grey, never a green that hides a skip) when something could not run.
-func (c Conclusion) CheckConclusion() string {
-	switch c {
-	case Success:
-		return CheckSuccess
-	case Failure:
-		return CheckFailure
-	}
-	return CheckNeutral
-}
-
-// ShortSHALen is how many hex digits of a commit id Aster shows: in posts, logs,
-// errors, the CLI's tables and the bench's reports alike.
-const ShortSHALen = 7
-
-// ShortSHA is a commit id as Aster shows it (ShortSHALen digits).
-func ShortSHA(sha string) string {
-	if len(sha) > ShortSHALen {
-		return sha[:ShortSHALen]
-	}
-	return sha
-}
-
-// reportedBySeverity returns the findings reported on the change, most
-// severe first and in their order within each severity, at most max of them,
-// and how many more there are: what a report lists, and its "and N more".
-func reportedBySeverity(fs []gate.Marked, max int) (shown []gate.Marked, more int) {
-	for _, f := range fs {
-		if f.Reported {
-			shown = append(shown, f)
-		}
-	}
-	slices.SortStableFunc(shown, func(a, b gate.Marked) int { return b.Severity.Rank() - a.Severity.Rank() })
-	if len(shown) > max {
-		return shown[:max], len(shown) - max
-	}
-	return shown, 0
-}
 
 // HelpLinkHosts are the hosts an analyzer's help link may point to in what the App posts
 // ("More about RULE"): the documentation sites of the built-in analyzers and the weakness
@@ -91,7 +44,7 @@ func FindingComment(m gate.Marked) string {
 	fmt.Fprintf(&b, "**%s** · %s %s\n\n%s", safetext.Escape(string(m.Severity), 20), safetext.Escape(m.Analyzer, 60),
 		safetext.Code(m.RuleID, 120), safetext.Escape(m.Message, maxMessageChars))
 	if len(m.Flow) > 0 {
-		fmt.Fprintf(&b, "\n\nFlow: %s", commentFlow(m.Finding))
+		fmt.Fprintf(&b, "\n\nFlow: %s", review.CommentFlow(m.Finding))
 	}
 	if m.HelpURI != "" && safetext.AllowedURL(m.HelpURI, HelpLinkHosts()) {
 		fmt.Fprintf(&b, "\n\n[More about %s](%s)", safetext.Escape(m.RuleID, 120), m.HelpURI)
@@ -101,7 +54,7 @@ func FindingComment(m gate.Marked) string {
 
 // ModelComment is the body of the inline comment of a model comment: its body as the model
 // step sanitised it, and its suggestion when it can be posted as one.
-func ModelComment(c Comment) string {
+func ModelComment(c review.Comment) string {
 	body := strings.TrimSpace(c.Body)
 	if c.Severity != "" {
 		body = "**" + safetext.Escape(string(c.Severity), 20) + "** · " + body
@@ -116,9 +69,9 @@ func ModelComment(c Comment) string {
 func ReviewBody(head, since string) string {
 	if since != "" {
 		return fmt.Sprintf("Aster's comments on the changes since %s (up to %s); the summary comment has the rest.",
-			safetext.Code(ShortSHA(since), 0), safetext.Code(ShortSHA(head), 0))
+			safetext.Code(review.ShortSHA(since), 0), safetext.Code(review.ShortSHA(head), 0))
 	}
-	return fmt.Sprintf("Aster's comments on %s; the summary comment has the rest.", safetext.Code(ShortSHA(head), 0))
+	return fmt.Sprintf("Aster's comments on %s; the summary comment has the rest.", safetext.Code(review.ShortSHA(head), 0))
 }
 
 // Posted counts what one run posted, for the summary.
@@ -138,9 +91,9 @@ type SummaryOptions struct {
 
 func checkText(c string) string {
 	switch c {
-	case CheckSuccess:
+	case review.CheckSuccess:
 		return "passed"
-	case CheckFailure:
+	case review.CheckFailure:
 		return "failed"
 	default:
 		return "incomplete (neutral)"
@@ -163,40 +116,48 @@ func failureName(f testrun.Failure) string {
 }
 
 // notReviewed lists the files left out of the review, and why.
-func notReviewed(rep *Report) []OmittedFile {
+func notReviewed(rep *review.Report) []review.OmittedFile {
 	out := slices.Clone(rep.Files.Omitted)
 	for _, o := range rep.Model.OmittedFiles {
-		out = append(out, OmittedFile{Path: o.Path, Reason: "left out of the model's budget: " + o.Reason})
+		out = append(out, review.OmittedFile{Path: o.Path, Reason: "left out of the model's budget: " + o.Reason})
 	}
 	return out
 }
 
 // Summary is the body of the summary comment, edited in place on every run.
-func Summary(rep *Report, o SummaryOptions) string {
+func Summary(rep *review.Report, o SummaryOptions) string {
 	var b strings.Builder
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	esc, code := safetext.Escape, safetext.Code
 	p("## Aster review\n\n")
 	scope := "the whole pull request"
 	if o.Since != "" {
-		scope = fmt.Sprintf("changes since %s", code(ShortSHA(o.Since), 0))
+		scope = fmt.Sprintf("changes since %s", code(review.ShortSHA(o.Since), 0))
 	}
-	p("Reviewed up to %s (%s). Check **%s** (fail on %s, filter %s).\n\n", code(ShortSHA(o.Head), 0), scope,
+	p("Reviewed up to %s (%s). Check **%s** (fail on %s, filter %s).\n\n", code(review.ShortSHA(o.Head), 0), scope,
 		checkText(rep.Conclusion.CheckConclusion()), code(orDash(rep.FailOn), 0), code(orDash(string(rep.FilterMode)), 0))
 
 	s := gate.Summarize(rep.Findings)
 	p("| | |\n|---|---|\n")
-	p("| Findings on the change | %d (%d error, %d warning, %d note); %d outside the diff |\n",
+	p("| Findings on the change | %d (%d error, %d warning, %d note); %d outside the diff",
 		s.Reported, s.BySeverity[finding.Error], s.BySeverity[finding.Warning], s.BySeverity[finding.Note], s.OutsideDiff)
+	if s.Dismissed > 0 {
+		p("; %d dismissed on this repository (not raised again)", s.Dismissed)
+	}
+	p(" |\n")
 	p("| Comments | %d new inline, %d folded, %d already posted", o.Posted.Inline, o.Posted.Folded, o.Posted.Skipped)
 	if o.Posted.Unanchored > 0 {
 		p(", %d not on a changed line (dropped)", o.Posted.Unanchored)
 	}
 	p(" |\n")
+	if lc := rep.Lifecycle; lc != nil {
+		p("| Since %s | %d resolved (re-checked), %d still open, %d new |\n", code(review.ShortSHA(lc.Previous), 0),
+			len(lc.Resolved), len(lc.StillOpen), len(lc.New))
+	}
 	skipped := notReviewed(rep)
 	p("| Files | %d changed, %d reviewed, %d skipped", rep.Files.Changed, rep.Files.Reviewed, len(skipped))
 	if n := len(rep.Files.NotAnalysed); n > 0 {
-		p(", %d not analysed (%s)", n, esc(languageCounts(rep.Files.NotAnalysed), 300))
+		p(", %d not analysed (%s)", n, esc(review.LanguageCounts(rep.Files.NotAnalysed), 300))
 	}
 	p(" |\n")
 	if t := rep.Tests; t != nil {
@@ -231,13 +192,35 @@ func Summary(rep *Report, o SummaryOptions) string {
 	}
 	if s.Reported > 0 {
 		p("### Findings on the change\n\n")
-		shown, more := reportedBySeverity(rep.Findings, maxSummaryFindings)
+		shown, more := review.ReportedBySeverity(rep.Findings, maxSummaryFindings)
 		for _, f := range shown {
 			p("- **%s** %s %s/%s — %s\n", esc(string(f.Severity), 20), code(fmt.Sprintf("%s:%d", f.Path, f.StartLine), 200),
 				esc(f.Analyzer, 60), code(f.RuleID, 120), esc(f.Message, 300))
 		}
 		if more > 0 {
 			p("- …and %d more (see the check run's annotations)\n", more)
+		}
+		p("\n")
+	}
+	if lc := rep.Lifecycle; lc != nil && len(lc.StillOpen) > 0 {
+		// Everything an earlier push raised that is still there, so nothing drips out
+		// round by round: it was commented on then and is not posted again.
+		p("### Still open from earlier pushes\n\n")
+		for i, e := range lc.StillOpen {
+			if i == maxSummaryFindings {
+				p("- …and %d more (see the JSON report's lifecycle)\n", len(lc.StillOpen)-i)
+				break
+			}
+			what := e.Analyzer + "/" + e.RuleID
+			if e.Kind == review.KindComment {
+				what = "model comment"
+			}
+			p("- **%s** %s %s since %s", esc(string(e.Severity), 20), code(fmt.Sprintf("%s:%d", e.Path, e.Line), 200), code(what, 180),
+				code(review.ShortSHA(e.Since), 0))
+			if e.CheckedBy != "" {
+				p(" (%s)", esc(e.CheckedBy, 200))
+			}
+			p("\n")
 		}
 		p("\n")
 	}
@@ -283,12 +266,12 @@ func Summary(rep *Report, o SummaryOptions) string {
 }
 
 // CheckOutput is the check run's title, summary and text.
-func CheckOutput(rep *Report, head, since string) (title, summary, text string) {
+func CheckOutput(rep *review.Report, head, since string) (title, summary, text string) {
 	esc, code := safetext.Escape, safetext.Code
 	s := gate.Summarize(rep.Findings)
 	conclusion := rep.Conclusion.CheckConclusion()
 	switch {
-	case conclusion == CheckNeutral && s.Reported == 0:
+	case conclusion == review.CheckNeutral && s.Reported == 0:
 		title = "Review incomplete"
 	case s.Reported == 0:
 		title = "No findings on the change"
@@ -299,9 +282,9 @@ func CheckOutput(rep *Report, head, since string) (title, summary, text string) 
 	var b strings.Builder
 	scope := "whole pull request"
 	if since != "" {
-		scope = "changes since " + ShortSHA(since)
+		scope = "changes since " + review.ShortSHA(since)
 	}
-	fmt.Fprintf(&b, "Static checks on %s (%s): **%s**. The conclusion comes from the static checks", code(ShortSHA(head), 0),
+	fmt.Fprintf(&b, "Static checks on %s (%s): **%s**. The conclusion comes from the static checks", code(review.ShortSHA(head), 0),
 		scope, checkText(conclusion))
 	if rep.Tests != nil {
 		b.WriteString(" and the tests")
@@ -333,94 +316,4 @@ func CheckOutput(rep *Report, head, since string) (title, summary, text string) 
 		}
 	}
 	return title, summary, t.String()
-}
-
-// RedactReport returns a copy of rep with every text from the repository, the analyzers
-// and the model redacted by rd: what the posts render. Fingerprints are left as found, so
-// a finding is recognised across runs whatever its text.
-func RedactReport(rep *Report, rd *safetext.Redactor) *Report {
-	r := rd.RedactString
-	out := *rep
-	out.Findings = slices.Clone(rep.Findings)
-	for i := range out.Findings {
-		out.Findings[i] = RedactFinding(out.Findings[i], rd)
-	}
-	out.Model.Comments = slices.Clone(rep.Model.Comments)
-	for i := range out.Model.Comments {
-		out.Model.Comments[i] = RedactComment(out.Model.Comments[i], rd)
-	}
-	out.Model.Summary, out.Model.Note = r(rep.Model.Summary), r(rep.Model.Note)
-	out.Model.OmittedFiles = redactOmitted(rep.Model.OmittedFiles, rd)
-	out.Analyzers = slices.Clone(rep.Analyzers)
-	for i := range out.Analyzers {
-		a := &out.Analyzers[i]
-		a.Name, a.Version, a.Reason = r(a.Name), r(a.Version), r(a.Reason)
-	}
-	if t := rep.Tests; t != nil {
-		tc := *t
-		tc.Reason, tc.Output = r(tc.Reason), r(tc.Output)
-		if in := t.Install; in != nil {
-			ic := *in
-			ic.Reason = r(ic.Reason)
-			ic.Command = slices.Clone(ic.Command)
-			for i := range ic.Command {
-				ic.Command[i] = r(ic.Command[i])
-			}
-			ic.ErrorLines = slices.Clone(ic.ErrorLines)
-			for i := range ic.ErrorLines {
-				ic.ErrorLines[i] = r(ic.ErrorLines[i])
-			}
-			tc.Install = &ic
-		}
-		tc.Summary.Failures = slices.Clone(tc.Summary.Failures)
-		for i := range tc.Summary.Failures {
-			f := &tc.Summary.Failures[i]
-			f.Suite, f.Name, f.Message = r(f.Suite), r(f.Name), r(f.Message)
-		}
-		out.Tests = &tc
-	}
-	out.Files.Omitted = redactOmitted(rep.Files.Omitted, rd)
-	out.Notes = slices.Clone(rep.Notes)
-	for i := range out.Notes {
-		out.Notes[i] = r(out.Notes[i])
-	}
-	return &out
-}
-
-func redactOmitted(fs []OmittedFile, rd *safetext.Redactor) []OmittedFile {
-	out := slices.Clone(fs)
-	for i := range out {
-		out[i].Path, out[i].Reason = rd.RedactString(out[i].Path), rd.RedactString(out[i].Reason)
-	}
-	return out
-}
-
-// RedactFinding is m with its texts redacted by rd.
-func RedactFinding(m gate.Marked, rd *safetext.Redactor) gate.Marked {
-	r := rd.RedactString
-	m.Path, m.Analyzer, m.RuleID, m.Message, m.HelpURI = r(m.Path), r(m.Analyzer), r(m.RuleID), r(m.Message), r(m.HelpURI)
-	if len(m.Flow) > 0 {
-		m.Flow = slices.Clone(m.Flow)
-		for i := range m.Flow {
-			m.Flow[i].Path, m.Flow[i].Text = r(m.Flow[i].Path), r(m.Flow[i].Text)
-		}
-	}
-	return m
-}
-
-// RedactComment is c with its texts redacted by rd.
-func RedactComment(c Comment, rd *safetext.Redactor) Comment {
-	c.Path, c.Body, c.Suggestion = rd.RedactString(c.Path), rd.RedactString(c.Body), rd.RedactString(c.Suggestion)
-	return c
-}
-
-// NotReviewed is the report of a change that could not be reviewed at all (its base
-// configuration is unusable, GitHub will not render its diff): nothing ran, the check is
-// neutral, and the notes say why.
-func NotReviewed(modelNote string, notes ...string) *Report {
-	return &Report{
-		Version: ReportVersion, Analyzers: []gate.AnalyzerResult{}, Findings: []gate.Marked{}, Superseded: []finding.Finding{}, Conclusion: Incomplete,
-		Files: FilesInfo{Omitted: []OmittedFile{}}, Notes: notes, DurationsMS: map[string]int64{},
-		Model: ModelReport{Status: ModelSkipped, Note: modelNote, Comments: []Comment{}, DroppedComments: []DroppedComment{}, OmittedFiles: []OmittedFile{}},
-	}
 }

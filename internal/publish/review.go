@@ -1,29 +1,30 @@
-package github
+package publish
 
 import (
 	"fmt"
 	"strings"
 
-	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/safetext"
 )
 
-// MaxInlineComments is how many inline comments one review carries; the rest are folded into
-// the review body.
-const MaxInlineComments = 30
+// DefaultMaxInline is how many inline comments one review carries unless told otherwise; the
+// rest are folded into the review body.
+const DefaultMaxInline = 30
 
-// MaxBodyChars is the longest comment or review body GitHub accepts.
-const MaxBodyChars = 65536
+// DefaultMaxBodyChars is the longest comment or review body a forge takes unless told
+// otherwise (GitHub's limit).
+const DefaultMaxBodyChars = 65536
 
-// Comment is a review comment the pipeline wants to post: already anchored to a line of the
-// diff, already sanitised.
+// Comment is a review comment to publish: anchored to a line of the new side of the diff,
+// already sanitised, and identified across pushes by its ID.
 type Comment struct {
-	Path        string
-	Line        int
-	StartLine   int
-	Side        string
-	Body        string
-	Fingerprint string // from finding.Fingerprint(...); "" means finding.Fingerprint(Path, Body)
+	Path      string
+	Line      int
+	StartLine int
+	Body      string
+	// ID is what the hidden marker carries (FindingIDs, CommentID); PlanReview refuses none,
+	// but a comment without one is never recognised as posted.
+	ID string
 	// Aliases are older fingerprints this comment may have been posted under (a scheme
 	// an upgrade replaced). A posted alias marker stands for one comment of a run: the
 	// first one in plan order that carries it, which is then skipped; the others are new.
@@ -35,18 +36,27 @@ type Comment struct {
 
 // PlanOptions is the input of PlanReview.
 type PlanOptions struct {
-	Body      string          // the review's own text (before folded comments)
-	Comments  []Comment       // in priority order: the first ones go inline
-	Posted    map[string]bool // fingerprints already on the pull request
-	MaxInline int             // 0 means MaxInlineComments
+	Body         string          // the review's own text (before folded comments)
+	Comments     []Comment       // in priority order: the first ones go inline
+	Posted       map[string]bool // marker ids already on the pull request
+	MaxInline    int             // 0 means DefaultMaxInline
+	MaxBodyChars int             // 0 means DefaultMaxBodyChars
+}
+
+// Inline is a comment placed on its line, its body carrying its marker.
+type Inline struct {
+	Path      string
+	Line      int
+	StartLine int // > 0 makes it a multi-line comment ending at Line
+	Body      string
 }
 
 // ReviewPlan is what to post, and what was held back and why.
 type ReviewPlan struct {
-	Inline  []InlineComment // bodies carry their fingerprint marker
-	Folded  []Comment       // past MaxInline, or BodyOnly: listed in Body, with their markers
-	Skipped []Comment       // already posted (or repeated within this run)
-	Dropped []Comment       // folded but cut because Body would pass MaxBodyChars
+	Inline  []Inline  // bodies carry their marker
+	Folded  []Comment // past MaxInline, or BodyOnly: listed in Body, with their markers
+	Skipped []Comment // already posted (or repeated within this run)
+	Dropped []Comment // folded but cut because Body would pass MaxBodyChars
 	Body    string
 }
 
@@ -60,24 +70,25 @@ func (p ReviewPlan) Empty() bool {
 func PlanReview(opts PlanOptions) ReviewPlan {
 	maxInline := opts.MaxInline
 	if maxInline <= 0 {
-		maxInline = MaxInlineComments
+		maxInline = DefaultMaxInline
+	}
+	maxBody := opts.MaxBodyChars
+	if maxBody <= 0 {
+		maxBody = DefaultMaxBodyChars
 	}
 	var plan ReviewPlan
 	seen := map[string]bool{}
 	aliasUsed := map[string]bool{}
 	for _, c := range opts.Comments {
-		if c.Fingerprint == "" {
-			c.Fingerprint = finding.Fingerprint(c.Path, c.Body)
-		}
-		if opts.Posted[c.Fingerprint] || seen[c.Fingerprint] || postedAlias(c, opts.Posted, aliasUsed) {
+		if c.ID != "" && (opts.Posted[c.ID] || seen[c.ID]) || postedAlias(c, opts.Posted, aliasUsed) {
 			plan.Skipped = append(plan.Skipped, c)
 			continue
 		}
-		seen[c.Fingerprint] = true
+		seen[c.ID] = true
 		if !c.BodyOnly && len(plan.Inline) < maxInline {
-			plan.Inline = append(plan.Inline, InlineComment{
-				Path: c.Path, Line: c.Line, StartLine: c.StartLine, Side: c.Side,
-				Body: WithFingerprint(truncate(c.Body, MaxBodyChars-len(fpOpen)-len(fpClose)-72), c.Fingerprint),
+			plan.Inline = append(plan.Inline, Inline{
+				Path: c.Path, Line: c.Line, StartLine: c.StartLine,
+				Body: WithMarker(Truncate(c.Body, maxBody-len(fpOpen)-len(fpClose)-72), c.ID),
 			})
 			continue
 		}
@@ -93,7 +104,7 @@ func PlanReview(opts PlanOptions) ReviewPlan {
 		kept := plan.Folded[:0:0]
 		for i, c := range plan.Folded {
 			entry := foldedEntry(c)
-			if b.Len()+len(entry)+len(tail)+200 > MaxBodyChars {
+			if b.Len()+len(entry)+len(tail)+200 > maxBody {
 				plan.Dropped = append(plan.Dropped, plan.Folded[i:]...)
 				fmt.Fprintf(&b, "\n…and %d more that do not fit in one review.\n", len(plan.Folded)-i)
 				break
@@ -132,27 +143,18 @@ func foldedEntry(c Comment) string {
 	}
 	text := strings.TrimSpace(safetext.StripMarkers(c.Body))
 	text = strings.ReplaceAll(text, "\n", "\n  ")
-	return fmt.Sprintf("- `%s`: %s %s%s%s\n", strings.ReplaceAll(loc, "`", "'"), text, fpOpen, c.Fingerprint, fpClose)
+	marker := ""
+	if c.ID != "" {
+		marker = " " + fpOpen + c.ID + fpClose
+	}
+	return fmt.Sprintf("- `%s`: %s%s\n", strings.ReplaceAll(loc, "`", "'"), text, marker)
 }
 
-// truncate cuts s to at most n bytes on a rune boundary, saying so.
-func truncate(s string, n int) string {
+// Truncate cuts s to at most n bytes on a rune boundary, saying so.
+func Truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
 	const note = "\n\n…(truncated)"
 	return safetext.Cut(s, n-len(note)) + note
-}
-
-// AnnotationBatches splits annotations into requests of at most MaxAnnotationsPerRequest.
-func AnnotationBatches(anns []Annotation) [][]Annotation {
-	var out [][]Annotation
-	for len(anns) > MaxAnnotationsPerRequest {
-		out = append(out, anns[:MaxAnnotationsPerRequest:MaxAnnotationsPerRequest])
-		anns = anns[MaxAnnotationsPerRequest:]
-	}
-	if len(anns) > 0 {
-		out = append(out, anns)
-	}
-	return out
 }

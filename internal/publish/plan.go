@@ -1,73 +1,34 @@
-package app
+package publish
 
 import (
-	"bytes"
-	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/asterhq/aster/internal/diff"
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
-	"github.com/asterhq/aster/internal/github"
 	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/safetext"
 )
 
-// CheckRunName is the name of Aster's check run.
-const CheckRunName = "aster"
-
 // maxAnnotationChars caps an annotation's message.
 const maxAnnotationChars = 4000
 
-// scope says where inline comments may go: lines inside the pull request's hunks (GitHub
-// refuses anything else with a 422 that would lose the whole review) and, for an
+// Scope says where inline comments may go: lines inside the pull request's hunks (a forge
+// refuses anything else, GitHub with a 422 that would lose the whole review) and, for an
 // incremental review, lines the new commits touched.
-type scope struct {
+type Scope struct {
 	anchor *diff.Index // the whole pull request's diff
 	// incr is the incremental diff's; nil for a full review.
 	incr *diff.Index
 }
 
-// newScope parses the pull request's diff and, for an incremental review, the diff since
-// the previous head (parseDiffs), and gives their scope.
-func newScope(full, incr []byte, incremental bool) (scope, error) {
-	p, err := parseDiffs(full, incr, incremental)
-	if err != nil {
-		return scope{}, err
-	}
-	return scopeOf(p), nil
-}
-
-// parseDiffs parses the pull request's diff (where comments may go) and, for an incremental
-// review, the diff since the previous head (which lines are new): the one parse of each,
-// which the worker hands to the Reviewer too.
-func parseDiffs(full, incr []byte, incremental bool) (*ParsedDiffs, error) {
-	// A diff cut at its cap still places comments on the part that is there.
-	files, truncated, err := review.ParseDiff(bytes.NewReader(full), diff.Options{})
-	if err != nil {
-		return nil, fmt.Errorf("pull request diff: %w", err)
-	}
-	p := &ParsedDiffs{Files: files, Truncated: truncated}
-	if incremental {
-		inc, _, err := review.ParseDiff(bytes.NewReader(incr), diff.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("incremental diff: %w", err)
-		}
-		p.Incremental = inc
-		if p.Incremental == nil {
-			p.Incremental = []*diff.File{}
-		}
-	}
-	return p, nil
-}
-
-// scopeOf indexes the parsed diffs: where comments may go and, for an incremental review,
-// which lines are new.
-func scopeOf(p *ParsedDiffs) scope {
-	sc := scope{anchor: diff.NewIndex(p.Files)}
-	if p.Incremental != nil {
-		sc.incr = diff.NewIndex(p.Incremental)
+// NewScope indexes the pull request's parsed diff and, for an incremental review
+// (incremental non-nil, possibly empty), the diff since the previous head.
+func NewScope(files, incremental []*diff.File) Scope {
+	sc := Scope{anchor: diff.NewIndex(files)}
+	if incremental != nil {
+		sc.incr = diff.NewIndex(incremental)
 	}
 	return sc
 }
@@ -83,13 +44,13 @@ func added(ix *diff.Index, path string, n int) bool {
 
 // findingLine returns the line to anchor a finding to, or 0: the first line of its range
 // that is in the pull request's hunks (and added by the new commits when incremental).
-func (sc scope) findingLine(f gate.Marked) int {
+func (sc Scope) findingLine(f gate.Marked) int {
 	return sc.firstLine(f, true)
 }
 
 // firstLine is the first line of f's range in the pull request's hunks (and, when
 // newOnly and incremental, added by the new commits), or 0.
-func (sc scope) firstLine(f gate.Marked, newOnly bool) int {
+func (sc Scope) firstLine(f gate.Marked, newOnly bool) int {
 	end := max(f.EndLine, f.StartLine)
 	if end-f.StartLine > 500 {
 		end = f.StartLine + 500
@@ -110,27 +71,41 @@ func (sc scope) firstLine(f gate.Marked, newOnly bool) int {
 // commented on f in an earlier review: f is on a line of the pull request's hunks and, in
 // an incremental review, not on a line the new commits added (such a line did not exist
 // then).
-func (sc scope) mayHavePosted(f gate.Marked) bool {
+func (sc Scope) mayHavePosted(f gate.Marked) bool {
 	if sc.firstLine(f, false) == 0 {
 		return false
 	}
 	return sc.incr == nil || sc.findingLine(f) == 0
 }
 
-// plan is what one run posts.
-type plan struct {
-	comments    []github.Comment // inline candidates, most important first
-	annotations []github.Annotation
-	// unanchored counts model comments that could not be placed on the diff.
-	unanchored int
+// Annotation is a finding on the check (a check run's annotation on GitHub): plain text,
+// shown as it is.
+type Annotation struct {
+	Path      string
+	StartLine int
+	EndLine   int
+	Severity  finding.Severity
+	Title     string
+	Message   string
 }
 
-// buildPlan decides what one run posts. Fingerprints come from the review as found; the
+// Publication is what one review shows on a pull request, whatever the forge: the inline
+// comments (candidates, most important first: PlanReview decides against what is posted
+// which go inline, which are folded and which were said before), the check's annotations,
+// and how many model comments could not be placed.
+type Publication struct {
+	Comments    []Comment
+	Annotations []Annotation
+	// Unanchored counts model comments that could not be placed on the diff.
+	Unanchored int
+}
+
+// Build decides what one review publishes. Identities come from the review as found; the
 // text shown comes from it redacted by rd (once, before any escaping, which would hide a
 // secret's shape from the redactor).
-func buildPlan(rep *review.Report, sc scope, rd *safetext.Redactor) plan {
-	var p plan
-	fps := finding.MarkerIDs(markedFindings(rep.Findings))
+func Build(rep *review.Report, sc Scope, rd *safetext.Redactor) Publication {
+	var p Publication
+	fps := FindingIDs(rep.Findings)
 	order := make([]int, len(rep.Findings))
 	for i := range order {
 		order[i] = i
@@ -144,47 +119,40 @@ func buildPlan(rep *review.Report, sc scope, rd *safetext.Redactor) plan {
 			continue
 		}
 		shown := review.RedactFinding(f, rd)
-		p.annotations = append(p.annotations, annotation(shown))
+		p.Annotations = append(p.Annotations, annotation(shown))
 		if f.Severity != finding.Error && f.Severity != finding.Warning {
 			continue // notes are annotated, not commented: less noise
 		}
 		// Every error and warning is a comment: inline on its line when the diff has it,
 		// otherwise listed in the review body, so nothing new goes unsaid; the fingerprints
 		// keep what an earlier review said from being said again.
-		gc := github.Comment{Path: f.Path, Line: sc.findingLine(f), Body: review.FindingComment(shown), Fingerprint: fps[i]}
+		gc := Comment{Path: f.Path, Line: sc.findingLine(f), Body: FindingComment(shown), ID: fps[i]}
 		if gc.Line == 0 {
 			gc.Line, gc.BodyOnly = max(f.StartLine, 0), true
 		}
 		if old := finding.LegacyMarkerID(f.Finding); old != "" && sc.mayHavePosted(f) {
 			gc.Aliases = []string{old}
 		}
-		p.comments = append(p.comments, gc)
+		p.Comments = append(p.Comments, gc)
 	}
 	comments := slices.Clone(rep.Model.Comments)
 	slices.SortStableFunc(comments, func(a, b review.Comment) int { return b.Severity.Rank() - a.Severity.Rank() })
 	for _, c := range comments {
 		if !inHunk(sc.anchor, c.Path, c.Line) || (sc.incr != nil && !inHunk(sc.incr, c.Path, c.Line)) {
-			p.unanchored++
+			p.Unanchored++
 			continue
 		}
-		gc := github.Comment{Path: c.Path, Line: c.Line, Body: review.ModelComment(review.RedactComment(c, rd)), Fingerprint: finding.CommentMarkerID(c.Fingerprint, c.Path, c.Body)}
+		gc := Comment{Path: c.Path, Line: c.Line, Body: ModelComment(review.RedactComment(c, rd)), ID: CommentID(c)}
 		if f := sc.anchor.File(c.Path); c.EndLine > c.Line && f != nil && f.SameHunk(c.Line, c.EndLine) {
 			gc.StartLine, gc.Line = c.Line, c.EndLine
 		}
-		p.comments = append(p.comments, gc)
+		p.Comments = append(p.Comments, gc)
 	}
 	return p
 }
 
-// annotation is a finding on the check run: plain text, which GitHub shows as it is.
-func annotation(f gate.Marked) github.Annotation {
-	level := "notice"
-	switch f.Severity {
-	case finding.Error:
-		level = "failure"
-	case finding.Warning:
-		level = "warning"
-	}
+// annotation is a finding on the check: plain text, shown as it is.
+func annotation(f gate.Marked) Annotation {
 	msg := strings.TrimSpace(safetext.StripMarkers(safetext.Clean(f.Message)))
 	if msg == "" {
 		msg = f.RuleID
@@ -194,18 +162,9 @@ func annotation(f gate.Marked) github.Annotation {
 		// The analyzers whose findings of the same problem merged into this one.
 		title += " (also " + strings.Join(f.Also, ", ") + ")"
 	}
-	return github.Annotation{
-		Path: f.Path, StartLine: max(f.StartLine, 1), EndLine: max(f.EndLine, f.StartLine, 1), Level: level,
+	return Annotation{
+		Path: f.Path, StartLine: max(f.StartLine, 1), EndLine: max(f.EndLine, f.StartLine, 1), Severity: f.Severity,
 		Title:   safetext.Cut(safetext.Clean(title), 200),
 		Message: safetext.Cut(msg, maxAnnotationChars),
 	}
-}
-
-// markedFindings are the findings of fs.
-func markedFindings(fs []gate.Marked) []finding.Finding {
-	out := make([]finding.Finding, len(fs))
-	for i, f := range fs {
-		out[i] = f.Finding
-	}
-	return out
 }

@@ -1,0 +1,143 @@
+package app
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/asterhq/aster/internal/github/githubtest"
+	"github.com/asterhq/aster/internal/publish"
+	"github.com/asterhq/aster/internal/store"
+)
+
+// threadOf returns the thread Aster opened on line n of run.sh.
+func threadOf(t *testing.T, threads []githubtest.Thread, n int) githubtest.Thread {
+	t.Helper()
+	for _, th := range threads {
+		if c := th.Comments[0]; c.Path == "run.sh" && c.Line == n {
+			return th
+		}
+	}
+	t.Fatalf("no thread on run.sh:%d in %+v", n, threads)
+	return githubtest.Thread{}
+}
+
+// TestFixedFindingThreadResolved is a three-push pull request on the fake GitHub with the
+// real gate in sandboxes: push 1 raises three findings (three threads); push 2 fixes one,
+// whose thread is resolved with one reply saying which commit fixed it and what was run
+// again; a redelivery changes nothing; push 3 adds nothing new: no new comment, no second
+// reply, and the summary lists the findings still open; a dismissal by someone with write
+// access is recorded and answered once, one by someone without is refused; push 4 repeats
+// nothing. The dismissal lives in the store only (SQLite, and the Postgres replicas share).
+func TestFixedFindingThreadResolved(t *testing.T) {
+	forEachDB(t, testFixedFindingThreadResolved)
+}
+
+func testFixedFindingThreadResolved(t *testing.T, dbURL string) {
+	runner := dockerGate(t, 2)
+	h := newHarness(t, harnessOptions{reviewer: NewPipelineReviewer(PipelineOptions{Gate: runner, TempDir: t.TempDir()}), dbURL: dbURL})
+	base := h.git.Commit("", "base", map[string]string{"README.md": "# widgets\n"})
+	head1 := h.git.Commit(base, "scripts", map[string]string{"run.sh": "#!/bin/sh\ncd /tmp/a\ncd /tmp/b\ncd /tmp/c\n"})
+	h.push("lc-1", "opened", 21, base, head1, "")
+	if r := h.waitHistory(21, 1, 4*time.Minute)[0]; r.Outcome != store.OutcomePosted {
+		t.Fatalf("push 1: %+v", r)
+	}
+	threads := h.fake.Threads("acme", "widgets", 21)
+	if len(threads) != 3 {
+		t.Fatalf("push 1: %d threads, want one per unchecked cd", len(threads))
+	}
+
+	head2 := h.git.Commit(head1, "check the first cd", map[string]string{"run.sh": "#!/bin/sh\ncd /tmp/a || exit 1\ncd /tmp/b\ncd /tmp/c\n"})
+	h.push("lc-2", "synchronize", 21, base, head2, head1)
+	h.waitHistory(21, 2, 4*time.Minute)
+	threads = h.fake.Threads("acme", "widgets", 21)
+	fixed := threadOf(t, threads, 2)
+	if !fixed.Resolved || fixed.ResolvedBy != h.fake.BotLogin() || len(fixed.Comments) != 2 {
+		t.Fatalf("fixed finding's thread: %+v", fixed)
+	}
+	reply := fixed.Comments[1].Body
+	if !strings.Contains(reply, "fixed in `"+head2[:7]+"`") || !strings.Contains(reply, "shellcheck SC2164 on this file: no longer reported") {
+		t.Errorf("reply %q", reply)
+	}
+	for _, n := range []int{3, 4} {
+		if th := threadOf(t, threads, n); th.Resolved || len(th.Comments) != 1 {
+			t.Errorf("thread on line %d of a finding still there: %+v", n, th)
+		}
+	}
+	if n := len(h.fake.ReviewComments("acme", "widgets", 21)); n != 4 {
+		t.Errorf("%d review comments after push 2, want the 3 findings and one reply", n)
+	}
+
+	// A redelivery of push 2 changes nothing.
+	if got := h.deliver("pull_request", "lc-2", h.prEvent("synchronize", 21, head2, base, head1)); got >= 300 {
+		t.Fatalf("redelivery: %d", got)
+	}
+	// Two people answer in the threads of the findings still there: octocat (write access)
+	// dismisses one, mallory (read access) tries to dismiss the other.
+	h.fake.SetPermission("acme", "widgets", "octocat", "write")
+	h.fake.SetPermission("acme", "widgets", "mallory", "read")
+	h.fake.AddReviewComment("acme", "widgets", githubtest.Comment{Number: 21, Author: "octocat", Path: "run.sh", Line: 3,
+		Body: "/aster ignore the directory always exists", InReplyTo: threadOf(t, threads, 3).Comments[0].ID})
+	h.fake.AddReviewComment("acme", "widgets", githubtest.Comment{Number: 21, Author: "mallory", Path: "run.sh", Line: 4,
+		Body: "/aster ignore", InReplyTo: threadOf(t, threads, 4).Comments[0].ID})
+	head3 := h.git.Commit(head2, "greet", map[string]string{"run.sh": "#!/bin/sh\ncd /tmp/a || exit 1\ncd /tmp/b\ncd /tmp/c\necho hi\n"})
+	h.push("lc-3", "synchronize", 21, base, head3, head2)
+	recs := h.waitHistory(21, 3, 4*time.Minute)
+	if recs[2].InlineComments != 0 {
+		t.Errorf("push 3 posted %d inline comments, want none", recs[2].InlineComments)
+	}
+	threads = h.fake.Threads("acme", "widgets", 21)
+	if th := threadOf(t, threads, 2); len(th.Comments) != 2 {
+		t.Errorf("fixed thread after push 3: %d comments, want no second reply", len(th.Comments))
+	}
+	dismissed := threadOf(t, threads, 3)
+	if len(dismissed.Comments) != 3 || !strings.Contains(dismissed.Comments[2].Body, "Dismissed by `octocat`") {
+		t.Errorf("dismissed thread: %+v", dismissed.Comments)
+	}
+	refused := threadOf(t, threads, 4)
+	if len(refused.Comments) != 3 || !strings.Contains(refused.Comments[2].Body, "needs write access") {
+		t.Errorf("refused command's thread: %+v", refused.Comments)
+	}
+	ds, err := h.store.Dismissals(t.Context(), "acme", "widgets")
+	if err != nil || len(ds) != 1 || ds[0].By != "octocat" || ds[0].Reason != "the directory always exists" || ds[0].Path != "run.sh" {
+		t.Fatalf("dismissals: %+v, %v", ds, err)
+	}
+	var summary string
+	for _, c := range h.fake.IssueComments("acme", "widgets", 21) {
+		if publish.IsSummary(c.Body) {
+			summary = c.Body
+		}
+	}
+	still, _, _ := strings.Cut(summary[strings.Index(summary, "### Still open from earlier pushes"):]+"\n\n###", "\n\n###")
+	if strings.Count(still, "\n- ") != 1 || strings.Contains(still, "run.sh:3") || !strings.Contains(still, "run.sh:4") ||
+		!strings.Contains(still, "since `"+head1[:7]+"`") {
+		t.Errorf("summary's still-open list:\n%s\n\nsummary:\n%s", still, summary)
+	}
+	if !strings.Contains(summary, "1 dismissed on this repository") {
+		t.Errorf("summary does not count the dismissed finding:\n%s", summary)
+	}
+
+	// Push 4 answers nothing twice, and the dismissal holds.
+	head4 := h.git.Commit(head3, "greet twice", map[string]string{"run.sh": "#!/bin/sh\ncd /tmp/a || exit 1\ncd /tmp/b\ncd /tmp/c\necho hi\necho hi\n"})
+	h.push("lc-4", "synchronize", 21, base, head4, head3)
+	h.waitHistory(21, 4, 4*time.Minute)
+	if n := len(h.fake.ReviewComments("acme", "widgets", 21)); n != 8 {
+		t.Errorf("%d review comments after push 4, want 8: 3 findings, 1 fix reply, 2 commands, 2 answers", n)
+	}
+
+	// /aster resolve (re-check now; a full re-review of the same head) re-checks against
+	// the review it replaces: the summary still lists what is open, nothing is posted again.
+	if got := h.deliver("issue_comment", "lc-5", h.commentEvent(21, "octocat", "/aster resolve")); got != 202 {
+		t.Fatalf("/aster resolve: %d", got)
+	}
+	h.waitHistory(21, 5, 4*time.Minute)
+	if n := len(h.fake.ReviewComments("acme", "widgets", 21)); n != 8 {
+		t.Errorf("%d review comments after /aster resolve, want 8", n)
+	}
+	for _, c := range h.fake.IssueComments("acme", "widgets", 21) {
+		if publish.IsSummary(c.Body) && (!strings.Contains(c.Body, "### Still open from earlier pushes") || !strings.Contains(c.Body, "run.sh:4")) {
+			t.Errorf("summary after /aster resolve:\n%s", c.Body)
+		}
+	}
+	assertNoRepeatsOn(t, h, 21)
+}

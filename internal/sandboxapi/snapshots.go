@@ -1,0 +1,177 @@
+package sandboxapi
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/units"
+)
+
+// DefaultMaxSnapshotBytes bounds the snapshots the server keeps, all tokens
+// together; the least recently used are dropped first past it.
+const DefaultMaxSnapshotBytes = 2 << 30
+
+// snapshotStore keeps session snapshots (tar archives of a session's /work)
+// as files in a directory of the server's own, each readable only by the
+// token that made it. The index lives in memory: snapshots last as long as
+// the server process, like the sessions they come from, and the directory
+// is emptied at start.
+type snapshotStore struct {
+	dir string
+	max int64
+
+	mu    sync.Mutex
+	items map[string]*snapshot
+	total int64
+}
+
+type snapshot struct {
+	id, owner, session string
+	size               int64
+	created, used      time.Time
+}
+
+func newSnapshotStore(dir string, max int64) (*snapshotStore, error) {
+	if max <= 0 {
+		max = DefaultMaxSnapshotBytes
+	}
+	if dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, fmt.Errorf("empty the snapshot directory: %w", err)
+		}
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("snapshot directory: %w", err)
+		}
+	}
+	return &snapshotStore{dir: dir, max: max, items: map[string]*snapshot{}}, nil
+}
+
+func (st *snapshotStore) path(id string) string { return filepath.Join(st.dir, id+".tar") }
+
+// put stores an archive for owner, dropping the least recently used
+// snapshots (of any token) to make room.
+func (st *snapshotStore) put(owner, session string, archive []byte, now time.Time) (*snapshot, error) {
+	size := int64(len(archive))
+	if size > st.max {
+		return nil, fmt.Errorf("%w: the snapshot is %s, more than the server keeps for all snapshots (%s)", sandbox.ErrTooLarge, units.FormatBytes(size), units.FormatBytes(st.max))
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	sn := &snapshot{id: "snap-" + hex.EncodeToString(b[:]), owner: owner, session: session, size: size, created: now, used: now}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.dir == "" {
+		// A directory of its own, made when the first snapshot is taken.
+		d, err := os.MkdirTemp("", "aster-snapshots-")
+		if err != nil {
+			return nil, fmt.Errorf("snapshot directory: %w", err)
+		}
+		st.dir = d
+	}
+	if err := os.WriteFile(st.path(sn.id), archive, 0o600); err != nil {
+		return nil, fmt.Errorf("store snapshot: %w", err)
+	}
+	for st.total+size > st.max {
+		st.evictLocked()
+	}
+	st.items[sn.id] = sn
+	st.total += size
+	return sn, nil
+}
+
+// evictLocked drops the least recently used snapshot.
+func (st *snapshotStore) evictLocked() {
+	var old *snapshot
+	for _, sn := range st.items {
+		if old == nil || sn.used.Before(old.used) {
+			old = sn
+		}
+	}
+	if old != nil {
+		st.dropLocked(old)
+	}
+}
+
+func (st *snapshotStore) dropLocked(sn *snapshot) {
+	delete(st.items, sn.id)
+	st.total -= sn.size
+	_ = os.Remove(st.path(sn.id))
+}
+
+// errNoSnapshot: unknown, dropped, or another token's; the same answer for all.
+func errNoSnapshot(id string) error {
+	return fmt.Errorf("%w: snapshot %s: no such snapshot (it may have been dropped to make room)", api.ErrNotFound, clipPath(id))
+}
+
+// get returns the bytes of owner's snapshot id and marks it used.
+func (st *snapshotStore) get(owner, id string, now time.Time) (*bytes.Reader, error) {
+	st.mu.Lock()
+	sn, ok := st.items[id]
+	if !ok || sn.owner != owner {
+		st.mu.Unlock()
+		return nil, errNoSnapshot(id)
+	}
+	sn.used = now
+	st.mu.Unlock()
+	st.mu.Lock()
+	p := st.path(id)
+	st.mu.Unlock()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, errNoSnapshot(id)
+		}
+		return nil, fmt.Errorf("read snapshot: %w", err)
+	}
+	return bytes.NewReader(b), nil
+}
+
+func (st *snapshotStore) remove(owner, id string) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	sn, ok := st.items[id]
+	if !ok || sn.owner != owner {
+		return errNoSnapshot(id)
+	}
+	st.dropLocked(sn)
+	return nil
+}
+
+func (st *snapshotStore) list(owner string) []api.SessionSnapshot {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	out := []api.SessionSnapshot{}
+	for _, sn := range st.items {
+		if sn.owner == owner {
+			out = append(out, sn.wire())
+		}
+	}
+	slices.SortFunc(out, func(a, b api.SessionSnapshot) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out
+}
+
+// close removes every snapshot (the server is shutting down).
+func (st *snapshotStore) close() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for _, sn := range st.items {
+		st.dropLocked(sn)
+	}
+	if st.dir != "" {
+		_ = os.RemoveAll(st.dir)
+	}
+}
+
+func (sn *snapshot) wire() api.SessionSnapshot {
+	return api.SessionSnapshot{ID: sn.id, Session: sn.session, SizeBytes: sn.size, CreatedAt: sn.created.UTC(), LastUsedAt: sn.used.UTC()}
+}
