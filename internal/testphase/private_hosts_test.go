@@ -15,7 +15,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/cgi"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -422,4 +426,106 @@ func randomHex(t *testing.T, n int) string {
 		t.Fatal(err)
 	}
 	return hex.EncodeToString(b)
+}
+
+// A private Git host over HTTPS (git's smart HTTP: git http-backend as a
+// CGI behind the server's credential check) holding a package that a
+// project's package.json names by its git URL: npm clones it through the
+// relay, which injects the credential; the package's postinstall dumps
+// everything it can find.
+func TestDockerPrivateGitCredential(t *testing.T) {
+	mgr := engine(t)
+	requireRelay(t, mgr)
+	backend := gitHTTPBackend(t)
+	root := t.TempDir()
+	pkgJSON := `{"name":"privdep","version":"1.0.0","main":"index.js","scripts":{"postinstall":"node dump.js"}}`
+	bareRepo(t, filepath.Join(root, "privdep.git"), map[string]string{
+		"package.json": pkgJSON,
+		"index.js":     `module.exports = (s) => "from git:" + s;` + "\n",
+		"dump.js":      dumpScript,
+	})
+	token := "ghp-" + randomHex(t, 20)
+	secret := "Basic " + base64.StdEncoding.EncodeToString([]byte("x-access-token:"+token))
+	h := &cgi.Handler{Path: backend, Root: "/", Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + root}}
+	srv := servePrivate(t, "git.private.test", "Authorization", secret, `Basic realm="private git"`, h)
+	project := map[string]string{
+		"package.json": `{"name":"aster-git-consumer","version":"1.0.0","private":true,"dependencies":{"privdep":"git+` + srv.url("/privdep.git") + `"}}`,
+		"test/use.test.js": `const test = require("node:test"); const assert = require("node:assert"); const fs = require("fs");
+const use = require("privdep");
+test("uses the package from git", () => { assert.strictEqual(use("x"), "from git:x"); });
+test("the install script's dump is here", () => {
+  const d = fs.readFileSync(__dirname + "/../node_modules/.aster-dump.txt", "latin1");
+  assert.ok(d.includes("==== env") && d.includes("/proc/self/environ"));
+});
+`,
+	}
+	in, _ := testrun.DetectInstall([]string{"package.json"}, "custom", "")
+	c := credentialCase{srv: srv, secrets: []string{secret, token},
+		job: func() Job {
+			return Job{Image: sandboxtest.Image(), Plan: nodePlan(t), Install: &in, Limits: limits(), Open: packed(t, project)}
+		}}
+
+	t.Run("injected", func(t *testing.T) {
+		out, cp, logs := c.run(t, mgr, secret)
+		c.checkInjected(t, out, cp, logs, 2)
+		if !bytes.Contains(cp.export.Bytes(), []byte("==== /proc/self/environ")) {
+			t.Fatalf("the postinstall dump is not in the export (%d bytes)", cp.export.Len())
+		}
+		if !bytes.Contains(logs, []byte("path=/privdep.git/git-upload-pack")) {
+			t.Errorf("no git-upload-pack request logged:\n%s", logs)
+		}
+	})
+	t.Run("no credential", func(t *testing.T) {
+		out, cp, _ := c.run(t, mgr, "")
+		checkRefused(t, out, cp, "Authentication failed for '"+srv.url("/privdep.git"))
+	})
+	t.Run("wrong credential", func(t *testing.T) {
+		out, cp, _ := c.run(t, mgr, "Basic "+base64.StdEncoding.EncodeToString([]byte("x-access-token:wrong")))
+		checkRefused(t, out, cp, "credential rejected upstream: 401")
+	})
+}
+
+// gitHTTPBackend is the host's git http-backend, or a skip (a failure in CI).
+func gitHTTPBackend(t *testing.T) string {
+	t.Helper()
+	out, err := exec.CommandContext(t.Context(), "git", "--exec-path").Output()
+	p := filepath.Join(strings.TrimSpace(string(out)), "git-http-backend")
+	if err == nil {
+		_, err = os.Stat(p)
+	}
+	if err != nil {
+		msg := fmt.Sprintf("no git http-backend on this machine: %v", err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return p
+}
+
+// bareRepo makes a bare repository at dir whose one commit holds files.
+func bareRepo(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	work := t.TempDir()
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(work, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.CommandContext(t.Context(), "git", append([]string{"-c", "gc.auto=0", "-c", "init.defaultBranch=main"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=aster", "GIT_AUTHOR_EMAIL=ci@aster.invalid",
+			"GIT_COMMITTER_NAME=aster", "GIT_COMMITTER_EMAIL=ci@aster.invalid", "GIT_AUTHOR_DATE=2026-01-02T03:04:05Z", "GIT_COMMITTER_DATE=2026-01-02T03:04:05Z")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git(work, "init", "-q")
+	git(work, "add", ".")
+	git(work, "commit", "-q", "-m", "private package")
+	git(work, "clone", "-q", "--bare", work, dir)
+	git(dir, "config", "gc.auto", "0")
 }
