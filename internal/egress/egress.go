@@ -181,6 +181,9 @@ type Run struct {
 	stats     Stats
 	ended     bool
 	upstreams map[Rule]*http.Transport
+	// intercepted are the open tunnels to credentialed hosts, which Close
+	// ends: no request reaches the upstream with the credential after it.
+	intercepted map[*tunnelConn]struct{}
 }
 
 // NewRun returns the relay for one run.
@@ -531,6 +534,9 @@ func (c *tunnelConn) Write(b []byte) (int, error) {
 func (c *tunnelConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		c.run.mu.Lock()
+		delete(c.run.intercepted, c)
+		c.run.mu.Unlock()
 		if c.onClose != nil {
 			c.onClose()
 		}
