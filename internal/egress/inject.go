@@ -204,18 +204,16 @@ func (r *Run) CACertPEM() []byte {
 	return append([]byte(nil), r.ca.certPEM...)
 }
 
-// Close ends the run: every later tunnel is refused, the tunnels still
-// open to credentialed hosts are closed (a request the job sends on one
-// later reaches nothing), and so are the upstream connections. Plain
-// tunnels still open are ended by their owner (the sandbox's Session closes
-// them all).
+// Close ends the run: every later tunnel is refused, every tunnel still
+// open is closed (a request the job sends on one later reaches nothing),
+// and so are the upstream connections of credentialed hosts.
 func (r *Run) Close() {
 	r.mu.Lock()
 	r.ended = true
 	ups := r.upstreams
 	r.upstreams = nil
-	open := make([]*tunnelConn, 0, len(r.intercepted))
-	for c := range r.intercepted {
+	open := make([]*tunnelConn, 0, len(r.open))
+	for c := range r.open {
 		open = append(open, c)
 	}
 	r.mu.Unlock()
@@ -320,16 +318,7 @@ func (r *Run) intercept(rule Rule, cred *Credential, start time.Time) (*tunnelCo
 		<-served
 		h.wg.Wait()
 	}
-	r.mu.Lock()
-	ended := r.ended
-	if !ended {
-		if r.intercepted == nil {
-			r.intercepted = map[*tunnelConn]struct{}{}
-		}
-		r.intercepted[tc] = struct{}{}
-	}
-	r.mu.Unlock()
-	if ended {
+	if !r.track(tc) {
 		_ = jobEnd.Close()
 		tc.onClose()
 		return nil, refusedf(KindRunEnded, "the run has ended: its relay opens no more tunnels")
