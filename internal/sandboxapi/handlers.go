@@ -93,6 +93,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	received := stateOf(r).received
 	s.answer(w, r, job.ID, func(ctx context.Context, st *streamer) (sandbox.Result, error) {
 		out, err := s.tests.Run(ctx, job, func(ctx context.Context, phase string, spec sandbox.Spec) (sandbox.Result, error) {
 			prev := spec.OnOutput
@@ -107,7 +108,9 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 					st.output(stream, data)
 				}
 			}
-			var opts sandbox.RunOptions
+			// Admission is the first phase's only: a later one's wait is the phases before it.
+			opts := sandbox.RunOptions{Received: received}
+			received = time.Time{}
 			if st != nil {
 				opts.Admitted = st.start
 			}
@@ -187,7 +190,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 				st.output(stream, data)
 			}
 		}
-		opts := sandbox.RunOptions{Normalized: true}
+		opts := sandbox.RunOptions{Normalized: true, Received: stateOf(r).received}
 		if st != nil {
 			opts.Admitted = st.start
 		}
@@ -211,6 +214,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, exec 
 		st = newStreamer(w, s.opts.WriteTimeout, cancel)
 	}
 	res, err := exec(ctx, st)
+	if res.Runtime != "" {
+		// The result phase: from the run's result to the answer written.
+		defer func(t0 time.Time) { s.metrics.observePhase(res.Runtime, "result", time.Since(t0)) }(time.Now())
+	}
 	err = s.reclassify(err)
 	status, code := StatusFor(err)
 	classified := err != nil && status != http.StatusInternalServerError
