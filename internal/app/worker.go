@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/asterhq/aster/internal/gate"
@@ -149,6 +150,10 @@ type run struct {
 	// unrecordedBy is the job whose attempt saved this head's run before creating its
 	// check run and never recorded the run's id (see openCheckRun); 0 when none did.
 	unrecordedBy int64
+	// pausedBy is who paused the pull request ("" when not paused), after the job's own
+	// control commands; note says what those commands were, for the history.
+	pausedBy string
+	note     []string
 }
 
 // storedResult is what a run keeps between attempts in store.Run.Result.
@@ -205,6 +210,11 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		return store.Finish{}, store.Permanent(err)
 	}
 	r.api = api
+	if only, err := r.controls(ctx); err != nil {
+		return store.Finish{}, err
+	} else if only {
+		return r.skip("answered " + strings.Join(r.note, ", "))
+	}
 	pr, err := api.GetPullRequest(ctx, job.Pull.Number)
 	if err != nil {
 		return store.Finish{}, fmt.Errorf("get pull request: %w", err)
@@ -230,6 +240,9 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 				return r.skip(fmt.Sprintf("/aster review by %s refused: needs write access", claim.ForceBy))
 			}
 		}
+	}
+	if r.pausedBy != "" && !force {
+		return r.skip(fmt.Sprintf("paused by %s (/aster pause); /aster resume or /aster review reviews it", r.pausedBy))
 	}
 	if pr.Draft && !w.opts.ReviewDrafts && !force {
 		return r.skip("draft pull request")
