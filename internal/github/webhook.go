@@ -204,6 +204,8 @@ func actionOf(ev Event) string {
 		return e.Action
 	case *InstallationEvent:
 		return e.Action
+	case *ThreadResolvedEvent:
+		return "resolved"
 	case *ReviewCommandEvent:
 		if e.Edited {
 			return "edited"
