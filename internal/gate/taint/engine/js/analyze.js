@@ -13,6 +13,9 @@ const { Val, Step, Taint, join, concat, text, sanitize, derived, flat, deepTaint
 const { parse, TooDeep } = require('./parse');
 const files = require('./files');
 
+// Environment variables that exist to name a program to run (POSIX's EDITOR,
+// VISUAL, PAGER; BROWSER, SHELL; GIT_PAGER, MANPAGER...).
+const PROGRAM_ENV = /^(?:[A-Z0-9]+_)?(?:EDITOR|VISUAL|PAGER|BROWSER|SHELL|TERMINAL)$/;
 let models = null; // set by init (models requires this module)
 
 // Budget is thrown when a file's time is up.
@@ -975,6 +978,9 @@ class Analyzer {
         st.src = true;
         out.t = obj.t.with(st);
         out.srcVal = true;
+        // $EDITOR, $PAGER and the like name the program the user wants run:
+        // running it is their purpose, not a command injection.
+        if (tr.text === 'process.env' && PROGRAM_ENV.test(key)) out.t = out.t.sanitized(V.BIT['command-injection']);
       }
       if (obj.elem && /^\d+$/.test(key)) return join(out, obj.elem);
       return out;
