@@ -53,6 +53,10 @@ func JobHeader(job Job) (initproto.JobHeader, error) {
 	if job.Egress != nil {
 		hdr.EgressPort = EgressProxyPort
 	}
+	if job.Terminal != nil {
+		size := job.Terminal.Size
+		hdr.PTY = &size
+	}
 	if err := checkJobSize(hdr); err != nil {
 		return hdr, err
 	}

@@ -219,6 +219,9 @@ type Job struct {
 	OnOutput  func(stream Stream, data []byte)
 	Egress    Dialer
 	Export    io.Writer
+	// Terminal, when set, runs the job on a terminal that aster-init
+	// allocates inside the sandbox (session terminals only).
+	Terminal *Terminal
 }
 
 // JobFromSpec returns the per-run part of a spec.

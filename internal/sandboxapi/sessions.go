@@ -46,6 +46,8 @@ func sessionRoutes() []Route {
 		{api.RouteSessionPause, post, true},
 		{api.RouteSessionResume, post, true},
 		{api.RouteSessionSnapshot, post, true},
+		{api.RouteSessionPTY, get, true},
+		{api.RouteSessionPTYResize, post, true},
 		{api.RouteSnapshots, get, true},
 		{api.RouteSnapshot, []string{http.MethodDelete}, true},
 	}
@@ -82,6 +84,10 @@ func sessionRoute(p string) (route, id, file string, ok bool) {
 		return api.RouteSessionResume, id, "", true
 	case sub == "snapshot":
 		return api.RouteSessionSnapshot, id, "", true
+	case sub == "pty":
+		return api.RouteSessionPTY, id, "", true
+	case sub == "pty/resize":
+		return api.RouteSessionPTYResize, id, "", true
 	case sub == "files":
 		return api.RouteSessionRoot, id, "", true
 	case strings.HasPrefix(sub, "files/"):
@@ -149,6 +155,10 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 		s.writeJSON(w, http.StatusOK, sessionWire(sess.Info()))
 	case route == api.RouteSessionExec:
 		s.sessionExec(w, r, sess)
+	case route == api.RouteSessionPTY:
+		s.openTerminal(w, r, sess)
+	case route == api.RouteSessionPTYResize:
+		s.resizeTerminal(w, r, sess)
 	case (route == api.RouteSessionPause || route == api.RouteSessionResume || route == api.RouteSessionSnapshot) && r.ContentLength != 0:
 		s.writeError(w, r, sandbox.Invalidf("%s takes no body", route))
 	case route == api.RouteSessionPause, route == api.RouteSessionResume:
