@@ -521,7 +521,7 @@ func (r *run) supersede(ctx context.Context, head string) {
 		}
 		if id != 0 {
 			_, err := r.api.UpdateCheckRun(ctx, id, github.CheckRunOptions{
-				Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
+				Name: CheckRunName, HeadSHA: old.HeadSHA, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
 				Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", safetext.Code(review.ShortSHA(head), 0)),
 			})
 			if err != nil {
@@ -606,7 +606,7 @@ func (r *run) abandon(ctx context.Context, cause error) {
 		return
 	}
 	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
-		Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
+		Name: CheckRunName, HeadSHA: r.state.HeadSHA, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
 		Title: "Aster could not finish the review", Summary: safetext.Escape(r.w.red.RedactString(textclip.OneLine(cause.Error(), maxReasonBytes)), 500),
 	})
 	if err != nil {
