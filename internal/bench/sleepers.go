@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/textclip"
 )
@@ -75,6 +77,12 @@ type SleepersReport struct {
 	SandboxProcs  int   `json:"sandbox_side_processes"`
 	PerSandboxRSS int64 `json:"per_sandbox_rss_bytes"`
 	PerSandboxPSS int64 `json:"per_sandbox_pss_bytes"`
+	// SandboxCgroups is what the kernel charges the memory cgroups of those
+	// processes (not the orchestrator's): with what no process maps (tmpfs,
+	// page tables, kernel stacks). CgroupsN is how many there were.
+	SandboxCgroups   int64 `json:"sandbox_cgroups_bytes"`
+	CgroupsN         int   `json:"sandbox_cgroups"`
+	PerSandboxCgroup int64 `json:"per_sandbox_cgroup_bytes"`
 	// Load is the load average before and after, for reading the timings.
 	LoadBefore []float64 `json:"loadavg_before"`
 	LoadAfter  []float64 `json:"loadavg_after"`
@@ -221,6 +229,10 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	rep.OrchHWM = hwmOf(pid)
 	rep.OrchRSSHeld, rep.SandboxRSS, rep.SandboxPSS, rep.SandboxProcs = rssHeld, sideHeld.rss, sideHeld.pss, sideHeld.procs
 	rep.PerSandboxRSS, rep.PerSandboxPSS = sideHeld.rss/int64(cfg.N), sideHeld.pss/int64(cfg.N)
+	rep.SandboxCgroups, rep.CgroupsN = sideHeld.cgroups, sideHeld.cgroupsN
+	if sideHeld.cgroupsN > 0 {
+		rep.PerSandboxCgroup = sideHeld.cgroups / int64(sideHeld.cgroupsN)
+	}
 	rep.LoadAfter = loadavg()
 	if !allUp.IsZero() {
 		rep.AllUpMS = allUp.Sub(launch).Milliseconds()
@@ -305,6 +317,7 @@ func PrintSleepers(w io.Writer, r *SleepersReport) {
 		{"sandbox-side RSS while all held", fmt.Sprintf("%s (%d processes)", mb(r.SandboxRSS), r.SandboxProcs)},
 		{"sandbox-side PSS while all held", mb(r.SandboxPSS)},
 		{"per sandbox, RSS / PSS", mb(r.PerSandboxRSS) + " / " + mb(r.PerSandboxPSS)},
+		{"sandbox memory cgroups", fmt.Sprintf("%s in %d (%s each)", mb(r.SandboxCgroups), r.CgroupsN, mb(r.PerSandboxCgroup))},
 		{"load average", fmt.Sprintf("%v → %v", r.LoadBefore, r.LoadAfter)},
 		{"wall", fmt.Sprintf("%.1f s", float64(r.WallMS)/1000)},
 	}
@@ -385,6 +398,11 @@ func hwmOf(pid int) int64 { return statusKB(pid, "VmHWM") }
 type sideMemory struct {
 	rss, pss int64
 	procs    int
+	// cgroups is the memory the kernel charges the memory cgroups those processes
+	// run in, other than the orchestrator's own: the processes' pages and also what
+	// belongs to no process (tmpfs files, page tables, kernel stacks), once each.
+	cgroups  int64
+	cgroupsN int
 }
 
 // sandboxSide sums the memory of what runs the sandboxes outside the orchestrator
@@ -395,10 +413,19 @@ type sideMemory struct {
 func sandboxSide(runtime string, orchestrator int) sideMemory {
 	procs := processTable()
 	var m sideMemory
+	own := memoryCgroup(orchestrator)
+	seen := map[string]bool{}
 	add := func(pid int) {
 		m.rss += procs[pid].rss
 		m.pss += pssOf(pid)
 		m.procs++
+		if cg := memoryCgroup(pid); cg != "" && cg != own && cg != "/" && !seen[cg] {
+			seen[cg] = true
+			if v, ok := cgroupMemory(cg); ok {
+				m.cgroups += v
+				m.cgroupsN++
+			}
+		}
 	}
 	if runtime == "oci" || runtime == "gvisor" {
 		children := map[int][]int{}
@@ -421,6 +448,41 @@ func sandboxSide(runtime string, orchestrator int) sideMemory {
 		}
 	}
 	return m
+}
+
+// memoryCgroup is the path of pid's memory cgroup (v1 memory controller, or the v2
+// unified one), "" when unreadable.
+func memoryCgroup(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return ""
+	}
+	unified := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if slices.Contains(strings.Split(f[1], ","), "memory") {
+			return f[2]
+		}
+		if f[0] == "0" && f[1] == "" {
+			unified = f[2]
+		}
+	}
+	return unified
+}
+
+// cgroupMemory is the memory charged to the memory cgroup at path.
+func cgroupMemory(path string) (int64, bool) {
+	dir := cgroupstat.MemoryDir(path)
+	for _, f := range []string{"memory.current", "memory.usage_in_bytes"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // pssOf is a process's proportional set size (smaps_rollup), 0 when unreadable.
