@@ -40,6 +40,10 @@ type SleepersConfig struct {
 	// for Hold, as long as all started within StartWindow.
 	Hold        time.Duration
 	StartWindow time.Duration
+	// Pids, when set, is each sleeper's pids limit. The host task budget charges a
+	// sandbox by its pids limit (docs/sandbox.md), so the default admits ~900 crun
+	// sandboxes or 16 gVisor ones on ptrace here; a sleeper needs a handful.
+	Pids int
 	// Aster is the aster binary to serve with; ServeArgs are added to its
 	// `sandbox serve` command line (global flags such as --init-path).
 	Aster     string
@@ -52,6 +56,7 @@ type SleepersConfig struct {
 // SleepersReport is the outcome of the concurrency test.
 type SleepersReport struct {
 	Runtime     string    `json:"runtime"`
+	Pids        int       `json:"pids,omitempty"`
 	Sandboxes   int       `json:"sandboxes"`
 	HoldMS      int64     `json:"hold_ms"`
 	Started     time.Time `json:"started"`
@@ -72,6 +77,9 @@ type SleepersReport struct {
 	// processes (dockerd, containerd, shims) and the containers'. RSS counts
 	// shared pages in every process; SandboxPSS shares them out, so it is what
 	// the sandboxes cost together. PerSandbox* divide them by the sandboxes.
+	// MemoryAt is how many sandboxes were alive when the sandbox-side memory
+	// was read: all of them, or the most reached in a tenth of N steps.
+	MemoryAt      int   `json:"memory_measured_with"`
 	SandboxRSS    int64 `json:"sandbox_side_rss_bytes"`
 	SandboxPSS    int64 `json:"sandbox_side_pss_bytes"`
 	SandboxProcs  int   `json:"sandbox_side_processes"`
@@ -138,22 +146,24 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	}
 	pid := cmd.Process.Pid
 
-	rep := &SleepersReport{Runtime: cfg.Runtime, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU(),
+	rep := &SleepersReport{Runtime: cfg.Runtime, Pids: cfg.Pids, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU(),
 		LoadBefore: loadavg()}
 	launch := time.Now()
 	end := launch.Add(cfg.StartWindow + cfg.Hold)
 	script := fmt.Sprintf("echo up; t=$((%d - $(date +%%s))); [ \"$t\" -gt 0 ] && exec sleep \"$t\"; true", end.Unix())
 	timeout := cfg.StartWindow + cfg.Hold + time.Minute
-	body, _ := json.Marshal(map[string]any{
-		"argv":   []string{"sh", "-c", script},
-		"limits": map[string]any{"timeout": timeout.Round(time.Second).String()},
-	})
+	limits := map[string]any{"timeout": timeout.Round(time.Second).String()}
+	if cfg.Pids > 0 {
+		limits["pids"] = strconv.Itoa(cfg.Pids)
+	}
+	body, _ := json.Marshal(map[string]any{"argv": []string{"sh", "-c", script}, "limits": limits})
 
 	var mu sync.Mutex
 	up, done := 0, 0
 	var allUp time.Time
 	var rssHeld int64
 	var sideHeld sideMemory
+	sampledAt := 0 // sandboxes alive when sideHeld was read
 	markUp := func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -161,8 +171,15 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 		if live := up - done; live > rep.PeakUp {
 			rep.PeakUp = live
 		}
+		live := up - done
 		if up == cfg.N && done == 0 {
 			allUp = time.Now()
+		}
+		// The memory figures: when all are up, and before that at each tenth more
+		// alive at once, so a run that never has all N up still says what those
+		// that were cost.
+		if live == cfg.N || live >= sampledAt+max(cfg.N/10, 1) {
+			sampledAt = live
 			rssHeld = rssOf(pid)
 			sideHeld = sandboxSide(cfg.Runtime, pid)
 		}
@@ -228,7 +245,10 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	rep.WallMS = time.Since(launch).Milliseconds()
 	rep.OrchHWM = hwmOf(pid)
 	rep.OrchRSSHeld, rep.SandboxRSS, rep.SandboxPSS, rep.SandboxProcs = rssHeld, sideHeld.rss, sideHeld.pss, sideHeld.procs
-	rep.PerSandboxRSS, rep.PerSandboxPSS = sideHeld.rss/int64(cfg.N), sideHeld.pss/int64(cfg.N)
+	rep.MemoryAt = sampledAt
+	if sampledAt > 0 {
+		rep.PerSandboxRSS, rep.PerSandboxPSS = sideHeld.rss/int64(sampledAt), sideHeld.pss/int64(sampledAt)
+	}
 	rep.SandboxCgroups, rep.CgroupsN = sideHeld.cgroups, sideHeld.cgroupsN
 	if sideHeld.cgroupsN > 0 {
 		rep.PerSandboxCgroup = sideHeld.cgroups / int64(sideHeld.cgroupsN)
@@ -313,9 +333,10 @@ func PrintSleepers(w io.Writer, r *SleepersReport) {
 		{"all up after", fmt.Sprintf("%.1f s (%.1f starts/s)", float64(r.AllUpMS)/1000, r.StartRate)},
 		{"held all together", fmt.Sprintf("%.1f s (--hold %.0f s)", float64(r.HeldAllMS)/1000, float64(r.HoldMS)/1000)},
 		{"orchestrator RSS peak", mb(r.OrchRSSPeak) + " (VmHWM " + mb(r.OrchHWM) + ")"},
-		{"orchestrator RSS while all held", mb(r.OrchRSSHeld)},
-		{"sandbox-side RSS while all held", fmt.Sprintf("%s (%d processes)", mb(r.SandboxRSS), r.SandboxProcs)},
-		{"sandbox-side PSS while all held", mb(r.SandboxPSS)},
+		{"memory read with", fmt.Sprintf("%d sandboxes alive", r.MemoryAt)},
+		{"orchestrator RSS then", mb(r.OrchRSSHeld)},
+		{"sandbox-side RSS then", fmt.Sprintf("%s (%d processes)", mb(r.SandboxRSS), r.SandboxProcs)},
+		{"sandbox-side PSS then", mb(r.SandboxPSS)},
 		{"per sandbox, RSS / PSS", mb(r.PerSandboxRSS) + " / " + mb(r.PerSandboxPSS)},
 		{"sandbox memory cgroups", fmt.Sprintf("%s in %d (%s each)", mb(r.SandboxCgroups), r.CgroupsN, mb(r.PerSandboxCgroup))},
 		{"load average", fmt.Sprintf("%v → %v", r.LoadBefore, r.LoadAfter)},
