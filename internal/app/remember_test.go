@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -313,4 +314,52 @@ func TestPauseResumeHelp(t *testing.T) {
 			}
 		}
 	})
+}
+
+// requests records what the Sink asks of the store.
+type requests struct{ got []store.ReviewRequest }
+
+func (r *requests) RequestReview(_ context.Context, req store.ReviewRequest) (store.Enqueued, error) {
+	r.got = append(r.got, req)
+	return store.Enqueued{}, nil
+}
+
+func (r *requests) RecordInstallation(context.Context, store.Delivery, store.Installation) error {
+	return nil
+}
+
+// The Sink turns each command word into its request: review and resolve (and a command
+// event without a word, as another forge's adapter makes) force a review; pause, resume
+// and help ask for an answer only; a resolved thread asks for the threads to be read.
+func TestSinkCommands(t *testing.T) {
+	rec := &requests{}
+	sink := &Sink{Store: rec}
+	repo := github.Repo{Owner: "acme", Name: "widgets"}
+	for i, word := range []string{github.CmdReview, "", github.CmdPause, github.CmdResume, github.CmdHelp} {
+		ev := &github.ReviewCommandEvent{DeliveryID: fmt.Sprint("d", i), InstallationID: 1, Repo: repo, Number: 3, Command: word,
+			CommentID: int64(100 + i), Sender: "octocat"}
+		if err := sink.Accept(t.Context(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Accept(t.Context(), &github.ThreadResolvedEvent{DeliveryID: "t", InstallationID: 1, Repo: repo, Number: 3}); err != nil {
+		t.Fatal(err)
+	}
+	want := []struct {
+		force, threads bool
+		name           string
+	}{{true, false, ""}, {true, false, ""}, {false, false, "pause"}, {false, false, "resume"}, {false, false, "help"}, {false, true, ""}}
+	if len(rec.got) != len(want) {
+		t.Fatalf("%d requests, want %d", len(rec.got), len(want))
+	}
+	for i, w := range want {
+		r := rec.got[i]
+		name := ""
+		if r.Command != nil {
+			name = r.Command.Name
+		}
+		if r.Force != w.force || r.Threads != w.threads || name != w.name || r.Pull.Number != 3 {
+			t.Errorf("request %d: force %v threads %v command %q, want %+v", i, r.Force, r.Threads, name, w)
+		}
+	}
 }
