@@ -112,11 +112,16 @@ type Notice struct {
 }
 
 // RunStats are a tool's own account of its run: files analysed, wall time
-// and peak resident memory.
+// and peak resident memory; where the tool says, its CPU time and the file
+// that took longest (the taint engines: CPU time in Python, wall time of the
+// worker in JavaScript).
 type RunStats struct {
-	Files    int   `json:"files"`
-	MS       int64 `json:"ms"`
-	MaxRSSKB int64 `json:"max_rss_kb"`
+	Files     int    `json:"files"`
+	MS        int64  `json:"ms"`
+	MaxRSSKB  int64  `json:"max_rss_kb"`
+	CPUMS     int64  `json:"cpu_ms,omitempty"`
+	MaxFileMS int64  `json:"max_file_ms,omitempty"`
+	Slowest   string `json:"slowest,omitempty"`
 }
 
 // Read reads analyzer output of the given format.
