@@ -27,10 +27,11 @@ const (
 	FormatESLint     Format = "eslint-json"     // eslint --format json
 	FormatActionlint Format = "actionlint-json" // actionlint -format '{{json .}}'
 	FormatCppcheck   Format = "cppcheck-xml"    // cppcheck --xml
+	FormatKICS       Format = "kics-json"       // kics scan --report-formats json
 )
 
 // Formats lists the readable formats.
-var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks, FormatESLint, FormatActionlint, FormatCppcheck}
+var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks, FormatESLint, FormatActionlint, FormatCppcheck, FormatKICS}
 
 // ParseFormat validates a format name.
 func ParseFormat(s string) (Format, error) {
@@ -39,7 +40,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json, eslint-json, actionlint-json, cppcheck-xml", s)
+	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json, eslint-json, actionlint-json, cppcheck-xml, kics-json", s)
 }
 
 // ErrInvalid marks analyzer output that cannot be read.
@@ -145,6 +146,8 @@ func Read(format Format, r io.Reader, opts ReadOptions) (ReadResult, error) {
 		return ReadActionlint(r, opts)
 	case FormatCppcheck:
 		return ReadCppcheck(r, opts)
+	case FormatKICS:
+		return ReadKICS(r, opts)
 	}
 	return ReadResult{}, fmt.Errorf("%w: unknown format %q", ErrInvalid, format)
 }
