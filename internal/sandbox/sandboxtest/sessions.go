@@ -362,6 +362,10 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 			t.Fatalf("memory of 1 byte: %v", err)
 		}
 	})
+
+	t.Run("TerminalIsDataAndEndsItsProcesses", func(t *testing.T) {
+		terminalCase(t, open(t, sandbox.SessionSpec{TTL: 5 * time.Minute}))
+	})
 }
 
 // assertNotListed fails when the runtime still lists a sandbox of the run id.
