@@ -169,8 +169,11 @@ type EgressRefusal struct {
 	Host string `json:"host"`
 	Port int    `json:"port"`
 	// Kind is the short reason: "not allowed", "private address not
-	// admitted for this host", "not a host name", "connection cap" or
-	// "unreachable"; Reason the relay's whole sentence (of the first).
+	// admitted for this host", "not a host name", "connection cap",
+	// "unreachable", "run ended", or "credential rejected upstream" (a
+	// request through a credentialed host the upstream answered 401 or 403:
+	// Reason "credential rejected upstream: 401"); Reason the relay's whole
+	// sentence (of the first).
 	Kind   string `json:"kind"`
 	Reason string `json:"reason"`
 	Count  int    `json:"count"`

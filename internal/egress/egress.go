@@ -181,6 +181,10 @@ type Run struct {
 	stats     Stats
 	ended     bool
 	upstreams map[Rule]*http.Transport
+	// open are the tunnels not yet closed, which Close ends: nothing
+	// reaches an upstream through this run after it (a session's policy
+	// switched, a request replayed on a kept tunnel).
+	open map[*tunnelConn]struct{}
 }
 
 // NewRun returns the relay for one run.
@@ -277,11 +281,33 @@ func (r *Run) DialEgress(ctx context.Context, host string, port int) (net.Conn, 
 		r.refused(name, port, err, time.Since(start), false)
 		return nil, err
 	}
+	tc := &tunnelConn{Conn: conn, run: r, host: name, port: port, start: start}
+	if !r.track(tc) {
+		_ = conn.Close()
+		err := refusedf(KindRunEnded, "the run has ended: its relay opens no more tunnels")
+		r.refused(name, port, err, time.Since(start), false)
+		return nil, err
+	}
 	if c := r.policy.Counters; c != nil {
 		c.Opened.Add(1)
 		c.countHost(r.policy.hostLabel(name, port), outcomeOpened)
 	}
-	return &tunnelConn{Conn: conn, run: r, host: name, port: port, start: start}, nil
+	return tc, nil
+}
+
+// track adds an open tunnel to those Close ends; false when the run has
+// already ended (the caller closes the tunnel).
+func (r *Run) track(tc *tunnelConn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return false
+	}
+	if r.open == nil {
+		r.open = map[*tunnelConn]struct{}{}
+	}
+	r.open[tc] = struct{}{}
+	return true
 }
 
 func (r *Run) maxConns() int {
@@ -531,6 +557,9 @@ func (c *tunnelConn) Write(b []byte) (int, error) {
 func (c *tunnelConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		c.run.mu.Lock()
+		delete(c.run.open, c)
+		c.run.mu.Unlock()
 		if c.onClose != nil {
 			c.onClose()
 		}

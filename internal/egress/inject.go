@@ -204,18 +204,32 @@ func (r *Run) CACertPEM() []byte {
 	return append([]byte(nil), r.ca.certPEM...)
 }
 
-// Close ends the run: every later tunnel is refused, and the upstream
-// connections of its credentialed hosts are closed. Tunnels still open are
-// ended by their owner (the sandbox's Session closes them all).
+// Close ends the run: every later tunnel is refused, every tunnel still
+// open is closed (a request the job sends on one later reaches nothing),
+// and so are the upstream connections of credentialed hosts.
 func (r *Run) Close() {
 	r.mu.Lock()
 	r.ended = true
 	ups := r.upstreams
 	r.upstreams = nil
+	open := make([]*tunnelConn, 0, len(r.open))
+	for c := range r.open {
+		open = append(open, c)
+	}
 	r.mu.Unlock()
+	for _, c := range open {
+		_ = c.Close()
+	}
 	for _, u := range ups {
 		u.CloseIdleConnections()
 	}
+}
+
+// isEnded says Close was called.
+func (r *Run) isEnded() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.ended
 }
 
 // upstream is the transport to a credentialed host for one run: its own
@@ -304,6 +318,11 @@ func (r *Run) intercept(rule Rule, cred *Credential, start time.Time) (*tunnelCo
 		<-served
 		h.wg.Wait()
 	}
+	if !r.track(tc) {
+		_ = jobEnd.Close()
+		tc.onClose()
+		return nil, refusedf(KindRunEnded, "the run has ended: its relay opens no more tunnels")
+	}
 	return tc, nil
 }
 
@@ -324,6 +343,13 @@ func (h *injector) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	h.wg.Add(1)
 	defer h.wg.Done()
 	h.requests.Add(1)
+	if h.run.isEnded() {
+		// Close is ending this tunnel; nothing more goes upstream.
+		h.logRequest(req, http.StatusForbidden, KindRunEnded)
+		w.Header().Set("Connection", "close")
+		http.Error(w, "aster egress: the run has ended", http.StatusForbidden)
+		return
+	}
 	if !h.sameHost(req.Host) {
 		h.logRequest(req, http.StatusMisdirectedRequest, "the request names another host than its tunnel")
 		http.Error(w, "aster egress: this connection serves "+h.rule.String()+" only", http.StatusMisdirectedRequest)

@@ -1,6 +1,7 @@
 package egress
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/ecdsa"
@@ -352,3 +353,70 @@ func testCA(t *testing.T, names ...string) ([]byte, tls.Certificate) {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
 }
+
+// Replay after the run ended: the job keeps its tunnel to the credentialed
+// host open and sends again after Run.Close — the tunnel is gone and the
+// upstream sees nothing; a new tunnel is refused as "run ended"; what the
+// job could capture (its own request, which never held the credential)
+// replayed straight to the upstream gets the upstream's 401.
+func TestInjectReplayAfterRunEnded(t *testing.T) {
+	a := newAuthServer(t)
+	p, rule := credPolicy(a, testSecret, io.Discard)
+	run := p.NewRun("replay")
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(run.CACertPEM())
+	conn, err := run.DialEgress(t.Context(), rule.Host, rule.Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc := tls.Client(conn, &tls.Config{RootCAs: pool, ServerName: rule.Host})
+	captured := "GET /private HTTP/1.1\r\nHost: " + rule.String() + "\r\nAuthorization: Bearer job-own\r\n\r\n"
+	br := bufioReader(tc)
+	send := func() (int, error) {
+		if _, err := io.WriteString(tc, captured); err != nil {
+			return 0, err
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			return 0, err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, nil
+	}
+	if status, err := send(); err != nil || status != http.StatusOK {
+		t.Fatalf("during the run: %d %v", status, err)
+	}
+	before := len(a.headers())
+	run.Close()
+	if status, err := send(); err == nil {
+		t.Errorf("a request on the kept tunnel after the run got %d", status)
+	}
+	if n := len(a.headers()); n != before {
+		t.Errorf("the upstream saw %d requests after the run", n-before)
+	}
+	if _, err := run.DialEgress(t.Context(), rule.Host, rule.Port); KindOf(err) != KindRunEnded {
+		t.Fatalf("a new tunnel after the run: %v", err)
+	}
+	st := run.Stats()
+	if len(st.Conns) < 2 || !st.Conns[0].Credential || st.Conns[0].Requests != 1 {
+		t.Errorf("stats %+v, want the closed tunnel (1 request) and the refusal", st)
+	}
+	// Straight to the upstream, the captured request is the job's own.
+	direct, err := tls.Dial("tcp", a.srv.Listener.Addr().String(), &tls.Config{RootCAs: a.pool, ServerName: rule.Host})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	io.WriteString(direct, captured)
+	resp, err := http.ReadResponse(bufioReader(direct), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("the captured request replayed to the upstream: %d, want 401", resp.StatusCode)
+	}
+}
+
+func bufioReader(r io.Reader) *bufio.Reader { return bufio.NewReader(r) }

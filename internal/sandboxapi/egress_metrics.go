@@ -28,7 +28,7 @@ func RegisterEgressMetrics(reg prometheus.Registerer, p *egress.Policy) error {
 		c:         p.Counters,
 		opened:    tunnels,
 		bytesDesc: prometheus.NewDesc("aster_egress_bytes_total", "Bytes relayed through egress tunnels, by direction (in: to sandboxes).", []string{"direction"}, nil),
-		byHost: prometheus.NewDesc("aster_egress_host_tunnels_total", "Egress tunnels by allow-list host (\"other\": a name not on the list) and outcome (opened; cut; refused: not allowed, private address not admitted for this host, not a host name, connection cap; unreachable).",
+		byHost: prometheus.NewDesc("aster_egress_host_tunnels_total", "Egress tunnels by allow-list host (\"other\": a name not on the list) and outcome (opened; cut; refused: not allowed, private address not admitted for this host, not a host name, connection cap, run ended; unreachable; credential rejected upstream, per request).",
 			[]string{"host", "outcome"}, nil),
 	})
 }

@@ -86,7 +86,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	route := routeOf(r.URL.Path)
 	sw := &statusWriter{ResponseWriter: w}
-	q := &reqState{}
+	q := &reqState{received: start}
 	r = r.WithContext(context.WithValue(r.Context(), reqStateKey{}, q))
 	defer func() {
 		if !q.detached {

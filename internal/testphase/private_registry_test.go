@@ -229,6 +229,7 @@ const walk = (d) => {
 };
 walk("/work"); walk("/tmp");
 const dest = path.join(process.env.INIT_CWD || "/work", "node_modules", ".aster-dump.txt");
+fs.mkdirSync(path.dirname(dest), {recursive: true});
 fs.writeFileSync(dest, out.join("\n"));
 console.log("dumped " + out.length + " items to " + dest);
 `

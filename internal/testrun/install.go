@@ -49,8 +49,12 @@ var (
 
 // pipInstall makes a virtual environment that still sees the image's own
 // packages (pytest) and installs into it. $1 is the environment's path; the
-// rest is pip's arguments.
-const pipInstall = `venv=$1; shift; python3 -m venv --system-site-packages "$venv" && "$venv/bin/python" -m pip install "$@"`
+// rest is pip's arguments. pip logs why it could not read an index page
+// (a 401 from a private index) only at debug level: when it fails, those
+// lines of its debug log are printed, so that the report says why.
+const pipInstall = `venv=$1; shift; python3 -m venv --system-site-packages "$venv" || exit; ` +
+	`"$venv/bin/python" -m pip --log /tmp/aster-pip.log install "$@" && exit; st=$?; ` +
+	`grep -h "Could not fetch URL" /tmp/aster-pip.log | cut -d " " -f 2- | sort -u | head -n 5 >&2; exit $st`
 
 // DetectInstall picks the dependency step for a project from the names of
 // its files (relative to the working directory) and the test framework the
@@ -201,6 +205,10 @@ func InstallEnv(proxyURL, workdir string, reg Registries, caller map[string]stri
 	env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
 	env["PIP_NO_CACHE_DIR"] = "1"
 	env["PIP_PROGRESS_BAR"] = "off"
+	// Nothing answers a prompt: a tool asking for a password (pip, git on
+	// a 401) fails at once and says why instead of reading end of file.
+	env["PIP_NO_INPUT"] = "1"
+	env["GIT_TERMINAL_PROMPT"] = "0"
 	env["GOFLAGS"] = "-modcacherw"
 	env["CI"] = "true"
 	for k, v := range caller {
