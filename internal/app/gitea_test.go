@@ -290,8 +290,8 @@ func (a *giteaApp) posted(repo *giteatest.Repo, number int) string {
 // a repository each.
 func TestGitea(t *testing.T) {
 	gs := giteatest.Start(t)
-	t.Run("lifecycle", func(t *testing.T) { testGiteaLifecycle(t, gs) })
-	t.Run("refused", func(t *testing.T) { testGiteaRefused(t, gs) })
+	t.Run("lifecycle", func(t *testing.T) { t.Parallel(); testGiteaLifecycle(t, gs) })
+	t.Run("refused", func(t *testing.T) { t.Parallel(); testGiteaRefused(t, gs) })
 }
 
 // testGiteaLifecycle: a pull request opened on Gitea gets one COMMENT review with inline
@@ -302,8 +302,29 @@ func TestGitea(t *testing.T) {
 func testGiteaLifecycle(t *testing.T, gs *giteatest.Server) {
 	a := newGiteaApp(t, gs)
 	repo := gs.CreateRepo(t, "widgets")
-	repo.AddCollaborator(t, gs.Bot.Login, "admin")
-	repo.CreateHook(t, a.hook, a.secret)
+	// What `aster app setup --forge gitea` does with an admin token: the bot's access and
+	// the webhook, twice (the second run changes nothing but the secret it sets).
+	admin, err := gitea.New(gitea.Options{URL: gs.URL, Token: []byte(gs.Admin.Token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := admin.Repo(repo.Owner, repo.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := ac.AddCollaborator(t.Context(), gs.Bot.Login, "admin"); err != nil {
+			t.Fatal(err)
+		}
+		if _, created, err := ac.EnsureWebhook(t.Context(), a.hook, []byte(a.secret)); err != nil || created != (i == 0) {
+			t.Fatalf("webhook, run %d: created %v, %v", i+1, created, err)
+		}
+	}
+	var hooks []giteatest.Hook
+	gs.MustAPI(t, gs.Admin.Token, "GET", repo.Path("hooks"), nil, &hooks)
+	if len(hooks) != 1 || !hooks[0].Active {
+		t.Fatalf("hooks %+v, want one active", hooks)
+	}
 	base := repo.Commit(t, "main", map[string]*string{"app.py": giteatest.Ptr("import os\n\nprint('hi')\n")}, "base")
 	repo.Push(t, "main")
 	head1 := repo.Commit(t, "feature", map[string]*string{
