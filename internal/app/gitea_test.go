@@ -439,8 +439,10 @@ func testGiteaLifecycle(t *testing.T, gs *giteatest.Server) {
 		t.Errorf("status on the second head: %+v, want success", st)
 	}
 
-	// Nothing secret in the logs (Aster's, Gitea's) or the posts.
-	for name, text := range map[string]string{"aster log": a.logs.String(), "posts": a.posted(repo, pr.Number)} {
+	// Nothing secret in the logs (Aster's, Gitea's), the posts or what the reviewer (the
+	// pipeline: sandboxes, the prompt) was given.
+	given := fmt.Sprintf("%+v", a.rev.calls())
+	for name, text := range map[string]string{"aster log": a.logs.String(), "posts": a.posted(repo, pr.Number), "review input": given} {
 		for _, secret := range []string{gs.Bot.Token, gs.Admin.Token, a.secret} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s holds a secret (%.8q…)", name, secret)
@@ -478,6 +480,15 @@ func testGiteaRefused(t *testing.T, gs *giteatest.Server) {
 	}
 	if len(a.rev.calls()) != 0 || len(a.reviews(repo, pr.Number)) != 0 || len(a.statuses(repo, pr.Head.SHA)) != 0 {
 		t.Error("an outsider's command started a review")
+	}
+	// The same command from the repository's owner reviews the head.
+	repo.Comment(t, gs.Admin.Token, pr.Number, "/aster review")
+	recs = a.waitHistory(repo, pr.Number, 2)
+	if recs[1].Outcome != store.OutcomePosted || recs[1].Cause != "command" {
+		t.Fatalf("owner's command: %+v, want a review posted", recs[1])
+	}
+	if rs := a.reviews(repo, pr.Number); len(rs) != 1 || rs[0].User.Login != gs.Bot.Login {
+		t.Errorf("reviews after the owner's command: %+v", rs)
 	}
 
 	// Unsigned, mis-signed, and signed with GitHub's prefix: 401, nothing enqueued.
