@@ -387,5 +387,3 @@ func decodeCapped(resp *http.Response, op string, out any) error {
 }
 
 var shaPattern = regexp.MustCompile(`^(?:[0-9a-f]{40}|[0-9a-f]{64})$`)
-
-var errInvalid = github.ErrInvalid

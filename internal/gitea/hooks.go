@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+
+	"github.com/asterhq/aster/internal/github"
 )
 
 // WebhookEvents are the events Aster's webhook subscribes to: pull requests opened,
@@ -55,7 +57,7 @@ func (c *Client) EnsureWebhook(ctx context.Context, url string, secret []byte) (
 // AddCollaborator gives login permission (read, write or admin) on the repository.
 func (c *Client) AddCollaborator(ctx context.Context, login, permission string) error {
 	if !validName(login) {
-		return &APIError{Op: "add collaborator", class: errInvalid, Message: "invalid login"}
+		return &APIError{Op: "add collaborator", class: github.ErrInvalid, Message: "invalid login"}
 	}
 	return c.f.do(ctx, request{op: "add collaborator", method: http.MethodPut, path: c.path("collaborators", login),
 		body: map[string]string{"permission": permission}, idempotent: true}, nil)
