@@ -5,7 +5,8 @@
 #   2. the Kubernetes test cluster's build, in the background: it is long and
 #      mostly CPU, so it overlaps the image build and the tests' waits;
 #   3. the rest of the set-up: Go, the Docker engine, binaries, the sandbox image;
-#   4. gofmt, go vet and staticcheck; the npm-based outside references; a throwaway PostgreSQL;
+#   4. gofmt, go vet and staticcheck; the npm-based outside references; the pinned Gitea
+#      (scripts/gitea/build.sh, cached by version); a throwaway PostgreSQL;
 #   5. every Go test, with the integration tests required (they fail instead of
 #      skipping when the engine, crun, PostgreSQL or the npm data is missing);
 #   6. checks that run outside go test (scripts/test-*.sh: SARIF validation, MCP
@@ -50,8 +51,14 @@ out="$(gofmt -l api client examples/go-client 2>/dev/null)"
 [[ -z "$out" ]] || fail "gofmt needed: $out"
 (cd examples/go-client && go build -o /dev/null ./... && go vet ./...) || fail "examples/go-client"
 
-step "test data and PostgreSQL"
+step "test data, Gitea and PostgreSQL"
 scripts/fetch-test-deps.sh || fail "fetch test data"
+# The pinned Gitea the forge tests run against (cached by version: instant once built).
+if dist="$(scripts/gitea/build.sh --print-dist)"; then
+	export ASTER_TEST_GITEA="$dist"
+else
+	fail "Gitea build"
+fi
 if url="$(scripts/postgres-test.sh)"; then
 	export ASTER_TEST_POSTGRES_URL="$url"
 else

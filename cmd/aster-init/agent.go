@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path"
@@ -37,6 +38,8 @@ type agent struct {
 	proxy *egressProxy
 	// inputDone is closed when stdin ends, once the job has started.
 	inputDone chan struct{}
+	// pty is the master of the job's terminal, in a job with one.
+	pty *os.File
 }
 
 // maxHelloRequests bounds the hello requests a host may send before the job.
@@ -205,18 +208,25 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 
 	oomBefore := readOOMKills()
 
-	stdoutR, stdoutW, err := os.Pipe()
-	if err != nil {
+	var stdoutR, stdoutW, stderrR, stderrW, stdinR, stdinW *os.File
+	if job.PTY != nil {
+		// The terminal is the job's stdin, stdout and stderr: its output
+		// comes back as stdout, the host's stdin is typed into it.
+		if stdoutR, stdoutW, stdinW, err = a.terminal(*job.PTY); err != nil {
+			res.SetupError = err.Error()
+			return res
+		}
+		stdinR, stderrW = stdoutW, stdoutW
+	} else if stdoutR, stdoutW, err = os.Pipe(); err != nil {
+		res.SetupError = err.Error()
+		return res
+	} else if stderrR, stderrW, err = os.Pipe(); err != nil {
 		res.SetupError = err.Error()
 		return res
 	}
-	stderrR, stderrW, err := os.Pipe()
-	if err != nil {
-		res.SetupError = err.Error()
-		return res
-	}
-	var stdinR, stdinW *os.File
-	if job.Stdin {
+	if job.PTY != nil {
+		// stdin is the terminal
+	} else if job.Stdin {
 		if stdinR, stdinW, err = os.Pipe(); err != nil {
 			res.SetupError = err.Error()
 			return res
@@ -264,7 +274,8 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 		Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
 		// A session of its own: SIGCONT may be sent to any process of the
 		// sender's session whatever the uids, and init must be out of reach.
-		Sys: &syscall.SysProcAttr{Setsid: true, Credential: a.id.credential()},
+		// With a terminal, it is the session's controlling terminal.
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: job.PTY != nil, Ctty: 0, Credential: a.id.credential()},
 	})
 	if a.id.separate {
 		// The job is started: init needs no capability any more.
@@ -317,6 +328,12 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	limitStream := ""
 	var counts [2]atomic.Int64
 	var relays sync.WaitGroup
+	ceiling := job.OutputCeilingBytes
+	if job.PTY != nil {
+		// A terminal is streamed, never gathered: the host's pace is its
+		// only bound (a job that floods it blocks on its terminal).
+		ceiling = math.MaxInt64
+	}
 	relay := func(r *os.File, t initproto.Type, idx int, name string) {
 		defer relays.Done()
 		defer r.Close()
@@ -327,9 +344,9 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 			if n > 0 && !over {
 				total := counts[idx].Add(int64(n))
 				chunk := buf[:n]
-				if total > job.OutputCeilingBytes {
+				if total > ceiling {
 					// Relay up to the ceiling, then stop the job.
-					keep := int64(n) - (total - job.OutputCeilingBytes)
+					keep := int64(n) - (total - ceiling)
 					chunk = buf[:max(keep, 0)]
 					over = true
 					limitMu.Lock()
@@ -354,9 +371,12 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 			}
 		}
 	}
-	relays.Add(2)
+	relays.Add(1)
 	go relay(stdoutR, initproto.TypeStdout, 0, "stdout")
-	go relay(stderrR, initproto.TypeStderr, 1, "stderr")
+	if stderrR != nil {
+		relays.Add(1)
+		go relay(stderrR, initproto.TypeStderr, 1, "stderr")
+	}
 
 	// The caller's stdin, then watch for the host going away.
 	hostGone := make(chan struct{})
@@ -503,6 +523,8 @@ func (a *agent) pumpStdin(w *os.File, hostGone chan<- struct{}) {
 			}
 		case initproto.TypeStdinEnd:
 			endStdin()
+		case initproto.TypeResize:
+			a.resizePTY(f.Payload)
 		case initproto.TypeTunnelAnswer:
 			if a.proxy != nil {
 				a.proxy.answer(f.Payload)
@@ -541,6 +563,9 @@ func (a *agent) feedStdin(w *os.File, pending <-chan []byte) {
 // in the sandbox (daemons that left the group with setsid included).
 func (a *agent) signalAll(pgid int, sig syscall.Signal) {
 	_ = syscall.Kill(-pgid, sig)
+	if a.pty != nil {
+		signalSession(pgid, sig)
+	}
 	if a.pid1 {
 		_ = syscall.Kill(-1, sig)
 	}

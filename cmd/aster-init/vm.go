@@ -15,7 +15,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
@@ -253,7 +252,7 @@ func waitFile(path string, timeout time.Duration) error {
 // oci runtime's bundle asks for.
 func vmMounts(root string, c vmConfig) error {
 	tmpfs := func(size int64, mode string) string {
-		return fmt.Sprintf("size=%d,nr_inodes=%d,uid=%d,gid=%d,mode=%s", size, sandbox.TmpfsInodes(size), vmJobID, vmJobID, mode)
+		return fmt.Sprintf("size=%d,nr_inodes=%d,uid=%d,gid=%d,mode=%s", size, hardening.TmpfsInodes(size), vmJobID, vmJobID, mode)
 	}
 	type mnt struct {
 		dst, typ string

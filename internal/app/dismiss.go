@@ -43,16 +43,7 @@ type threadAnswer struct {
 // model comment the repository has dismissed out of rep. When the threads cannot be read,
 // what the store holds still applies.
 func (r *run) dismissals(ctx context.Context, rep *review.Report, number int) {
-	findingIDs := publish.FindingIDs(rep.Findings)
-	present := map[string]string{} // id → path, of what this review found
-	for i, f := range rep.Findings {
-		present[findingIDs[i]] = f.Path
-	}
-	commentIDs := make([]string, len(rep.Model.Comments))
-	for i, c := range rep.Model.Comments {
-		commentIDs[i] = publish.CommentID(c)
-		present[commentIDs[i]] = c.Path
-	}
+	present, findingIDs, commentIDs := presentOf(rep)
 	pull := r.job.Pull
 	if err := r.threadCommands(ctx, number, present); err != nil {
 		r.log.Warn("review threads unreadable: earlier dismissals still apply", "err", err)
@@ -84,6 +75,22 @@ func (r *run) dismissals(ctx context.Context, rep *review.Report, number int) {
 		}
 	}
 	review.ApplyDismissals(rep, d)
+}
+
+// presentOf returns what a review found, by identity (id → path), and the identities of its
+// findings and model comments in their order.
+func presentOf(rep *review.Report) (present map[string]string, findingIDs, commentIDs []string) {
+	findingIDs = publish.FindingIDs(rep.Findings)
+	present = map[string]string{}
+	for i, f := range rep.Findings {
+		present[findingIDs[i]] = f.Path
+	}
+	commentIDs = make([]string, len(rep.Model.Comments))
+	for i, c := range rep.Model.Comments {
+		commentIDs[i] = publish.CommentID(c)
+		present[commentIDs[i]] = c.Path
+	}
+	return present, findingIDs, commentIDs
 }
 
 // threadCommands records what the threads say and answers the commands.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/evidence"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
@@ -63,17 +64,9 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.
 		parsed = &ParsedDiffs{Files: files, Truncated: truncated}
 	}
 	files := parsed.Files
-	// The dependency cache is the repository's; a fork's pull requests run
-	// their author's code, so they get a cache of their own. Within it, the
-	// pull request is the scope: its installs are never offered to another
-	// pull request, and it reads only its own entries and the default
-	// branch's (which the App, reviewing pull requests only, does not write).
-	cacheID := "github:" + in.Repository
-	if in.Fork {
-		cacheID += "#fork:" + in.Author
-	}
+	cacheID, scope := cacheOf(in)
 	ch := &review.Change{
-		Repository: in.Repository, CacheID: cacheID, CacheScope: "pr:" + strconv.Itoa(in.Number),
+		Repository: in.Repository, CacheID: cacheID, CacheScope: scope,
 		Title: in.Title, Body: in.Body, Base: in.Base, Head: in.Head,
 		Diff: files, DiffTruncated: parsed.Truncated || in.DiffTruncated,
 		Config: cfg, ConfigSource: source, OpenSnapshot: in.OpenSnapshot,
@@ -113,6 +106,36 @@ func (p *PipelineReviewer) Review(ctx context.Context, in ReviewInput) (*review.
 		return nil, err
 	}
 	return rep, nil
+}
+
+// cacheOf is a review's dependency cache and scope. The cache is the repository's; a
+// fork's pull requests run their author's code, so they get a cache of their own. Within
+// it, the pull request is the scope: its installs are never offered to another pull
+// request, and it reads only its own entries and the default branch's (which the App,
+// reviewing pull requests only, does not write).
+func cacheOf(in ReviewInput) (id, scope string) {
+	id = "github:" + in.Repository
+	if in.Fork {
+		id += "#fork:" + in.Author
+	}
+	return id, "pr:" + strconv.Itoa(in.Number)
+}
+
+// Rechecker returns what re-checks an earlier review's model comments on in's head: their
+// evidence, run again over the head's tree with the install step and cache of the review's
+// own runs, at most model.max_evidence_runs of them. Nil when no evidence runs (no engine,
+// model.evidence: off, an unusable base configuration).
+func (p *PipelineReviewer) Rechecker(in ReviewInput) review.Rechecker {
+	if p.opts.Evidence == nil || in.ConfigError != "" {
+		return nil
+	}
+	cfg, _, err := review.BaseConfig(in.Config, in.Base.SHA)
+	if err != nil {
+		return nil
+	}
+	cacheID, scope := cacheOf(in)
+	return review.RecheckerFor(p.opts.Evidence, cfg, evidence.Target{Revision: in.Head.SHA, Open: in.OpenSnapshot},
+		cacheID, scope, p.opts.MaxEvidenceRuns)
 }
 
 // configProblem is the review of a change whose base configuration is unusable: nothing

@@ -109,7 +109,8 @@ func (r *run) completeCheck(ctx context.Context, shown *review.Report, anns []gi
 		if i < sent {
 			anns = nil
 		}
-		opts := github.CheckRunOptions{Name: CheckRunName, Title: title, Summary: summary, Text: text, Annotations: anns}
+		// HeadSHA is not sent to GitHub on an update; Gitea's commit status needs it.
+		opts := github.CheckRunOptions{Name: CheckRunName, HeadSHA: head, Title: title, Summary: summary, Text: text, Annotations: anns}
 		if i == len(batches)-1 {
 			opts.Status, opts.Conclusion, opts.CompletedAt = "completed", shown.Conclusion.CheckConclusion(), time.Now()
 		}

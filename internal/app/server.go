@@ -80,7 +80,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) delivery(o github.Outcome) {
 	ev := o.Event
 	switch ev {
-	case "pull_request", "issue_comment", "installation", "ping":
+	case "pull_request", "issue_comment", "pull_request_review_thread", "installation", "ping":
 	default:
 		ev = "other" // the header is unsigned: never a label of unbounded values
 	}
@@ -92,6 +92,8 @@ type HandlerOptions struct {
 	WebhookSecret []byte
 	Sink          github.Sink
 	ReviewDrafts  bool
+	// Webhook is the forge's delivery protocol (zero: GitHub's; gitea.WebhookProtocol).
+	Webhook github.Protocol
 	// WebhookBudget bounds the webhook body bytes in flight (nil: one of
 	// config.DefaultAppWebhookInflightBytes); WebhookBodyTimeout is how long a body may take
 	// to arrive (0: config.DefaultAppWebhookBodyTimeout).
@@ -115,6 +117,7 @@ func NewHandler(opts HandlerOptions) (http.Handler, error) {
 	wh, err := github.NewWebhookHandler(github.WebhookOptions{
 		Secret: opts.WebhookSecret, Sink: opts.Sink, ReviewDrafts: opts.ReviewDrafts, Logger: opts.Logger,
 		Budget: opts.WebhookBudget, BodyTimeout: opts.WebhookBodyTimeout, OnOutcome: opts.Metrics.delivery,
+		Protocol: opts.Webhook,
 	})
 	if err != nil {
 		return nil, err
@@ -147,11 +150,15 @@ type ServeOptions struct {
 	Listener      net.Listener
 	WebhookSecret []byte
 	Store         *store.Store
-	GitHub        GitHub
-	Reviewer      Reviewer
-	ReviewDrafts  bool
-	Tests         bool
-	TempDir       string
+	// GitHub is the forge: AppGitHub for a GitHub App, GiteaForge for Gitea or Forgejo
+	// (with Webhook set to gitea.WebhookProtocol()).
+	GitHub GitHub
+	// Webhook is the forge's delivery protocol (zero: GitHub's).
+	Webhook      github.Protocol
+	Reviewer     Reviewer
+	ReviewDrafts bool
+	Tests        bool
+	TempDir      string
 	// WebhookInflightBytes bounds the webhook body bytes being read at once (0:
 	// config.DefaultAppWebhookInflightBytes); WebhookBudget, when set, replaces it (a test
 	// reads its counters).
@@ -198,7 +205,7 @@ func Serve(ctx context.Context, opts ServeOptions) error {
 	}
 	bodyTimeout := cmp.Or(opts.WebhookBodyTimeout, config.DefaultAppWebhookBodyTimeout)
 	handler, err := NewHandler(HandlerOptions{
-		WebhookSecret: opts.WebhookSecret, Sink: &Sink{Store: opts.Store}, ReviewDrafts: opts.ReviewDrafts,
+		WebhookSecret: opts.WebhookSecret, Sink: &Sink{Store: opts.Store}, ReviewDrafts: opts.ReviewDrafts, Webhook: opts.Webhook,
 		WebhookBudget: budget, WebhookBodyTimeout: bodyTimeout, Metrics: opts.Metrics, Logger: log,
 		Ready: func(ctx context.Context) error {
 			if err := opts.Store.Ping(ctx); err != nil {

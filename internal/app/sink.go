@@ -20,7 +20,8 @@ type Requests interface {
 var _ Requests = (*store.Store)(nil)
 
 // Sink turns verified webhook events into durable work: a review request per pull-request
-// event or /aster review command, a record per installation event. It implements
+// event or /aster command, a request to read the threads when a person resolves one of
+// Aster's, a record per installation event. It implements
 // github.Sink; the webhook handler answers 202 only after Accept returned.
 type Sink struct {
 	Store Requests
@@ -54,18 +55,33 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 		// anything runs: the webhook path makes no GitHub call.
 		// The comment id and edit time make the command run once however many delivery
 		// ids its signed body is replayed under.
+		// A control command (pause, resume, help) is answered by the job, in place, after
+		// the same permission check; it asks for no review.
 		action := "created"
 		if e.Edited {
 			action = "edited"
 		}
-		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
+		req := store.ReviewRequest{
 			Delivery: store.Delivery{ID: e.DeliveryID, Event: "issue_comment", Action: action, Repo: e.Repo.FullName(),
 				Number: e.Number, Sender: e.Sender},
 			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
 			InstallationID: e.InstallationID,
-			Force:          true,
+			Force:          e.Command == github.CmdReview,
 			By:             e.Sender,
 			Command:        &store.Command{CommentID: e.CommentID, UpdatedAt: e.UpdatedAt},
+		}
+		if !req.Force {
+			req.Command.Name = e.Command
+		}
+		_, err = s.Store.RequestReview(ctx, req)
+	case *github.ThreadResolvedEvent:
+		// The job reads the threads through the API: who resolved which, with what access.
+		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
+			Delivery: store.Delivery{ID: e.DeliveryID, Event: "pull_request_review_thread", Action: "resolved",
+				Repo: e.Repo.FullName(), Number: e.Number, Sender: e.Sender},
+			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
+			InstallationID: e.InstallationID,
+			Threads:        true,
 		})
 	case *github.InstallationEvent:
 		err = s.Store.RecordInstallation(ctx, store.Delivery{ID: e.DeliveryID, Event: "installation", Action: e.Action,

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/asterhq/aster/internal/gate"
@@ -47,7 +48,8 @@ type WorkerOptions struct {
 	TempDir   string
 	MaxInline int // 0 means publish.DefaultMaxInline
 	// Rechecker re-checks an earlier push's model comments by running their evidence
-	// again; nil leaves model comments out of the lifecycle.
+	// again. Nil takes the Reviewer's for the head under review when it has one
+	// (PipelineReviewer.Rechecker); else model comments stay out of the lifecycle.
 	Rechecker review.Rechecker
 	// Secrets are removed from everything posted (the App key, the webhook secret, model
 	// keys): a last line of defence.
@@ -149,6 +151,10 @@ type run struct {
 	// unrecordedBy is the job whose attempt saved this head's run before creating its
 	// check run and never recorded the run's id (see openCheckRun); 0 when none did.
 	unrecordedBy int64
+	// pausedBy is who paused the pull request ("" when not paused), after the job's own
+	// control commands; note says what those commands were, for the history.
+	pausedBy string
+	note     []string
 }
 
 // storedResult is what a run keeps between attempts in store.Run.Result.
@@ -205,6 +211,11 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		return store.Finish{}, store.Permanent(err)
 	}
 	r.api = api
+	if only, err := r.controls(ctx); err != nil {
+		return store.Finish{}, err
+	} else if only {
+		return r.skip("answered " + strings.Join(r.note, ", "))
+	}
 	pr, err := api.GetPullRequest(ctx, job.Pull.Number)
 	if err != nil {
 		return store.Finish{}, fmt.Errorf("get pull request: %w", err)
@@ -230,6 +241,9 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 				return r.skip(fmt.Sprintf("/aster review by %s refused: needs write access", claim.ForceBy))
 			}
 		}
+	}
+	if r.pausedBy != "" && !force {
+		return r.skip(fmt.Sprintf("paused by %s (/aster pause); /aster resume or /aster review reviews it", r.pausedBy))
 	}
 	if pr.Draft && !w.opts.ReviewDrafts && !force {
 		return r.skip("draft pull request")
@@ -337,7 +351,7 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 		}
 		if !in.tooLarge {
 			r.dismissals(ctx, rep, pr.Number)
-			r.lifecycle(ctx, rep, head)
+			r.lifecycle(ctx, rep, in.ReviewInput)
 		}
 		r.stored = storedResult{Report: rep}
 		if err := r.save(ctx); err != nil {
@@ -356,7 +370,8 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 // posted: a retry, a redelivery or another replica posts from the same classification.
 // Without a stored earlier review (the first push, one reviewed before an upgrade, a
 // store that lost it) rep has none, and nothing is resolved.
-func (r *run) lifecycle(ctx context.Context, rep *review.Report, head string) {
+func (r *run) lifecycle(ctx context.Context, rep *review.Report, in ReviewInput) {
+	head := in.Head.SHA
 	prev := r.earlier
 	if last := r.claim.LastReviewedSHA; prev == nil && last != "" && last != head {
 		st, found, err := r.w.opts.Jobs.Run(ctx, r.job.Pull, last)
@@ -376,12 +391,22 @@ func (r *run) lifecycle(ctx context.Context, rep *review.Report, head string) {
 	if prev == nil {
 		return
 	}
-	lc, err := review.ClassifyLifecycle(ctx, prev, rep, review.LifecycleOptions{Rechecker: r.w.opts.Rechecker})
+	rc := r.w.opts.Rechecker
+	if p, ok := r.w.opts.Reviewer.(headRechecker); ok && rc == nil {
+		rc = p.Rechecker(in)
+	}
+	lc, err := review.ClassifyLifecycle(ctx, prev, rep, review.LifecycleOptions{Rechecker: rc})
 	if err != nil {
 		r.log.Warn("re-check of the earlier review failed: nothing resolved this time", "err", err)
 		return
 	}
 	rep.Lifecycle = lc
+}
+
+// headRechecker is a Reviewer that can re-check an earlier review's model comments on the
+// head of in (PipelineReviewer).
+type headRechecker interface {
+	Rechecker(in ReviewInput) review.Rechecker
 }
 
 // completed fills the history record from the stored review and says the head
@@ -496,7 +521,7 @@ func (r *run) supersede(ctx context.Context, head string) {
 		}
 		if id != 0 {
 			_, err := r.api.UpdateCheckRun(ctx, id, github.CheckRunOptions{
-				Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
+				Name: CheckRunName, HeadSHA: old.HeadSHA, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
 				Title: "Superseded", Summary: fmt.Sprintf("A newer commit (%s) is reviewed instead.", safetext.Code(review.ShortSHA(head), 0)),
 			})
 			if err != nil {
@@ -581,7 +606,7 @@ func (r *run) abandon(ctx context.Context, cause error) {
 		return
 	}
 	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
-		Name: CheckRunName, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
+		Name: CheckRunName, HeadSHA: r.state.HeadSHA, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
 		Title: "Aster could not finish the review", Summary: safetext.Escape(r.w.red.RedactString(textclip.OneLine(cause.Error(), maxReasonBytes)), 500),
 	})
 	if err != nil {

@@ -76,14 +76,14 @@ type Cell struct {
 	PacedP99MS    *float64 `json:"paced_p99_ms,omitempty"`
 	PacedHitRate  *float64 `json:"paced_hit_rate,omitempty"`
 	Slowest       *Slowest `json:"slowest,omitempty"`
-	// Phases are the percentiles of each phase of the server's own timings (queue,
-	// prepare, create, start, init, job, remove, total) over the cell's successful runs,
-	// for the systems whose answer carries them (Aster's).
+	// Phases are the percentiles of each phase the server observed during the cell's
+	// closed loop (admission, queue, prepare, create, start, init, job, result, remove,
+	// total; warm on a pooled system), from its /metrics histograms' own observations at
+	// full precision, for Aster's systems. The removals after the answers are waited for.
 	Phases map[string]PhaseStats `json:"phases,omitempty"`
 }
 
-// PhaseStats are one phase's percentiles in milliseconds (the server reports whole
-// milliseconds, so a phase under 1 ms reads 0).
+// PhaseStats are one phase's percentiles in milliseconds.
 type PhaseStats struct {
 	N     int     `json:"n"`
 	P50MS float64 `json:"p50_ms"`
@@ -143,6 +143,13 @@ func measure(ctx context.Context, sys system, job Job, conc int, cfg Config) Cel
 	if ws, ok := asWarm(sys); ok {
 		_ = ws.WaitWarm(ctx)
 	}
+	tapped, hasTap := sys.(interface{ tap() *phaseTap })
+	if hasTap {
+		if q, ok := sys.(interface{ quiesce(context.Context) }); ok {
+			q.quiesce(ctx) // the warm-up's teardown is not the cell's
+		}
+		tapped.tap().take()
+	}
 	var mu sync.Mutex
 	var samples []sample
 	start := time.Now()
@@ -171,6 +178,14 @@ func measure(ctx context.Context, sys system, job Job, conc int, cfg Config) Cel
 	wg.Wait()
 	elapsed := time.Since(start)
 	fill(&cell, samples, elapsed)
+	if hasTap {
+		// The server's own observations, at full precision, with what no answer carries:
+		// the writing of the answer and the removal after it. Wait for those removals.
+		if q, ok := sys.(interface{ quiesce(context.Context) }); ok {
+			q.quiesce(ctx)
+		}
+		cell.Phases = phaseStats(tapped.tap().take())
+	}
 	if ws, ok := asWarm(sys); ok {
 		hits := 0
 		for _, s := range samples {
@@ -254,14 +269,24 @@ func fill(cell *Cell, samples []sample, elapsed time.Duration) {
 	cell.P50MS = ms(percentile(ok, 50))
 	cell.P95MS = ms(percentile(ok, 95))
 	cell.P99MS = ms(percentile(ok, 99))
-	for phase, ds := range phases {
-		if cell.Phases == nil {
-			cell.Phases = map[string]PhaseStats{}
-		}
-		cell.Phases[phase] = PhaseStats{N: len(ds), P50MS: ms(percentile(ds, 50)), P95MS: ms(percentile(ds, 95)), P99MS: ms(percentile(ds, 99))}
-	}
+	cell.Phases = phaseStats(phases)
 	cell.MeanMS = ms(sum / time.Duration(len(ok)))
 	cell.ThroughputRPS = round2(float64(len(ok)) / elapsed.Seconds())
+}
+
+// phaseStats are the percentiles of each phase's durations (nil when there are none).
+func phaseStats(phases map[string][]time.Duration) map[string]PhaseStats {
+	var out map[string]PhaseStats
+	for phase, ds := range phases {
+		if len(ds) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]PhaseStats{}
+		}
+		out[phase] = PhaseStats{N: len(ds), P50MS: ms(percentile(ds, 50)), P95MS: ms(percentile(ds, 95)), P99MS: ms(percentile(ds, 99))}
+	}
+	return out
 }
 
 // percentile is the nearest-rank percentile.

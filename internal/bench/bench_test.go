@@ -48,6 +48,23 @@ func TestHarnessOCI(t *testing.T) {
 		if c.System == bench.SysOCIWarm && (c.PacedP50MS == nil || *c.PacedHitRate < 1) {
 			t.Errorf("warm cell without all-hit paced rounds: %+v", c)
 		}
+		if c.System == bench.SysBareCrun {
+			if len(c.Phases) > 0 {
+				t.Errorf("bare crun has phases: %v", c.Phases)
+			}
+			continue
+		}
+		// Every phase of a run, the answer's writing and the removal after it included,
+		// once per run of the closed loop.
+		want := []string{"admission", "queue", "prepare", "job", "result", "remove", "total"}
+		if c.System == bench.SysOCICold {
+			want = append(want, "create", "start", "init")
+		}
+		for _, p := range want {
+			if st, ok := c.Phases[p]; !ok || st.N != c.Requests {
+				t.Errorf("%s c=%d: phase %s %+v, want %d observations", c.System, c.Concurrency, p, st, c.Requests)
+			}
+		}
 	}
 	if len(rep.Pairs) != 1 || rep.Pairs[0].Ratio <= 0 || rep.Pairs[0].Errors > 0 {
 		t.Fatalf("pairs %+v", rep.Pairs)

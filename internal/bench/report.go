@@ -252,7 +252,7 @@ func runPair(ctx context.Context, env Env, cfg Config) (Pair, error) {
 }
 
 // phaseOrder is the order phases are printed in: a run's life, then its total.
-var phaseOrder = []string{"queue", "prepare", "create", "start", "init", "job", "remove", "total"}
+var phaseOrder = []string{"admission", "queue", "prepare", "create", "start", "init", "job", "result", "remove", "total"}
 
 // printPhases writes, for every cell whose system reports the server's timings, each
 // phase's p50/p95/p99 in milliseconds: where a slow start went.
@@ -266,7 +266,7 @@ func (r *Report) printPhases(w io.Writer) {
 	if len(cells) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nPhases (the server's timings, ms: p50 / p95 / p99):")
+	fmt.Fprintln(w, "\nPhases (the server's own, ms: p50 / p95 / p99; prepare = create + start + init; remove runs after the answer):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprint(tw, "system\tjob\tconc\t")
 	for _, p := range phaseOrder {
@@ -277,7 +277,7 @@ func (r *Report) printPhases(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t", c.System, c.Job, c.Concurrency)
 		for _, p := range phaseOrder {
 			if s, ok := c.Phases[p]; ok {
-				fmt.Fprintf(tw, "%.0f / %.0f / %.0f\t", s.P50MS, s.P95MS, s.P99MS)
+				fmt.Fprintf(tw, "%.1f / %.1f / %.1f\t", s.P50MS, s.P95MS, s.P99MS)
 			} else {
 				fmt.Fprint(tw, "-\t")
 			}

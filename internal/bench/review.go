@@ -37,14 +37,25 @@ type ReviewConfig struct {
 	TempDir string
 	// Progress receives a line per repository; nil is silent.
 	Progress io.Writer
+	// Last, when above 0, reviews each repository's last Last commits
+	// instead: the change from the tip's Last-th first-parent ancestor to
+	// the tip, as one push of that many commits would be (the noise suite:
+	// well-kept code, where every error and warning reported counts
+	// against the gate). A bundle with fewer commits is an error.
+	Last int
 }
+
+// MaxLast bounds ReviewConfig.Last.
+const MaxLast = 1000
 
 // ReviewReport is the benchmark's result, as printed and as JSON.
 type ReviewReport struct {
-	Started  time.Time    `json:"started"`
-	Finished time.Time    `json:"finished"`
-	Corpus   string       `json:"corpus"`
-	Repos    []RepoReview `json:"repos"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Corpus   string    `json:"corpus"`
+	// Last is ReviewConfig.Last (0: each bundle's usual change).
+	Last  int          `json:"last,omitempty"`
+	Repos []RepoReview `json:"repos"`
 }
 
 // RepoReview is one repository's review.
@@ -79,8 +90,9 @@ type RepoReview struct {
 // ChangeStats describe the reviewed change.
 type ChangeStats struct {
 	// Kind is "commit" (a two-commit bundle: its second commit against its
-	// first) or "tree" (the whole head tree, as if added to an empty
-	// repository).
+	// first), "tree" (the whole head tree, as if added to an empty
+	// repository) or "last" (the tip against its Nth first-parent ancestor,
+	// ReviewConfig.Last).
 	Kind     string `json:"kind"`
 	Base     string `json:"base"`
 	Head     string `json:"head"`
@@ -94,6 +106,7 @@ type ChangeStats struct {
 const (
 	ChangeCommit = "commit"
 	ChangeTree   = "tree"
+	ChangeLast   = "last"
 )
 
 // BundleSuffix names a corpus entry.
@@ -121,6 +134,9 @@ func RunReview(ctx context.Context, cfg ReviewConfig) (*ReviewReport, error) {
 	if cfg.Gate == nil {
 		return nil, errors.New("review bench: no gate")
 	}
+	if cfg.Last < 0 || cfg.Last > MaxLast {
+		return nil, fmt.Errorf("review bench: last %d commits: want 0 to %d", cfg.Last, MaxLast)
+	}
 	if cfg.Expected == nil {
 		cfg.Expected = ExpectedLists()
 	}
@@ -137,7 +153,7 @@ func RunReview(ctx context.Context, cfg ReviewConfig) (*ReviewReport, error) {
 			return nil, fmt.Errorf("corpus %s has no %s%s (have %s)", cfg.Corpus, n, BundleSuffix, strings.Join(have, ", "))
 		}
 	}
-	rep := &ReviewReport{Started: time.Now().UTC(), Corpus: cfg.Corpus, Repos: []RepoReview{}}
+	rep := &ReviewReport{Started: time.Now().UTC(), Corpus: cfg.Corpus, Last: cfg.Last, Repos: []RepoReview{}}
 	for _, n := range names {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -170,7 +186,7 @@ func reviewRepo(ctx context.Context, cfg ReviewConfig, name string) RepoReview {
 	}
 	defer os.RemoveAll(tmp)
 	t0 := time.Now()
-	ch, stats, err := PrepareChange(ctx, filepath.Join(cfg.Corpus, name+BundleSuffix), filepath.Join(tmp, name))
+	ch, stats, err := prepareChange(ctx, filepath.Join(cfg.Corpus, name+BundleSuffix), filepath.Join(tmp, name), cfg.Last)
 	if err != nil {
 		r.Error = err.Error()
 		return r
@@ -222,6 +238,19 @@ func suppressed(m gate.Marked) bool { return m.Suppressed != "" }
 // commit against its base; any other bundle as its whole head tree, added to
 // an empty repository (so every line of every file is on the change).
 func PrepareChange(ctx context.Context, bundle, dir string) (*review.Change, ChangeStats, error) {
+	return prepareChange(ctx, bundle, dir, 0)
+}
+
+// PrepareLast is PrepareChange for the last n commits of bundle's tip: the
+// tip against its nth first-parent ancestor (Kind ChangeLast).
+func PrepareLast(ctx context.Context, bundle, dir string, n int) (*review.Change, ChangeStats, error) {
+	if n < 1 || n > MaxLast {
+		return nil, ChangeStats{}, fmt.Errorf("last %d commits: want 1 to %d", n, MaxLast)
+	}
+	return prepareChange(ctx, bundle, dir, n)
+}
+
+func prepareChange(ctx context.Context, bundle, dir string, last int) (*review.Change, ChangeStats, error) {
 	var st ChangeStats
 	if _, err := os.Stat(bundle); err != nil {
 		return nil, st, err
@@ -256,9 +285,15 @@ func PrepareChange(ctx context.Context, bundle, dir string) (*review.Change, Cha
 		return nil, st, err
 	}
 	var base string
-	if commits == "2" && len(strings.Fields(parents)) == 2 {
+	switch {
+	case last > 0:
+		st.Kind = ChangeLast
+		if base, err = runGit(ctx, dir, "rev-parse", "-q", "--verify", fmt.Sprintf("%s~%d^{commit}", head, last)); err != nil {
+			return nil, st, fmt.Errorf("%s: fewer than %d first-parent commits before its tip (%s in all)", filepath.Base(bundle), last+1, commits)
+		}
+	case commits == "2" && len(strings.Fields(parents)) == 2:
 		st.Kind, base = ChangeCommit, strings.Fields(parents)[1]
-	} else {
+	default:
 		st.Kind = ChangeTree
 		empty, err := runGit(ctx, dir, "hash-object", "-t", "tree", "-w", "--stdin")
 		if err != nil {

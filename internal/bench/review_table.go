@@ -42,6 +42,9 @@ func PrintReviewTable(w io.Writer, rep *ReviewReport, markdown bool) {
 		}
 		tw.Flush()
 	}
+	if rep.Last > 0 {
+		fmt.Fprintf(w, "\n%s\n", NoiseSummary(rep))
+	}
 	for _, r := range rep.Repos {
 		if r.Error != "" {
 			fmt.Fprintf(w, "\n%s: not reviewed: %s\n", r.Name, r.Error)
@@ -94,8 +97,11 @@ func reviewRow(r RepoReview) []string {
 		return row
 	}
 	change := "tree " + review.ShortSHA(r.Change.Head)
-	if r.Change.Kind == ChangeCommit {
+	switch r.Change.Kind {
+	case ChangeCommit:
 		change = review.ShortSHA(r.Change.Base) + ".." + review.ShortSHA(r.Change.Head)
+	case ChangeLast:
+		change = "last: " + review.ShortSHA(r.Change.Base) + ".." + review.ShortSHA(r.Change.Head)
 	}
 	var notOK []string
 	for _, a := range r.Analyzers {
@@ -156,6 +162,27 @@ func byAnalyzer(m map[string]int) string {
 func orDash(s string) string {
 	if s == "" {
 		return "–"
+	}
+	return s
+}
+
+// NoiseSummary totals a --last run: on well-kept code every error and
+// warning the gate reports is noise.
+func NoiseSummary(rep *ReviewReport) string {
+	var errs, warns, notes, repos, failed int
+	for _, r := range rep.Repos {
+		if r.Error != "" {
+			failed++
+			continue
+		}
+		repos++
+		errs += r.BySeverity[string(finding.Error)]
+		warns += r.BySeverity[string(finding.Warning)]
+		notes += r.BySeverity[string(finding.Note)]
+	}
+	s := fmt.Sprintf("noise, the last %d commits of %d repositories: %d error(s), %d warning(s), %d note(s) reported", rep.Last, repos, errs, warns, notes)
+	if failed > 0 {
+		s += fmt.Sprintf("; %d repositories not reviewed", failed)
 	}
 	return s
 }

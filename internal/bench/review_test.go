@@ -90,6 +90,36 @@ func TestPrepareChange(t *testing.T) {
 	}
 }
 
+// TestPrepareLast reviews a bundle's last commits as one change: the tip
+// against its nth first-parent ancestor, and says so when history is short.
+func TestPrepareLast(t *testing.T) {
+	corpus := t.TempDir()
+	makeBundle(t, corpus, "hist", map[string]string{"README": "x\n"}, map[string]string{"a.sh": script},
+		map[string]string{"b.txt": "b\n"}, map[string]string{"README": "y\n"})
+	bundle := filepath.Join(corpus, "hist.bundle")
+	ch, st, err := bench.PrepareLast(t.Context(), bundle, filepath.Join(t.TempDir(), "hist"), 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, f := range ch.Diff {
+		paths = append(paths, f.Path()+" "+string(f.Status))
+	}
+	if st.Kind != bench.ChangeLast || st.Files != 2 || st.Added != 2 || st.Deleted != 1 || st.Base == st.Head {
+		t.Fatalf("last 2: %+v %v", st, paths)
+	}
+	if strings.Join(paths, ",") != "README modified,b.txt added" {
+		t.Fatalf("last 2: %v", paths)
+	}
+	if _, _, err := bench.PrepareLast(t.Context(), bundle, filepath.Join(t.TempDir(), "short"), 4); err == nil ||
+		!strings.Contains(err.Error(), "fewer than 5 first-parent commits") {
+		t.Fatalf("last 4 of 4 commits: %v", err)
+	}
+	if _, _, err := bench.PrepareLast(t.Context(), bundle, filepath.Join(t.TempDir(), "zero"), 0); err == nil {
+		t.Fatal("last 0: no error")
+	}
+}
+
 // TestRunReviewRecall runs the real gate, in real sandboxes, over a small
 // synthetic corpus and checks the recall counts: one expected finding is on
 // a line ShellCheck reports, one on a line nothing reports, and one

@@ -42,7 +42,7 @@ type SleepersConfig struct {
 	// `sandbox serve` command line (global flags such as --init-path).
 	Aster     string
 	ServeArgs []string
-	// RSSLimitBytes is the orchestrator memory target.
+	// RSSLimitBytes, when set, fails the run if the orchestrator's RSS goes over it.
 	RSSLimitBytes int64
 	Progress      io.Writer
 }
@@ -67,10 +67,19 @@ type SleepersReport struct {
 	// SandboxRSS is the memory of everything else the sandboxes cost, at the
 	// moment all were up: for oci the runtime processes and the sandboxes'
 	// own processes (children of the orchestrator); for docker the engine's
-	// processes (dockerd, containerd, shims) and the containers'.
-	SandboxRSS int64  `json:"sandbox_side_rss_bytes"`
-	Note       string `json:"note,omitempty"`
-	Pass       bool   `json:"pass"`
+	// processes (dockerd, containerd, shims) and the containers'. RSS counts
+	// shared pages in every process; SandboxPSS shares them out, so it is what
+	// the sandboxes cost together. PerSandbox* divide them by the sandboxes.
+	SandboxRSS    int64 `json:"sandbox_side_rss_bytes"`
+	SandboxPSS    int64 `json:"sandbox_side_pss_bytes"`
+	SandboxProcs  int   `json:"sandbox_side_processes"`
+	PerSandboxRSS int64 `json:"per_sandbox_rss_bytes"`
+	PerSandboxPSS int64 `json:"per_sandbox_pss_bytes"`
+	// Load is the load average before and after, for reading the timings.
+	LoadBefore []float64 `json:"loadavg_before"`
+	LoadAfter  []float64 `json:"loadavg_after"`
+	Note       string    `json:"note,omitempty"`
+	Pass       bool      `json:"pass"`
 }
 
 // Sleepers runs the concurrency test.
@@ -83,9 +92,6 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	}
 	if cfg.StartWindow <= 0 {
 		cfg.StartWindow = 60 * time.Second
-	}
-	if cfg.RSSLimitBytes <= 0 {
-		cfg.RSSLimitBytes = 200 << 20
 	}
 	progress := cfg.Progress
 	if progress == nil {
@@ -124,7 +130,8 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	}
 	pid := cmd.Process.Pid
 
-	rep := &SleepersReport{Runtime: cfg.Runtime, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU()}
+	rep := &SleepersReport{Runtime: cfg.Runtime, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU(),
+		LoadBefore: loadavg()}
 	launch := time.Now()
 	end := launch.Add(cfg.StartWindow + cfg.Hold)
 	script := fmt.Sprintf("echo up; t=$((%d - $(date +%%s))); [ \"$t\" -gt 0 ] && exec sleep \"$t\"; true", end.Unix())
@@ -137,7 +144,8 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	var mu sync.Mutex
 	up, done := 0, 0
 	var allUp time.Time
-	var rssHeld, sideHeld int64
+	var rssHeld int64
+	var sideHeld sideMemory
 	markUp := func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -148,7 +156,7 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 		if up == cfg.N && done == 0 {
 			allUp = time.Now()
 			rssHeld = rssOf(pid)
-			sideHeld = sandboxSideRSS(cfg.Runtime, pid)
+			sideHeld = sandboxSide(cfg.Runtime, pid)
 		}
 	}
 	fail := func(err error) {
@@ -211,13 +219,16 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	close(sampleDone)
 	rep.WallMS = time.Since(launch).Milliseconds()
 	rep.OrchHWM = hwmOf(pid)
-	rep.OrchRSSHeld, rep.SandboxRSS = rssHeld, sideHeld
+	rep.OrchRSSHeld, rep.SandboxRSS, rep.SandboxPSS, rep.SandboxProcs = rssHeld, sideHeld.rss, sideHeld.pss, sideHeld.procs
+	rep.PerSandboxRSS, rep.PerSandboxPSS = sideHeld.rss/int64(cfg.N), sideHeld.pss/int64(cfg.N)
+	rep.LoadAfter = loadavg()
 	if !allUp.IsZero() {
 		rep.AllUpMS = allUp.Sub(launch).Milliseconds()
 		rep.HeldAllMS = end.Sub(allUp).Milliseconds()
 		rep.StartRate = round2(float64(cfg.N) / allUp.Sub(launch).Seconds())
 	}
-	rep.Pass = rep.Errors == 0 && rep.PeakUp == cfg.N && rep.HeldAllMS >= cfg.Hold.Milliseconds() && rep.OrchRSSPeak <= cfg.RSSLimitBytes
+	rep.Pass = rep.Errors == 0 && rep.PeakUp == cfg.N && rep.HeldAllMS >= cfg.Hold.Milliseconds() &&
+		(cfg.RSSLimitBytes <= 0 || rep.OrchRSSPeak <= cfg.RSSLimitBytes)
 	if rep.PeakUp < cfg.N {
 		rep.Note = fmt.Sprintf("only %d of %d were up at once: the runtime started them too slowly for a %s start window", rep.PeakUp, cfg.N, cfg.StartWindow)
 	}
@@ -288,10 +299,13 @@ func PrintSleepers(w io.Writer, r *SleepersReport) {
 		{"errors", strconv.Itoa(r.Errors)},
 		{"peak running at once", strconv.Itoa(r.PeakUp)},
 		{"all up after", fmt.Sprintf("%.1f s (%.1f starts/s)", float64(r.AllUpMS)/1000, r.StartRate)},
-		{"held all together", fmt.Sprintf("%.1f s (target %.0f s)", float64(r.HeldAllMS)/1000, float64(r.HoldMS)/1000)},
+		{"held all together", fmt.Sprintf("%.1f s (--hold %.0f s)", float64(r.HeldAllMS)/1000, float64(r.HoldMS)/1000)},
 		{"orchestrator RSS peak", mb(r.OrchRSSPeak) + " (VmHWM " + mb(r.OrchHWM) + ")"},
 		{"orchestrator RSS while all held", mb(r.OrchRSSHeld)},
-		{"sandbox-side RSS while all held", mb(r.SandboxRSS)},
+		{"sandbox-side RSS while all held", fmt.Sprintf("%s (%d processes)", mb(r.SandboxRSS), r.SandboxProcs)},
+		{"sandbox-side PSS while all held", mb(r.SandboxPSS)},
+		{"per sandbox, RSS / PSS", mb(r.PerSandboxRSS) + " / " + mb(r.PerSandboxPSS)},
+		{"load average", fmt.Sprintf("%v → %v", r.LoadBefore, r.LoadAfter)},
 		{"wall", fmt.Sprintf("%.1f s", float64(r.WallMS)/1000)},
 	}
 	for _, row := range rows {
@@ -308,7 +322,7 @@ func PrintSleepers(w io.Writer, r *SleepersReport) {
 	if !r.Pass {
 		verdict = "FAIL"
 	}
-	fmt.Fprintf(w, "%s: %d sleepers, zero errors, all held together, orchestrator RSS ≤ 200 MB\n", verdict, r.Sandboxes)
+	fmt.Fprintf(w, "%s: %d sleepers, %d errors, all alive together for %.0f s: %v\n", verdict, r.Sandboxes, r.Errors, float64(r.HoldMS)/1000, r.PeakUp == r.Sandboxes && r.HeldAllMS >= r.HoldMS)
 }
 
 func waitReady(ctx context.Context, client *http.Client, url string, exited <-chan error) error {
@@ -367,11 +381,25 @@ func statusKB(pid int, key string) int64 {
 func rssOf(pid int) int64 { return statusKB(pid, "VmRSS") }
 func hwmOf(pid int) int64 { return statusKB(pid, "VmHWM") }
 
-// sandboxSideRSS sums the resident memory of what runs the sandboxes outside
-// the orchestrator process.
-func sandboxSideRSS(runtime string, orchestrator int) int64 {
+// sideMemory is what the sandboxes cost outside the orchestrator process.
+type sideMemory struct {
+	rss, pss int64
+	procs    int
+}
+
+// sandboxSide sums the memory of what runs the sandboxes outside the orchestrator
+// process: for oci and gvisor its descendants (the runtime processes and the
+// sandboxes' own), for docker the engine's processes and the containers'. RSS counts
+// a page shared by many processes (the runtime's and aster-init's code) once in each;
+// PSS divides it among them, so the PSS sum is what the sandboxes cost together.
+func sandboxSide(runtime string, orchestrator int) sideMemory {
 	procs := processTable()
-	var total int64
+	var m sideMemory
+	add := func(pid int) {
+		m.rss += procs[pid].rss
+		m.pss += pssOf(pid)
+		m.procs++
+	}
 	if runtime == "oci" || runtime == "gvisor" {
 		children := map[int][]int{}
 		for pid, p := range procs {
@@ -380,19 +408,36 @@ func sandboxSideRSS(runtime string, orchestrator int) int64 {
 		var walk func(int)
 		walk = func(pid int) {
 			for _, c := range children[pid] {
-				total += procs[c].rss
+				add(c)
 				walk(c)
 			}
 		}
 		walk(orchestrator)
-		return total
+		return m
 	}
-	for _, p := range procs {
+	for pid, p := range procs {
 		if strings.HasPrefix(p.comm, "containerd") || p.comm == "dockerd" || p.inDocker {
-			total += p.rss
+			add(pid)
 		}
 	}
-	return total
+	return m
+}
+
+// pssOf is a process's proportional set size (smaps_rollup), 0 when unreadable.
+func pssOf(pid int) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Pss:"); ok {
+			if f := strings.Fields(v); len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
 }
 
 type procInfo struct {

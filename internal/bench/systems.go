@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/asterhq/aster/api"
@@ -216,6 +217,8 @@ func (d *dockerRun) Close() error { return nil }
 // a real HTTP client. Sandboxes are destroyed in the background after the
 // result, as `aster sandbox serve` does.
 type apiSystem struct {
+	// phases collects every phase the server's metrics observe, at full precision.
+	phases phaseTap
 	name   string
 	mgr    *sandbox.Manager
 	url    string
@@ -259,6 +262,7 @@ func newAPISystem(ctx context.Context, name string, rt sandbox.Runtime, env Env,
 		client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, MaxConnsPerHost: 0, IdleConnTimeout: time.Minute,
 			DisableKeepAlives: strings.HasSuffix(name, "-newconn")}},
 	}
+	metrics.Tap(s.phases.observe)
 	go func() { s.served <- srv.Serve(sctx, ln) }()
 	if warm > 0 {
 		wctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
@@ -302,6 +306,8 @@ func (s *apiSystem) quiesce(ctx context.Context) {
 	}
 }
 
+func (s *apiSystem) tap() *phaseTap { return &s.phases }
+
 func (s *apiSystem) Run(ctx context.Context, job Job) sample {
 	body, _ := json.Marshal(api.ExecuteRequest{Argv: job.Argv})
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
@@ -343,6 +349,30 @@ func (s *apiSystem) Close() error {
 		err = nil
 	}
 	return err
+}
+
+// phaseTap keeps the durations of each phase the server observed since its last take.
+type phaseTap struct {
+	mu sync.Mutex
+	by map[string][]time.Duration
+}
+
+func (p *phaseTap) observe(_, phase string, d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.by == nil {
+		p.by = map[string][]time.Duration{}
+	}
+	p.by[phase] = append(p.by[phase], d)
+}
+
+// take returns what was observed and starts again.
+func (p *phaseTap) take() map[string][]time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	by := p.by
+	p.by = nil
+	return by
 }
 
 func randHex() string {

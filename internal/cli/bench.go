@@ -60,9 +60,12 @@ request), with sandboxes destroyed in the background after the result,
 as 'aster sandbox serve' does. Each system runs each job (true, and python3
 printing a line) as a closed loop of 1, 2 and 16 clients for --duration; warm
 systems also get paced rounds that wait for a full pool first, which is the
-latency a request sees when a warm sandbox is ready. Prints a table, the
-targets of the performance issue (met or not), and writes everything with the
-machine's core count and load to --out as JSON.
+latency a request sees when a warm sandbox is ready. Prints a table; for every
+Aster row the p50/p95/p99 of each phase the server observed (admission, queue,
+prepare = create + start + init, job, result, remove, total: the same
+observations as aster_sandbox_phase_seconds in /metrics); and the headline
+figures. Writes everything, with the machine's core count and load, to --out
+as JSON.
 
 Needs root for the oci, gvisor and microvm rows (and runsc for the gvisor
 ones) and a Docker engine for the docker rows and the first export of the
@@ -221,6 +224,10 @@ func newBenchSleepersCmd(g *globals) *cobra.Command {
 		Long: `Start 'aster sandbox serve' with --max-concurrent N, send it N requests at
 once, each a sandbox that sleeps, and check that all N are alive together for
 --hold with zero errors, while sampling the server process's resident memory.
+While all are up it also adds up what the sandboxes cost outside the server
+(oci, gvisor: the runtime's and the sandboxes' processes; docker: the engine's
+and the containers'), as RSS and as PSS (shared pages shared out), in all and per
+sandbox: the density figure.
 
 Every sleeper sleeps until launch + --start-window + --hold: all N overlap for
 --hold as long as the runtime starts them all within --start-window. Docker
@@ -230,6 +237,8 @@ starts a few containers per second, so give it a longer window (e.g. 240s for
 The server is this binary, with the global flags given here (--runtime,
 --oci-runtime, --init-path, --config).`,
 		Example: `  sudo aster bench sleepers --runtime oci
+  sudo aster bench sleepers --runtime oci --n 1000 --hold 10s --out sleepers.json
+  sudo aster bench sleepers --runtime gvisor --n 100 --hold 10s
   sudo aster bench sleepers --runtime docker --start-window 240s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -16,7 +16,7 @@ import (
 type benchReviewFlags struct {
 	corpus, repos, expected, out, suites string
 	json, markdown                       bool
-	parallel                             int
+	parallel, last                       int
 }
 
 // defaultCorpus is where the workplace keeps the corpus: shared/corpus next
@@ -43,6 +43,12 @@ entries a reported finding starts on (no line tolerance), injections
 (SQL, NoSQL, command, code) counted apart, the missed entries listed, and
 reported findings on no expected entry ("unexpected").
 
+With --last N, each bundle (which needs that much history) is reviewed as
+its last N commits pushed at once: the tip against its Nth first-parent
+ancestor. Run over well-kept repositories this is the noise suite: every
+error and warning reported there is one too many, and the table ends with
+their total.
+
 Without --corpus, ` + defaultCorpus + ` from the repository's top directory (or
 the current directory) is used when it exists; when it does not, the
 benchmark says so and exits 0.
@@ -58,6 +64,7 @@ peak memory, and the vulnerable sites Bandit found that it missed.`,
 		Example: `  aster bench review
   aster bench review --corpus ../shared/corpus --repo dvpwa,nodegoat --markdown
   aster bench review --json --out review-bench.json
+  aster bench review --corpus ../noise --last 30 --markdown
   aster bench review --suites ../suites --markdown`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runBenchReview(cmd, g, f) },
@@ -69,6 +76,7 @@ peak memory, and the vulnerable sites Bandit found that it missed.`,
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of the table")
 	fl.BoolVar(&f.markdown, "markdown", false, "print the table as Markdown")
 	fl.StringVar(&f.out, "out", "", "also write the JSON report here")
+	fl.IntVar(&f.last, "last", 0, "review each bundle's last N commits (tip against its Nth first-parent ancestor) instead of its usual change")
 	fl.StringVar(&f.suites, "suites", "", "directory of the labelled suites' NAME.bundle files: score them instead of the corpus")
 	parallelVar(fl, &f.parallel, "analyzers run at once (as aster review --parallel)")
 	return cmd
@@ -81,7 +89,13 @@ func runBenchReview(cmd *cobra.Command, g *globals, f *benchReviewFlags) error {
 	if err := checkParallel(f.parallel); err != nil {
 		return err
 	}
+	if f.last < 0 || f.last > bench.MaxLast {
+		return usageErr("--last %d: want 1 to %d commits", f.last, bench.MaxLast)
+	}
 	if f.suites != "" {
+		if f.last != 0 {
+			return usageErr("--last is for the corpus run, not --suites")
+		}
 		return runBenchSuites(cmd, g, f)
 	}
 	corpus := f.corpus
@@ -99,7 +113,7 @@ func runBenchReview(cmd *cobra.Command, g *globals, f *benchReviewFlags) error {
 	if len(have) == 0 {
 		return usageErr("--corpus %s: no *%s files", corpus, bench.BundleSuffix)
 	}
-	cfg := bench.ReviewConfig{Corpus: corpus, Repos: config.SplitList(f.repos), Progress: g.stdio.Stderr}
+	cfg := bench.ReviewConfig{Corpus: corpus, Repos: config.SplitList(f.repos), Progress: g.stdio.Stderr, Last: f.last}
 	for _, n := range cfg.Repos {
 		if !contains(have, n) {
 			return usageErr("--repo: no %s%s in %s (have %s)", n, bench.BundleSuffix, corpus, strings.Join(have, ", "))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/evidence"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
@@ -214,7 +215,14 @@ func runReview(cmd *cobra.Command, g *globals, f *reviewFlags, dir string) error
 		return &exitError{code: ExitFailure, err: err}
 	}
 	if prev != nil {
-		if rep.Lifecycle, err = review.ClassifyLifecycle(ctx, prev, rep, review.LifecycleOptions{}); err != nil {
+		// The earlier report's model comments are re-checked by running their evidence
+		// again on this head, as the App does.
+		var rc review.Rechecker
+		if opts.Evidence != nil {
+			rc = review.RecheckerFor(opts.Evidence, ch.Config, evidence.Target{Revision: ch.Head.SHA, Open: ch.OpenSnapshot},
+				ch.CacheID, ch.CacheScope, opts.MaxEvidenceRuns)
+		}
+		if rep.Lifecycle, err = review.ClassifyLifecycle(ctx, prev, rep, review.LifecycleOptions{Rechecker: rc}); err != nil {
 			return &exitError{code: ExitFailure, err: err}
 		}
 	}

@@ -306,6 +306,10 @@ var NonConfigEnvVars = map[string]string{
 	"ASTER_K8S_SKIP_SMOKE":              "scripts/k8s: skip the smoke test",
 	"ASTER_K8S_STATE":                   "scripts/k8s: state directory",
 	"ASTER_K8S_VERSION":                 "scripts/k8s: Kubernetes version to build",
+	// scripts/gitea/build.sh (the Gitea the forge tests run against).
+	"ASTER_GITEA_CACHE":      "scripts/gitea: build cache directory",
+	"ASTER_GITEA_VERSION":    "scripts/gitea: Gitea version to build",
+	"ASTER_GITEA_BUILD_JOBS": "scripts/gitea: parallel build jobs",
 	// Other scripts and test harnesses.
 	"ASTER_BENCH_BIN":          "body-memory benchmark: a prebuilt aster binary",
 	"ASTER_MCP_PORT":           "scripts/mcp-conformance.sh: port",

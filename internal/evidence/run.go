@@ -234,8 +234,13 @@ func (e *Engine) run(ctx context.Context, ev *Evidence, t Target, req Request) (
 	if runner == nil {
 		runner = &testphase.Runner{TempDir: e.TempDir}
 	}
-	job := testphase.Job{Image: e.Image, Env: map[string]string{"HOME": "/tmp"}, Limits: limits, Plan: plan, Install: install,
-		InstallTimeout: timeout, Repo: req.Repo, Scope: req.Scope, Open: overlay(snap.Open, ev.Files)}
+	job, err := testphase.Builder{DefaultImage: e.Image}.Build(testphase.Input{Env: map[string]string{"HOME": "/tmp"},
+		Limits: limits, Plan: plan, Install: install, InstallTimeoutFixed: timeout,
+		Repo: req.Repo, Scope: req.Scope, Open: overlay(snap.Open, ev.Files)})
+	if err != nil {
+		r.Reason = "job: " + e.oneLine(err.Error())
+		return r
+	}
 	out, err := runner.Run(ctx, job, func(ctx context.Context, _ string, spec sandbox.Spec) (sandbox.Result, error) {
 		return e.Sandbox.Run(ctx, spec)
 	})

@@ -48,8 +48,8 @@ func (s *signedBody) Release() {
 // at once, reserves the body in budget, reads it while computing its HMAC under secret, and
 // compares. Nothing is read past maxBytes+1, so the check never waits for more than the cap.
 // On success the caller owns the reservation and must Release it.
-func readSigned(r *http.Request, secret []byte, header string, maxBytes int64, budget *BodyBudget) (*signedBody, error) {
-	want, err := parseSignature(secret, header)
+func readSigned(r *http.Request, secret []byte, sig signature, maxBytes int64, budget *BodyBudget) (*signedBody, error) {
+	want, err := sig.parse(secret)
 	if err != nil {
 		return nil, err
 	}

@@ -21,8 +21,9 @@ type Annotation struct {
 	Message   string
 }
 
-// CheckRunOptions is the state of a check run to create or update. Name and HeadSHA are used
-// only on create. Output (Title, Summary, Text, Annotations) is sent when Title is set.
+// CheckRunOptions is the state of a check run to create or update. HeadSHA is sent to GitHub
+// only on create (other forges, whose commit statuses are per commit, need it on every
+// update too). Output (Title, Summary, Text, Annotations) is sent when Title is set.
 type CheckRunOptions struct {
 	Name        string
 	HeadSHA     string

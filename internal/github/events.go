@@ -7,10 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/publish"
 )
 
 // Event is one parsed webhook delivery: *PullRequestEvent, *ReviewCommandEvent,
-// *InstallationEvent, or *Ignored for everything Aster does not act on.
+// *ThreadResolvedEvent, *InstallationEvent, or *Ignored for everything Aster does not act on.
 type Event interface {
 	// Delivery is the X-GitHub-Delivery id the event came with.
 	Delivery() string
@@ -55,19 +57,36 @@ type PullRequestEvent struct {
 }
 
 // ReviewCommandEvent is an issue_comment "created" or "edited" on a pull request whose (new)
-// body asks for a review (/aster review). The sender's write permission is NOT checked here:
-// it needs the API. CommentID and UpdatedAt identify the command: a body replayed under
-// another delivery id carries the same pair, a genuine edit a later UpdatedAt.
+// body is an Aster command (/aster review, resolve, pause, resume, help). The sender's write
+// permission is NOT checked here: it needs the API. CommentID and UpdatedAt identify the
+// command: a body replayed under another delivery id carries the same pair, a genuine edit
+// a later UpdatedAt.
 type ReviewCommandEvent struct {
 	DeliveryID     string
 	InstallationID int64
 	Repo           Repo
 	Number         int
-	CommentID      int64
+	// Command is the command's word: CmdReview (for /aster resolve too), CmdPause,
+	// CmdResume or CmdHelp.
+	Command   string
+	CommentID int64
 	// UpdatedAt is the comment's updated_at (its created_at when GitHub sends none).
 	UpdatedAt time.Time
 	Edited    bool
 	Sender    string
+}
+
+// ThreadResolvedEvent is a pull_request_review_thread "resolved" by a person, on a thread a
+// bot opened with one of Aster's markers: the job reads the pull request's threads through
+// the API (who resolved it, with what access, whether the thread is really Aster's) before
+// it records anything. The payload is only the reason to look.
+type ThreadResolvedEvent struct {
+	DeliveryID     string
+	InstallationID int64
+	Repo           Repo
+	Number         int
+	ThreadID       string // the thread's node id, for the record
+	Sender         string
 }
 
 // InstallationEvent is an installation delivery (created, deleted, suspend, unsuspend,
@@ -90,14 +109,16 @@ type Ignored struct {
 	Reason     string
 }
 
-func (e *PullRequestEvent) Delivery() string   { return e.DeliveryID }
-func (e *ReviewCommandEvent) Delivery() string { return e.DeliveryID }
-func (e *InstallationEvent) Delivery() string  { return e.DeliveryID }
-func (e *Ignored) Delivery() string            { return e.DeliveryID }
-func (*PullRequestEvent) isEvent()             {}
-func (*ReviewCommandEvent) isEvent()           {}
-func (*InstallationEvent) isEvent()            {}
-func (*Ignored) isEvent()                      {}
+func (e *PullRequestEvent) Delivery() string    { return e.DeliveryID }
+func (e *ReviewCommandEvent) Delivery() string  { return e.DeliveryID }
+func (e *ThreadResolvedEvent) Delivery() string { return e.DeliveryID }
+func (e *InstallationEvent) Delivery() string   { return e.DeliveryID }
+func (e *Ignored) Delivery() string             { return e.DeliveryID }
+func (*PullRequestEvent) isEvent()              {}
+func (*ReviewCommandEvent) isEvent()            {}
+func (*ThreadResolvedEvent) isEvent()           {}
+func (*InstallationEvent) isEvent()             {}
+func (*Ignored) isEvent()                       {}
 
 // ReviewCommand is the comment that asks Aster for a (re-)review. It must be the whole first
 // line of the comment, so a quote or a sentence that mentions it does not trigger.
@@ -106,6 +127,19 @@ const ReviewCommand = "/aster review"
 // ResolveCommand asks Aster to re-check its open findings now: a new review of the head,
 // which re-checks what the review it replaces left open (the same run as ReviewCommand).
 const ResolveCommand = "/aster resolve"
+
+// The words of the commands a pull request's conversation takes (ReviewCommandEvent.Command).
+const (
+	CmdReview = "review" // /aster review and /aster resolve: a new review of the head
+	CmdPause  = "pause"  // no automatic reviews of this pull request until /aster resume
+	CmdResume = "resume" // automatic reviews again (and a review of a head not reviewed yet)
+	CmdHelp   = "help"   // the commands, answered in place
+)
+
+// commandWords maps the word after "/aster " to the command it is.
+var commandWords = map[string]string{
+	"review": CmdReview, "resolve": CmdReview, "pause": CmdPause, "resume": CmdResume, "help": CmdHelp,
+}
 
 // reviewActions are the pull_request actions that start a review.
 var reviewActions = map[string]bool{
@@ -176,6 +210,21 @@ type wireIssueComment struct {
 	} `json:"comment"`
 }
 
+type wireReviewThread struct {
+	wireCommon
+	PullRequest *struct {
+		Number int `json:"number"`
+	} `json:"pull_request"`
+	Thread *struct {
+		NodeID   string `json:"node_id"`
+		Comments []struct {
+			ID   int64       `json:"id"`
+			Body string      `json:"body"`
+			User wireAccount `json:"user"`
+		} `json:"comments"`
+	} `json:"thread"`
+}
+
 type wireInstallation struct {
 	wireCommon
 	Repositories []struct {
@@ -191,7 +240,7 @@ func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
 		return &Ignored{DeliveryID: deliveryID, Event: event, Action: action, Reason: reason}, nil
 	}
 	switch event {
-	case "pull_request", "issue_comment", "installation":
+	case "pull_request", "issue_comment", "installation", "pull_request_review_thread":
 	case "":
 		return nil, fmt.Errorf("%w: missing X-GitHub-Event", ErrMalformedPayload)
 	default:
@@ -235,8 +284,9 @@ func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
 		if strings.EqualFold(w.Sender.Type, "Bot") {
 			return ignored(w.Action, "comment by a bot")
 		}
-		if !IsReviewCommand(w.Comment.Body) {
-			return ignored(w.Action, "comment is not "+ReviewCommand+" or "+ResolveCommand)
+		command := CommandOf(w.Comment.Body)
+		if command == "" {
+			return ignored(w.Action, "comment is not an /aster command")
 		}
 		repo, err := parseRepo(w.Repository)
 		if err != nil {
@@ -261,11 +311,18 @@ func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
 			InstallationID: w.Installation.ID,
 			Repo:           repo,
 			Number:         w.Issue.Number,
+			Command:        command,
 			CommentID:      w.Comment.ID,
 			UpdatedAt:      updated.UTC(),
 			Edited:         w.Action == "edited",
 			Sender:         w.Sender.Login,
 		}, nil
+	case "pull_request_review_thread":
+		var w wireReviewThread
+		if err := json.Unmarshal(body, &w); err != nil {
+			return nil, malformed(event, err)
+		}
+		return parseThreadResolved(deliveryID, &w, ignored)
 	default: // installation
 		var w wireInstallation
 		if err := json.Unmarshal(body, &w); err != nil {
@@ -335,6 +392,47 @@ func parsePullRequest(deliveryID string, w *wirePullRequest) (Event, error) {
 	return ev, nil
 }
 
+// parseThreadResolved reads a pull_request_review_thread delivery: only "resolved", by a
+// person, of a thread whose first comment a bot wrote with an Aster marker in it, is acted on
+// (Aster's own resolutions come back as this event too, sent by the App).
+func parseThreadResolved(deliveryID string, w *wireReviewThread, ignored func(action, reason string) (Event, error)) (Event, error) {
+	if w.Action != "resolved" {
+		return ignored(w.Action, "action not handled")
+	}
+	if w.Installation == nil || w.Installation.ID <= 0 {
+		return ignored(w.Action, "no installation: not a GitHub App delivery")
+	}
+	if w.Thread == nil || w.PullRequest == nil {
+		return nil, fmt.Errorf("%w: pull_request_review_thread without thread or pull_request", ErrMalformedPayload)
+	}
+	if strings.EqualFold(w.Sender.Type, "Bot") {
+		return ignored(w.Action, "resolved by a bot")
+	}
+	if len(w.Thread.Comments) == 0 || !strings.EqualFold(w.Thread.Comments[0].User.Type, "Bot") ||
+		len(publish.Markers(w.Thread.Comments[0].Body)) == 0 {
+		return ignored(w.Action, "not a thread Aster opened")
+	}
+	repo, err := parseRepo(w.Repository)
+	if err != nil {
+		return nil, err
+	}
+	if w.PullRequest.Number <= 0 {
+		return nil, fmt.Errorf("%w: pull request number %d", ErrMalformedPayload, w.PullRequest.Number)
+	}
+	return &ThreadResolvedEvent{DeliveryID: deliveryID, InstallationID: w.Installation.ID, Repo: repo,
+		Number: w.PullRequest.Number, ThreadID: nodeIDOrEmpty(w.Thread.NodeID), Sender: w.Sender.Login}, nil
+}
+
+// nodeIDOrEmpty keeps a node id only when it looks like one (it is logged).
+func nodeIDOrEmpty(s string) string {
+	if len(s) > 100 || !nodeIDPattern.MatchString(s) {
+		return ""
+	}
+	return s
+}
+
+var nodeIDPattern = regexp.MustCompile(`^[A-Za-z0-9_=-]{1,100}$`)
+
 func parseRepo(w *wireRepo) (Repo, error) {
 	if w == nil {
 		return Repo{}, fmt.Errorf("%w: missing repository", ErrMalformedPayload)
@@ -360,18 +458,23 @@ func malformed(event string, err error) error {
 // IsReviewCommand reports whether a comment body asks for a review: its first non-blank line,
 // trimmed, is ReviewCommand or ResolveCommand, optionally followed by whitespace and more
 // words.
-func IsReviewCommand(body string) bool {
+func IsReviewCommand(body string) bool { return CommandOf(body) == CmdReview }
+
+// CommandOf returns the command a pull request comment gives (CmdReview, CmdPause,
+// CmdResume, CmdHelp), or "" when it gives none: its first non-blank line, trimmed, must be
+// "/aster WORD", optionally followed by whitespace and more words.
+func CommandOf(body string) string {
 	for line := range strings.Lines(body) {
 		line = strings.TrimSpace(line)
 		if line == "" {
 			continue
 		}
-		for _, cmd := range []string{ReviewCommand, ResolveCommand} {
-			if rest, ok := strings.CutPrefix(line, cmd); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
-				return true
-			}
+		rest, ok := strings.CutPrefix(line, "/aster ")
+		if !ok {
+			return ""
 		}
-		return false
+		word, _, _ := strings.Cut(strings.ReplaceAll(rest, "\t", " "), " ")
+		return commandWords[word]
 	}
-	return false
+	return ""
 }

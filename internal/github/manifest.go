@@ -46,8 +46,11 @@ type ManifestHook struct {
 }
 
 // ManifestEvents are the events the App subscribes to. installation needs no subscription
-// (GitHub sends it to every App) and is refused in a manifest.
-func ManifestEvents() []string { return []string{"pull_request", "issue_comment"} }
+// (GitHub sends it to every App) and is refused in a manifest. pull_request_review_thread
+// tells the App at once that a person resolved one of its threads (a dismissal).
+func ManifestEvents() []string {
+	return []string{"pull_request", "issue_comment", "pull_request_review_thread"}
+}
 
 // ManifestOptions configure NewManifest.
 type ManifestOptions struct {

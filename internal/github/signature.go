@@ -24,7 +24,7 @@ func Sign(secret, body []byte) string {
 // raw body under secret, in constant time. Every failure wraps ErrBadSignature; it never says
 // what the expected value was.
 func VerifySignature(secret, body []byte, header string) error {
-	want, err := parseSignature(secret, header)
+	want, err := signature{name: SignatureHeader, value: header, prefix: signaturePrefix}.parse(secret)
 	if err != nil {
 		return err
 	}
@@ -36,22 +36,26 @@ func VerifySignature(secret, body []byte, header string) error {
 	return nil
 }
 
-// parseSignature returns the digest a signature header carries. It needs no body, so a
-// request without a well-formed signature is refused before its body is read.
-func parseSignature(secret []byte, header string) ([]byte, error) {
+// signature is a signature header as a delivery carried it: its name, its value and the
+// prefix its forge puts before the hex digest.
+type signature struct{ name, value, prefix string }
+
+// parse returns the digest the header carries. It needs no body, so a request without a
+// well-formed signature is refused before its body is read.
+func (s signature) parse(secret []byte) ([]byte, error) {
 	if len(secret) == 0 {
 		return nil, fmt.Errorf("%w: no webhook secret configured", ErrBadSignature)
 	}
-	if header == "" {
-		return nil, fmt.Errorf("%w: missing %s", ErrBadSignature, SignatureHeader)
+	if s.value == "" {
+		return nil, fmt.Errorf("%w: missing %s", ErrBadSignature, s.name)
 	}
-	hexSum, ok := strings.CutPrefix(header, signaturePrefix)
+	hexSum, ok := strings.CutPrefix(s.value, s.prefix)
 	if !ok {
-		return nil, fmt.Errorf("%w: %s is not sha256", ErrBadSignature, SignatureHeader)
+		return nil, fmt.Errorf("%w: %s is not sha256", ErrBadSignature, s.name)
 	}
 	got, err := hex.DecodeString(hexSum)
 	if err != nil || len(got) != sha256.Size {
-		return nil, fmt.Errorf("%w: malformed %s", ErrBadSignature, SignatureHeader)
+		return nil, fmt.Errorf("%w: malformed %s", ErrBadSignature, s.name)
 	}
 	return got, nil
 }

@@ -56,8 +56,10 @@ type WebhookOptions struct {
 	// DefaultWebhookBodyTimeout): a held-open body loses its reservation by then.
 	BodyTimeout  time.Duration
 	ReviewDrafts bool // act on draft pull requests too (default: ignore them)
-	Logger       *slog.Logger
-	OnOutcome    func(Outcome) // optional, called once per request, concurrently
+	// Protocol is the forge's way of signing and labelling deliveries (zero: GitHub's).
+	Protocol  Protocol
+	Logger    *slog.Logger
+	OnOutcome func(Outcome) // optional, called once per request, concurrently
 }
 
 // WebhookHandler receives GitHub App deliveries: check the signature header's form, reserve
@@ -90,6 +92,10 @@ func NewWebhookHandler(opts WebhookOptions) (*WebhookHandler, error) {
 	}
 	if opts.BodyTimeout <= 0 {
 		opts.BodyTimeout = DefaultWebhookBodyTimeout
+	}
+	opts.Protocol = opts.Protocol.orGitHub()
+	if opts.Protocol.Parse == nil || len(opts.Protocol.SignatureHeaders) == 0 {
+		return nil, errors.New("webhook handler: a protocol needs a signature header and a parser")
 	}
 	log := opts.Logger
 	if log == nil {
@@ -130,7 +136,10 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (h *WebhookHandler) handle(r *http.Request) Outcome {
 	// GitHub sends lower-case GUIDs; the id is compared case-insensitively so a re-cased
 	// replay is the same delivery.
-	out := Outcome{Delivery: strings.ToLower(r.Header.Get(DeliveryHeader)), Event: r.Header.Get(EventHeader)}
+	p := h.opts.Protocol
+	_, delivery := first(r.Header, p.DeliveryHeaders)
+	_, event := first(r.Header, p.EventHeaders)
+	out := Outcome{Delivery: strings.ToLower(delivery), Event: event}
 	if !deliveryPattern.MatchString(out.Delivery) {
 		out.Delivery = "" // unsigned and unvalidated: never echo it into logs
 	}
@@ -147,7 +156,8 @@ func (h *WebhookHandler) handle(r *http.Request) Outcome {
 		return out
 	}
 
-	body, err := readSigned(r, h.opts.Secret, r.Header.Get(SignatureHeader), h.opts.MaxBodyBytes, h.opts.Budget)
+	sigName, sig := first(r.Header, p.SignatureHeaders)
+	body, err := readSigned(r, h.opts.Secret, signature{name: sigName, value: sig, prefix: p.SignaturePrefix}, h.opts.MaxBodyBytes, h.opts.Budget)
 	if err != nil {
 		return fail(err)
 	}
@@ -182,13 +192,13 @@ func (h *WebhookHandler) handle(r *http.Request) Outcome {
 // parse turns a verified body into an Event.
 func (h *WebhookHandler) parse(r *http.Request, out Outcome, body []byte) (Event, error) {
 	if out.Delivery == "" {
-		return nil, fmt.Errorf("%w: missing or malformed %s", ErrMalformedPayload, DeliveryHeader)
+		return nil, fmt.Errorf("%w: missing or malformed %s", ErrMalformedPayload, h.opts.Protocol.DeliveryHeaders[0])
 	}
 	payload, err := jsonPayload(r.Header.Get("Content-Type"), body)
 	if err != nil {
 		return nil, err
 	}
-	ev, err := ParseEvent(out.Event, out.Delivery, payload)
+	ev, err := h.opts.Protocol.Parse(out.Event, out.Delivery, payload)
 	if err != nil {
 		return nil, err
 	}
@@ -204,6 +214,8 @@ func actionOf(ev Event) string {
 		return e.Action
 	case *InstallationEvent:
 		return e.Action
+	case *ThreadResolvedEvent:
+		return "resolved"
 	case *ReviewCommandEvent:
 		if e.Edited {
 			return "edited"

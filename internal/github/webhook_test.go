@@ -307,6 +307,8 @@ func TestParseEventExamples(t *testing.T) {
 			kind = "command"
 		case *github.InstallationEvent:
 			kind = "installation"
+		case *github.ThreadResolvedEvent:
+			kind = "thread"
 		case *github.Ignored:
 			kind, reason = "ignored", e.Reason
 		}
@@ -352,7 +354,7 @@ func TestParseEventExamples(t *testing.T) {
 			onPR := patch(t, body, func(m map[string]any) {
 				m["issue"].(map[string]any)["pull_request"] = map[string]any{"url": "https://api.github.com/repos/x/y/pulls/1"}
 			})
-			check(t, "issue_comment", onPR, want{"ignored", "not /aster review"})
+			check(t, "issue_comment", onPR, want{"ignored", "not an /aster command"})
 			command := patch(t, onPR, func(m map[string]any) { m["comment"].(map[string]any)["body"] = "/aster review\nplease" })
 			ev := check(t, "issue_comment", command, want{kind: "command"}).(*github.ReviewCommandEvent)
 			if ev.Number == 0 || ev.CommentID == 0 || ev.Sender == "" || ev.Repo.Owner == "" {
@@ -377,6 +379,53 @@ func TestParseEventExamples(t *testing.T) {
 			if ev.Action != ex.Action || ev.InstallationID == 0 || ev.Account == "" {
 				t.Errorf("installation %+v misses fields", ev)
 			}
+		})
+	}
+	spec, err := githubtest.LoadSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ex := range githubtest.WebhookExamples(t, "pull_request_review_thread") {
+		t.Run(fmt.Sprintf("pull_request_review_thread/%s/%d", ex.Action, ex.Index), func(t *testing.T) {
+			body := withInstallation(t, ex.Body, 42)
+			if ex.Action != "resolved" {
+				check(t, "pull_request_review_thread", body, want{"ignored", "action not handled"})
+				return
+			}
+			check(t, "pull_request_review_thread", patch(t, body, func(m map[string]any) { delete(m, "installation") }),
+				want{"ignored", "no installation"})
+			check(t, "pull_request_review_thread", body, want{"ignored", "not a thread Aster opened"})
+			// The thread as Aster opens it: its first comment by the App, with a marker.
+			aster := patch(t, body, func(m map[string]any) {
+				c := m["thread"].(map[string]any)["comments"].([]any)[0].(map[string]any)
+				c["user"].(map[string]any)["type"] = "Bot"
+				c["user"].(map[string]any)["login"] = "aster[bot]"
+				c["body"] = "**warning** · lines `todo`\n\nTODO left in\n\n<!-- aster:fp=0123456789abcdef0123456789abcdef -->"
+				m["sender"].(map[string]any)["type"] = "User"
+			})
+			if err := spec.ValidateWebhook("pull_request_review_thread", "resolved", aster, "action", "thread", "sender"); err != nil {
+				t.Fatalf("the payload does not match GitHub's schema: %v", err)
+			}
+			ev := check(t, "pull_request_review_thread", aster, want{kind: "thread"}).(*github.ThreadResolvedEvent)
+			var raw struct {
+				PullRequest struct{ Number int } `json:"pull_request"`
+				Thread      struct {
+					NodeID string `json:"node_id"`
+				}
+				Sender struct{ Login string }
+			}
+			_ = json.Unmarshal(aster, &raw)
+			if ev.Number != raw.PullRequest.Number || ev.ThreadID != raw.Thread.NodeID || ev.Sender != raw.Sender.Login ||
+				ev.InstallationID != 42 || ev.Repo.Owner == "" {
+				t.Errorf("thread event %+v does not match the payload", ev)
+			}
+			// Aster resolving its own thread comes back as this event, sent by the App.
+			byBot := patch(t, aster, func(m map[string]any) { m["sender"].(map[string]any)["type"] = "Bot" })
+			check(t, "pull_request_review_thread", byBot, want{"ignored", "resolved by a bot"})
+			unmarked := patch(t, aster, func(m map[string]any) {
+				m["thread"].(map[string]any)["comments"].([]any)[0].(map[string]any)["body"] = "a bot's thread, not Aster's"
+			})
+			check(t, "pull_request_review_thread", unmarked, want{"ignored", "not a thread Aster opened"})
 		})
 	}
 	for _, event := range []string{"push", "ping", "check_run", "pull_request_review", "pull_request_review_comment", "installation_repositories"} {
@@ -452,6 +501,36 @@ func TestParseEventRejectsHostileNames(t *testing.T) {
 	})
 	if _, err := github.ParseEvent("pull_request", "d", badSHA); !errors.Is(err, github.ErrMalformedPayload) {
 		t.Errorf("bad sha: err = %v", err)
+	}
+}
+
+func TestCommandOf(t *testing.T) {
+	t.Parallel()
+	tests := map[string]string{
+		"/aster pause":                github.CmdPause,
+		"/aster pause\nfor a while":   github.CmdPause,
+		"  /aster resume  ":           github.CmdResume,
+		"/aster help":                 github.CmdHelp,
+		"/aster help me":              github.CmdHelp,
+		"/aster resolve":              github.CmdReview,
+		"/aster review":               github.CmdReview,
+		"/aster paused":               "",
+		"/aster  pause":               "",
+		"> /aster pause":              "",
+		"please /aster help":          "",
+		"/aster ignore":               "", // a thread command, not the conversation's
+		"/ASTER PAUSE":                "",
+		"/aster pause\u200b":          "",
+		"`/aster help`":               "",
+		"hello\n/aster pause":         "",
+		"/aster":                      "",
+		"/aster \u00a0pause":          "",
+		"\n\n/aster resume\r\nthanks": github.CmdResume,
+	}
+	for body, want := range tests {
+		if got := github.CommandOf(body); got != want {
+			t.Errorf("CommandOf(%q) = %q, want %q", body, got, want)
+		}
 	}
 }
 

@@ -105,6 +105,8 @@ func (t Type) String() string {
 		return "export"
 	case TypeExportEnd:
 		return "export-end"
+	case TypeResize:
+		return "resize"
 	}
 	return fmt.Sprintf("unknown(%#x)", byte(t))
 }

@@ -56,6 +56,13 @@ type JobHeader struct {
 	// Export asks init to send /work as a tar stream (export frames) after the
 	// command exited on its own, before the result.
 	Export bool `json:"export,omitempty"`
+	// PTY, when set, runs the command on a terminal of this size that init
+	// allocates inside the sandbox: the terminal's output comes as stdout
+	// frames (no output ceiling: a terminal is streamed, never gathered),
+	// stdin frames are typed into it, TypeResize frames change its size. The
+	// command leads a session of its own with the terminal as its
+	// controlling terminal; every process of that session ends with the job.
+	PTY *TermSize `json:"pty,omitempty"`
 }
 
 // ExportEnd ends the export stream. Error says why /work was not (fully)
@@ -115,6 +122,11 @@ func (h *JobHeader) Validate() error {
 	}
 	if h.EgressPort < 0 || h.EgressPort > 65535 {
 		return fmt.Errorf("egress port %d out of range", h.EgressPort)
+	}
+	if h.PTY != nil {
+		if err := h.PTY.Validate(); err != nil {
+			return err
+		}
 	}
 	if h.TimeoutMS <= 0 || h.OutputCeilingBytes <= 0 {
 		return fmt.Errorf("timeout and output ceiling must be positive")

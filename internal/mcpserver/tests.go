@@ -86,27 +86,13 @@ func (s *Server) runTests(ctx context.Context, req *mcp.CallToolRequest, in RunT
 	if err != nil {
 		return nil, zero, toolError(err)
 	}
-	image := in.Image
-	if image == "" {
-		image = s.opts.Images[0]
-	}
-	job := testphase.Job{Image: image, Workdir: in.Workdir, Env: in.Env, Limits: limits, Plan: plan, Install: install,
-		WorkdirCeiling: s.opts.Ceilings.WorkdirBytes, TmpCeiling: s.opts.Ceilings.TmpBytes,
-		Open: func() (io.ReadCloser, error) { return snap.Open() }}
-	if in.InstallTimeout != "" {
-		d, err := units.ParseDuration(in.InstallTimeout)
-		if err != nil || d <= 0 || (s.opts.Ceilings.TimeoutMS > 0 && d > s.opts.Ceilings.Timeout()) {
-			return nil, zero, toolError(sandbox.Invalidf("install_timeout %q: want a duration such as 5m, at most the timeout ceiling", in.InstallTimeout))
-		}
-		job.InstallTimeout = d
-	}
-	if install != nil && s.opts.CallerCacheKeys && in.CacheKey != "" {
-		if job.Repo, err = testphase.CallerRepo(in.CacheKey); err != nil {
-			return nil, zero, toolError(sandbox.Invalidf("%v", err))
-		}
-		if job.Scope, err = testphase.CallerScope(in.CacheScope); err != nil {
-			return nil, zero, toolError(sandbox.Invalidf("%v", err))
-		}
+	job, err := testphase.Builder{DefaultImage: s.opts.Images[0], TimeoutCeiling: s.opts.Ceilings.Timeout(),
+		WorkdirCeiling: s.opts.Ceilings.WorkdirBytes, TmpCeiling: s.opts.Ceilings.TmpBytes, CallerCacheKeys: s.opts.CallerCacheKeys,
+	}.Build(testphase.Input{Image: in.Image, Workdir: in.Workdir, Env: in.Env, Limits: limits, Plan: plan, Install: install,
+		Open: func() (io.ReadCloser, error) { return snap.Open() }, InstallTimeout: in.InstallTimeout,
+		CacheKey: in.CacheKey, CacheScope: in.CacheScope})
+	if err != nil {
+		return nil, zero, toolError(err)
 	}
 	var runErr error
 	out, err := s.opts.Tests.Run(ctx, job, func(ctx context.Context, phase string, spec sandbox.Spec) (sandbox.Result, error) {

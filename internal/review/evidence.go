@@ -94,3 +94,58 @@ func headRev(v *evidence.Verification) string {
 	}
 	return "head " + ShortSHA(v.Head.Revision)
 }
+
+// EvidenceRechecker is the Rechecker of model comments: it runs a comment's evidence again
+// over the new head alone. The claim no longer holding (refuted) resolves the comment; still
+// holding, or a run that cannot say (inconclusive), keeps it open. At most Max comments are
+// re-checked per review; the rest stay open, saying why.
+type EvidenceRechecker struct {
+	Checker EvidenceChecker
+	// Head is the new head's tree; Setup, Repo and Scope are as for the review's own runs
+	// (the tests' install step and dependency cache).
+	Head        evidence.Target
+	Setup       []string
+	Repo, Scope string
+	Max         int
+	runs        int
+}
+
+var _ Rechecker = (*EvidenceRechecker)(nil)
+
+// RecheckerFor is the Rechecker of a review of head configured by cfg: checker runs the
+// evidence with the install step of cfg's tests in the dependency cache cacheID (scope), at
+// most model.max_evidence_runs times under the operator's ceiling. Nil when no evidence runs
+// (no checker, model.evidence: off): model comments then stay out of the lifecycle.
+func RecheckerFor(checker EvidenceChecker, cfg repoconfig.Config, head evidence.Target, cacheID, scope string, ceiling int) Rechecker {
+	if checker == nil || head.Open == nil || cfg.EvidenceMode() == repoconfig.EvidenceOff {
+		return nil
+	}
+	return &EvidenceRechecker{Checker: checker, Head: head, Setup: cfg.Tests.Setup, Repo: cacheID, Scope: scope,
+		Max: cfg.EvidenceRuns(ceiling)}
+}
+
+// Recheck implements Rechecker. It is called for one comment at a time.
+func (r *EvidenceRechecker) Recheck(ctx context.Context, c Comment) (Recheck, error) {
+	ev := c.Evidence
+	if ev == nil || len(ev.Argv) == 0 {
+		return Recheck{}, nil
+	}
+	argv := textclip.OneLine(strings.Join(ev.Argv, " "), 200)
+	if r.runs >= r.Max {
+		return Recheck{Applies: true, Still: true,
+			CheckedBy: fmt.Sprintf("not re-checked: over the cap of %d evidence runs per review (model.max_evidence_runs)", r.Max)}, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Recheck{}, err
+	}
+	r.runs++
+	v := r.Checker.Verify(ctx, evidence.Request{Evidence: ev, Head: r.Head, Setup: r.Setup, Repo: r.Repo, Scope: r.Scope})
+	switch v.Status {
+	case evidence.Refuted:
+		return Recheck{Applies: true, CheckedBy: argv}, nil
+	case evidence.Confirmed:
+		return Recheck{Applies: true, Still: true, CheckedBy: "re-ran " + argv + ": the claim still holds"}, nil
+	default:
+		return Recheck{Applies: true, Still: true, CheckedBy: textclip.OneLine("not re-checked: "+v.Reason, maxReasonBytes)}, nil
+	}
+}

@@ -111,9 +111,13 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 	if runner == nil {
 		runner = &testphase.Runner{TempDir: s.TempDir}
 	}
-	job := testphase.Job{Image: s.Image, Env: env, Limits: limits, Plan: plan, Install: install,
+	job, err := testphase.Builder{DefaultImage: s.Image}.Build(testphase.Input{Env: env, Limits: limits, Plan: plan, Install: install,
 		Repo: req.Change.CacheID, Scope: req.Change.CacheScope,
-		Open: func() (io.ReadCloser, error) { return snap.Open() }}
+		Open: func() (io.ReadCloser, error) { return snap.Open() }})
+	if err != nil {
+		rep.Status, rep.Reason = TestsError, textclip.OneLine(err.Error(), maxReasonBytes)
+		return rep
+	}
 	t0 := time.Now()
 	out, _ := runner.Run(ctx, job, func(ctx context.Context, _ string, spec sandbox.Spec) (sandbox.Result, error) {
 		return s.Sandbox.Run(ctx, spec)

@@ -28,10 +28,18 @@ type Observer interface {
 }
 
 // PhaseObserver is an Observer that also wants where each finished run's time went:
-// Result.Timings by phase (queue, prepare, create, start, init, job, remove, total, warm),
-// for per-phase histograms. Called once per run that got a sandbox slot.
+// Result.Timings by phase (admission, queue, prepare, create, start, init, job, remove,
+// total, warm), for per-phase histograms. Called once per run that got a sandbox slot.
 type PhaseObserver interface {
 	RunPhases(runtime string, timings map[string]time.Duration)
+}
+
+// TeardownObserver is an Observer that also wants how long the removal of a run's
+// sandbox took when it happens after the result (PoolOptions.BackgroundClose), where
+// no Result carries it. A removal on the response path is the "remove" phase of
+// RunPhases instead.
+type TeardownObserver interface {
+	RunTeardown(runtime string, d time.Duration)
 }
 
 // SessionObserver is an Observer that also wants the sessions' events: one
@@ -301,6 +309,11 @@ type RunOptions struct {
 	// Admitted, when set, is called once the run holds a sandbox slot, before
 	// its sandbox is prepared (the HTTP API sends its streaming headers then).
 	Admitted func()
+	// Received, when set, is when the request behind the run arrived: the
+	// "admission" phase runs from it until the run joins the queue (reading
+	// and checking the request, normalising its spec, spooling its
+	// workspace). Unset, admission starts when RunWithOptions is called.
+	Received time.Time
 	// Normalized says spec is what this Manager's Normalize returned,
 	// changed since in OnOutput at most, so it is not checked again (the
 	// HTTP API normalises a request before it answers, then runs it). The
@@ -310,6 +323,10 @@ type RunOptions struct {
 
 // RunWithOptions is Run with per-call hooks.
 func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions) (Result, error) {
+	received := opts.Received
+	if received.IsZero() {
+		received = m.clock()
+	}
 	if !opts.Normalized {
 		var err error
 		if spec, err = m.Normalize(spec); err != nil {
@@ -342,6 +359,7 @@ func (m *Manager) RunWithOptions(ctx context.Context, spec Spec, opts RunOptions
 	res, err := m.run(ctx, spec, warm, tasks)
 	if res.Timings != nil {
 		res.Timings["queue"] = waited
+		res.Timings["admission"] = max(queued.Sub(received), 0)
 	}
 	m.obs.RunFinished(res.Status, time.Since(start))
 	if po, ok := m.obs.(PhaseObserver); ok && res.Timings != nil {
@@ -392,7 +410,7 @@ func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry, tasks int
 	prepared := m.clock().Sub(t0)
 	res, runErr := inst.Run(ctx, JobFromSpec(spec))
 	ran := m.clock().Sub(t0)
-	closed := m.finish(ctx, inst, tasks, log)
+	closed, background := m.finish(ctx, inst, tasks, log)
 	res.ID = spec.ID
 	res.Image = spec.Image
 	res.ImageDigest = img.Digest
@@ -403,6 +421,9 @@ func (m *Manager) run(ctx context.Context, spec Spec, warm *warmEntry, tasks int
 	res.Timings["prepare"] = prepared
 	if warm != nil {
 		res.Timings["warm"] = t0.Sub(warm.created) // how long it waited in the pool
+	}
+	if !background {
+		res.Timings["remove"] = closed
 	}
 	res.Timings["total"] = ran + closed
 	log.Debug("run finished", "status", res.Status, "exit", res.ExitCode, "ms", res.Timings["total"].Milliseconds())
@@ -429,7 +450,7 @@ func (m *Manager) admit(ctx context.Context, spec Spec) (*warmEntry, int64, erro
 // finish destroys a used sandbox and frees its slot and its tasks: before
 // returning, or in the background with BackgroundClose. It returns how long
 // the close took when it was waited for.
-func (m *Manager) finish(ctx context.Context, inst Instance, tasks int64, log *slog.Logger) time.Duration {
+func (m *Manager) finish(ctx context.Context, inst Instance, tasks int64, log *slog.Logger) (closed time.Duration, background bool) {
 	closeIt := func() time.Duration {
 		t0 := m.clock()
 		if err := inst.Close(context.WithoutCancel(ctx)); err != nil {
@@ -442,14 +463,17 @@ func (m *Manager) finish(ctx context.Context, inst Instance, tasks int64, log *s
 		return d
 	}
 	if !m.opts.Pool.BackgroundClose {
-		return closeIt()
+		return closeIt(), false
 	}
 	m.pool.closeWG.Add(1)
 	go func() {
 		defer m.pool.closeWG.Done()
-		closeIt()
+		d := closeIt()
+		if to, ok := m.obs.(TeardownObserver); ok {
+			to.RunTeardown(m.opts.Runtime.Name(), d)
+		}
 	}()
-	return 0
+	return 0, true
 }
 
 func (m *Manager) track(id string, alive bool) {

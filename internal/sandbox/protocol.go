@@ -56,6 +56,10 @@ func JobHeader(job Job) (initproto.JobHeader, error) {
 			hdr.EgressPort = job.EgressPort
 		}
 	}
+	if job.Terminal != nil {
+		size := job.Terminal.Size
+		hdr.PTY = &size
+	}
 	if err := checkJobSize(hdr); err != nil {
 		return hdr, err
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/sandbox/hardening"
 )
 
 // Status says how a run ended. Every Result carries exactly one. It is the
@@ -58,9 +59,8 @@ type Limits struct {
 	TmpBytes           int64 `json:"tmp_bytes,omitempty"`            // size of the /tmp tmpfs
 }
 
-// TmpfsInodes is the inode cap of a tmpfs of the given size: one file per 2 KiB,
-// at least 16384. A size cap alone lets a job create millions of empty files.
-func TmpfsInodes(sizeBytes int64) int64 { return max(sizeBytes/2048, 16384) }
+// TmpfsInodes is the inode cap of a tmpfs of the given size (hardening.TmpfsInodes).
+func TmpfsInodes(sizeBytes int64) int64 { return hardening.TmpfsInodes(sizeBytes) }
 
 // Timeout returns the wall-clock limit as a duration.
 func (l Limits) Timeout() time.Duration { return time.Duration(l.TimeoutMS) * time.Millisecond }
@@ -226,6 +226,9 @@ type Job struct {
 	// get their own.
 	EgressPort int
 	Export     io.Writer
+	// Terminal, when set, runs the job on a terminal that aster-init
+	// allocates inside the sandbox (session terminals only).
+	Terminal *Terminal
 }
 
 // JobFromSpec returns the per-run part of a spec.

@@ -54,6 +54,11 @@ func TestHealthReadyMetrics(t *testing.T) {
 		`aster_sandbox_phase_seconds_count{phase="queue",runtime="docker"}`: 2,
 		`aster_sandbox_phase_seconds_count{phase="job",runtime="docker"}`:   2,
 		`aster_sandbox_phase_seconds_count{phase="total",runtime="docker"}`: 2,
+		// The phases no runtime records: the request's admission, the answer's
+		// writing, and the removal (on the response path here, no BackgroundClose).
+		`aster_sandbox_phase_seconds_count{phase="admission",runtime="docker"}`: 2,
+		`aster_sandbox_phase_seconds_count{phase="result",runtime="docker"}`:    2,
+		`aster_sandbox_phase_seconds_count{phase="remove",runtime="docker"}`:    2,
 	} {
 		if got := h.metric(name); got != want {
 			t.Errorf("%s = %v, want %v", name, got, want)

@@ -16,7 +16,6 @@ import (
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/testphase"
 	"github.com/asterhq/aster/internal/testrun"
-	"github.com/asterhq/aster/internal/units"
 )
 
 // readRequest admits a request's body (admitBody) and reads it into req
@@ -84,18 +83,6 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 		stateOf(r).onDone(disk.Release)
 		job.Disk = disk
 	}
-	if req.InstallTimeout != "" {
-		d, err := units.ParseDuration(string(req.InstallTimeout))
-		if err != nil || d <= 0 {
-			s.writeError(w, r, sandbox.Invalidf("install_timeout %q: want a duration such as 5m", req.InstallTimeout))
-			return
-		}
-		if c := s.opts.Ceilings.Timeout(); c > 0 && d > c {
-			s.writeError(w, r, sandbox.Invalidf("install_timeout %s is over the timeout ceiling %s", d, c))
-			return
-		}
-		job.InstallTimeout = d
-	}
 	// Refuse a spec the Manager would refuse before anything runs: the
 	// install phase must not start for a test phase that cannot.
 	// Its files were packed and checked into the job's archive already.
@@ -106,6 +93,7 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	received := stateOf(r).received
 	s.answer(w, r, job.ID, func(ctx context.Context, st *streamer) (sandbox.Result, error) {
 		out, err := s.tests.Run(ctx, job, func(ctx context.Context, phase string, spec sandbox.Spec) (sandbox.Result, error) {
 			prev := spec.OnOutput
@@ -120,7 +108,9 @@ func (s *Server) test(w http.ResponseWriter, r *http.Request) {
 					st.output(stream, data)
 				}
 			}
-			var opts sandbox.RunOptions
+			// Admission is the first phase's only: a later one's wait is the phases before it.
+			opts := sandbox.RunOptions{Received: received}
+			received = time.Time{}
 			if st != nil {
 				opts.Admitted = st.start
 			}
@@ -200,7 +190,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, spec sandbox.Spec, 
 				st.output(stream, data)
 			}
 		}
-		opts := sandbox.RunOptions{Normalized: true}
+		opts := sandbox.RunOptions{Normalized: true, Received: stateOf(r).received}
 		if st != nil {
 			opts.Admitted = st.start
 		}
@@ -224,6 +214,10 @@ func (s *Server) answer(w http.ResponseWriter, r *http.Request, id string, exec 
 		st = newStreamer(w, s.opts.WriteTimeout, cancel)
 	}
 	res, err := exec(ctx, st)
+	if res.Runtime != "" {
+		// The result phase: from the run's result to the answer written.
+		defer func(t0 time.Time) { s.metrics.observePhase(res.Runtime, "result", time.Since(t0)) }(time.Now())
+	}
 	err = s.reclassify(err)
 	status, code := StatusFor(err)
 	classified := err != nil && status != http.StatusInternalServerError

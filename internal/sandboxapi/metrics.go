@@ -39,21 +39,24 @@ type Metrics struct {
 
 	mu     sync.Mutex
 	avgRun float64 // exponentially weighted mean run time, seconds
+	tap    func(runtime, phase string, d time.Duration)
 }
 
 var (
-	_ sandbox.Observer        = (*Metrics)(nil)
-	_ sandbox.PhaseObserver   = (*Metrics)(nil)
-	_ sandbox.SessionObserver = (*Metrics)(nil)
+	_ sandbox.Observer         = (*Metrics)(nil)
+	_ sandbox.PhaseObserver    = (*Metrics)(nil)
+	_ sandbox.SessionObserver  = (*Metrics)(nil)
+	_ sandbox.TeardownObserver = (*Metrics)(nil)
 )
 
 // sessionEndReasons are the reasons a session ends (sandbox.Sandbox.EndReason).
 var sessionEndReasons = []string{"deleted", "ttl", "idle", "sandbox ended"}
 
-// sandboxPhases are the phases of a run the phase histogram keeps (sandbox.Result.Timings);
-// any other name a runtime records is left out, so the label set stays bounded.
-var sandboxPhases = map[string]bool{"queue": true, "prepare": true, "create": true, "start": true, "init": true,
-	"job": true, "remove": true, "total": true, "warm": true}
+// sandboxPhases are the phases of a run the phase histogram keeps (sandbox.Result.Timings,
+// the removal of a sandbox after its answer, and the writing of the answer); any other
+// name a runtime records is left out, so the label set stays bounded.
+var sandboxPhases = map[string]bool{"admission": true, "queue": true, "prepare": true, "create": true, "start": true,
+	"init": true, "job": true, "result": true, "remove": true, "total": true, "warm": true}
 
 // gauge is a gauge with no labels.
 func gauge(name, help string) prometheus.Gauge {
@@ -91,8 +94,9 @@ func NewMetrics() *Metrics {
 		engineUp: gauge("aster_engine_up", "1 when the last check reached the container engine, else 0."),
 		phases: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "aster_sandbox_phase_seconds",
-			Help: "Where a run's time went, by runtime and phase: queue (waiting for a slot), prepare (create + start), create, start, " +
-				"init (aster-init's hello), job, remove (teardown), total; warm is how long a pooled sandbox waited for its run.",
+			Help: "Where a run's time went, by runtime and phase: admission (reading and checking the request), queue (waiting for a slot), " +
+				"prepare (create + start + init), create, start, init (aster-init's hello), job, result (writing the answer), " +
+				"remove (teardown, also when it runs after the answer), total; warm is how long a pooled sandbox waited for its run.",
 			Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300},
 		}, []string{"runtime", "phase"}),
 		sessionsLive:   gauge("aster_sessions_live", "Sessions alive now (paused ones included)."),
@@ -180,9 +184,33 @@ func (m *Metrics) Rejected(reason string) { m.rejected.WithLabelValues(reason).I
 // RunPhases implements sandbox.PhaseObserver.
 func (m *Metrics) RunPhases(runtime string, timings map[string]time.Duration) {
 	for phase, d := range timings {
-		if sandboxPhases[phase] {
-			m.phases.WithLabelValues(runtime, phase).Observe(d.Seconds())
-		}
+		m.observePhase(runtime, phase, d)
+	}
+}
+
+// RunTeardown implements sandbox.TeardownObserver: a removal after the answer is the
+// remove phase too.
+func (m *Metrics) RunTeardown(runtime string, d time.Duration) { m.observePhase(runtime, "remove", d) }
+
+// Tap has f called with every phase the histogram observes, at full precision (the
+// benchmark's per-phase percentiles). f must be cheap and safe for concurrent use; nil
+// removes it.
+func (m *Metrics) Tap(f func(runtime, phase string, d time.Duration)) {
+	m.mu.Lock()
+	m.tap = f
+	m.mu.Unlock()
+}
+
+func (m *Metrics) observePhase(runtime, phase string, d time.Duration) {
+	if !sandboxPhases[phase] {
+		return
+	}
+	m.phases.WithLabelValues(runtime, phase).Observe(d.Seconds())
+	m.mu.Lock()
+	tap := m.tap
+	m.mu.Unlock()
+	if tap != nil {
+		tap(runtime, phase, d)
 	}
 }
 

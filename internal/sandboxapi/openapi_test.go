@@ -135,6 +135,7 @@ func TestOpenAPIWireTypes(t *testing.T) {
 		{"Session", reflect.TypeFor[api.Session](), true},
 		{"SessionList", reflect.TypeFor[api.SessionList](), true},
 		{"SessionExecRequest", reflect.TypeFor[api.SessionExecRequest](), false},
+		{"TerminalResize", reflect.TypeFor[api.TerminalResize](), false},
 		{"FileEntry", reflect.TypeFor[api.FileEntry](), true},
 		{"FileList", reflect.TypeFor[api.FileList](), true},
 	} {

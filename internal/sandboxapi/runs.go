@@ -53,6 +53,8 @@ const (
 // return: release the body's admission and spool. An asynchronous run takes
 // them over (detached) and releases them when its run ends.
 type reqState struct {
+	// received is when the request arrived (the start of a run's admission phase).
+	received time.Time
 	async    *asyncSubmit
 	release  []func()
 	detached bool

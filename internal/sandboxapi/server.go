@@ -138,6 +138,7 @@ type Server struct {
 
 	sessions  sessionTable   // sessions.go
 	snapshots *snapshotStore // snapshots.go
+	terminals terminalTable  // pty.go
 }
 
 // New returns a Server.

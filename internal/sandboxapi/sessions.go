@@ -50,6 +50,8 @@ func sessionRoutes() []Route {
 		{api.RouteSessionResume, post, true},
 		{api.RouteSessionSnapshot, post, true},
 		{api.RouteSessionEgress, []string{http.MethodPut}, true},
+		{api.RouteSessionPTY, get, true},
+		{api.RouteSessionPTYResize, post, true},
 		{api.RouteSnapshots, get, true},
 		{api.RouteSnapshot, []string{http.MethodDelete}, true},
 	}
@@ -88,6 +90,10 @@ func sessionRoute(p string) (route, id, file string, ok bool) {
 		return api.RouteSessionSnapshot, id, "", true
 	case sub == "egress":
 		return api.RouteSessionEgress, id, "", true
+	case sub == "pty":
+		return api.RouteSessionPTY, id, "", true
+	case sub == "pty/resize":
+		return api.RouteSessionPTYResize, id, "", true
 	case sub == "files":
 		return api.RouteSessionRoot, id, "", true
 	case strings.HasPrefix(sub, "files/"):
@@ -157,6 +163,10 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 		s.setSessionEgress(w, r, id, sess)
 	case route == api.RouteSessionExec:
 		s.sessionExec(w, r, sess)
+	case route == api.RouteSessionPTY:
+		s.openTerminal(w, r, sess)
+	case route == api.RouteSessionPTYResize:
+		s.resizeTerminal(w, r, sess)
 	case (route == api.RouteSessionPause || route == api.RouteSessionResume || route == api.RouteSessionSnapshot) && r.ContentLength != 0:
 		s.writeError(w, r, sandbox.Invalidf("%s takes no body", route))
 	case route == api.RouteSessionPause, route == api.RouteSessionResume:

@@ -107,34 +107,25 @@ func testPlan(req api.TestRequest, snap *Snapshot) (testrun.Plan, *testrun.Insta
 // testJob is the two-phase job of a /v1/test request whose spec is built:
 // its workspace becomes an archive each phase reads from the start.
 func (s *Server) testJob(req api.TestRequest, spec sandbox.Spec, snap *Snapshot, plan testrun.Plan, in *testrun.Install) (testphase.Job, error) {
-	job := testphase.Job{ID: sandbox.NewRunID(), Image: spec.Image, Workdir: spec.Workdir, Env: req.Env, Limits: spec.Limits,
-		WorkdirCeiling: s.opts.Ceilings.WorkdirBytes, TmpCeiling: s.opts.Ceilings.TmpBytes, Plan: plan, Install: in, Stdin: spec.Stdin}
-	if job.Image == "" {
-		job.Image = s.mgr.DefaultImage()
-	}
+	input := testphase.Input{Image: spec.Image, Workdir: spec.Workdir, Env: req.Env, Limits: spec.Limits,
+		Plan: plan, Install: in, Stdin: spec.Stdin, InstallTimeout: string(req.InstallTimeout),
+		CacheKey: req.CacheKey, CacheScope: req.CacheScope}
 	switch {
 	case snap.archive():
-		job.Open = func() (io.ReadCloser, error) { return io.NopCloser(snap.Reader()), nil }
+		input.Open = func() (io.ReadCloser, error) { return io.NopCloser(snap.Reader()), nil }
 	case len(spec.Workspace.Files) > 0:
 		var buf bytes.Buffer
 		if _, err := workspace.PackFiles(spec.Workspace.Files, &buf, workspace.Caps{MaxBytes: spec.Limits.WorkdirBytes}); err != nil {
-			return job, fmt.Errorf("%w: files: %w", sandbox.ErrInvalidSpec, err)
+			return testphase.Job{}, fmt.Errorf("%w: files: %w", sandbox.ErrInvalidSpec, err)
 		}
 		b := buf.Bytes()
-		job.Open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
-	default:
-		job.Open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(nil)), nil }
+		input.Open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	}
-	if in != nil && s.opts.CallerCacheKeys && req.CacheKey != "" {
-		key, err := testphase.CallerRepo(req.CacheKey)
-		if err != nil {
-			return job, sandbox.Invalidf("%v", err)
-		}
-		scope, err := testphase.CallerScope(req.CacheScope)
-		if err != nil {
-			return job, sandbox.Invalidf("%v", err)
-		}
-		job.Repo, job.Scope = key, scope
-	}
-	return job, nil
+	return s.jobs().Build(input)
+}
+
+// jobs is the server's test job builder.
+func (s *Server) jobs() testphase.Builder {
+	return testphase.Builder{DefaultImage: s.mgr.DefaultImage(), TimeoutCeiling: s.opts.Ceilings.Timeout(),
+		WorkdirCeiling: s.opts.Ceilings.WorkdirBytes, TmpCeiling: s.opts.Ceilings.TmpBytes, CallerCacheKeys: s.opts.CallerCacheKeys}
 }

@@ -140,6 +140,17 @@ CREATE TABLE aster_dismissals (
 	PRIMARY KEY (owner, repo, finding_id)
 )`
 	}},
+	{version: 5, name: "paused pull requests, pull request commands, resolved threads", sql: func(string) string {
+		// Commands stored before are review commands, handled through force_seq: done.
+		return `
+ALTER TABLE aster_pulls ADD COLUMN paused_by TEXT NOT NULL DEFAULT '';
+ALTER TABLE aster_pulls ADD COLUMN paused_at BIGINT NOT NULL DEFAULT 0;
+ALTER TABLE aster_pulls ADD COLUMN threads_seq INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aster_pulls ADD COLUMN threads_done INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE aster_commands ADD COLUMN name TEXT NOT NULL DEFAULT '';
+ALTER TABLE aster_commands ADD COLUMN done INTEGER NOT NULL DEFAULT 1;
+CREATE INDEX aster_commands_pull ON aster_commands (owner, repo, number, done)`
+	}},
 }
 
 func (s *Store) identity() string {

@@ -41,16 +41,29 @@ type ReviewRequest struct {
 	// who asked, whose permission the worker checks before honouring it.
 	Force bool
 	By    string
-	// Command identifies the comment of a /aster review (nil for other requests): each
+	// Command identifies the comment of a command (nil for other requests): each
 	// (comment, edit time) asks for one run, whatever delivery id it arrives under.
 	Command *Command
+	// Threads: a person resolved one of Aster's review threads; the job reads the threads
+	// (a dismissal) whatever else it does.
+	Threads bool
 }
 
-// Command is one version of a review command comment.
+// Command is one version of a command comment.
 type Command struct {
 	CommentID int64
 	UpdatedAt time.Time // the comment's updated_at: a new one for each edit
+	// Name is the command: "" for /aster review (with Force set), else a control
+	// command the job answers in place (CmdPause, CmdResume, CmdHelp).
+	Name string
 }
+
+// The control commands a pull request's job answers before anything else.
+const (
+	CmdPause  = "pause"
+	CmdResume = "resume"
+	CmdHelp   = "help"
+)
 
 // Enqueued says what RequestReview did.
 type Enqueued struct {
@@ -60,6 +73,8 @@ type Enqueued struct {
 	Coalesced bool
 	// Reviewed: the announced head is the one last reviewed; no job was added (JobID 0).
 	Reviewed bool
+	// Paused: the pull request is paused (/aster pause); an event adds no job.
+	Paused bool
 }
 
 // waiting reports whether a job in state st will still run (and so can take a newer head).
@@ -81,13 +96,17 @@ func waiting(st rivertype.JobState) bool {
 // job reviews whatever the head is when it runs, so a newer push replaces the older one). An
 // event announcing the head last reviewed adds no job either, nor does an opened or
 // synchronize for the head a live job is reviewing now: that is what a replay under a new
-// delivery id, or a late event of a race, announces.
+// delivery id, or a late event of a race, announces. An event of a paused pull request
+// adds no job either (commands and resolved threads do).
 func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, error) {
 	var out Enqueued
 	now := nowMS()
-	force := 0
+	force, threads := 0, 0
 	if r.Force {
 		force = 1
+	}
+	if r.Threads {
+		threads = 1
 	}
 	err := s.e.inTx(ctx, func(t *txn) error {
 		if err := insertDelivery(ctx, t, r.Delivery, now); err != nil {
@@ -99,23 +118,29 @@ func (s *Store) RequestReview(ctx context.Context, r ReviewRequest) (Enqueued, e
 			}
 		}
 		var waitingJob, runningJob *int64
-		var lastReviewed, runningSHA string
+		var lastReviewed, runningSHA, pausedBy string
 		var leaseUntil int64
 		err := t.QueryRow(ctx, `INSERT INTO aster_pulls
-			(owner, repo, number, installation_id, requested_sha, cause, force_seq, force_by, updated_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			(owner, repo, number, installation_id, requested_sha, cause, force_seq, force_by, threads_seq, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 			ON CONFLICT (owner, repo, number) DO UPDATE SET
 				installation_id = excluded.installation_id,
 				requested_sha = CASE WHEN excluded.requested_sha <> '' THEN excluded.requested_sha ELSE aster_pulls.requested_sha END,
-				cause = excluded.cause,
+				cause = CASE WHEN excluded.cause <> '' THEN excluded.cause ELSE aster_pulls.cause END,
 				force_seq = aster_pulls.force_seq + excluded.force_seq,
 				force_by = CASE WHEN excluded.force_by <> '' THEN excluded.force_by ELSE aster_pulls.force_by END,
+				threads_seq = aster_pulls.threads_seq + excluded.threads_seq,
 				updated_at = excluded.updated_at
-			RETURNING waiting_job, running_job, running_sha, lease_until, last_reviewed_sha`,
-			r.Pull.Owner, r.Pull.Repo, r.Pull.Number, r.InstallationID, r.HeadSHA, cause(r), force, forceBy(r), now,
-		).Scan(&waitingJob, &runningJob, &runningSHA, &leaseUntil, &lastReviewed)
+			RETURNING waiting_job, running_job, running_sha, lease_until, last_reviewed_sha, paused_by`,
+			r.Pull.Owner, r.Pull.Repo, r.Pull.Number, r.InstallationID, r.HeadSHA, cause(r), force, forceBy(r), threads, now,
+		).Scan(&waitingJob, &runningJob, &runningSHA, &leaseUntil, &lastReviewed, &pausedBy)
 		if err != nil {
 			return fmt.Errorf("record pull request: %w", err)
+		}
+		if pausedBy != "" && !r.Force && r.Command == nil && !r.Threads {
+			// Paused: the head is recorded (a /aster resume reviews it), nothing runs.
+			out = Enqueued{Paused: true}
+			return setDeliveryOutcome(ctx, t, r.Delivery.ID, "paused", nil)
 		}
 		if waitingJob != nil {
 			st, ok, err := t.jobState(ctx, *waitingJob)
@@ -165,11 +190,16 @@ func insertCommand(ctx context.Context, t *txn, r ReviewRequest, now int64) erro
 	if c.CommentID <= 0 {
 		return errors.New("review command without a comment id")
 	}
+	done := 1 // a review command is handled through force_seq
+	if c.Name != "" {
+		done = 0 // a control command waits for its job to answer it
+	}
 	n, err := t.Exec(ctx, `INSERT INTO aster_commands
-		(comment_id, updated_at, owner, repo, number, delivery_id, sender, received_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		(comment_id, updated_at, owner, repo, number, delivery_id, sender, received_at, name, done)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
 		ON CONFLICT (comment_id, updated_at) DO NOTHING`,
-		c.CommentID, c.UpdatedAt.UnixMilli(), r.Pull.Owner, r.Pull.Repo, r.Pull.Number, strings.ToLower(r.Delivery.ID), r.By, now)
+		c.CommentID, c.UpdatedAt.UnixMilli(), r.Pull.Owner, r.Pull.Repo, r.Pull.Number, strings.ToLower(r.Delivery.ID), r.By, now,
+		c.Name, done)
 	if err != nil {
 		return fmt.Errorf("record review command: %w", err)
 	}
@@ -182,8 +212,11 @@ func insertCommand(ctx context.Context, t *txn, r ReviewRequest, now int64) erro
 func announcesHead(action string) bool { return action == "opened" || action == "synchronize" }
 
 func cause(r ReviewRequest) string {
-	if r.Force {
+	switch {
+	case r.Force:
 		return "command"
+	case r.Command != nil || r.Threads:
+		return "" // a control command or a thread changes no review's cause
 	}
 	return r.Delivery.Action
 }
@@ -271,9 +304,37 @@ type Claim struct {
 	// or coalesced for one). A job no event asked for has only its commands as a reason to
 	// run, and does nothing when they are refused.
 	Announced bool
+	// PausedBy is who paused the pull request (/aster pause), "" when it is not paused:
+	// no automatic review runs then.
+	PausedBy string
+	// Controls are the control commands (pause, resume, help) not answered yet, oldest
+	// first; the job answers each and marks it with ControlDone.
+	Controls []Control
+	// Threads: a person resolved one of Aster's threads since the job that last read
+	// them; ThreadsRead marks them read.
+	Threads bool
 	// forceSeq is the command counter seen at the claim; Finish marks it handled.
-	forceSeq int
+	forceSeq   int
+	threadsSeq int
 }
+
+// Control is one control command comment waiting for its answer.
+type Control struct {
+	CommentID int64
+	UpdatedAt time.Time
+	Name      string // CmdPause, CmdResume or CmdHelp
+	By        string // who wrote it; the job checks their permission
+}
+
+// PauseChange is what a control command does to the pull request's pause.
+type PauseChange int
+
+// The changes of ControlDone.
+const (
+	PauseKeep   PauseChange = iota // answer only (help, a refused command)
+	PauseSet                       // pause, by the command's author
+	PauseLifted                    // resume
+)
 
 // Claim takes the pull request's lease for this job. It fails with ErrPullBusy while another
 // job of the pull request holds a live lease (the worker then snoozes the job). On success
@@ -282,7 +343,7 @@ type Claim struct {
 func (j *Job) Claim(ctx context.Context) (Claim, error) {
 	now := time.Now()
 	var c Claim
-	var forceDone int
+	var forceDone, threadsDone int
 	var announced int64
 	err := j.s.db.QueryRow(ctx, `UPDATE aster_pulls SET
 			running_job = $1, lease_owner = $2, lease_until = $3, running_sha = requested_sha,
@@ -290,9 +351,11 @@ func (j *Job) Claim(ctx context.Context) (Claim, error) {
 		WHERE owner = $4 AND repo = $5 AND number = $6
 			AND (running_job IS NULL OR lease_until <= $7)
 		RETURNING installation_id, requested_sha, last_reviewed_sha, cause, force_seq, force_done, force_by,
-			(SELECT COUNT(*) FROM aster_deliveries WHERE job_id = $1 AND event = 'pull_request')`,
+			(SELECT COUNT(*) FROM aster_deliveries WHERE job_id = $1 AND event = 'pull_request'),
+			paused_by, threads_seq, threads_done`,
 		j.ID, j.s.q.ClientID, now.Add(j.s.q.Lease).UnixMilli(), j.Pull.Owner, j.Pull.Repo, j.Pull.Number, now.UnixMilli(),
-	).Scan(&c.InstallationID, &c.RequestedSHA, &c.LastReviewedSHA, &c.Cause, &c.forceSeq, &forceDone, &c.ForceBy, &announced)
+	).Scan(&c.InstallationID, &c.RequestedSHA, &c.LastReviewedSHA, &c.Cause, &c.forceSeq, &forceDone, &c.ForceBy, &announced,
+		&c.PausedBy, &c.threadsSeq, &threadsDone)
 	if errors.Is(err, errNoRows) {
 		var one int
 		if err := j.s.db.QueryRow(ctx, `SELECT 1 FROM aster_pulls WHERE owner = $1 AND repo = $2 AND number = $3`,
@@ -306,11 +369,76 @@ func (j *Job) Claim(ctx context.Context) (Claim, error) {
 	}
 	c.Force = c.forceSeq > forceDone
 	c.Announced = announced > 0
+	c.Threads = c.threadsSeq > threadsDone
+	if c.Controls, err = j.s.pendingControls(ctx, j.Pull); err != nil {
+		if rerr := j.s.release(ctx, j); rerr != nil && !errors.Is(rerr, ErrLeaseLost) {
+			j.s.log.Error("release pull request lease", "job", j.ID, "err", rerr)
+		}
+		return c, fmt.Errorf("claim %s: %w", j.Pull, err)
+	}
 	j.mu.Lock()
 	j.claimed, j.claim = true, c
 	j.mu.Unlock()
 	j.heartbeat(ctx)
 	return c, nil
+}
+
+// pendingControls lists the control commands of a pull request not answered yet.
+func (s *Store) pendingControls(ctx context.Context, k PullKey) ([]Control, error) {
+	rows, err := s.db.Query(ctx, `SELECT comment_id, updated_at, name, sender FROM aster_commands
+		WHERE owner = $1 AND repo = $2 AND number = $3 AND done = 0 ORDER BY received_at, comment_id, updated_at`,
+		k.Owner, k.Repo, k.Number)
+	if err != nil {
+		return nil, fmt.Errorf("pending commands: %w", err)
+	}
+	defer rows.Close()
+	var out []Control
+	for rows.Next() {
+		var c Control
+		var at int64
+		if err := rows.Scan(&c.CommentID, &at, &c.Name, &c.By); err != nil {
+			return nil, fmt.Errorf("pending commands: %w", err)
+		}
+		c.UpdatedAt = time.UnixMilli(at).UTC()
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// ControlDone marks a control command answered and applies what it does to the pull
+// request's pause, in one transaction: a command is applied once, and a retry after a
+// crash before it finds the command still waiting.
+func (j *Job) ControlDone(ctx context.Context, c Control, change PauseChange) error {
+	return j.s.e.inTx(ctx, func(t *txn) error {
+		switch change {
+		case PauseSet:
+			if _, err := t.Exec(ctx, `UPDATE aster_pulls SET paused_by = $1, paused_at = $2
+				WHERE owner = $3 AND repo = $4 AND number = $5`, c.By, nowMS(), j.Pull.Owner, j.Pull.Repo, j.Pull.Number); err != nil {
+				return fmt.Errorf("pause: %w", err)
+			}
+		case PauseLifted:
+			if _, err := t.Exec(ctx, `UPDATE aster_pulls SET paused_by = '', paused_at = 0
+				WHERE owner = $1 AND repo = $2 AND number = $3`, j.Pull.Owner, j.Pull.Repo, j.Pull.Number); err != nil {
+				return fmt.Errorf("resume: %w", err)
+			}
+		}
+		if _, err := t.Exec(ctx, `UPDATE aster_commands SET done = 1 WHERE comment_id = $1 AND updated_at = $2`,
+			c.CommentID, c.UpdatedAt.UnixMilli()); err != nil {
+			return fmt.Errorf("mark command answered: %w", err)
+		}
+		return nil
+	})
+}
+
+// ThreadsRead marks the resolved threads seen at the claim as read.
+func (j *Job) ThreadsRead(ctx context.Context) error {
+	_, err := j.s.db.Exec(ctx, `UPDATE aster_pulls SET threads_done = $1
+		WHERE owner = $2 AND repo = $3 AND number = $4 AND threads_done < $1`,
+		j.claim.threadsSeq, j.Pull.Owner, j.Pull.Repo, j.Pull.Number)
+	if err != nil {
+		return fmt.Errorf("mark threads read: %w", err)
+	}
+	return nil
 }
 
 func (s *Store) renew(ctx context.Context, j *Job) (bool, error) {
@@ -399,6 +527,7 @@ type PullState struct {
 	RunningJob      int64
 	LeaseOwner      string
 	LeaseUntil      time.Time
+	PausedBy        string // who paused it (/aster pause); "" when not paused
 }
 
 // Pull returns the stored state of one pull request (ok false when none).
@@ -407,9 +536,9 @@ func (s *Store) Pull(ctx context.Context, k PullKey) (PullState, bool, error) {
 	var waitingJob, runningJob *int64
 	var until int64
 	err := s.db.QueryRow(ctx, `SELECT installation_id, requested_sha, last_reviewed_sha, waiting_job, running_job,
-		lease_owner, lease_until FROM aster_pulls WHERE owner = $1 AND repo = $2 AND number = $3`,
+		lease_owner, lease_until, paused_by FROM aster_pulls WHERE owner = $1 AND repo = $2 AND number = $3`,
 		k.Owner, k.Repo, k.Number).Scan(&p.InstallationID, &p.RequestedSHA, &p.LastReviewedSHA, &waitingJob, &runningJob,
-		&p.LeaseOwner, &until)
+		&p.LeaseOwner, &until, &p.PausedBy)
 	if errors.Is(err, errNoRows) {
 		return p, false, nil
 	}

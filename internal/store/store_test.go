@@ -707,12 +707,16 @@ func TestUpgradeLowerCasesDeliveryIDs(t *testing.T) {
 	backends(t, func(t *testing.T, open func(Options) *Store) {
 		ctx := t.Context()
 		s := open(Options{})
-		// Back to schema 1: without what migrations 2 to 4 add, with ids of mixed case.
+		// Back to schema 1: without what migrations 2 to 5 add, with ids of mixed case.
 		for _, q := range []string{
 			`DROP TABLE aster_dismissals`,
 			`DROP INDEX aster_deliveries_job`,
 			`DROP TABLE aster_commands`,
 			`ALTER TABLE aster_pulls DROP COLUMN running_sha`,
+			`ALTER TABLE aster_pulls DROP COLUMN paused_by`,
+			`ALTER TABLE aster_pulls DROP COLUMN paused_at`,
+			`ALTER TABLE aster_pulls DROP COLUMN threads_seq`,
+			`ALTER TABLE aster_pulls DROP COLUMN threads_done`,
 			`DELETE FROM aster_migrations WHERE version >= 2`,
 			`INSERT INTO aster_deliveries (delivery_id, event, outcome, received_at) VALUES
 				('72D3162E-cc78', 'issue_comment', 'queued', 1), ('72d3162e-cc78', 'issue_comment', 'queued', 2),

@@ -132,7 +132,9 @@ func TestTar(t *testing.T) {
 // read back) is judged for want of a source only.
 func TestPythonJudged(t *testing.T) {
 	dir := t.TempDir()
-	src := `import pickle
+	src := `import os
+import pickle
+import subprocess
 import yaml
 from flask import request
 from sqlalchemy import text
@@ -151,6 +153,14 @@ def view(db):
 def lookup(db, name):
     q = "SELECT * FROM users WHERE name = '%s'" % name
     return db.execute(text(q))
+
+
+def _page(cmd):
+    subprocess.call(cmd + " notes.txt", shell=True)
+
+
+def show():
+    _page(os.environ.get("PAGER", "less"))
 `
 	if err := os.WriteFile(filepath.Join(dir, "app.py"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
@@ -158,24 +168,34 @@ def lookup(db, name):
 	res := hostPython(t, dir)
 	// lookup's sink takes its parameter: the verdict is its callers', and
 	// a caller may be out of sight (a framework's handler), so no judgement
-	if ok, _ := res.Judged.Has("app.py", 18, 19, "sql-injection"); ok {
+	if ok, _ := res.Judged.Has("app.py", 20, 21, "sql-injection"); ok {
 		t.Errorf("a sink fed by a parameter judged: %+v", res.Judged["app.py"])
+	}
+	// _page's sink is judged where its caller in sight gave the verdict:
+	// $PAGER names the program to run
+	if ok, _ := res.Judged.Has("app.py", 25, 25, "command-injection"); !ok {
+		t.Errorf("a sink whose caller passes clean data not judged: %+v", res.Judged["app.py"])
+	}
+	for _, f := range res.Findings {
+		if f.RuleID == "aster.taint.command-injection" {
+			t.Errorf("$PAGER run as the pager reported: %+v", f)
+		}
 	}
 	for _, c := range []struct {
 		line   int
 		cat    string
 		byCall bool
 	}{
-		{8, "sql-injection", false}, {9, "sql-injection", false},
-		{10, "insecure-deserialization", true}, {12, "insecure-deserialization", true},
-		{13, "insecure-deserialization", false}, {14, "insecure-deserialization", false},
+		{10, "sql-injection", false}, {11, "sql-injection", false},
+		{12, "insecure-deserialization", true}, {14, "insecure-deserialization", true},
+		{15, "insecure-deserialization", false}, {16, "insecure-deserialization", false},
 	} {
 		ok, byCall := res.Judged.Has("app.py", c.line, c.line, c.cat)
 		if !ok || byCall != c.byCall {
 			t.Errorf("line %d %s: judged %v, by the call %v", c.line, c.cat, ok, byCall)
 		}
 	}
-	if ok, _ := res.Judged.Has("app.py", 1, 7, "sql-injection"); ok {
+	if ok, _ := res.Judged.Has("app.py", 1, 9, "sql-injection"); ok {
 		t.Errorf("judged lines no sink is on: %+v", res.Judged)
 	}
 }

@@ -1,6 +1,7 @@
 package githubtest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -57,6 +58,8 @@ type Spec struct {
 
 	mu       sync.Mutex
 	compiler *jsonschema.Compiler
+	loose    *jsonschema.Compiler // no format assertions (ValidateWebhook)
+	root     map[string]any
 	schemas  map[string]*jsonschema.Schema // by name: request/ID, response/ID/STATUS
 }
 
@@ -162,7 +165,7 @@ func newSpec(doc any) (*Spec, error) {
 	if err := c.AddResource(schemaDocURL, root); err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	s.compiler = c
+	s.compiler, s.root = c, root
 	return s, nil
 }
 
@@ -310,6 +313,65 @@ func (s *Spec) ValidateResponse(op *Operation, status int, body []byte) error {
 		return err
 	}
 	return validateJSON(sch, body, "response", fmt.Sprintf("%s %d", op.ID, status))
+}
+
+// ValidateWebhook checks the properties parts (e.g. "action", "thread", "sender") of a
+// webhook payload against the description's schema of event and action
+// (components/schemas/webhook-EVENT-ACTION), so a payload a test builds has, where Aster reads
+// it, the shape GitHub documents. Each part must be present. Only parts are checked: GitHub's
+// own example payloads fail the whole schema (a missing has_discussions, an empty homepage).
+// RFC 6570 templates are taken as they are.
+func (s *Spec) ValidateWebhook(event, action string, body []byte, parts ...string) error {
+	name := "webhook-" + strings.ReplaceAll(event, "_", "-") + "-" + strings.ReplaceAll(action, "_", "-")
+	var doc map[string]json.RawMessage
+	if err := json.Unmarshal(body, &doc); err != nil {
+		return fmt.Errorf("payload is not a JSON object: %w", err)
+	}
+	for _, part := range parts {
+		raw, ok := doc[part]
+		if !ok {
+			return fmt.Errorf("payload has no %q (%s)", part, name)
+		}
+		sch, err := s.compileLoose("webhook/"+name+"/"+part,
+			map[string]any{"$ref": schemaDocURL + "#/components/schemas/" + name + "/properties/" + part})
+		if err != nil {
+			return err
+		}
+		if err := validateJSON(sch, raw, part, name+" "+part); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// compileLoose is compile for webhook payloads, with RFC 6570 templates left unchecked.
+func (s *Spec) compileLoose(name string, raw any) (*jsonschema.Schema, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sch, ok := s.schemas[name]; ok {
+		return sch, nil
+	}
+	if s.loose == nil {
+		c := jsonschema.NewCompiler()
+		c.DefaultDraft(jsonschema.Draft4)
+		// The validator's uri-template refuses RFC 6570's operators ({/sha}), which every
+		// GitHub payload carries in its *_url fields.
+		c.RegisterFormat(&jsonschema.Format{Name: "uri-template", Validate: func(any) error { return nil }})
+		if err := c.AddResource(schemaDocURL, s.root); err != nil {
+			return nil, fmt.Errorf("openapi: %w", err)
+		}
+		s.loose = c
+	}
+	loc := "https://openapi.aster.test/" + name + ".json"
+	if err := s.loose.AddResource(loc, raw); err != nil {
+		return nil, fmt.Errorf("schema %s: %w", name, err)
+	}
+	sch, err := s.loose.Compile(loc)
+	if err != nil {
+		return nil, fmt.Errorf("compile schema %s: %w", name, err)
+	}
+	s.schemas[name] = sch
+	return sch, nil
 }
 
 // schema compiles an operation's request schema once and caches it.

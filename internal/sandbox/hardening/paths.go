@@ -47,3 +47,10 @@ func ReadonlyPaths() []string {
 		"/proc/sysrq-trigger",
 	}
 }
+
+// TmpfsInodes is the inode cap of a sandbox tmpfs of the given size: one file per
+// 2 KiB, at least 16384. A size cap alone lets a job create millions of empty files.
+// It lives here, not in package sandbox, so that aster-init (which caps a microVM
+// guest's tmpfs with it) does not link the orchestrator's packages: every package
+// linked into aster-init is initialised again in each sandbox, twice per run.
+func TmpfsInodes(sizeBytes int64) int64 { return max(sizeBytes/2048, 16384) }

@@ -448,6 +448,7 @@ func sendJob(fw *initproto.Writer, hdr initproto.JobHeader, job sandbox.Job, flo
 			return fmt.Errorf("send workspace: %w", err)
 		}
 	}
+	forwardResizes(fw, job.Terminal, flow.done)
 	if hdr.Stdin {
 		buf := make([]byte, 256<<10)
 		for {

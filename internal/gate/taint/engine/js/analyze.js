@@ -13,6 +13,17 @@ const { Val, Step, Taint, join, concat, text, sanitize, derived, flat, deepTaint
 const { parse, TooDeep } = require('./parse');
 const files = require('./files');
 
+// Environment variables that exist to name a program to run (POSIX's EDITOR,
+// VISUAL, PAGER; BROWSER, SHELL; GIT_PAGER, MANPAGER...).
+const PROGRAM_ENV = /^(?:[A-Z0-9]+_)?(?:EDITOR|VISUAL|PAGER|BROWSER|SHELL|TERMINAL)$/;
+// cpuMs is the process's CPU time in milliseconds: the per-file budget is
+// CPU time, not wall time, so a busy machine leaves out the same files as an
+// idle one (the analyzer's sandbox timeout bounds the wall time). The main
+// thread waits while a worker walks a file; the time is the walk's.
+function cpuMs() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+}
 let models = null; // set by init (models requires this module)
 
 // Budget is thrown when a file's time is up.
@@ -80,9 +91,10 @@ class Analyzer {
   }
 
   // tick is called at every statement and expression: a file's walk ends
-  // at its time budget or its step budget (the same on every machine).
+  // at its time budget (CPU time, cpuMs) or its step budget (the same on
+  // every machine).
   tick() {
-    if ((++this.ticks & 1023) === 0 && (Date.now() > this.deadline || this.ticks > this.maxTicks)) throw new Budget();
+    if ((++this.ticks & 1023) === 0 && (cpuMs() > this.deadline || this.ticks > this.maxTicks)) throw new Budget();
   }
 
   // ---- files and modules ----
@@ -975,6 +987,9 @@ class Analyzer {
         st.src = true;
         out.t = obj.t.with(st);
         out.srcVal = true;
+        // $EDITOR, $PAGER and the like name the program the user wants run:
+        // running it is their purpose, not a command injection.
+        if (tr.text === 'process.env' && PROGRAM_ENV.test(key)) out.t = out.t.sanitized(V.BIT['command-injection']);
       }
       if (obj.elem && /^\d+$/.test(key)) return join(out, obj.elem);
       return out;
@@ -1549,4 +1564,4 @@ function clearNarrow(sc, name) {
 
 function init(m) { models = m; }
 
-module.exports = { Analyzer, Scope, Frame, Budget, init, exprKey, exits, clipText, collectFunctions, hasDirective, constKey };
+module.exports = { Analyzer, Scope, Frame, Budget, init, exprKey, exits, clipText, collectFunctions, hasDirective, constKey, cpuMs };

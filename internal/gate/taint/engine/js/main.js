@@ -8,7 +8,7 @@
 //        [--file-budget-ms N] [--file-budget-steps N] [--max-results N] [--modules DIR]
 //        [--memory-mb N] [FILE...]
 //
-// Each target file is analysed in a worker thread under a time budget: a
+// Each target file is analysed in a worker thread under a budget of CPU time: a
 // file past it is stopped (the thread is replaced) and named in the report,
 // so that no file stalls the review.
 
@@ -140,7 +140,7 @@ class Pool {
       const finish = (r, restart) => {
         if (done) return;
         done = true;
-        clearTimeout(timer);
+        clearInterval(timer);
         w.off('message', onMsg);
         w.off('error', onErr);
         w.off('exit', onExit);
@@ -156,11 +156,15 @@ class Pool {
         finish({ path: rel, findings: [], ms: Date.now() - t0, notes: [{ file: rel, level: 'warning', text: oom ? `skipped: over the memory budget (${this.o.memoryMb} MB)` : `skipped: the engine failed on it (${String(e && e.message).slice(0, 200)})` }] }, true);
       };
       const onExit = () => onErr(new Error('worker exited'));
-      // The worker checks its own deadline; this one catches a walk that
-      // does not reach a check (a parser on a pathological input).
-      const timer = setTimeout(() => {
+      // The worker checks its own deadline (CPU time); this one catches a
+      // walk that does not reach a check (a parser on a pathological input):
+      // 2 s of CPU time past the budget, or, should the thread not run at
+      // all, ten times the budget in wall time.
+      const c0 = cpuMs();
+      const timer = setInterval(() => {
+        if (cpuMs() - c0 <= budget + 2000 && Date.now() - t0 <= 10 * budget + 2000) return;
         finish({ path: rel, findings: [], ms: Date.now() - t0, notes: [{ file: rel, level: 'warning', text: `skipped: over the per-file budget (${budget} ms)` }] }, true);
-      }, budget + 2000);
+      }, Math.min(250, budget));
       w.on('message', onMsg);
       w.on('error', onErr);
       w.on('exit', onExit);
@@ -170,6 +174,13 @@ class Pool {
   stop() {
     if (this.worker) this.worker.terminate().catch(() => {});
   }
+}
+
+// cpuMs is the process's CPU time in milliseconds (the per-file budget is
+// CPU time: see analyze.js).
+function cpuMs() {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 function better(a, b) {

@@ -2,7 +2,7 @@
 // One file's analysis, the same in the worker thread and in tests: its
 // findings (with their paths as plain steps), its notes, its time.
 
-const { Analyzer, Budget, init } = require('./analyze');
+const { Analyzer, Budget, init, cpuMs } = require('./analyze');
 const models = require('./models');
 const parse = require('./parse');
 const files = require('./files');
@@ -35,7 +35,7 @@ function file(rel, budgetMs) {
     // A parser that does not load: the file's parse says so below.
   }
   const t0 = Date.now();
-  A.deadline = t0 + budgetMs;
+  A.deadline = cpuMs() + budgetMs;
   A.ticks = 0;
   A.invokes = 0;
   A.memo = new Map();

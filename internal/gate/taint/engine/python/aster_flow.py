@@ -104,6 +104,15 @@ def sanitize(t, cats):
     return out
 
 
+def program_env(node):
+    """Whether node is the constant name of an environment variable that
+    names a program to run ($EDITOR, $PAGER...: R.PROGRAM_ENV)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):
+        name = node.value.decode("latin-1") if isinstance(node.value, bytes) else node.value
+        return bool(R.PROGRAM_ENV.match(name))
+    return False
+
+
 def only_kind(t, kinds):
     return {k: v for k, v in t.items() if v.kind in kinds}
 
@@ -435,7 +444,10 @@ class Analyzer:
         self.expr(fr, node.slice)
         if t and self.is_source_text(t, node.value):
             # request.args['q']: name the whole subscript as the source
-            return self.retext(t, node, fr)
+            t = self.retext(t, node, fr)
+            if program_env(node.slice) and self.qualname(fr, node.value) == "os.environ":
+                t = sanitize(t, {"command-injection"})
+            return t
         return t
 
     def is_source_text(self, t, node):
@@ -618,7 +630,10 @@ class Analyzer:
         if meth in R.HANDLER_METHODS and isinstance(recv, ast.Name) and recv.id == "self":
             return self.source(fr, node, WEB)
         if q in R.LOCAL_SOURCE_CALLS:
-            return self.source(fr, node, LOCAL)
+            t = self.source(fr, node, LOCAL)
+            if q in ("os.getenv", "os.environ.get", "os.getenvb") and node.args and program_env(node.args[0]):
+                t = sanitize(t, {"command-injection"})
+            return t
         if meth in ("parse_args", "parse_known_args") and isinstance(recv, ast.Name) and \
                 fr.kinds.get(recv.id) in R.ARG_PARSERS:
             # the command line, parsed: as local as sys.argv
@@ -813,7 +828,12 @@ class Analyzer:
 
         self.ctx.called.add(id(callee))
         for lab, category, loc, sink_text, built in list(s.sinks):
-            for a in through(lab, lab).values():
+            via = through(lab, lab)
+            if not self.deferred(via, category):
+                # this call gave the callee's sink its verdict (a finding,
+                # or data that is clean or sanitized for the category)
+                self.ctx.record_judged(loc[0], category, range(loc[1], (loc[3] or loc[1]) + 1), "flow")
+            for a in via.values():
                 if category in a.san:
                     continue
                 if a.kind == PARAM:

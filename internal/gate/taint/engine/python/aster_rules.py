@@ -84,6 +84,11 @@ OS_EXEC_CALLS = {**{"os." + f: 0 for f in ("execl", "execle", "execlp", "execlpe
                  **{"os." + f: 1 for f in ("spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe")}}
 # Standard modules a bare name stands for when nothing in the module binds it.
 STDLIB_MODULES = frozenset(getattr(__import__("sys"), "stdlib_module_names", ()))
+# Environment variables whose whole purpose is to name a program the user
+# wants run (POSIX's EDITOR, VISUAL, PAGER; BROWSER, SHELL; GIT_PAGER,
+# MANPAGER and the like): running them is what they are for, not an
+# injection into a command.
+PROGRAM_ENV = re.compile(r"^(?:[A-Z0-9]+_)?(?:EDITOR|VISUAL|PAGER|BROWSER|SHELL|TERMINAL)$")
 LOCAL_SOURCE_CALLS = {"os.getenv", "os.environ.get", "builtins.input", "builtins.raw_input",
                       "os.getenvb", "sys.stdin.read", "sys.stdin.readline"}
 
