@@ -18,6 +18,8 @@ const (
 	RouteSessionResume = "/v1/sessions/{id}/resume"
 	// RouteSessionSnapshot stores the session's /work as a snapshot.
 	RouteSessionSnapshot = "/v1/sessions/{id}/snapshot"
+	// RouteSessionEgress sets the session's egress profile (PUT).
+	RouteSessionEgress = "/v1/sessions/{id}/egress"
 	// RouteSnapshots lists the caller's snapshots; RouteSnapshot deletes one.
 	RouteSnapshots = "/v1/snapshots"
 	RouteSnapshot  = "/v1/snapshots/{id}"
@@ -60,6 +62,17 @@ type SessionRequest struct {
 	// FromSnapshot starts the session with the /work of a snapshot this
 	// token took (files are placed after it).
 	FromSnapshot string `json:"from_snapshot,omitempty"`
+	// EgressProfile names one of the operator's egress profiles (aster.yaml
+	// egress.profiles) that this token may use: the hosts the session's
+	// commands may reach through the relay. Empty: none until one is set.
+	EgressProfile string `json:"egress_profile,omitempty"`
+}
+
+// SessionEgressRequest is the body of PUT /v1/sessions/{id}/egress.
+type SessionEgressRequest struct {
+	// Profile is an egress profile the token may use; "" is none. The
+	// tunnels of the previous profile are closed.
+	Profile string `json:"profile"`
 }
 
 // Session describes a live session.
@@ -74,6 +87,8 @@ type Session struct {
 	IdleTimeoutMS int64     `json:"idle_timeout_ms"`
 	Running       int       `json:"running"`
 	Paused        bool      `json:"paused"`
+	// EgressProfile is the egress profile in force ("" for none).
+	EgressProfile string `json:"egress_profile,omitempty"`
 }
 
 // SessionList is the answer of GET /v1/sessions: the caller's sessions.

@@ -93,6 +93,15 @@ func (c *Client) ResumeSession(ctx context.Context, id string) (api.Session, err
 	return s, err
 }
 
+// SetSessionEgress gives a session one of the operator's egress profiles
+// that the token may use ("" for none); the previous profile's tunnels
+// are closed.
+func (c *Client) SetSessionEgress(ctx context.Context, id, profile string) (api.Session, error) {
+	var s api.Session
+	err := c.sessionCall(ctx, http.MethodPut, sessionPath(id, "/egress"), api.SessionEgressRequest{Profile: profile}, http.StatusOK, &s)
+	return s, err
+}
+
 // SnapshotSession stores the session's /work on the server; CreateSession
 // with FromSnapshot starts sessions from it.
 func (c *Client) SnapshotSession(ctx context.Context, id string) (api.SessionSnapshot, error) {

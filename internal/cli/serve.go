@@ -220,6 +220,18 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err != nil {
 		return err
 	}
+	// Session profiles count into the same metrics as the install phases.
+	profiles, err := c.EgressProfiles(log, egressPol.Counters)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	for name, p := range profiles {
+		hosts := make([]string, len(p.Allow))
+		for i, r := range p.Allow {
+			hosts[i] = r.String()
+		}
+		log.Info("egress profile for sessions", "profile", name, "hosts", strings.Join(hosts, ","), "max_bytes", p.MaxBytes, "max_connections", p.MaxConns)
+	}
 
 	// Bind before starting anything, so a taken or refused address fails fast.
 	ln, err := net.Listen("tcp", set.Addr)
@@ -303,6 +315,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		CallerCacheKeys:   testSet.CallerCacheKeys,
 		Validator:         validate,
 		Egress:            egressPol,
+		EgressProfiles:    profiles,
 		Manager:           mgr,
 		Tokens:            tokens,
 		Metrics:           metrics,

@@ -43,6 +43,82 @@ type EgressConfig struct {
 	// Credentials are hosts the relay sends a credential to on the job's
 	// behalf (a trusted file only); each host must be on Allow.
 	Credentials []EgressCredential `yaml:"credentials"`
+	// Profiles are named policies for sessions (a trusted file only): a
+	// session's owner picks one its token may use (the token file's
+	// egress=NAME), at creation or while the session runs.
+	Profiles map[string]EgressProfile `yaml:"profiles"`
+}
+
+// EgressProfile is one egress.profiles entry: the allow list and caps of
+// a session's relay. It has no credentials (a session would have to trust
+// a new run CA at every switch).
+type EgressProfile struct {
+	Allow          []EgressAllow `yaml:"allow"`
+	MaxBytes       string        `yaml:"max_bytes"`
+	MaxConnections string        `yaml:"max_connections"`
+}
+
+// UnmarshalYAML refuses unknown keys (credentials among them, with why).
+func (e *EgressProfile) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: egress.profiles entry: want a mapping {allow, max_bytes, max_connections}", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		switch k := n.Content[i].Value; k {
+		case "allow", "max_bytes", "max_connections":
+		case "credentials":
+			return fmt.Errorf("line %d: egress.profiles entry: credentials are not supported for sessions yet (egress.credentials serves the install phase of /v1/test)", n.Content[i].Line)
+		default:
+			return fmt.Errorf("line %d: egress.profiles entry: unknown key %q (want allow, max_bytes, max_connections)", n.Content[i].Line, k)
+		}
+	}
+	type raw EgressProfile
+	var r raw
+	if err := n.Decode(&r); err != nil {
+		return err
+	}
+	*e = EgressProfile(r)
+	return nil
+}
+
+// validProfileName is the form of a profile's name, as the token file
+// names it: letters, digits, '-', '_', '.', at most 64 bytes.
+func validProfileName(name string) bool {
+	if name == "" || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// EgressProfiles are the policies of c's egress.profiles by name (nil
+// without any), each checked as egress.allow and the caps are; they log
+// to log, and count into counters when set (the server's metrics).
+func (c Config) EgressProfiles(log *slog.Logger, counters *egress.Counters) (map[string]*egress.Policy, error) {
+	e, err := c.EgressSection()
+	if err != nil || len(e.Profiles) == 0 {
+		return nil, err
+	}
+	out := make(map[string]*egress.Policy, len(e.Profiles))
+	for name, prof := range e.Profiles {
+		if !validProfileName(name) {
+			return nil, fmt.Errorf("egress.profiles %q: a name is letters, digits, '-', '_', '.', at most 64 bytes", name)
+		}
+		p, err := buildPolicy(prof.Allow, nil, prof.MaxBytes, prof.MaxConnections, "egress.profiles."+name+".", log)
+		if err != nil {
+			return nil, err
+		}
+		if counters != nil {
+			p.Counters = counters
+		}
+		out[name] = p
+	}
+	return out, nil
 }
 
 // EgressCredential is one egress.credentials entry: the relay terminates
@@ -196,10 +272,47 @@ func (c Config) EgressPolicy(extra []string, log *slog.Logger) (*egress.Policy, 
 	if err != nil {
 		return nil, err
 	}
+	p, err := buildPolicy(e.Allow, extra, e.MaxBytes, e.MaxConnections, "egress.", log)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[egress.Rule]bool{}
+	for _, r := range p.Allow {
+		seen[r] = true
+	}
+	for _, e := range e.Credentials {
+		cred, err := e.credential()
+		if err != nil {
+			return nil, err
+		}
+		if !seen[cred.Rule] {
+			return nil, fmt.Errorf("egress.credentials entry %s: the host is not on egress.allow; add it there (with its addresses when it is on a private address)", cred.Rule)
+		}
+		for _, other := range p.Credentials {
+			if other.Rule == cred.Rule {
+				return nil, fmt.Errorf("egress.credentials: two entries for %s", cred.Rule)
+			}
+		}
+		p.Credentials = append(p.Credentials, cred)
+		if log != nil {
+			roots := "the system roots"
+			if ca := strings.TrimSpace(e.CAFile); ca != "" {
+				roots = ca
+			}
+			log.Warn("egress relay adds a credential to every request to this host; jobs see the relay's per-run certificate, never the value",
+				"host", cred.Rule.String(), "header", cred.Header, "value_file", strings.TrimSpace(e.ValueFile), "upstream_roots", roots)
+		}
+	}
+	return p, nil
+}
+
+// buildPolicy is the relay policy of an allow list (with extra
+// "host[:port]" entries) and caps; prefix names the setting in errors.
+func buildPolicy(allow []EgressAllow, extra []string, maxBytes, maxConns, prefix string, log *slog.Logger) (*egress.Policy, error) {
 	var rules []egress.Rule
 	admit := map[egress.Rule][]netip.Prefix{}
 	seen := map[egress.Rule]bool{}
-	for _, a := range e.Allow {
+	for _, a := range allow {
 		r, pre, err := a.rule()
 		if err != nil {
 			return nil, err
@@ -224,42 +337,19 @@ func (c Config) EgressPolicy(extra []string, log *slog.Logger) (*egress.Policy, 
 	}
 	p := &egress.Policy{Allow: rules, MaxBytes: DefaultEgressMaxBytes, MaxConns: DefaultEgressMaxConnections,
 		ConnectTimeout: DefaultEgressConnectTimeout, Logger: log, Counters: &egress.Counters{}}
-	if s := strings.TrimSpace(e.MaxBytes); s != "" {
+	if s := strings.TrimSpace(maxBytes); s != "" {
 		n, err := units.ParseBytes(s)
 		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("egress.max_bytes %q: want a positive size such as 2g", e.MaxBytes)
+			return nil, fmt.Errorf("%smax_bytes %q: want a positive size such as 2g", prefix, maxBytes)
 		}
 		p.MaxBytes = n
 	}
-	if s := strings.TrimSpace(e.MaxConnections); s != "" {
+	if s := strings.TrimSpace(maxConns); s != "" {
 		n, err := strconv.Atoi(s)
 		if err != nil || n <= 0 || n > 1_000_000 {
-			return nil, fmt.Errorf("egress.max_connections %q: want a positive count", e.MaxConnections)
+			return nil, fmt.Errorf("%smax_connections %q: want a positive count", prefix, maxConns)
 		}
 		p.MaxConns = n
-	}
-	for _, e := range e.Credentials {
-		cred, err := e.credential()
-		if err != nil {
-			return nil, err
-		}
-		if !seen[cred.Rule] {
-			return nil, fmt.Errorf("egress.credentials entry %s: the host is not on egress.allow; add it there (with its addresses when it is on a private address)", cred.Rule)
-		}
-		for _, other := range p.Credentials {
-			if other.Rule == cred.Rule {
-				return nil, fmt.Errorf("egress.credentials: two entries for %s", cred.Rule)
-			}
-		}
-		p.Credentials = append(p.Credentials, cred)
-		if log != nil {
-			roots := "the system roots"
-			if ca := strings.TrimSpace(e.CAFile); ca != "" {
-				roots = ca
-			}
-			log.Warn("egress relay adds a credential to every request to this host; jobs see the relay's per-run certificate, never the value",
-				"host", cred.Rule.String(), "header", cred.Header, "value_file", strings.TrimSpace(e.ValueFile), "upstream_roots", roots)
-		}
 	}
 	if len(admit) > 0 {
 		p.Addresses = admit

@@ -183,3 +183,53 @@ func testCertPEM(t *testing.T) []byte {
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
+
+// egress.profiles are named session policies, each checked as egress.allow
+// and the caps are; a bad name, a bad entry, a cap or credentials in a
+// profile stop the command naming the profile.
+func TestEgressProfiles(t *testing.T) {
+	c, err := loadYAML(t, "egress:\n  allow: [registry.npmjs.test]\n  profiles:\n"+
+		"    npm: {allow: [{host: npm.corp.example, addresses: [10.20.0.0/16]}], max_connections: 7}\n"+
+		"    none-but-pypi: {allow: [pypi.corp.example:8443]}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	ps, err := c.EgressProfiles(slog.New(slog.NewTextHandler(&logs, nil)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	npm, pypi := ps["npm"], ps["none-but-pypi"]
+	if len(ps) != 2 || npm == nil || pypi == nil {
+		t.Fatalf("profiles %v", ps)
+	}
+	rule := egress.Rule{Host: "npm.corp.example", Port: 443}
+	if len(npm.Allow) != 1 || npm.Allow[0] != rule || npm.MaxConns != 7 || len(npm.Addresses[rule]) != 1 || npm.MaxBytes != DefaultEgressMaxBytes {
+		t.Fatalf("npm profile %+v", npm)
+	}
+	if len(pypi.Allow) != 1 || pypi.Allow[0] != (egress.Rule{Host: "pypi.corp.example", Port: 8443}) || len(pypi.Credentials) != 0 {
+		t.Fatalf("pypi profile %+v", pypi)
+	}
+	if !strings.Contains(logs.String(), "10.20.0.0/16") {
+		t.Errorf("the admitted range is not logged at start:\n%s", logs.String())
+	}
+	if none, err := (Config{}).EgressProfiles(nil, nil); err != nil || none != nil {
+		t.Fatalf("no profiles: %v %v", none, err)
+	}
+	for doc, frag := range map[string]string{
+		"egress:\n  profiles:\n    'bad name': {allow: [a.example]}\n":                             "egress.profiles \"bad name\"",
+		"egress:\n  profiles:\n    p: {allow: [10.0.0.1]}\n":                                       "IP literals",
+		"egress:\n  profiles:\n    p: {allow: [a.example], max_bytes: lots}\n":                     "egress.profiles.p.max_bytes",
+		"egress:\n  profiles:\n    p: {allow: [a.example], credentials: []}\n":                     "credentials are not supported for sessions",
+		"egress:\n  profiles:\n    p: {allow: [{host: a.example, addresses: [169.254.0.0/16]}]}\n": "169.254",
+		"egress:\n  profiles:\n    p: {alow: [a.example]}\n":                                       "unknown key \"alow\"",
+	} {
+		c, err := loadYAML(t, doc)
+		if err == nil {
+			_, err = c.EgressProfiles(nil, nil)
+		}
+		if err == nil || !strings.Contains(err.Error(), frag) {
+			t.Errorf("%q: %v, want an error about %q", doc, err, frag)
+		}
+	}
+}

@@ -225,6 +225,9 @@ func TestEveryHostSettingIsRefused(t *testing.T) {
 			if h.key == "egress.allow" { // only an entry's addresses are a host setting
 				value = "[{host: registry.corp.example, addresses: [10.20.0.0/16]}]"
 			}
+			if h.key == "egress.profiles" {
+				value = "{npm: {allow: [npm.corp.example]}}"
+			}
 			if h.key == "egress.credentials" {
 				value = "[{host: registry.corp.example, header: Authorization, value_file: /etc/aster/npm-token}]"
 			}

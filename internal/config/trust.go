@@ -87,6 +87,16 @@ var hostSettings = []hostSetting{
 		}
 		return b.String()
 	}},
+	{"egress.profiles", "the hosts and private ranges sessions may reach", "", func(f *fileLayer) string {
+		var b strings.Builder
+		for name, p := range f.egress.Profiles {
+			b.WriteString(name + p.MaxBytes + p.MaxConnections)
+			for _, a := range p.Allow {
+				b.WriteString(a.Host + a.plain + strings.Join(a.Addresses, ""))
+			}
+		}
+		return b.String()
+	}},
 	{"egress.allow", "private address ranges the install phase may reach (addresses of an entry)", "", func(f *fileLayer) string {
 		var b strings.Builder
 		for _, a := range f.egress.Allow {

@@ -52,6 +52,9 @@ func JobHeader(job Job) (initproto.JobHeader, error) {
 	}
 	if job.Egress != nil {
 		hdr.EgressPort = EgressProxyPort
+		if job.EgressPort != 0 {
+			hdr.EgressPort = job.EgressPort
+		}
 	}
 	if job.Terminal != nil {
 		size := job.Terminal.Size

@@ -103,6 +103,9 @@ type Spec struct {
 	// each tunnel over the init protocol to Egress on the host, which decides.
 	// The sandbox still has no network device. nil: no way out at all.
 	Egress Dialer
+	// EgressPort is that proxy's port when Egress is set; 0 is
+	// EgressProxyPort (a session gives each of its concurrent execs one).
+	EgressPort int
 	// Export, when set, receives /work as an uncompressed tar stream after the
 	// command exits (what an install phase produced, for the next phase). It is
 	// written by init, so the host caps it and treats it as untrusted.
@@ -218,7 +221,11 @@ type Job struct {
 	Limits    Limits
 	OnOutput  func(stream Stream, data []byte)
 	Egress    Dialer
-	Export    io.Writer
+	// EgressPort is where aster-init serves the CONNECT proxy when Egress
+	// is set; 0 is EgressProxyPort. A session's concurrent execs each
+	// get their own.
+	EgressPort int
+	Export     io.Writer
 	// Terminal, when set, runs the job on a terminal that aster-init
 	// allocates inside the sandbox (session terminals only).
 	Terminal *Terminal
@@ -226,7 +233,8 @@ type Job struct {
 
 // JobFromSpec returns the per-run part of a spec.
 func JobFromSpec(s Spec) Job {
-	return Job{Argv: s.Argv, Env: s.Env, Workdir: s.Workdir, Workspace: s.Workspace, Stdin: s.Stdin, Limits: s.Limits, OnOutput: s.OnOutput, Egress: s.Egress, Export: s.Export}
+	return Job{Argv: s.Argv, Env: s.Env, Workdir: s.Workdir, Workspace: s.Workspace, Stdin: s.Stdin, Limits: s.Limits, OnOutput: s.OnOutput,
+		Egress: s.Egress, EgressPort: s.EgressPort, Export: s.Export}
 }
 
 // ImageInfo describes a resolved image.

@@ -62,6 +62,13 @@ type SessionSpec struct {
 	// without a call. Zero takes the Manager's default; above the ceiling is
 	// refused.
 	TTL, IdleTimeout time.Duration
+	// Egress, when set, is the session's way out for its commands (not its
+	// file operations): each exec gets aster-init's CONNECT proxy on a
+	// loopback port of its own and the proxy variables naming it. The
+	// caller's Dialer decides every tunnel (an *egress.Switch, whose policy
+	// the operator changes while the session runs); when it has a Close
+	// method, the session's end calls it.
+	Egress Dialer
 }
 
 // SessionOptions are the operator's session settings of a Manager.
@@ -129,6 +136,10 @@ type Sandbox struct {
 	reason   string // why it ended: "deleted", "ttl", "idle", "sandbox ended"
 	timer    *time.Timer
 	done     chan struct{}
+
+	egress Dialer
+	// proxyPorts are the egress proxy ports of the execs running now.
+	proxyPorts map[int]bool
 }
 
 // SessionInfo describes a session.
@@ -223,7 +234,7 @@ func (m *Manager) OpenSession(ctx context.Context, spec SessionSpec) (*Sandbox, 
 	s := &Sandbox{
 		m: m, inst: inst, id: spec.ID, image: spec.Image, digest: img.Digest, limits: spec.Limits,
 		env: maps.Clone(spec.Env), created: now, expires: now.Add(spec.TTL), idle: spec.IdleTimeout,
-		tasks: tasks, lastUsed: now, done: make(chan struct{}),
+		tasks: tasks, lastUsed: now, done: make(chan struct{}), egress: spec.Egress,
 	}
 	s.timer = time.AfterFunc(s.nextDeadline(now), s.expire)
 	go func() {
@@ -353,6 +364,9 @@ func (s *Sandbox) end(ctx context.Context, reason string) error {
 	// Done is closed once the sandbox is gone: destroying it ends every
 	// exec still running.
 	err := s.inst.Close(context.WithoutCancel(ctx))
+	if c, ok := s.egress.(interface{ Close() }); ok {
+		c.Close()
+	}
 	close(s.done)
 	s.m.track(s.inst.ID(), false)
 	s.m.adm.release(s.tasks)
@@ -439,12 +453,53 @@ func (s *Sandbox) Exec(ctx context.Context, e ExecSpec) (Result, error) {
 	if err != nil {
 		return failedExec(s, err), err
 	}
-	return s.exec(ctx, job)
+	return s.RunJob(ctx, job)
 }
 
 // RunJob runs a job built by Job (a caller that wants the job checked before
 // it answers, then runs it).
-func (s *Sandbox) RunJob(ctx context.Context, job Job) (Result, error) { return s.exec(ctx, job) }
+func (s *Sandbox) RunJob(ctx context.Context, job Job) (Result, error) {
+	job, release := s.withEgress(job)
+	defer release()
+	return s.exec(ctx, job)
+}
+
+// proxyVariables name the exec's egress proxy for the tools that read one.
+var proxyVariables = []string{"HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy", "npm_config_proxy", "npm_config_https_proxy"}
+
+// withEgress gives a command of a session with egress a proxy port of its
+// own (the lowest free one from EgressProxyPort up) and the variables
+// naming it, unless the command set them itself.
+func (s *Sandbox) withEgress(job Job) (Job, func()) {
+	if s.egress == nil {
+		return job, func() {}
+	}
+	s.mu.Lock()
+	port := EgressProxyPort
+	for s.proxyPorts[port] {
+		port++
+	}
+	if s.proxyPorts == nil {
+		s.proxyPorts = map[int]bool{}
+	}
+	s.proxyPorts[port] = true
+	s.mu.Unlock()
+	env := maps.Clone(job.Env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	for _, k := range proxyVariables {
+		if _, set := env[k]; !set {
+			env[k] = "http://127.0.0.1:" + strconv.Itoa(port)
+		}
+	}
+	job.Env, job.Egress, job.EgressPort = env, s.egress, port
+	return job, func() {
+		s.mu.Lock()
+		delete(s.proxyPorts, port)
+		s.mu.Unlock()
+	}
+}
 
 func (s *Sandbox) exec(ctx context.Context, job Job) (Result, error) {
 	if err := s.begin(); err != nil {

@@ -85,5 +85,8 @@ func (s *Sandbox) Terminal(ctx context.Context, t TerminalSpec) (Result, error) 
 	if _, err := JobHeader(job); err != nil {
 		return failedExec(s, err), err
 	}
+	// A terminal is a command of the session: the same way out as an exec.
+	job, release := s.withEgress(job)
+	defer release()
 	return s.exec(ctx, job)
 }

@@ -22,10 +22,38 @@ const MinTokenBytes = 16
 // are kept; a presented token is compared with every one in constant time.
 type Tokens struct {
 	digests [][sha256.Size]byte
+	// profiles are the egress profiles each token may give its sessions
+	// (`egress=NAME[,NAME]` after it on its line); none without.
+	profiles map[[sha256.Size]byte][]string
 }
 
-// LoadTokens reads a token file: one token a line; blank lines and lines
-// starting with # are ignored. A file without tokens, or with one shorter
+// MaxProfileName bounds an egress profile's name.
+const MaxProfileName = 64
+
+// ValidProfileName says name can name an egress profile: letters, digits,
+// '-', '_' and '.', at most MaxProfileName bytes.
+func ValidProfileName(name string) bool {
+	if name == "" || len(name) > MaxProfileName {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Profiles are the egress profiles the presented token may use.
+func (t *Tokens) Profiles(presented string) []string {
+	sum := sha256.Sum256([]byte(presented))
+	return t.profiles[sum]
+}
+
+// LoadTokens reads a token file: one token a line, optionally followed by
+// egress=PROFILE[,PROFILE] (the egress profiles its sessions may use);
+// blank lines and lines starting with # are ignored. A file without tokens, or with one shorter
 // than MinTokenBytes, is an error.
 func LoadTokens(path string) (*Tokens, error) {
 	f, err := os.Open(path)
@@ -47,17 +75,32 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 	line := 0
 	for sc.Scan() {
 		line++
-		tok := strings.TrimSpace(sc.Text())
-		if tok == "" || strings.HasPrefix(tok, "#") {
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
 			continue
 		}
+		fields := strings.Fields(text)
+		tok := fields[0]
 		if len(tok) < MinTokenBytes {
 			return nil, fmt.Errorf("line %d: token shorter than %d bytes", line, MinTokenBytes)
 		}
-		if strings.ContainsAny(tok, " \t") {
-			return nil, fmt.Errorf("line %d: token contains whitespace", line)
+		sum := sha256.Sum256([]byte(tok))
+		t.digests = append(t.digests, sum)
+		for _, opt := range fields[1:] {
+			names, ok := strings.CutPrefix(opt, "egress=")
+			if !ok {
+				return nil, fmt.Errorf("line %d: after the token only egress=PROFILE[,PROFILE] may follow (the egress profiles its sessions may use)", line)
+			}
+			for _, n := range strings.Split(names, ",") {
+				if !ValidProfileName(n) {
+					return nil, fmt.Errorf("line %d: egress profile name %q: letters, digits, '-', '_', '.', at most %d bytes", line, n, MaxProfileName)
+				}
+				if t.profiles == nil {
+					t.profiles = map[[sha256.Size]byte][]string{}
+				}
+				t.profiles[sum] = append(t.profiles[sum], n)
+			}
 		}
-		t.digests = append(t.digests, sha256.Sum256([]byte(tok)))
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err

@@ -155,7 +155,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case api.RouteImages:
 		s.images(sw, r)
 	case api.RouteSessions, api.RouteSession, api.RouteSessionExec, api.RouteSessionRoot, api.RouteSessionFiles,
-		api.RouteSessionPause, api.RouteSessionResume, api.RouteSessionSnapshot, api.RouteSnapshots, api.RouteSnapshot,
+		api.RouteSessionPause, api.RouteSessionResume, api.RouteSessionSnapshot, api.RouteSessionEgress, api.RouteSnapshots, api.RouteSnapshot,
 		api.RouteSessionPTY, api.RouteSessionPTYResize:
 		s.serveSessions(sw, r, route)
 	case api.RouteValidate:

@@ -71,6 +71,13 @@ type Options struct {
 	// nil or an empty list: no sandbox of this server reaches anything.
 	// Requests cannot change it.
 	Egress *egress.Policy
+	// EgressProfiles are the operator's named egress policies for sessions
+	// (aster.yaml egress.profiles). A session's owner picks one of those
+	// its token may use (Tokens' egress=; every one on a loopback server
+	// without tokens) at creation or while it runs; a request names a
+	// profile, never a host, an address or a secret. Without profiles a
+	// session reaches nothing.
+	EgressProfiles map[string]*egress.Policy
 	// EngineCheckPeriod is how often the engine is probed for the
 	// aster_engine_up metric (default 5s).
 	EngineCheckPeriod time.Duration

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/units"
 )
@@ -31,6 +32,8 @@ type sessionTable struct {
 type ownedSession struct {
 	owner string
 	s     *sandbox.Sandbox
+	// egress is the session's relay when the server has egress profiles.
+	egress *egress.Switch
 }
 
 // sessionRoutes are the session routes, for Routes.
@@ -46,6 +49,7 @@ func sessionRoutes() []Route {
 		{api.RouteSessionPause, post, true},
 		{api.RouteSessionResume, post, true},
 		{api.RouteSessionSnapshot, post, true},
+		{api.RouteSessionEgress, []string{http.MethodPut}, true},
 		{api.RouteSessionPTY, get, true},
 		{api.RouteSessionPTYResize, post, true},
 		{api.RouteSnapshots, get, true},
@@ -84,6 +88,8 @@ func sessionRoute(p string) (route, id, file string, ok bool) {
 		return api.RouteSessionResume, id, "", true
 	case sub == "snapshot":
 		return api.RouteSessionSnapshot, id, "", true
+	case sub == "egress":
+		return api.RouteSessionEgress, id, "", true
 	case sub == "pty":
 		return api.RouteSessionPTY, id, "", true
 	case sub == "pty/resize":
@@ -152,7 +158,9 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 		s.sessions.mu.Unlock()
 		w.WriteHeader(http.StatusNoContent)
 	case route == api.RouteSession:
-		s.writeJSON(w, http.StatusOK, sessionWire(sess.Info()))
+		s.writeJSON(w, http.StatusOK, s.sessionWire(id, sess.Info()))
+	case route == api.RouteSessionEgress:
+		s.setSessionEgress(w, r, id, sess)
 	case route == api.RouteSessionExec:
 		s.sessionExec(w, r, sess)
 	case route == api.RouteSessionPTY:
@@ -170,7 +178,7 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 			s.writeError(w, r, err)
 			return
 		}
-		s.writeJSON(w, http.StatusOK, sessionWire(sess.Info()))
+		s.writeJSON(w, http.StatusOK, s.sessionWire(id, sess.Info()))
 	case route == api.RouteSessionSnapshot:
 		s.snapshotSession(w, r, sess)
 	case wantsTar(r):
@@ -201,6 +209,81 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 		}
 		s.writeRaw(w, api.ContentTypeOctets, b)
 	}
+}
+
+// sessionWire is the session id's answer, with its egress profile.
+func (s *Server) sessionWire(id string, i sandbox.SessionInfo) api.Session {
+	s.sessions.mu.Lock()
+	var sw *egress.Switch
+	if o := s.sessions.byID[id]; o != nil {
+		sw = o.egress
+	}
+	s.sessions.mu.Unlock()
+	return withProfile(sessionWire(i), sw)
+}
+
+func withProfile(w api.Session, sw *egress.Switch) api.Session {
+	if sw != nil {
+		w.EgressProfile = sw.Profile()
+	}
+	return w
+}
+
+// egressProfile is the operator's profile name, when the caller's token
+// may use it ("" is none, always allowed).
+func (s *Server) egressProfile(r *http.Request, name string) (*egress.Policy, error) {
+	if name == "" {
+		return nil, nil
+	}
+	p, ok := s.opts.EgressProfiles[name]
+	if !ValidProfileName(name) || !ok {
+		return nil, sandbox.Invalidf("egress profile %q is not one of this server's (aster.yaml egress.profiles): %s", clipPath(name), s.profileNames())
+	}
+	if s.opts.Tokens != nil {
+		_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		if !slices.Contains(s.opts.Tokens.Profiles(strings.TrimSpace(tok)), name) {
+			return nil, fmt.Errorf("%w: this token may not use egress profile %q (the operator grants profiles with egress=%s after the token in the token file)", api.ErrForbidden, name, name)
+		}
+	}
+	return p, nil
+}
+
+func (s *Server) profileNames() string {
+	if len(s.opts.EgressProfiles) == 0 {
+		return "it has none"
+	}
+	return "it has " + strings.Join(slices.Sorted(maps.Keys(s.opts.EgressProfiles)), ", ")
+}
+
+// setSessionEgress answers PUT /v1/sessions/{id}/egress: the session's
+// relay takes the profile, and the previous profile's tunnels are closed.
+func (s *Server) setSessionEgress(w http.ResponseWriter, r *http.Request, id string, sess *sandbox.Sandbox) {
+	var req api.SessionEgressRequest
+	if err := s.readSmallJSON(w, r, &req); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := s.egressProfile(r, req.Profile)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.sessions.mu.Lock()
+	var sw *egress.Switch
+	if o := s.sessions.byID[id]; o != nil {
+		sw = o.egress
+	}
+	s.sessions.mu.Unlock()
+	if sw == nil {
+		s.writeError(w, r, fmt.Errorf("%w: this server has no egress profiles (aster.yaml egress.profiles)", api.ErrNotFound))
+		return
+	}
+	if err := sw.Set(req.Profile, p); err != nil {
+		s.writeError(w, r, fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
+		return
+	}
+	s.log.Info("session egress profile", "session", id, "profile", req.Profile, "owner", s.owner(r))
+	s.writeJSON(w, http.StatusOK, s.sessionWire(id, sess.Info()))
 }
 
 func sessionWire(i sandbox.SessionInfo) api.Session {
@@ -255,6 +338,30 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			spec.Files[name] = b
 		}
 	}
+	spec.ID = sandbox.NewSessionID()
+	var sw *egress.Switch
+	if len(s.opts.EgressProfiles) > 0 {
+		p, err := s.egressProfile(r, req.EgressProfile)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		sw = egress.NewSwitch(spec.ID)
+		if err := sw.Set(req.EgressProfile, p); err != nil {
+			s.writeError(w, r, sandbox.Invalidf("egress profile %q: %v", req.EgressProfile, err))
+			return
+		}
+		spec.Egress = sw
+		// A session that is not made ends its relay.
+		defer func() {
+			if spec.Egress != nil {
+				sw.Close()
+			}
+		}()
+	} else if req.EgressProfile != "" {
+		s.writeError(w, r, sandbox.Invalidf("egress profile %q: this server has no egress profiles (aster.yaml egress.profiles)", clipPath(req.EgressProfile)))
+		return
+	}
 	owner := s.owner(r)
 	if req.FromSnapshot != "" {
 		archive, err := s.snapshots.get(owner, req.FromSnapshot, time.Now())
@@ -297,8 +404,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	// The place is taken before the sandbox exists, so that concurrent
 	// creates cannot pass the cap together.
-	spec.ID = sandbox.NewSessionID()
-	placeholder := &ownedSession{owner: owner}
+	placeholder := &ownedSession{owner: owner, egress: sw}
 	s.sessions.byID[spec.ID] = placeholder
 	s.sessions.mu.Unlock()
 
@@ -315,8 +421,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	spec.Egress = nil // the session owns its relay now
 	w.Header().Set("Location", api.RouteSessions+"/"+sess.ID())
-	s.writeJSON(w, http.StatusCreated, sessionWire(sess.Info()))
+	s.writeJSON(w, http.StatusCreated, s.sessionWire(sess.ID(), sess.Info()))
 }
 
 func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
@@ -332,7 +439,7 @@ func (s *Server) listSessions(w http.ResponseWriter, r *http.Request) {
 			continue
 		default:
 		}
-		out.Sessions = append(out.Sessions, sessionWire(o.s.Info()))
+		out.Sessions = append(out.Sessions, withProfile(sessionWire(o.s.Info()), o.egress))
 	}
 	s.sessions.mu.Unlock()
 	slices.SortFunc(out.Sessions, func(a, b api.Session) int { return a.CreatedAt.Compare(b.CreatedAt) })

@@ -1,0 +1,194 @@
+package sandboxapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/client"
+	"github.com/asterhq/aster/internal/egress"
+	"github.com/asterhq/aster/internal/sandbox"
+)
+
+// mapResolver answers from a table, as a private DNS zone would.
+type mapResolver map[string]string
+
+func (m mapResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := m[host]; ok {
+		return []netip.Addr{netip.MustParseAddr(a)}, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// fetchScript fetches http://HOST:PORT/hello through the exec's proxy
+// (HTTPS_PROXY, which the session sets) and prints "HOST=status body" or
+// "HOST=refused <reason>". With "hold", it keeps its tunnel open until
+// /tmp/switched exists, then asks again on it.
+const fetchScript = `import http.client, os, sys, time
+proxy = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+port = int(sys.argv[1])
+for host in sys.argv[3:]:
+    c = http.client.HTTPConnection(proxy[0].split("//")[1], int(proxy[1]), timeout=30)
+    c.set_tunnel(host, port)
+    try:
+        c.request("GET", "/hello")
+        r = c.getresponse()
+        print("%s=%d %s" % (host, r.status, r.read().decode()))
+    except OSError as e:
+        print("%s=refused %s" % (host, e))
+        continue
+    if sys.argv[2] == "hold":
+        open("/work/first-ok", "w").close()
+        for _ in range(600):
+            if os.path.exists("/tmp/switched"):
+                break
+            time.sleep(0.1)
+        try:
+            c.request("GET", "/hello")
+            r = c.getresponse()
+            print("%s-after=%d %s" % (host, r.status, r.read().decode()))
+        except Exception as e:
+            print("%s-after=closed %s" % (host, type(e).__name__))
+`
+
+// A session's egress follows the operator's profiles: a token uses only
+// the profiles granted to it, a request names a profile and nothing else,
+// and a switch while the session runs closes the previous profile's
+// tunnels at once (a command holding one sees it end) and decides every
+// later tunnel by the new profile. Concurrent execs each get a proxy.
+func TestSessionEgressHTTP(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello-%s", strings.Split(r.Host, ":")[0])
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	a, b := egress.Rule{Host: "a.test", Port: port}, egress.Rule{Host: "b.test", Port: port}
+	lo := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	res := mapResolver{"a.test": "127.0.0.1", "b.test": "127.0.0.1"}
+	profiles := map[string]*egress.Policy{
+		"wide":   {Allow: []egress.Rule{a, b}, Addresses: map[egress.Rule][]netip.Prefix{a: lo, b: lo}, Resolver: res},
+		"narrow": {Allow: []egress.Rule{a}, Addresses: map[egress.Rule][]netip.Prefix{a: lo}, Resolver: res},
+	}
+	toks, err := ParseTokens(strings.NewReader("token-egress-aaaaaaaa egress=wide,narrow\ntoken-egress-bbbbbbbb\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOpts{server: func(o *Options) { o.Tokens = toks; o.EgressProfiles = profiles }})
+	ctx := context.Background()
+
+	h.token = "token-egress-bbbbbbbb"
+	resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: "wide"})
+	errorOf(t, resp, body, http.StatusForbidden, "forbidden")
+	h.token = "token-egress-aaaaaaaa"
+	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: "nope"})
+	errorOf(t, resp, body, http.StatusBadRequest, "invalid_spec")
+
+	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: "wide", TTL: "5m",
+		Files: map[string]api.File{"fetch.py": {Content: fetchScript}}})
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	}
+	var sess api.Session
+	if err := json.Unmarshal(body, &sess); err != nil || sess.EgressProfile != "wide" {
+		t.Fatalf("create answered %s (%v)", body, err)
+	}
+	base := api.RouteSessions + "/" + sess.ID
+	t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
+	exec := func(argv ...string) string {
+		t.Helper()
+		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: argv, Timeout: "90s"})
+		r := decodeOK[api.Result](t, resp, body)
+		if r.Status != sandbox.StatusOK {
+			t.Fatalf("%v: %+v", argv, r)
+		}
+		return r.Stdout
+	}
+	p := fmt.Sprint(port)
+	if out := exec("python3", "fetch.py", p, "once", "a.test", "b.test"); !strings.Contains(out, "a.test=200 hello-a") || !strings.Contains(out, "b.test=200 hello-b") {
+		t.Fatalf("with the wide profile: %s", out)
+	}
+
+	// A command holds its tunnel to b.test while the profile narrows.
+	held := make(chan string, 1)
+	go func() {
+		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: []string{"python3", "fetch.py", p, "hold", "b.test"}, Timeout: "90s"})
+		var r api.Result
+		json.Unmarshal(body, &r)
+		held <- fmt.Sprintf("%d %s %s", resp.StatusCode, r.Stdout, r.Stderr)
+	}()
+	waitFor(t, 60e9, "the held exec's first answer", func() bool {
+		resp, _ := h.do(ctx, http.MethodGet, base+"/files/first-ok", "", nil)
+		return resp.StatusCode == http.StatusOK
+	})
+	resp, body = h.do(ctx, http.MethodPut, base+"/egress", api.ContentTypeJSON, bytes.NewReader([]byte(`{"profile":"narrow"}`)))
+	if got := decodeOK[api.Session](t, resp, body); got.EgressProfile != "narrow" {
+		t.Fatalf("after the switch: %+v", got)
+	}
+	exec("touch", "/tmp/switched") // a second exec while the first runs: its own proxy port
+	out := <-held
+	if !strings.Contains(out, "b.test=200 hello-b") || !strings.Contains(out, "b.test-after=closed") {
+		t.Fatalf("the tunnel of the previous profile: %s", out)
+	}
+	if out := exec("python3", "fetch.py", p, "once", "a.test", "b.test"); !strings.Contains(out, "a.test=200 hello-a") || !strings.Contains(out, "b.test=refused") || !strings.Contains(out, "403") {
+		t.Fatalf("with the narrow profile: %s", out)
+	}
+
+	// None (through the Go client): every tunnel refused.
+	cl, err := client.New(client.Options{BaseURL: h.base, Token: h.token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.SetSessionEgress(ctx, sess.ID, ""); err != nil || got.EgressProfile != "" {
+		t.Fatalf("client SetSessionEgress: %+v %v", got, err)
+	}
+	if out := exec("python3", "fetch.py", p, "once", "a.test"); !strings.Contains(out, "a.test=refused") {
+		t.Fatalf("with no profile: %s", out)
+	}
+	// Another token can neither see nor switch the session.
+	h.token = "token-egress-bbbbbbbb"
+	resp, body = h.do(ctx, http.MethodPut, base+"/egress", api.ContentTypeJSON, bytes.NewReader([]byte(`{"profile":"wide"}`)))
+	errorOf(t, resp, body, http.StatusNotFound, "not_found")
+	h.token = "token-egress-aaaaaaaa"
+	resp, body = h.do(ctx, http.MethodGet, base, "", nil)
+	if got := decodeOK[api.Session](t, resp, body); got.EgressProfile != "" {
+		t.Fatalf("profile after none: %q", got.EgressProfile)
+	}
+}
+
+// A token file line may grant egress profiles after the token; anything
+// else after it, or a bad name, is refused.
+func TestTokenProfiles(t *testing.T) {
+	toks, err := ParseTokens(strings.NewReader("# ops\ntoken-with-two-profiles egress=npm,pypi.corp\ntoken-without-profiles\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toks.Profiles("token-with-two-profiles"); len(got) != 2 || got[0] != "npm" || got[1] != "pypi.corp" {
+		t.Fatalf("profiles %q", got)
+	}
+	if got := toks.Profiles("token-without-profiles"); len(got) != 0 {
+		t.Fatalf("profiles %q", got)
+	}
+	if got := toks.Profiles("token-not-in-the-file"); len(got) != 0 || toks.Valid("token-not-in-the-file") {
+		t.Fatalf("an unknown token: %q", got)
+	}
+	if !toks.Valid("token-with-two-profiles") || toks.Valid("token-with-two-profiles egress=npm,pypi.corp") {
+		t.Fatal("the token is the first field only")
+	}
+	for _, bad := range []string{"token-aaaaaaaaaaaaaa admin=yes", "token-aaaaaaaaaaaaaa egress=", "token-aaaaaaaaaaaaaa egress=a/b", "token-aaaaaaaaaaaaaa egress=" + strings.Repeat("x", 65)} {
+		if _, err := ParseTokens(strings.NewReader(bad + "\n")); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
