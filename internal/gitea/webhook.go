@@ -81,8 +81,9 @@ type wireCommentPayload struct {
 // ParseEvent turns a verified Gitea delivery into one of the App's events: a
 // *github.PullRequestEvent (opened, reopened, synchronized), a *github.ReviewCommandEvent
 // (an issue_comment created or edited on a pull request whose first line is an /aster
-// command), or a *github.Ignored. Gitea has no installations: InstallationID is 0. A body
-// that is not the JSON Gitea sends wraps github.ErrMalformedPayload.
+// command: review, resolve, pause, resume, help), or a *github.Ignored. Gitea has no
+// installations: InstallationID is 0. A body that is not the JSON Gitea sends wraps
+// github.ErrMalformedPayload.
 func ParseEvent(event, deliveryID string, body []byte) (github.Event, error) {
 	ignored := func(action, reason string) (github.Event, error) {
 		return &github.Ignored{DeliveryID: deliveryID, Event: event, Action: action, Reason: reason}, nil
@@ -121,8 +122,9 @@ func ParseEvent(event, deliveryID string, body []byte) (github.Event, error) {
 	if !w.IsPull && (len(w.Issue.PullRequest) == 0 || string(w.Issue.PullRequest) == "null") {
 		return ignored(w.Action, "comment on an issue, not a pull request")
 	}
-	if !github.IsReviewCommand(w.Comment.Body) {
-		return ignored(w.Action, "comment is not "+github.ReviewCommand+" or "+github.ResolveCommand)
+	command := github.CommandOf(w.Comment.Body)
+	if command == "" {
+		return ignored(w.Action, "comment is not an /aster command")
 	}
 	repo, err := parseRepo(w.Repository)
 	if err != nil {
@@ -142,7 +144,7 @@ func ParseEvent(event, deliveryID string, body []byte) (github.Event, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: comment updated_at %q is not a time", github.ErrMalformedPayload, stamp)
 	}
-	return &github.ReviewCommandEvent{DeliveryID: deliveryID, Repo: repo, Number: w.Issue.Number, CommentID: w.Comment.ID,
+	return &github.ReviewCommandEvent{DeliveryID: deliveryID, Repo: repo, Number: w.Issue.Number, Command: command, CommentID: w.Comment.ID,
 		UpdatedAt: updated.UTC(), Edited: w.Action == "edited", Sender: w.Sender.Login}, nil
 }
 

@@ -47,8 +47,12 @@ func TestParseEvent(t *testing.T) {
 	}
 	ev, err = ParseEvent("issue_comment", "d2", []byte(commentBody("created", "/aster review\nplease", true)))
 	cmd, ok := ev.(*github.ReviewCommandEvent)
-	if err != nil || !ok || cmd.Sender != "bob" || cmd.CommentID != 42 || cmd.Number != 3 || cmd.UpdatedAt.Second() != 1 {
+	if err != nil || !ok || cmd.Sender != "bob" || cmd.CommentID != 42 || cmd.Number != 3 || cmd.UpdatedAt.Second() != 1 || cmd.Command != github.CmdReview {
 		t.Fatalf("command: %+v, %v", ev, err)
+	}
+	ev, err = ParseEvent("issue_comment", "d3", []byte(commentBody("created", "/aster pause", true)))
+	if cmd, ok := ev.(*github.ReviewCommandEvent); err != nil || !ok || cmd.Command != github.CmdPause {
+		t.Fatalf("/aster pause: %+v, %v", ev, err)
 	}
 	ignored := []struct{ event, body string }{
 		{"pull_request", pullBody("closed")},
