@@ -241,6 +241,10 @@ func (m *Manager) OpenSession(ctx context.Context, spec SessionSpec) (*Sandbox, 
 		// A sandbox that ended by itself (destroyed after a broken exec)
 		// ends the session.
 		<-inst.Done()
+		// The execs it ended give their verdicts first: an OOM verdict
+		// reads the sandbox's cgroup, which destroying it removes (gVisor:
+		// an OOM kill ends the whole sandbox).
+		s.awaitExecs(execVerdictWait)
 		s.end(context.Background(), "sandbox ended")
 	}()
 	if spec.Archive != nil {
@@ -259,6 +263,24 @@ func (m *Manager) OpenSession(ctx context.Context, spec SessionSpec) (*Sandbox, 
 	}
 	m.log.Debug("session opened", "session", s.id, "sandbox", inst.ID(), "ttl", spec.TTL, "idle", spec.IdleTimeout)
 	return s, nil
+}
+
+// execVerdictWait bounds how long a sandbox that ended by itself is kept
+// for the verdicts of the execs it ended.
+const execVerdictWait = 10 * time.Second
+
+// awaitExecs waits, at most d, until no exec of the session runs.
+func (s *Sandbox) awaitExecs(d time.Duration) {
+	limit := time.Now().Add(d)
+	for time.Now().Before(limit) {
+		s.mu.Lock()
+		n := s.running
+		s.mu.Unlock()
+		if n == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // NewSessionID returns an unguessable session id (128 random bits).
