@@ -144,7 +144,10 @@ type AnalyzerNotice struct {
 
 // AnalyzerStats is a tool's own account of its run.
 type AnalyzerStats struct {
-	Files    int   `json:"files"`
-	MS       int64 `json:"ms"`
-	MaxRSSKB int64 `json:"max_rss_kb"`
+	Files     int    `json:"files"`
+	MS        int64  `json:"ms"`
+	MaxRSSKB  int64  `json:"max_rss_kb"`
+	CPUMS     int64  `json:"cpu_ms,omitempty"`
+	MaxFileMS int64  `json:"max_file_ms,omitempty"`
+	Slowest   string `json:"slowest,omitempty"`
 }

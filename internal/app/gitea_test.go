@@ -290,8 +290,8 @@ func (a *giteaApp) posted(repo *giteatest.Repo, number int) string {
 // a repository each.
 func TestGitea(t *testing.T) {
 	gs := giteatest.Start(t)
-	t.Run("lifecycle", func(t *testing.T) { testGiteaLifecycle(t, gs) })
-	t.Run("refused", func(t *testing.T) { testGiteaRefused(t, gs) })
+	t.Run("lifecycle", func(t *testing.T) { t.Parallel(); testGiteaLifecycle(t, gs) })
+	t.Run("refused", func(t *testing.T) { t.Parallel(); testGiteaRefused(t, gs) })
 }
 
 // testGiteaLifecycle: a pull request opened on Gitea gets one COMMENT review with inline
@@ -302,8 +302,29 @@ func TestGitea(t *testing.T) {
 func testGiteaLifecycle(t *testing.T, gs *giteatest.Server) {
 	a := newGiteaApp(t, gs)
 	repo := gs.CreateRepo(t, "widgets")
-	repo.AddCollaborator(t, gs.Bot.Login, "admin")
-	repo.CreateHook(t, a.hook, a.secret)
+	// What `aster app setup --forge gitea` does with an admin token: the bot's access and
+	// the webhook, twice (the second run changes nothing but the secret it sets).
+	admin, err := gitea.New(gitea.Options{URL: gs.URL, Token: []byte(gs.Admin.Token)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := admin.Repo(repo.Owner, repo.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		if err := ac.AddCollaborator(t.Context(), gs.Bot.Login, "admin"); err != nil {
+			t.Fatal(err)
+		}
+		if _, created, err := ac.EnsureWebhook(t.Context(), a.hook, []byte(a.secret)); err != nil || created != (i == 0) {
+			t.Fatalf("webhook, run %d: created %v, %v", i+1, created, err)
+		}
+	}
+	var hooks []giteatest.Hook
+	gs.MustAPI(t, gs.Admin.Token, "GET", repo.Path("hooks"), nil, &hooks)
+	if len(hooks) != 1 || !hooks[0].Active {
+		t.Fatalf("hooks %+v, want one active", hooks)
+	}
 	base := repo.Commit(t, "main", map[string]*string{"app.py": giteatest.Ptr("import os\n\nprint('hi')\n")}, "base")
 	repo.Push(t, "main")
 	head1 := repo.Commit(t, "feature", map[string]*string{
@@ -418,8 +439,10 @@ func testGiteaLifecycle(t *testing.T, gs *giteatest.Server) {
 		t.Errorf("status on the second head: %+v, want success", st)
 	}
 
-	// Nothing secret in the logs (Aster's, Gitea's) or the posts.
-	for name, text := range map[string]string{"aster log": a.logs.String(), "posts": a.posted(repo, pr.Number)} {
+	// Nothing secret in the logs (Aster's, Gitea's), the posts or what the reviewer (the
+	// pipeline: sandboxes, the prompt) was given.
+	given := fmt.Sprintf("%+v", a.rev.calls())
+	for name, text := range map[string]string{"aster log": a.logs.String(), "posts": a.posted(repo, pr.Number), "review input": given} {
 		for _, secret := range []string{gs.Bot.Token, gs.Admin.Token, a.secret} {
 			if strings.Contains(text, secret) {
 				t.Errorf("%s holds a secret (%.8q…)", name, secret)
@@ -457,6 +480,15 @@ func testGiteaRefused(t *testing.T, gs *giteatest.Server) {
 	}
 	if len(a.rev.calls()) != 0 || len(a.reviews(repo, pr.Number)) != 0 || len(a.statuses(repo, pr.Head.SHA)) != 0 {
 		t.Error("an outsider's command started a review")
+	}
+	// The same command from the repository's owner reviews the head.
+	repo.Comment(t, gs.Admin.Token, pr.Number, "/aster review")
+	recs = a.waitHistory(repo, pr.Number, 2)
+	if recs[1].Outcome != store.OutcomePosted || recs[1].Cause != "command" {
+		t.Fatalf("owner's command: %+v, want a review posted", recs[1])
+	}
+	if rs := a.reviews(repo, pr.Number); len(rs) != 1 || rs[0].User.Login != gs.Bot.Login {
+		t.Errorf("reviews after the owner's command: %+v", rs)
 	}
 
 	// Unsigned, mis-signed, and signed with GitHub's prefix: 401, nothing enqueued.

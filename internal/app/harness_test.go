@@ -3,6 +3,7 @@ package app
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,6 +45,10 @@ type harness struct {
 	repo   string
 	// comments numbers the comments commentEvent makes: each is a new comment on GitHub.
 	comments atomic.Int64
+	// o and so are what the App was started with (sibling starts another alike).
+	o        harnessOptions
+	so       store.Options
+	stopOnce sync.Once
 }
 
 type harnessOptions struct {
@@ -101,6 +106,26 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	if o.dbURL != "" {
 		so = store.Options{URL: o.dbURL, Queue: q}
 	}
+	h.start(o, so)
+	return h
+}
+
+// sibling starts another App on h's database and fake GitHub, with the same options: a
+// restart of h when h was shut down and clientID is h's, another replica when h runs.
+func (h *harness) sibling(clientID string) *harness {
+	h.t.Helper()
+	s := &harness{t: h.t, fake: h.fake, git: h.git, secret: h.secret, logs: &syncBuffer{}, owner: h.owner, repo: h.repo}
+	so := h.so
+	so.Queue.ClientID = clientID
+	s.comments.Store(h.comments.Load() + 1000) // its commands are new comments too
+	s.start(h.o, so)
+	return s
+}
+
+// start opens the store and serves the App.
+func (h *harness) start(o harnessOptions, so store.Options) {
+	t, fake := h.t, h.fake
+	h.o, h.so = o, so
 	st, err := store.Open(t.Context(), so)
 	if err != nil {
 		t.Fatal(err)
@@ -127,13 +152,19 @@ func newHarness(t *testing.T, o harnessOptions) *harness {
 	})
 	h.url = h.server.URL
 	t.Cleanup(func() {
-		h.shutdown()
-		st.Close()
+		h.stop()
 		if t.Failed() {
-			t.Logf("app log:\n%s", h.logs.String())
+			t.Logf("app log (%s):\n%s", cmp.Or(so.Queue.ClientID, "default client id"), h.logs.String())
 		}
 	})
-	return h
+}
+
+// stop shuts the App down and closes its store, once: a restart (sibling) may follow.
+func (h *harness) stop() {
+	h.stopOnce.Do(func() {
+		h.shutdown()
+		h.store.Close()
+	})
 }
 
 // shutdown stops the App before the store closes; testkit reports an error

@@ -61,16 +61,18 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 		if e.Edited {
 			action = "edited"
 		}
+		// An event without a command word (another forge's adapter) is a review command.
+		control := e.Command == github.CmdPause || e.Command == github.CmdResume || e.Command == github.CmdHelp
 		req := store.ReviewRequest{
 			Delivery: store.Delivery{ID: e.DeliveryID, Event: "issue_comment", Action: action, Repo: e.Repo.FullName(),
 				Number: e.Number, Sender: e.Sender},
 			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
 			InstallationID: e.InstallationID,
-			Force:          e.Command == github.CmdReview,
+			Force:          !control,
 			By:             e.Sender,
 			Command:        &store.Command{CommentID: e.CommentID, UpdatedAt: e.UpdatedAt},
 		}
-		if !req.Force {
+		if control {
 			req.Command.Name = e.Command
 		}
 		_, err = s.Store.RequestReview(ctx, req)

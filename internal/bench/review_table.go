@@ -57,6 +57,9 @@ func PrintReviewTable(w io.Writer, rep *ReviewReport, markdown bool) {
 		if rules := topRules(r.Findings, 8); rules != "" {
 			fmt.Fprintf(w, "\n%s, most reported rules: %s\n", r.Name, rules)
 		}
+		if cost := engineCost(r.Analyzers); cost != "" {
+			fmt.Fprintf(w, "\n%s, taint engines: %s\n", r.Name, cost)
+		}
 		if r.Recall == nil {
 			continue
 		}
@@ -185,4 +188,28 @@ func NoiseSummary(rep *ReviewReport) string {
 		s += fmt.Sprintf("; %d repositories not reviewed", failed)
 	}
 	return s
+}
+
+// engineCost renders the taint engines' own account of their runs: files,
+// wall and CPU time, the mean per file, peak memory and the slowest file.
+func engineCost(as []gate.AnalyzerResult) string {
+	var parts []string
+	for _, a := range as {
+		st := a.Stats
+		if st == nil || a.Status != gate.StatusOK || st.Files == 0 {
+			continue
+		}
+		p := fmt.Sprintf("%s %d files in %.1fs", a.Name, st.Files, float64(st.MS)/1000)
+		if st.CPUMS > 0 {
+			p += fmt.Sprintf(" (CPU %.1fs, %d ms a file)", float64(st.CPUMS)/1000, st.CPUMS/int64(st.Files))
+		} else {
+			p += fmt.Sprintf(" (%d ms a file)", st.MS/int64(st.Files))
+		}
+		p += fmt.Sprintf(", %d MB peak", st.MaxRSSKB/1024)
+		if st.Slowest != "" {
+			p += fmt.Sprintf(", slowest %s %d ms", st.Slowest, st.MaxFileMS)
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asterhq/aster/internal/bench"
 	"github.com/asterhq/aster/internal/diff"
+	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
@@ -217,6 +218,31 @@ func TestCorpusExpectedOnChange(t *testing.T) {
 					t.Errorf("%s: %s: line %d is not a non-blank added line", name, e.Location(), n)
 				}
 			}
+		}
+	}
+}
+
+// TestPrintReviewTableNoise: a --last run ends with the noise total (a
+// repository that failed is counted apart) and each taint engine's cost.
+func TestPrintReviewTableNoise(t *testing.T) {
+	rep := &bench.ReviewReport{Last: 30, Repos: []bench.RepoReview{
+		{Name: "a", Change: bench.ChangeStats{Kind: bench.ChangeLast, Base: strings.Repeat("1", 40), Head: strings.Repeat("2", 40)},
+			BySeverity: map[string]int{"error": 1, "warning": 2, "note": 3},
+			Analyzers: []gate.AnalyzerResult{{Name: "taint-python", Status: gate.StatusOK,
+				Stats: &finding.RunStats{Files: 4, MS: 2000, CPUMS: 1000, MaxRSSKB: 30 << 10, MaxFileMS: 600, Slowest: "x.py"}}}},
+		{Name: "b", BySeverity: map[string]int{"warning": 1}},
+		{Name: "c", Error: "no history"},
+	}}
+	var b strings.Builder
+	bench.PrintReviewTable(&b, rep, true)
+	out := b.String()
+	for _, want := range []string{
+		"| a | last: 1111111..2222222 |",
+		"noise, the last 30 commits of 2 repositories: 1 error(s), 3 warning(s), 3 note(s) reported; 1 repositories not reviewed",
+		"a, taint engines: taint-python 4 files in 2.0s (CPU 1.0s, 250 ms a file), 30 MB peak, slowest x.py 600 ms",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("no %q in:\n%s", want, out)
 		}
 	}
 }

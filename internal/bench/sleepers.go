@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"time"
 
 	"github.com/asterhq/aster/api"
+	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/textclip"
 )
@@ -38,6 +40,10 @@ type SleepersConfig struct {
 	// for Hold, as long as all started within StartWindow.
 	Hold        time.Duration
 	StartWindow time.Duration
+	// Pids, when set, is each sleeper's pids limit. The host task budget charges a
+	// sandbox by its pids limit (docs/sandbox.md), so the default admits ~900 crun
+	// sandboxes or 16 gVisor ones on ptrace here; a sleeper needs a handful.
+	Pids int
 	// Aster is the aster binary to serve with; ServeArgs are added to its
 	// `sandbox serve` command line (global flags such as --init-path).
 	Aster     string
@@ -50,6 +56,7 @@ type SleepersConfig struct {
 // SleepersReport is the outcome of the concurrency test.
 type SleepersReport struct {
 	Runtime     string    `json:"runtime"`
+	Pids        int       `json:"pids,omitempty"`
 	Sandboxes   int       `json:"sandboxes"`
 	HoldMS      int64     `json:"hold_ms"`
 	Started     time.Time `json:"started"`
@@ -70,11 +77,20 @@ type SleepersReport struct {
 	// processes (dockerd, containerd, shims) and the containers'. RSS counts
 	// shared pages in every process; SandboxPSS shares them out, so it is what
 	// the sandboxes cost together. PerSandbox* divide them by the sandboxes.
+	// MemoryAt is how many sandboxes were alive when the sandbox-side memory
+	// was read: all of them, or the most reached in a tenth of N steps.
+	MemoryAt      int   `json:"memory_measured_with"`
 	SandboxRSS    int64 `json:"sandbox_side_rss_bytes"`
 	SandboxPSS    int64 `json:"sandbox_side_pss_bytes"`
 	SandboxProcs  int   `json:"sandbox_side_processes"`
 	PerSandboxRSS int64 `json:"per_sandbox_rss_bytes"`
 	PerSandboxPSS int64 `json:"per_sandbox_pss_bytes"`
+	// SandboxCgroups is what the kernel charges the memory cgroups of those
+	// processes (not the orchestrator's): with what no process maps (tmpfs,
+	// page tables, kernel stacks). CgroupsN is how many there were.
+	SandboxCgroups   int64 `json:"sandbox_cgroups_bytes"`
+	CgroupsN         int   `json:"sandbox_cgroups"`
+	PerSandboxCgroup int64 `json:"per_sandbox_cgroup_bytes"`
 	// Load is the load average before and after, for reading the timings.
 	LoadBefore []float64 `json:"loadavg_before"`
 	LoadAfter  []float64 `json:"loadavg_after"`
@@ -130,22 +146,24 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	}
 	pid := cmd.Process.Pid
 
-	rep := &SleepersReport{Runtime: cfg.Runtime, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU(),
+	rep := &SleepersReport{Runtime: cfg.Runtime, Pids: cfg.Pids, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU(),
 		LoadBefore: loadavg()}
 	launch := time.Now()
 	end := launch.Add(cfg.StartWindow + cfg.Hold)
 	script := fmt.Sprintf("echo up; t=$((%d - $(date +%%s))); [ \"$t\" -gt 0 ] && exec sleep \"$t\"; true", end.Unix())
 	timeout := cfg.StartWindow + cfg.Hold + time.Minute
-	body, _ := json.Marshal(map[string]any{
-		"argv":   []string{"sh", "-c", script},
-		"limits": map[string]any{"timeout": timeout.Round(time.Second).String()},
-	})
+	limits := map[string]any{"timeout": timeout.Round(time.Second).String()}
+	if cfg.Pids > 0 {
+		limits["pids"] = strconv.Itoa(cfg.Pids)
+	}
+	body, _ := json.Marshal(map[string]any{"argv": []string{"sh", "-c", script}, "limits": limits})
 
 	var mu sync.Mutex
 	up, done := 0, 0
 	var allUp time.Time
 	var rssHeld int64
 	var sideHeld sideMemory
+	sampledAt := 0 // sandboxes alive when sideHeld was read
 	markUp := func() {
 		mu.Lock()
 		defer mu.Unlock()
@@ -153,8 +171,15 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 		if live := up - done; live > rep.PeakUp {
 			rep.PeakUp = live
 		}
+		live := up - done
 		if up == cfg.N && done == 0 {
 			allUp = time.Now()
+		}
+		// The memory figures: when all are up, and before that at each tenth more
+		// alive at once, so a run that never has all N up still says what those
+		// that were cost.
+		if live == cfg.N || live >= sampledAt+max(cfg.N/10, 1) {
+			sampledAt = live
 			rssHeld = rssOf(pid)
 			sideHeld = sandboxSide(cfg.Runtime, pid)
 		}
@@ -220,7 +245,14 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	rep.WallMS = time.Since(launch).Milliseconds()
 	rep.OrchHWM = hwmOf(pid)
 	rep.OrchRSSHeld, rep.SandboxRSS, rep.SandboxPSS, rep.SandboxProcs = rssHeld, sideHeld.rss, sideHeld.pss, sideHeld.procs
-	rep.PerSandboxRSS, rep.PerSandboxPSS = sideHeld.rss/int64(cfg.N), sideHeld.pss/int64(cfg.N)
+	rep.MemoryAt = sampledAt
+	if sampledAt > 0 {
+		rep.PerSandboxRSS, rep.PerSandboxPSS = sideHeld.rss/int64(sampledAt), sideHeld.pss/int64(sampledAt)
+	}
+	rep.SandboxCgroups, rep.CgroupsN = sideHeld.cgroups, sideHeld.cgroupsN
+	if sideHeld.cgroupsN > 0 {
+		rep.PerSandboxCgroup = sideHeld.cgroups / int64(sideHeld.cgroupsN)
+	}
 	rep.LoadAfter = loadavg()
 	if !allUp.IsZero() {
 		rep.AllUpMS = allUp.Sub(launch).Milliseconds()
@@ -301,10 +333,12 @@ func PrintSleepers(w io.Writer, r *SleepersReport) {
 		{"all up after", fmt.Sprintf("%.1f s (%.1f starts/s)", float64(r.AllUpMS)/1000, r.StartRate)},
 		{"held all together", fmt.Sprintf("%.1f s (--hold %.0f s)", float64(r.HeldAllMS)/1000, float64(r.HoldMS)/1000)},
 		{"orchestrator RSS peak", mb(r.OrchRSSPeak) + " (VmHWM " + mb(r.OrchHWM) + ")"},
-		{"orchestrator RSS while all held", mb(r.OrchRSSHeld)},
-		{"sandbox-side RSS while all held", fmt.Sprintf("%s (%d processes)", mb(r.SandboxRSS), r.SandboxProcs)},
-		{"sandbox-side PSS while all held", mb(r.SandboxPSS)},
+		{"memory read with", fmt.Sprintf("%d sandboxes alive", r.MemoryAt)},
+		{"orchestrator RSS then", mb(r.OrchRSSHeld)},
+		{"sandbox-side RSS then", fmt.Sprintf("%s (%d processes)", mb(r.SandboxRSS), r.SandboxProcs)},
+		{"sandbox-side PSS then", mb(r.SandboxPSS)},
 		{"per sandbox, RSS / PSS", mb(r.PerSandboxRSS) + " / " + mb(r.PerSandboxPSS)},
+		{"sandbox memory cgroups", fmt.Sprintf("%s in %d (%s each)", mb(r.SandboxCgroups), r.CgroupsN, mb(r.PerSandboxCgroup))},
 		{"load average", fmt.Sprintf("%v → %v", r.LoadBefore, r.LoadAfter)},
 		{"wall", fmt.Sprintf("%.1f s", float64(r.WallMS)/1000)},
 	}
@@ -385,6 +419,11 @@ func hwmOf(pid int) int64 { return statusKB(pid, "VmHWM") }
 type sideMemory struct {
 	rss, pss int64
 	procs    int
+	// cgroups is the memory the kernel charges the memory cgroups those processes
+	// run in, other than the orchestrator's own: the processes' pages and also what
+	// belongs to no process (tmpfs files, page tables, kernel stacks), once each.
+	cgroups  int64
+	cgroupsN int
 }
 
 // sandboxSide sums the memory of what runs the sandboxes outside the orchestrator
@@ -395,10 +434,19 @@ type sideMemory struct {
 func sandboxSide(runtime string, orchestrator int) sideMemory {
 	procs := processTable()
 	var m sideMemory
+	own := memoryCgroup(orchestrator)
+	seen := map[string]bool{}
 	add := func(pid int) {
 		m.rss += procs[pid].rss
 		m.pss += pssOf(pid)
 		m.procs++
+		if cg := memoryCgroup(pid); cg != "" && cg != own && cg != "/" && !seen[cg] {
+			seen[cg] = true
+			if v, ok := cgroupMemory(cg); ok {
+				m.cgroups += v
+				m.cgroupsN++
+			}
+		}
 	}
 	if runtime == "oci" || runtime == "gvisor" {
 		children := map[int][]int{}
@@ -421,6 +469,41 @@ func sandboxSide(runtime string, orchestrator int) sideMemory {
 		}
 	}
 	return m
+}
+
+// memoryCgroup is the path of pid's memory cgroup (v1 memory controller, or the v2
+// unified one), "" when unreadable.
+func memoryCgroup(pid int) string {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cgroup"))
+	if err != nil {
+		return ""
+	}
+	unified := ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		if slices.Contains(strings.Split(f[1], ","), "memory") {
+			return f[2]
+		}
+		if f[0] == "0" && f[1] == "" {
+			unified = f[2]
+		}
+	}
+	return unified
+}
+
+// cgroupMemory is the memory charged to the memory cgroup at path.
+func cgroupMemory(path string) (int64, bool) {
+	dir := cgroupstat.MemoryDir(path)
+	for _, f := range []string{"memory.current", "memory.usage_in_bytes"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+			n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // pssOf is a process's proportional set size (smaps_rollup), 0 when unreadable.

@@ -35,7 +35,7 @@ import (
 func newAppCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "app",
-		Short: "The GitHub App: create it (setup), review pull requests from webhooks (serve), list reviews and jobs (history), dismissed findings (dismissals)",
+		Short: "The GitHub App (or a Gitea/Forgejo bot): set it up (setup), review pull requests from webhooks (serve), list reviews and jobs (history), dismissed findings (dismissals)",
 		Args:  cobra.NoArgs,
 	}
 	addCommands(cmd, g, newAppSetupCmd, newAppServeCmd, newAppHistoryCmd, newAppDismissalsCmd)
@@ -44,6 +44,7 @@ func newAppCmd(g *globals) *cobra.Command {
 
 type appFlags struct {
 	addr, appID, privateKey, webhookSecretFile, apiURL string
+	forge, forgeURL, forgeTokenFile                    string
 	workers, sandboxURL, sandboxTokenFile, replicaID   string
 	jobTimeout, maxAttempts, shutdownGrace             string
 	webhookInflight                                    string
@@ -98,13 +99,22 @@ Every flag but --parallel and --egress-allow (which adds to egress.allow) has
 an app: section equivalent in aster.yaml (app.addr, app.private_key_file, ...)
 and the main ones an ASTER_* variable. With no App id configured, the App
 'aster app setup' stored in the data directory is used (github-app.json there
-names its key and webhook secret).`,
+names its key and webhook secret).
+
+--forge gitea serves Gitea (or Forgejo) instead, through a bot account
+(docs/gitea.md): --forge-url is its root, --forge-token-file holds the bot's
+access token, and deliveries are verified by their X-Gitea-Signature (or
+X-Forgejo-Signature) header. The queue, the dedupe, the incremental reviews,
+the caps and the exactly-once posting are the same; a commit status "aster"
+stands in for the check run.`,
 		Example: `  aster app serve --app-id 123456 --private-key /etc/aster/app.pem \
     --webhook-secret-file /etc/aster/webhook-secret
   ASTER_DATABASE_URL=postgres://aster:PASSWORD@db:5432/aster aster app serve --workers 4 \
     --app-id 123456 --private-key /etc/aster/app.pem --webhook-secret-file /etc/aster/webhook-secret
   aster app serve --sandbox-url http://sandbox.internal:8080 --sandbox-token-file /etc/aster/token \
-    --app-id 123456 --private-key /etc/aster/app.pem --webhook-secret-file /etc/aster/webhook-secret`,
+    --app-id 123456 --private-key /etc/aster/app.pem --webhook-secret-file /etc/aster/webhook-secret
+  aster app serve --forge gitea --forge-url https://gitea.example.com/ \
+    --forge-token-file /etc/aster/gitea-token --webhook-secret-file /etc/aster/webhook-secret`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAppServe(cmd, g, f) },
 	}
@@ -114,6 +124,9 @@ names its key and webhook secret).`,
 	fl.StringVar(&f.privateKey, "private-key", "", "the App's private key, a PEM file readable only by aster (ASTER_APP_PRIVATE_KEY_FILE)")
 	fl.StringVar(&f.webhookSecretFile, "webhook-secret-file", "", "file holding the App's webhook secret (ASTER_APP_WEBHOOK_SECRET_FILE)")
 	fl.StringVar(&f.apiURL, "github-api-url", config.DefaultGitHubAPIURL, "GitHub's REST API root; GitHub Enterprise Server: https://HOST/api/v3/")
+	fl.StringVar(&f.forge, "forge", config.ForgeGitHub, "github (a GitHub App) or gitea (Gitea or Forgejo through a bot account; ASTER_APP_FORGE)")
+	fl.StringVar(&f.forgeURL, "forge-url", "", "with --forge gitea: the Gitea root URL, like https://gitea.example.com/ (ASTER_APP_FORGE_URL)")
+	fl.StringVar(&f.forgeTokenFile, "forge-token-file", "", "with --forge gitea: file holding the bot account's access token, readable only by aster (ASTER_APP_FORGE_TOKEN_FILE)")
 	f.store.register(fl)
 	intStringVar(fl, &f.workers, "workers", strconv.Itoa(config.DefaultAppWorkers), "pull requests reviewed at once by this process")
 	parallelVar(fl, &f.parallel, "analyzers run at once within one review")
@@ -143,6 +156,9 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	str("private-key", &ac.PrivateKeyFile, f.privateKey)
 	str("webhook-secret-file", &ac.WebhookSecretFile, f.webhookSecretFile)
 	str("github-api-url", &ac.GitHubAPIURL, f.apiURL)
+	str("forge", &ac.Forge, f.forge)
+	str("forge-url", &ac.ForgeURL, f.forgeURL)
+	str("forge-token-file", &ac.ForgeTokenFile, f.forgeTokenFile)
 	f.store.apply(fl, &ac)
 	str("workers", &ac.Workers, f.workers)
 	str("sandbox-url", &ac.SandboxURL, f.sandboxURL)
@@ -159,8 +175,10 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 		ac.Tests = f.tests
 	}
 	// No App id configured: the one `aster app setup` stored in the data directory, if any.
-	if _, err := ac.ApplyRegistration(); err != nil {
-		return usageErr("%v", err)
+	if !strings.EqualFold(strings.TrimSpace(ac.Forge), config.ForgeGitea) {
+		if _, err := ac.ApplyRegistration(); err != nil {
+			return usageErr("%v", err)
+		}
 	}
 	if err := checkParallel(f.parallel); err != nil {
 		return err
@@ -169,8 +187,15 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	key, err := readSecretFile(set.PrivateKeyFile, "private key")
-	if err != nil {
+	var key []byte // the App's private key, or the Gitea bot's token
+	if set.Forge == config.ForgeGitea {
+		if key, err = readSecretFile(set.ForgeTokenFile, "forge token"); err != nil {
+			return usageErr("%v", err)
+		}
+		if key = []byte(strings.TrimSpace(string(key))); len(key) == 0 {
+			return usageErr("forge token file %s is empty", set.ForgeTokenFile)
+		}
+	} else if key, err = readSecretFile(set.PrivateKeyFile, "private key"); err != nil {
 		return usageErr("%v", err)
 	}
 	secret, err := readSecretFile(set.WebhookSecretFile, "webhook secret")
@@ -208,8 +233,12 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if err != nil {
 		return err
 	}
-	if fi, err := os.Stat(set.PrivateKeyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
-		log.Warn("the private key file is readable by other users; chmod 600 it", "file", set.PrivateKeyFile)
+	keyFile := set.PrivateKeyFile
+	if set.Forge == config.ForgeGitea {
+		keyFile = set.ForgeTokenFile
+	}
+	if fi, err := os.Stat(keyFile); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		log.Warn("the key or token file is readable by other users; chmod 600 it", "file", keyFile)
 	}
 	ctx := cmd.Context()
 
@@ -220,7 +249,7 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	}
 	defer ln.Close()
 
-	gh, err := github.NewApp(github.AppOptions{AppID: set.AppID, PrivateKey: key, BaseURL: set.GitHubAPIURL, Logger: log})
+	forge, webhook, err := appForge(set, key, log)
 	if err != nil {
 		return usageErr("%v", err)
 	}
@@ -236,13 +265,12 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	defer st.Close()
-	// The App's id, its key and the API are checked now: a wrong key or an unreachable API
-	// fails here with the reason, instead of the first webhook failing later.
-	bot, err := checkGitHubApp(ctx, gh, set)
-	if err != nil {
+	// The App's id, its key and the API (or the Gitea bot's token) are checked now: a wrong
+	// key or an unreachable API fails here with the reason, instead of the first webhook
+	// failing later.
+	if err := checkForge(ctx, forge, set, log); err != nil {
 		return err
 	}
-	log.Info("github app checked", "bot", bot, "github", set.GitHubAPIURL)
 	sb, ready, closeSB, err := appSandbox(ctx, c, set, limits, f.parallel, log)
 	if err != nil {
 		return err
@@ -280,10 +308,10 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if set.DatabaseURL != "" {
 		where = "postgres"
 	}
-	log.Info("aster app starting", "version", Version(), "app_id", set.AppID, "github", set.GitHubAPIURL, "db", where,
+	log.Info("aster app starting", "version", Version(), "forge", set.Forge, "app_id", set.AppID, "github", set.GitHubAPIURL, "forge_url", set.ForgeURL, "db", where,
 		"workers", set.Workers, "replica", set.ReplicaID, "sandbox", map[bool]string{true: "remote", false: "local"}[set.SandboxURL != ""])
 	err = app.Serve(ctx, app.ServeOptions{
-		Listener: ln, WebhookSecret: secret, Store: st, GitHub: app.AppGitHub{App: gh}, Reviewer: reviewer,
+		Listener: ln, WebhookSecret: secret, Store: st, GitHub: forge, Webhook: webhook, Reviewer: reviewer,
 		ReviewDrafts: set.ReviewDrafts, Tests: set.Tests, Secrets: secrets, ShutdownGrace: set.ShutdownGrace,
 		WebhookInflightBytes: set.WebhookInflightBytes, Ready: ready, Logger: log, Metrics: metrics,
 	})

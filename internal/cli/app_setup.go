@@ -22,6 +22,7 @@ import (
 type setupFlags struct {
 	url, githubURL, org, name, listen, dir, timeout string
 	force                                           bool
+	gitea                                           giteaSetupFlags
 }
 
 func newAppSetupCmd(g *globals) *cobra.Command {
@@ -40,10 +41,21 @@ naming them. 'aster app serve' with no --app-id reads them from there. The key
 and the secret are never printed or logged.
 
 For GitHub Enterprise Server give --github-url https://HOST/ (the API is then
-https://HOST/api/v3/). --org creates the App under an organization.`,
+https://HOST/api/v3/). --org creates the App under an organization.
+
+--forge gitea sets Aster up for Gitea or Forgejo instead (docs/gitea.md): it
+writes a new webhook secret to the data directory (gitea-webhook-secret, mode
+0600; an existing one is kept unless --force) and prints the webhook to create
+and the access the bot account needs. With --admin-token-file (a token of a
+repository admin), --forge-url and --repo it creates the webhook itself (or
+updates the one already pointing at --url) and, with --bot, gives the bot
+account admin access to the repository.`,
 		Example: `  aster app setup --url https://aster.example.com
   aster app setup --url https://aster.example.com --org acme
-  aster app setup --url https://aster.example.com --github-url https://github.example.com/`,
+  aster app setup --url https://aster.example.com --github-url https://github.example.com/
+  aster app setup --forge gitea --url https://aster.example.com
+  aster app setup --forge gitea --url https://aster.example.com --forge-url https://gitea.example.com/ \
+    --repo acme/widgets --bot aster-bot --admin-token-file ~/gitea-admin-token`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runAppSetup(cmd, g, f) },
 	}
@@ -55,7 +67,8 @@ https://HOST/api/v3/). --org creates the App under an organization.`,
 	fl.StringVar(&f.listen, "listen", config.DefaultAppSetupAddr, "loopback address of the setup page")
 	fl.StringVar(&f.dir, "dir", "", "where to write the key, the secret and github-app.json (default: the data directory, where 'aster app serve' looks)")
 	fl.StringVar(&f.timeout, "timeout", config.DefaultAppSetupTimeout.String(), "how long to wait for GitHub's answer")
-	fl.BoolVar(&f.force, "force", false, "replace an App already set up in --dir")
+	fl.BoolVar(&f.force, "force", false, "replace an App (or a Gitea webhook secret) already set up in --dir")
+	f.gitea.register(fl)
 	return cmd
 }
 
@@ -65,7 +78,10 @@ func runAppSetup(cmd *cobra.Command, g *globals, f *setupFlags) error {
 		return err
 	}
 	if strings.TrimSpace(f.url) == "" {
-		return usageErr("--url is required: the public https address where GitHub reaches 'aster app serve'")
+		return usageErr("--url is required: the public https address where the forge reaches 'aster app serve'")
+	}
+	if f.gitea.forge != config.ForgeGitHub {
+		return runGiteaSetup(cmd, g, f, ac)
 	}
 	timeout, err := units.ParseDuration(f.timeout)
 	if err != nil || timeout < time.Second {

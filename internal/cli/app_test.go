@@ -43,6 +43,12 @@ func TestAppServeBadFlags(t *testing.T) {
 		{append(base, "--app-id", "1", "--private-key", key, "--webhook-secret-file", secret, "--database-url", "mysql://u:pw-hunter2@h/db"), "database-url"},
 		{append(base, "--app-id", "1", "--private-key", key, "--webhook-secret-file", secret, "--job-timeout", "forever"), "job-timeout"},
 		{append(base, "--app-id", "1", "--private-key", key, "--webhook-secret-file", secret, "--sandbox-url", "nope"), "sandbox-url"},
+		{append(base, "--forge", "gitlab", "--webhook-secret-file", secret), "forge \"gitlab\": want github or gitea"},
+		{append(base, "--forge", "gitea", "--forge-token-file", secret, "--webhook-secret-file", secret), "forge-url"},
+		{append(base, "--forge", "gitea", "--forge-url", "https://u:pw-hunter2@gitea.example/", "--forge-token-file", secret, "--webhook-secret-file", secret), "no credentials"},
+		{append(base, "--forge", "gitea", "--forge-url", "https://gitea.example/", "--webhook-secret-file", secret), "forge-token-file"},
+		{append(base, "--forge", "gitea", "--forge-url", "https://gitea.example/", "--forge-token-file", empty, "--webhook-secret-file", secret), "is empty"},
+		{append(base, "--forge", "gitea", "--forge-url", "https://gitea.example/", "--forge-token-file", secret), "webhook-secret-file"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args[6:], " "), func(t *testing.T) {

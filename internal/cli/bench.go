@@ -214,7 +214,7 @@ func benchReady(ctx context.Context, rt sandbox.Runtime, image string) error {
 
 func newBenchSleepersCmd(g *globals) *cobra.Command {
 	var (
-		n                 int
+		n, pids           int
 		hold, startWindow time.Duration
 		out               string
 	)
@@ -237,8 +237,8 @@ starts a few containers per second, so give it a longer window (e.g. 240s for
 The server is this binary, with the global flags given here (--runtime,
 --oci-runtime, --init-path, --config).`,
 		Example: `  sudo aster bench sleepers --runtime oci
-  sudo aster bench sleepers --runtime oci --n 1000 --hold 10s --out sleepers.json
-  sudo aster bench sleepers --runtime gvisor --n 100 --hold 10s
+  sudo aster bench sleepers --runtime oci --n 1000 --pids 16 --hold 10s --out sleepers.json
+  sudo aster bench sleepers --runtime gvisor --n 50 --pids 16 --hold 10s
   sudo aster bench sleepers --runtime docker --start-window 240s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -257,7 +257,7 @@ The server is this binary, with the global flags given here (--runtime,
 				}
 			}
 			rep, err := bench.Sleepers(cmd.Context(), bench.SleepersConfig{
-				Runtime: c.Runtime, N: n, Hold: hold, StartWindow: startWindow,
+				Runtime: c.Runtime, N: n, Hold: hold, StartWindow: startWindow, Pids: pids,
 				Aster: self, ServeArgs: pass, Progress: g.stdio.Stderr,
 			})
 			if err != nil {
@@ -277,6 +277,7 @@ The server is this binary, with the global flags given here (--runtime,
 	fl.IntVar(&n, "n", 500, "sandboxes to hold at once (the server's --max-concurrent)")
 	fl.DurationVar(&hold, "hold", 30*time.Second, "how long all of them must be alive together")
 	fl.DurationVar(&startWindow, "start-window", 60*time.Second, "time the runtime gets to start all of them")
+	fl.IntVar(&pids, "pids", 0, "each sleeper's pids limit (0: the server's default); the host task budget charges oci and gvisor sandboxes by it, so holding many at once needs a small one")
 	fl.StringVar(&out, "out", "", "write the report as JSON here")
 	return cmd
 }

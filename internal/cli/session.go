@@ -77,6 +77,7 @@ the commands below talk to it over its HTTP API (docs/sessions.md).
   snap=$(aster session snapshot $id)         # /work kept on the server
   fork=$(aster session create --from-snapshot $snap)
   aster session pause $id                    # frozen; any call resumes it
+  aster session shell $id                    # an interactive terminal
   aster session rm $id`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
@@ -88,7 +89,7 @@ the commands below talk to it over its HTTP API (docs/sessions.md).
 	f.add(cmd, getenv)
 	cmd.AddCommand(sessionCreateCmd(g, f), sessionListCmd(g, f), sessionExecCmd(g, f), sessionPutCmd(g, f),
 		sessionGetCmd(g, f), sessionLsCmd(g, f), sessionRmCmd(g, f), sessionPushCmd(g, f), sessionPullCmd(g, f),
-		sessionStateCmd(g, f, "pause"), sessionStateCmd(g, f, "resume"), sessionSnapshotCmd(g, f))
+		sessionStateCmd(g, f, "pause"), sessionStateCmd(g, f, "resume"), sessionSnapshotCmd(g, f), sessionShellCmd(g, f))
 	return cmd
 }
 

@@ -100,6 +100,15 @@ func TestSessionCLI(t *testing.T) {
 	if code, out, _ := sess("exec", fork, "--", "cat", "data.txt", "lib/pkg/mod.py"); code != 0 || out != "keptX = 41\n" {
 		t.Fatalf("fork's files: %d %q", code, out)
 	}
+	// A shell on a terminal, its input piped: its exit status is aster's.
+	shell := func(input string) (int, string) {
+		var sout, serr bytes.Buffer
+		code := Run(t.Context(), []string{"session", "shell", id}, IO{Stdin: strings.NewReader(input), Stdout: &sout, Stderr: &serr, Getenv: func(k string) string { return env[k] }})
+		return code, sout.String() + serr.String()
+	}
+	if code, out := shell("cat data.txt; echo \" shell-$((6*7))\"; tty; exit 3\n"); code != 3 || !strings.Contains(out, "kept shell-42") || !strings.Contains(out, "/dev/pts/") {
+		t.Fatalf("shell: %d %q", code, out)
+	}
 	if code, _, stderr := sess("pause", id); code != 0 || !strings.Contains(stderr, "paused") {
 		t.Fatalf("pause: %d %q", code, stderr)
 	}

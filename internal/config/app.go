@@ -74,6 +74,11 @@ type AppConfig struct {
 	PrivateKeyFile    string `yaml:"private_key_file"`
 	WebhookSecretFile string `yaml:"webhook_secret_file"`
 	GitHubAPIURL      string `yaml:"github_api_url"`
+	// Forge is github (default: a GitHub App) or gitea (Gitea or Forgejo through a bot
+	// account: ForgeURL is its root, ForgeTokenFile holds the bot's token).
+	Forge          string `yaml:"forge"`
+	ForgeURL       string `yaml:"forge_url"`
+	ForgeTokenFile string `yaml:"forge_token_file"`
 	// DataDir holds the SQLite database by default.
 	DataDir string `yaml:"data_dir"`
 	// DB is the SQLite file; DatabaseURL (postgres://...) replaces it.
@@ -107,6 +112,9 @@ func (a *AppConfig) envVars() []envVar {
 		str("ASTER_APP_ID", &a.AppID, "the GitHub App's id"),
 		str("ASTER_APP_PRIVATE_KEY_FILE", &a.PrivateKeyFile, "the App's private key (PEM file)"),
 		str("ASTER_APP_WEBHOOK_SECRET_FILE", &a.WebhookSecretFile, "file holding the App's webhook secret"),
+		str("ASTER_APP_FORGE", &a.Forge, "github (a GitHub App) or gitea (Gitea or Forgejo through a bot account)"),
+		str("ASTER_APP_FORGE_URL", &a.ForgeURL, "the Gitea or Forgejo root URL (with forge gitea)"),
+		str("ASTER_APP_FORGE_TOKEN_FILE", &a.ForgeTokenFile, "file holding the Gitea bot account's access token"),
 		str("ASTER_GITHUB_API_URL", &a.GitHubAPIURL, "GitHub REST API root (GitHub Enterprise Server: https://HOST/api/v3/)"),
 		str("ASTER_DATA_DIR", &a.DataDir, "directory of the default SQLite database"),
 		str("ASTER_DB", &a.DB, "SQLite database file"),
@@ -159,7 +167,12 @@ func DefaultDataDir(getenv func(string) string) string {
 
 // AppSettings are the parsed, validated values of an AppConfig.
 type AppSettings struct {
-	Addr              string
+	Addr string
+	// Forge is ForgeGitHub or ForgeGitea; ForgeURL and ForgeTokenFile are set for Gitea,
+	// AppID, PrivateKeyFile and GitHubAPIURL for GitHub.
+	Forge             string
+	ForgeURL          string
+	ForgeTokenFile    string
 	AppID             int64
 	PrivateKeyFile    string
 	WebhookSecretFile string
@@ -182,6 +195,12 @@ type AppSettings struct {
 	WebhookInflightBytes int64
 }
 
+// The forges `aster app serve` speaks to.
+const (
+	ForgeGitHub = "github"
+	ForgeGitea  = "gitea"
+)
+
 // MinAppWebhookInflightBytes is one delivery of GitHub's largest size (25 MB): a smaller
 // budget would refuse deliveries GitHub may legitimately send.
 const MinAppWebhookInflightBytes int64 = 25 << 20
@@ -201,6 +220,25 @@ func (a AppConfig) ParseStore() (db, databaseURL string, err error) {
 	return db, databaseURL, nil
 }
 
+// parseGitHub validates the GitHub App's settings into out.
+func (a AppConfig) parseGitHub(out *AppSettings) []error {
+	var errs []error
+	if id, err := strconv.ParseInt(strings.TrimSpace(a.AppID), 10, 64); err != nil || id <= 0 {
+		errs = append(errs, errors.New("app-id: want the App's numeric id (GitHub shows it on the App's settings page)"))
+	} else {
+		out.AppID = id
+	}
+	if out.PrivateKeyFile == "" {
+		errs = append(errs, errors.New("private-key: the App's PEM key file is required"))
+	}
+	if u, err := url.Parse(strings.TrimSpace(a.GitHubAPIURL)); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		errs = append(errs, fmt.Errorf("github-api-url %q: want https://api.github.com/ or https://HOST/api/v3/", a.GitHubAPIURL))
+	} else {
+		out.GitHubAPIURL = u.String()
+	}
+	return errs
+}
+
 // Parse validates a for `aster app serve`.
 func (a AppConfig) Parse() (AppSettings, error) {
 	out := AppSettings{
@@ -216,21 +254,26 @@ func (a AppConfig) Parse() (AppSettings, error) {
 	if out.Addr == "" {
 		errs = append(errs, errors.New("addr is empty"))
 	}
-	if id, err := strconv.ParseInt(strings.TrimSpace(a.AppID), 10, 64); err != nil || id <= 0 {
-		errs = append(errs, errors.New("app-id: want the App's numeric id (GitHub shows it on the App's settings page)"))
-	} else {
-		out.AppID = id
-	}
-	if out.PrivateKeyFile == "" {
-		errs = append(errs, errors.New("private-key: the App's PEM key file is required"))
+	switch out.Forge = strings.ToLower(strings.TrimSpace(a.Forge)); out.Forge {
+	case "", ForgeGitHub:
+		out.Forge = ForgeGitHub
+		errs = append(errs, a.parseGitHub(&out)...)
+	case ForgeGitea:
+		out.ForgeTokenFile = strings.TrimSpace(a.ForgeTokenFile)
+		if u, err := url.Parse(strings.TrimSpace(a.ForgeURL)); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil {
+			// Never echo the URL: a mistaken one may carry a password.
+			errs = append(errs, errors.New("forge-url: want the Gitea root, like https://gitea.example.com/ (http or https, no credentials in it)"))
+		} else {
+			out.ForgeURL = u.String()
+		}
+		if out.ForgeTokenFile == "" {
+			errs = append(errs, errors.New("forge-token-file: the file holding the Gitea bot account's access token is required"))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("forge %q: want github or gitea", a.Forge))
 	}
 	if out.WebhookSecretFile == "" {
 		errs = append(errs, errors.New("webhook-secret-file: required"))
-	}
-	if u, err := url.Parse(strings.TrimSpace(a.GitHubAPIURL)); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("github-api-url %q: want https://api.github.com/ or https://HOST/api/v3/", a.GitHubAPIURL))
-	} else {
-		out.GitHubAPIURL = u.String()
 	}
 	if out.SandboxURL != "" {
 		if u, err := url.Parse(out.SandboxURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {

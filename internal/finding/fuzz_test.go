@@ -104,3 +104,10 @@ func FuzzReadCppcheck(f *testing.F) {
 	f.Add([]byte(`<!DOCTYPE r [<!ENTITY a "b">]><results version="2"/>`))
 	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatCppcheck, data) })
 }
+
+func FuzzReadKICS(f *testing.F) {
+	addSeeds(f, "tools/kics.json")
+	f.Add([]byte(`{"kics_version":"v2","queries":[{"severity":"HIGH","cwe":"-3","files":[{"file_name":"../x","line":-1}]}]}{}`))
+	f.Add([]byte(`{"kics_version":"v2","queries":null}`))
+	f.Fuzz(func(t *testing.T, data []byte) { check(t, FormatKICS, data) })
+}

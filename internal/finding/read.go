@@ -27,10 +27,11 @@ const (
 	FormatESLint     Format = "eslint-json"     // eslint --format json
 	FormatActionlint Format = "actionlint-json" // actionlint -format '{{json .}}'
 	FormatCppcheck   Format = "cppcheck-xml"    // cppcheck --xml
+	FormatKICS       Format = "kics-json"       // kics scan --report-formats json
 )
 
 // Formats lists the readable formats.
-var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks, FormatESLint, FormatActionlint, FormatCppcheck}
+var Formats = []Format{FormatSARIF, FormatSemgrep, FormatShellcheck, FormatBandit, FormatAstGrep, FormatGitleaks, FormatESLint, FormatActionlint, FormatCppcheck, FormatKICS}
 
 // ParseFormat validates a format name.
 func ParseFormat(s string) (Format, error) {
@@ -39,7 +40,7 @@ func ParseFormat(s string) (Format, error) {
 			return f, nil
 		}
 	}
-	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json, eslint-json, actionlint-json, cppcheck-xml", s)
+	return "", fmt.Errorf("output format %q is not one of sarif, semgrep-json, shellcheck-json, bandit-json, ast-grep-json, gitleaks-json, eslint-json, actionlint-json, cppcheck-xml, kics-json", s)
 }
 
 // ErrInvalid marks analyzer output that cannot be read.
@@ -112,11 +113,16 @@ type Notice struct {
 }
 
 // RunStats are a tool's own account of its run: files analysed, wall time
-// and peak resident memory.
+// and peak resident memory; where the tool says, its CPU time and the file
+// that took longest (the taint engines: CPU time in Python, wall time of the
+// worker in JavaScript).
 type RunStats struct {
-	Files    int   `json:"files"`
-	MS       int64 `json:"ms"`
-	MaxRSSKB int64 `json:"max_rss_kb"`
+	Files     int    `json:"files"`
+	MS        int64  `json:"ms"`
+	MaxRSSKB  int64  `json:"max_rss_kb"`
+	CPUMS     int64  `json:"cpu_ms,omitempty"`
+	MaxFileMS int64  `json:"max_file_ms,omitempty"`
+	Slowest   string `json:"slowest,omitempty"`
 }
 
 // Read reads analyzer output of the given format.
@@ -140,6 +146,8 @@ func Read(format Format, r io.Reader, opts ReadOptions) (ReadResult, error) {
 		return ReadActionlint(r, opts)
 	case FormatCppcheck:
 		return ReadCppcheck(r, opts)
+	case FormatKICS:
+		return ReadKICS(r, opts)
 	}
 	return ReadResult{}, fmt.Errorf("%w: unknown format %q", ErrInvalid, format)
 }

@@ -45,7 +45,7 @@ func TestReadTaintSARIF(t *testing.T) {
 	if len(res.ToolErrors) != 0 {
 		t.Errorf("a warning notice is not a tool error: %v", res.ToolErrors)
 	}
-	if res.Stats == nil || *res.Stats != (RunStats{Files: 1, MS: 12, MaxRSSKB: 20000}) {
+	if res.Stats == nil || *res.Stats != (RunStats{Files: 1, MS: 12, MaxRSSKB: 20000, MaxFileMS: 3, Slowest: "app.py"}) {
 		t.Errorf("stats %+v", res.Stats)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // ReadSARIF reads a SARIF 2.1.0 log (one or more concatenated logs) written by
@@ -339,6 +340,9 @@ func sarifFlow(flows []sarifCodeFlow, run *sarifRun) []FlowStep {
 	return nil
 }
 
+// maxStatsPath bounds the slowest file's path taken from a tool's output.
+const maxStatsPath = 4096
+
 // runStats reads the numbers of a taint engine's invocation properties.
 func runStats(p map[string]any) (RunStats, bool) {
 	num := func(k string) (int64, bool) {
@@ -354,5 +358,19 @@ func runStats(p map[string]any) (RunStats, bool) {
 	if !ok1 || !ok2 {
 		return RunStats{}, false
 	}
-	return RunStats{Files: int(files), MS: ms, MaxRSSKB: rss}, true
+	cpu, _ := num("cpu_ms")
+	st := RunStats{Files: int(files), MS: ms, MaxRSSKB: rss, CPUMS: cpu}
+	// slowest: [{path, ms}] (Python) or [{file, ms}] (JavaScript), slowest first
+	if sl, ok := p["slowest"].([]any); ok && len(sl) > 0 {
+		if first, ok := sl[0].(map[string]any); ok {
+			path, _ := first["path"].(string)
+			if path == "" {
+				path, _ = first["file"].(string)
+			}
+			if f, ok := first["ms"].(float64); ok && f >= 0 && f <= 1<<50 && path != "" && len(path) <= maxStatsPath && utf8.ValidString(path) {
+				st.MaxFileMS, st.Slowest = int64(f), path
+			}
+		}
+	}
+	return st, true
 }

@@ -37,7 +37,8 @@ type Analyzer struct {
 	// engines and the target files as a tar (package gate/taint).
 	Input string `yaml:"input,omitempty" json:"input,omitempty"`
 	// Format of the tool's stdout: sarif, semgrep-json, shellcheck-json,
-	// bandit-json, ast-grep-json, gitleaks-json, eslint-json, actionlint-json.
+	// bandit-json, ast-grep-json, gitleaks-json, eslint-json, actionlint-json,
+	// cppcheck-xml, kics-json.
 	Format finding.Format `yaml:"format" json:"format"`
 	// Files are the globs of files the tool applies to; empty means every
 	// file. An analyzer with no matching file is skipped.

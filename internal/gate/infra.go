@@ -53,17 +53,18 @@ func tfsecAnalyzer() Analyzer {
 
 // kicsAnalyzer checks Dockerfiles and Kubernetes manifests with the kics
 // queries the image carries (KICSDir). kics writes its report to a
-// directory, printed afterwards; --ignore-on-exit results makes its exit
-// code say only whether it ran.
+// directory, printed afterwards: JSON, which carries each query's CWE and
+// severity as fields; --ignore-on-exit results makes its exit code say only
+// whether it ran.
 func kicsAnalyzer() Analyzer {
 	return Analyzer{
 		Name: "kics",
-		Command: []string{"sh", "-c", `kics "$@" >&2 && exec cat /tmp/kics/results.sarif`, "kics",
+		Command: []string{"sh", "-c", `kics "$@" >&2 && exec cat /tmp/kics/results.json`, "kics",
 			"scan", "--path", "/work", "--queries-path", KICSDir + "/queries", "--libraries-path", KICSDir + "/libraries",
 			"--type", "Dockerfile,Kubernetes", "--output-path", "/tmp/kics", "--output-name", "results",
-			"--report-formats", "sarif", "--ignore-on-exit", "results", "--disable-secrets", "--no-progress",
+			"--report-formats", "json", "--ignore-on-exit", "results", "--disable-secrets", "--no-progress",
 			"--silent"},
-		Format: finding.FormatSARIF,
+		Format: finding.FormatKICS,
 		Files: []string{"Dockerfile", "Dockerfile.*", "*.dockerfile", "*.Dockerfile",
 			"*.yaml", "*.yml"},
 		OKExitCodes:    []int{0},

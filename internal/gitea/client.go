@@ -73,7 +73,8 @@ type Forge struct {
 func New(opts Options) (*Forge, error) {
 	u, err := url.Parse(strings.TrimSpace(opts.URL))
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("gitea: URL %q is not an http(s) root without credentials or query (example: https://gitea.example.com/)", opts.URL)
+		// The URL is not echoed: a mistaken one may carry a password.
+		return nil, errors.New("gitea: the URL is not an http(s) root without credentials or query (example: https://gitea.example.com/)")
 	}
 	tok := strings.TrimSpace(string(opts.Token))
 	if tok == "" || strings.ContainsAny(tok, " \t\r\n") {

@@ -67,7 +67,7 @@ type ReviewCommandEvent struct {
 	Repo           Repo
 	Number         int
 	// Command is the command's word: CmdReview (for /aster resolve too), CmdPause,
-	// CmdResume or CmdHelp.
+	// CmdResume or CmdHelp; "" is taken as CmdReview.
 	Command   string
 	CommentID int64
 	// UpdatedAt is the comment's updated_at (its created_at when GitHub sends none).

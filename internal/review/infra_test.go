@@ -153,14 +153,14 @@ func TestReviewInfraVulnerable(t *testing.T) {
 		}
 	}
 	if !slices.ContainsFunc(rep.Findings, func(f gate.Marked) bool {
-		return f.Analyzer == "kics" && f.Path == "Dockerfile" && f.StartLine == 5
+		return f.Analyzer == "kics" && f.Path == "Dockerfile" && f.StartLine == 5 && slices.Equal(f.CWE, []string{"CWE-250"})
 	}) {
-		t.Error("kics: no finding on the Dockerfile's USER root (line 5)")
+		t.Error("kics: no finding on the Dockerfile's USER root (line 5, CWE-250 from its report)")
 	}
 	if !slices.ContainsFunc(rep.Findings, func(f gate.Marked) bool {
-		return f.Analyzer == "kics" && f.Path == "deploy/pod.yaml" && f.StartLine == 10
+		return f.Analyzer == "kics" && f.Path == "deploy/pod.yaml" && f.StartLine == 10 && slices.Equal(f.CWE, []string{"CWE-269"})
 	}) {
-		t.Error("kics: no finding on the pod's privileged: true (line 10)")
+		t.Error("kics: no finding on the pod's privileged: true (line 10, CWE-269 from its report)")
 	}
 	if rep.Conclusion != Failure {
 		t.Errorf("conclusion %s, want failure", rep.Conclusion)

@@ -638,7 +638,8 @@ func (s *Sandbox) DeleteFile(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := s.fileOp(ctx, s.fileJob([]string{"ls", "-d", "--", "./" + name}, nil, 4096)); err != nil {
+	// find, not ls: coreutils' ls needs statx, which older gVisor lacks.
+	if _, err := s.fileOp(ctx, s.fileJob([]string{"find", "./" + name, "-maxdepth", "0"}, nil, 4096)); err != nil {
 		return err
 	}
 	_, err = s.fileOp(ctx, s.fileJob([]string{"rm", "-rf", "--", "./" + name}, nil, 4096))

@@ -369,6 +369,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 			s.writeError(w, r, err)
 			return
 		}
+		defer archive.Close()
 		spec.Archive = archive
 	}
 	s.sessions.mu.Lock()

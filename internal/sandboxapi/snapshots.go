@@ -1,7 +1,6 @@
 package sandboxapi
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -113,27 +112,25 @@ func errNoSnapshot(id string) error {
 	return fmt.Errorf("%w: snapshot %s: no such snapshot (it may have been dropped to make room)", api.ErrNotFound, clipPath(id))
 }
 
-// get returns the bytes of owner's snapshot id and marks it used.
-func (st *snapshotStore) get(owner, id string, now time.Time) (*bytes.Reader, error) {
+// get opens owner's snapshot id and marks it used. The archive is read
+// from its file as the new session takes it in, never held in memory; an
+// eviction meanwhile unlinks the file but leaves the open one readable.
+func (st *snapshotStore) get(owner, id string, now time.Time) (*os.File, error) {
 	st.mu.Lock()
+	defer st.mu.Unlock()
 	sn, ok := st.items[id]
 	if !ok || sn.owner != owner {
-		st.mu.Unlock()
 		return nil, errNoSnapshot(id)
 	}
 	sn.used = now
-	st.mu.Unlock()
-	st.mu.Lock()
-	p := st.path(id)
-	st.mu.Unlock()
-	b, err := os.ReadFile(p)
+	f, err := os.Open(st.path(id))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, errNoSnapshot(id)
 		}
 		return nil, fmt.Errorf("read snapshot: %w", err)
 	}
-	return bytes.NewReader(b), nil
+	return f, nil
 }
 
 func (st *snapshotStore) remove(owner, id string) error {

@@ -65,7 +65,7 @@ func Dist(t testing.TB) string {
 type User struct {
 	Login    string
 	Password string
-	Token    string // an access token with every scope
+	Token    string // an access token: every scope, BotScopes for the bot
 }
 
 // Server is a running Gitea.
@@ -114,9 +114,10 @@ func Start(t testing.TB) *Server {
 	}
 	s.log = filepath.Join(dir, "log", "gitea.log")
 	s.gitea(t, "migrate")
-	s.Admin = s.createUser(t, "aster-admin", true)
-	s.Bot = s.createUser(t, "aster-bot", false)
-	s.Outsider = s.createUser(t, "outsider", false)
+	s.Admin = s.createUser(t, "aster-admin", true, "all")
+	// The bot's token has exactly the scopes docs/gitea.md asks for.
+	s.Bot = s.createUser(t, "aster-bot", false, BotScopes)
+	s.Outsider = s.createUser(t, "outsider", false, "all")
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := s.command(ctx, "web")
@@ -239,12 +240,15 @@ func (s *Server) gitea(t testing.TB, args ...string) string {
 	return string(out)
 }
 
-func (s *Server) createUser(t testing.TB, login string, admin bool) User {
+// BotScopes are the bot token's scopes: what docs/gitea.md tells operators to grant.
+const BotScopes = "write:repository,write:issue,read:user"
+
+func (s *Server) createUser(t testing.TB, login string, admin bool, scopes string) User {
 	t.Helper()
 	u := User{Login: login, Password: "pw-" + randomHex(12)}
 	args := []string{"admin", "user", "create", "--username", login, "--password", u.Password,
 		"--email", login + "@example.invalid", "--must-change-password=false", "--access-token",
-		"--access-token-name", "test", "--access-token-scopes", "all"}
+		"--access-token-name", "test", "--access-token-scopes", scopes}
 	if admin {
 		args = append(args, "--admin")
 	}

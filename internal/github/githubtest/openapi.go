@@ -332,7 +332,7 @@ func (s *Spec) ValidateWebhook(event, action string, body []byte, parts ...strin
 		if !ok {
 			return fmt.Errorf("payload has no %q (%s)", part, name)
 		}
-		sch, err := s.compileLoose("webhook/"+name+"/"+part,
+		sch, err := s.compileIn(true, "webhook/"+name+"/"+part,
 			map[string]any{"$ref": schemaDocURL + "#/components/schemas/" + name + "/properties/" + part})
 		if err != nil {
 			return err
@@ -344,34 +344,20 @@ func (s *Spec) ValidateWebhook(event, action string, body []byte, parts ...strin
 	return nil
 }
 
-// compileLoose is compile for webhook payloads, with RFC 6570 templates left unchecked.
-func (s *Spec) compileLoose(name string, raw any) (*jsonschema.Schema, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if sch, ok := s.schemas[name]; ok {
-		return sch, nil
-	}
+// looseCompiler is the compiler of webhook payloads' schemas, with RFC 6570 templates left
+// unchecked: the validator's uri-template refuses their operators ({/sha}), which every
+// GitHub payload carries in its *_url fields. The caller holds s.mu.
+func (s *Spec) looseCompiler() (*jsonschema.Compiler, error) {
 	if s.loose == nil {
 		c := jsonschema.NewCompiler()
 		c.DefaultDraft(jsonschema.Draft4)
-		// The validator's uri-template refuses RFC 6570's operators ({/sha}), which every
-		// GitHub payload carries in its *_url fields.
 		c.RegisterFormat(&jsonschema.Format{Name: "uri-template", Validate: func(any) error { return nil }})
 		if err := c.AddResource(schemaDocURL, s.root); err != nil {
 			return nil, fmt.Errorf("openapi: %w", err)
 		}
 		s.loose = c
 	}
-	loc := "https://openapi.aster.test/" + name + ".json"
-	if err := s.loose.AddResource(loc, raw); err != nil {
-		return nil, fmt.Errorf("schema %s: %w", name, err)
-	}
-	sch, err := s.loose.Compile(loc)
-	if err != nil {
-		return nil, fmt.Errorf("compile schema %s: %w", name, err)
-	}
-	s.schemas[name] = sch
-	return sch, nil
+	return s.loose, nil
 }
 
 // schema compiles an operation's request schema once and caches it.
@@ -381,16 +367,28 @@ func (s *Spec) schema(op *Operation) (*jsonschema.Schema, error) {
 
 // compile compiles a schema of the description once, by name, and caches it.
 func (s *Spec) compile(name string, raw any) (*jsonschema.Schema, error) {
+	return s.compileIn(false, name, raw)
+}
+
+// compileIn is compile, with the webhook payloads' compiler when loose is set.
+func (s *Spec) compileIn(loose bool, name string, raw any) (*jsonschema.Schema, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if sch, ok := s.schemas[name]; ok {
 		return sch, nil
 	}
+	c := s.compiler
+	if loose {
+		var err error
+		if c, err = s.looseCompiler(); err != nil {
+			return nil, err
+		}
+	}
 	loc := "https://openapi.aster.test/" + name + ".json"
-	if err := s.compiler.AddResource(loc, raw); err != nil {
+	if err := c.AddResource(loc, raw); err != nil {
 		return nil, fmt.Errorf("schema %s: %w", name, err)
 	}
-	sch, err := s.compiler.Compile(loc)
+	sch, err := c.Compile(loc)
 	if err != nil {
 		return nil, fmt.Errorf("compile schema %s: %w", name, err)
 	}

@@ -36,9 +36,22 @@ func SessionManager(t testing.TB, rt sandbox.Runtime, so sandbox.SessionOptions)
 	return m
 }
 
+// SessionSuiteOptions describe what a runtime's sessions differ in.
+type SessionSuiteOptions struct {
+	// WholeSandboxOOM: an OOM kill ends the whole sandbox, so the session
+	// (gVisor: the host's OOM killer ends the sentry). The exec still gets
+	// oom, and the session then ends with "sandbox ended".
+	WholeSandboxOOM bool
+}
+
 // SessionSuite runs the session tests against rt, a runtime that holds
 // sessions, on the real engine and image.
 func SessionSuite(t *testing.T, rt sandbox.Runtime) {
+	SessionSuiteWith(t, rt, SessionSuiteOptions{})
+}
+
+// SessionSuiteWith is SessionSuite for a runtime that differs as o says.
+func SessionSuiteWith(t *testing.T, rt sandbox.Runtime, o SessionSuiteOptions) {
 	m := SessionManager(t, rt, sandbox.SessionOptions{})
 	open := func(t *testing.T, spec sandbox.SessionSpec) *sandbox.Sandbox {
 		t.Helper()
@@ -142,6 +155,20 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 		if res.Status != sandbox.StatusOOM || !res.OOMKilled {
 			t.Fatalf("memory hog: %s oom=%v (%s)", res.Status, res.OOMKilled, res.Error)
 		}
+		if o.WholeSandboxOOM {
+			select {
+			case <-s.Done():
+			case <-time.After(time.Minute):
+				t.Fatal("the sandbox an OOM kill ended is still held")
+			}
+			if r := s.EndReason(); r != "sandbox ended" {
+				t.Fatalf("end reason %q, want sandbox ended", r)
+			}
+			if _, err := s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"true"}}); !errors.Is(err, sandbox.ErrSessionGone) {
+				t.Fatalf("exec after the whole-sandbox OOM: %v, want gone", err)
+			}
+			return
+		}
 		// Each later exec gets its own verdict, not the earlier OOM's.
 		wantOK(t, sh(t, s, "echo alive"), "alive\n")
 		res = sh(t, s, "exit 3")
@@ -162,7 +189,7 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 		if err := s.PutFile(t.Context(), "out/planted", []byte("x")); err == nil {
 			t.Fatal("a write through a symlink to /tmp succeeded")
 		}
-		wantOK(t, sh(t, s, "ls -A /tmp"), "")
+		wantOK(t, sh(t, s, "find /tmp -mindepth 1"), "")
 	})
 
 	t.Run("ArchivesInAndOutAndFork", func(t *testing.T) {
@@ -187,7 +214,7 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 		if err := s.PutArchive(t.Context(), "", bytes.NewReader(suid)); err != nil {
 			t.Fatal(err)
 		}
-		wantOK(t, sh(t, s, "stat -c %a tool"), "755\n")
+		wantOK(t, sh(t, s, "find tool -printf '%m\\n'"), "755\n")
 		// Hostile archives are refused before anything is written.
 		for name, bad := range map[string][]byte{
 			"dotdot":   makeTar(t, tarEntry{name: "../escape", body: "x"}),
@@ -199,7 +226,7 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 				t.Errorf("archive %s: %v, want invalid_spec", name, err)
 			}
 		}
-		wantOK(t, sh(t, s, "ls /work | tr '\\n' ' '"), "dst src tool ")
+		wantOK(t, sh(t, s, "find /work -mindepth 1 -maxdepth 1 -printf '%f\\n' | sort | tr '\\n' ' '"), "dst src tool ")
 		// Fork: a new session from the archive of the whole of /work has its
 		// files, none of its processes or /tmp.
 		all, err := s.GetArchive(t.Context(), "")
@@ -207,7 +234,7 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 			t.Fatal(err)
 		}
 		fork := open(t, sandbox.SessionSpec{Archive: bytes.NewReader(all)})
-		wantOK(t, sh(t, fork, "cat src/pkg/b.txt dst/a.txt; ls /tmp | wc -l"), "two\none\n0\n")
+		wantOK(t, sh(t, fork, "cat src/pkg/b.txt dst/a.txt; find /tmp -mindepth 1 | wc -l"), "two\none\n0\n")
 		wantOK(t, sh(t, fork, "echo changed > src/a.txt"), "")
 		wantOK(t, sh(t, s, "cat src/a.txt"), "one\n")
 	})
@@ -361,6 +388,10 @@ func SessionSuite(t *testing.T, rt sandbox.Runtime) {
 		if _, err := m.OpenSession(t.Context(), sandbox.SessionSpec{Limits: sandbox.Limits{MemoryBytes: 1}}); !errors.Is(err, sandbox.ErrInvalidSpec) {
 			t.Fatalf("memory of 1 byte: %v", err)
 		}
+	})
+
+	t.Run("TerminalIsDataAndEndsItsProcesses", func(t *testing.T) {
+		terminalCase(t, open(t, sandbox.SessionSpec{TTL: 5 * time.Minute}))
 	})
 }
 

@@ -241,6 +241,7 @@ async function main() {
     files: list.length,
     ms: Date.now() - t0,
     max_rss_kb: process.resourceUsage().maxRSS,
+    cpu_ms: Math.round(cpuMs()),
     max_file_ms: times.length ? times[0].ms : 0,
     slowest: times.slice(0, 5),
     // the sinks judged in each target file, flagged or not: [line, category, basis]
