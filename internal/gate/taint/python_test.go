@@ -171,8 +171,8 @@ def show():
 	if ok, _ := res.Judged.Has("app.py", 20, 21, "sql-injection"); ok {
 		t.Errorf("a sink fed by a parameter judged: %+v", res.Judged["app.py"])
 	}
-	// _page's sink is judged where its caller in sight gave the verdict:
-	// $PAGER names the program to run
+	// _page's sink is judged where its caller gave the verdict ($PAGER names
+	// the program to run): a private helper's callers are in sight
 	if ok, _ := res.Judged.Has("app.py", 25, 25, "command-injection"); !ok {
 		t.Errorf("a sink whose caller passes clean data not judged: %+v", res.Judged["app.py"])
 	}

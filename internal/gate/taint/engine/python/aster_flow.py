@@ -827,11 +827,14 @@ class Analyzer:
             return out
 
         self.ctx.called.add(id(callee))
+        private = callee.node.name.startswith("_") and not callee.node.name.endswith("__")
         for lab, category, loc, sink_text, built in list(s.sinks):
             via = through(lab, lab)
-            if not self.deferred(via, category):
-                # this call gave the callee's sink its verdict (a finding,
-                # or data that is clean or sanitized for the category)
+            if private and not self.deferred(via, category):
+                # this call gave the sink of a private helper (_name: its
+                # callers are the module's own, in sight) its verdict: a
+                # finding, or data clean or sanitized for the category. A
+                # public function's callers may be out of sight: no verdict.
                 self.ctx.record_judged(loc[0], category, range(loc[1], (loc[3] or loc[1]) + 1), "flow")
             for a in via.values():
                 if category in a.san:
