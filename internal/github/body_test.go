@@ -21,9 +21,13 @@ import (
 func TestWebhookBodyBudget(t *testing.T) {
 	t.Parallel()
 	const maxBody, budgetBytes = 1 << 20, 2<<20 + 512<<10 // 2.5 bodies
+	// Long enough that the held bodies still hold their reservations when the
+	// next requests arrive on a loaded machine (at 1 s they were cut off first
+	// at a load of 26, and the next request fitted).
+	const bodyTimeout = 4 * time.Second
 	budget := github.NewBodyBudget(budgetBytes)
 	sink := &recordingSink{}
-	h := newHandler(t, sink, github.WebhookOptions{MaxBodyBytes: maxBody, Budget: budget, BodyTimeout: time.Second})
+	h := newHandler(t, sink, github.WebhookOptions{MaxBodyBytes: maxBody, Budget: budget, BodyTimeout: bodyTimeout})
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)
 	addr := srv.Listener.Addr().String()
@@ -63,7 +67,7 @@ func TestWebhookBodyBudget(t *testing.T) {
 	}
 	// The held ones are cut off by the body deadline and give their bytes back.
 	for i, c := range held {
-		if got := testkit.Receive(t, c, 5*time.Second); got != http.StatusRequestTimeout {
+		if got := testkit.Receive(t, c, bodyTimeout+10*time.Second); got != http.StatusRequestTimeout {
 			t.Errorf("held body %d: %d, want 408", i, got)
 		}
 	}
@@ -86,8 +90,8 @@ func TestWebhookBodyBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" {
-		t.Fatalf("signed body past the budget: %d, Retry-After %q; want 429 with Retry-After 1", resp.StatusCode, resp.Header.Get("Retry-After"))
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "4" {
+		t.Fatalf("signed body past the budget: %d, Retry-After %q; want 429 with Retry-After 4", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	// A small signed delivery still fits beside them.
 	small := httptest.NewRequest(http.MethodPost, srv.URL+"/webhook", bytes.NewReader(body))
@@ -104,7 +108,7 @@ func TestWebhookBodyBudget(t *testing.T) {
 		t.Fatalf("small signed delivery beside held bodies: %d, want 202", resp.StatusCode)
 	}
 	for _, c := range fill {
-		testkit.Receive(t, c, 5*time.Second)
+		testkit.Receive(t, c, bodyTimeout+10*time.Second)
 	}
 	if n := sink.count(); n != 1 {
 		t.Fatalf("%d events stored, want only the signed one", n)
