@@ -1,6 +1,7 @@
 package sandboxapi
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -201,10 +202,22 @@ func (w *statusWriter) errorCode() string {
 		return ""
 	}
 	var body api.ErrorBody
-	if json.Unmarshal(w.errHead, &body) != nil {
-		return ""
+	if json.Unmarshal(w.errHead, &body) == nil {
+		return body.Error.Code
 	}
-	return body.Error.Code
+	// A long message (a 404 lists every route) is cut off in the head kept;
+	// the code comes first, so read the tokens up to it.
+	dec := json.NewDecoder(bytes.NewReader(w.errHead))
+	for _, want := range []any{json.Delim('{'), "error", json.Delim('{'), "code"} {
+		if tok, err := dec.Token(); err != nil || tok != want {
+			return ""
+		}
+	}
+	if tok, err := dec.Token(); err == nil {
+		code, _ := tok.(string)
+		return code
+	}
+	return ""
 }
 
 func (w *statusWriter) WriteHeader(code int) {
