@@ -184,7 +184,13 @@ func measure(ctx context.Context, sys system, job Job, conc int, cfg Config) Cel
 		if q, ok := sys.(interface{ quiesce(context.Context) }); ok {
 			q.quiesce(ctx)
 		}
-		cell.Phases = phaseStats(tapped.tap().take())
+		// The slots can be free before the last removal is observed: wait for
+		// one removal per run (bounded), not only for the slots.
+		tap := tapped.tap()
+		for wait := time.Now().Add(30 * time.Second); tap.count("remove") < len(samples) && time.Now().Before(wait) && ctx.Err() == nil; {
+			time.Sleep(time.Millisecond)
+		}
+		cell.Phases = phaseStats(tap.take())
 	}
 	if ws, ok := asWarm(sys); ok {
 		hits := 0

@@ -366,6 +366,13 @@ func (p *phaseTap) observe(_, phase string, d time.Duration) {
 	p.by[phase] = append(p.by[phase], d)
 }
 
+// count is how many observations of phase were made since the last take.
+func (p *phaseTap) count(phase string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.by[phase])
+}
+
 // take returns what was observed and starts again.
 func (p *phaseTap) take() map[string][]time.Duration {
 	p.mu.Lock()
