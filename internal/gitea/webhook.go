@@ -157,31 +157,21 @@ func parsePull(deliveryID, action string, w *wirePullPayload) (github.Event, err
 	if err != nil {
 		return nil, err
 	}
-	number := w.Number
-	if number == 0 {
-		number = pr.Number
-	}
-	if number <= 0 {
-		return nil, fmt.Errorf("%w: pull request number %d", github.ErrMalformedPayload, number)
-	}
-	if !shaPattern.MatchString(pr.Head.SHA) || !shaPattern.MatchString(pr.Base.SHA) {
-		return nil, fmt.Errorf("%w: head or base sha is not a commit id", github.ErrMalformedPayload)
-	}
-	ev := &github.PullRequestEvent{DeliveryID: deliveryID, Action: action, Repo: repo, Number: number, Title: pr.Title,
-		Draft: pr.Draft, Head: github.Branch{SHA: pr.Head.SHA, Ref: pr.Head.Ref}, Base: github.Branch{SHA: pr.Base.SHA, Ref: pr.Base.Ref, Repo: repo},
-		Sender: w.Sender.Login}
-	if action == "synchronize" && shaPattern.MatchString(w.Before) {
-		ev.Before = w.Before
-	}
-	if pr.Head.Repo == nil {
-		ev.Fork = true
-	} else {
+	var headRepo *github.Repo
+	if pr.Head.Repo != nil {
 		head, err := parseRepo(pr.Head.Repo)
 		if err != nil {
 			return nil, err
 		}
-		ev.Head.Repo = head
-		ev.Fork = head.ID != repo.ID || !strings.EqualFold(head.FullName(), repo.FullName())
+		headRepo = &head
+	}
+	ev, err := github.PullRequestFields{
+		DeliveryID: deliveryID, Action: action, Repo: repo, Number: w.Number, PullNumber: pr.Number,
+		Title: pr.Title, Draft: pr.Draft, HeadSHA: pr.Head.SHA, HeadRef: pr.Head.Ref, HeadRepo: headRepo,
+		BaseSHA: pr.Base.SHA, BaseRef: pr.Base.Ref, Sender: w.Sender.Login, Before: w.Before,
+	}.Event()
+	if err != nil {
+		return nil, err // not a typed nil in the interface
 	}
 	return ev, nil
 }

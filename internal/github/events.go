@@ -354,40 +354,78 @@ func parsePullRequest(deliveryID string, w *wirePullRequest) (Event, error) {
 	if err != nil {
 		return nil, err
 	}
-	number := w.Number
-	if number == 0 {
-		number = pr.Number
-	}
-	if number <= 0 {
-		return nil, fmt.Errorf("%w: pull request number %d", ErrMalformedPayload, number)
-	}
-	if !shaPattern.MatchString(pr.Head.SHA) || !shaPattern.MatchString(pr.Base.SHA) {
-		return nil, fmt.Errorf("%w: head or base sha is not a commit id", ErrMalformedPayload)
-	}
-	ev := &PullRequestEvent{
-		DeliveryID:     deliveryID,
-		Action:         w.Action,
-		InstallationID: w.Installation.ID,
-		Repo:           repo,
-		Number:         number,
-		Title:          pr.Title,
-		Draft:          pr.Draft,
-		Head:           Branch{SHA: pr.Head.SHA, Ref: pr.Head.Ref},
-		Base:           Branch{SHA: pr.Base.SHA, Ref: pr.Base.Ref, Repo: repo},
-		Sender:         w.Sender.Login,
-	}
-	if w.Action == "synchronize" && shaPattern.MatchString(w.Before) {
-		ev.Before = w.Before
-	}
-	if pr.Head.Repo == nil {
-		ev.Fork = true // the fork was deleted; the commits are still in the base repository
-	} else {
+	var headRepo *Repo
+	if pr.Head.Repo != nil {
 		head, err := parseRepo(pr.Head.Repo)
 		if err != nil {
 			return nil, err
 		}
-		ev.Head.Repo = head
-		ev.Fork = head.ID != repo.ID || !strings.EqualFold(head.FullName(), repo.FullName())
+		headRepo = &head
+	}
+	ev, err := PullRequestFields{
+		DeliveryID: deliveryID, Action: w.Action, Repo: repo, Number: w.Number, PullNumber: pr.Number,
+		Title: pr.Title, Draft: pr.Draft, HeadSHA: pr.Head.SHA, HeadRef: pr.Head.Ref, HeadRepo: headRepo,
+		BaseSHA: pr.Base.SHA, BaseRef: pr.Base.Ref, Sender: w.Sender.Login, Before: w.Before,
+	}.Event()
+	if err != nil {
+		return nil, err
+	}
+	ev.InstallationID = w.Installation.ID
+	return ev, nil
+}
+
+// PullRequestFields are the parts of a pull_request delivery that every forge
+// sends, its repositories already parsed by the forge's own rules. Event checks
+// what does not depend on the forge, so that GitHub and Gitea deliveries are
+// held to the same rules.
+type PullRequestFields struct {
+	DeliveryID, Action string
+	Repo               Repo // the base repository
+	// Number is the delivery's own pull request number, PullNumber the pull
+	// request object's: the first that is set is used.
+	Number, PullNumber int
+	Title              string
+	Draft              bool
+	HeadSHA, HeadRef   string
+	HeadRepo           *Repo // nil when the head repository was deleted
+	BaseSHA, BaseRef   string
+	Sender             string
+	Before             string // the previous head on synchronize
+}
+
+// Event validates the fields (a positive number, commit ids for head and base)
+// and builds the event; a head in another repository, or in a deleted one, is a
+// fork.
+func (f PullRequestFields) Event() (*PullRequestEvent, error) {
+	number := f.Number
+	if number == 0 {
+		number = f.PullNumber
+	}
+	if number <= 0 {
+		return nil, fmt.Errorf("%w: pull request number %d", ErrMalformedPayload, number)
+	}
+	if !shaPattern.MatchString(f.HeadSHA) || !shaPattern.MatchString(f.BaseSHA) {
+		return nil, fmt.Errorf("%w: head or base sha is not a commit id", ErrMalformedPayload)
+	}
+	ev := &PullRequestEvent{
+		DeliveryID: f.DeliveryID,
+		Action:     f.Action,
+		Repo:       f.Repo,
+		Number:     number,
+		Title:      f.Title,
+		Draft:      f.Draft,
+		Head:       Branch{SHA: f.HeadSHA, Ref: f.HeadRef},
+		Base:       Branch{SHA: f.BaseSHA, Ref: f.BaseRef, Repo: f.Repo},
+		Sender:     f.Sender,
+	}
+	if f.Action == "synchronize" && shaPattern.MatchString(f.Before) {
+		ev.Before = f.Before
+	}
+	if f.HeadRepo == nil {
+		ev.Fork = true // the fork was deleted; the commits are still in the base repository
+	} else {
+		ev.Head.Repo = *f.HeadRepo
+		ev.Fork = f.HeadRepo.ID != f.Repo.ID || !strings.EqualFold(f.HeadRepo.FullName(), f.Repo.FullName())
 	}
 	return ev, nil
 }
