@@ -25,5 +25,8 @@ func (g GiteaForge) Repo(_ int64, owner, repo string) (RepoAPI, error) {
 	return c, nil
 }
 
+// ForgeName names the forge in what the App writes ("Gitea refused to place these comments").
+func (g GiteaForge) ForgeName() string { return "Gitea" }
+
 // BotLogin implements GitHub.
 func (g GiteaForge) BotLogin(ctx context.Context) (string, error) { return g.Forge.BotLogin(ctx) }

@@ -31,9 +31,9 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 			Comments: pub.Comments, MaxInline: r.w.opts.MaxInline, BotLogin: bot}
 		res, err := github.PostReview(ctx, r.api, opts)
 		if errors.Is(err, github.ErrInvalid) {
-			// GitHub refused a placement: never lose the review over it, fold everything.
+			// The forge refused a placement: never lose the review over it, fold everything.
 			r.log.Warn("inline comments refused; posting them in the review body", "err", err)
-			res, err = github.PostReview(ctx, r.api, folded(opts))
+			res, err = github.PostReview(ctx, r.api, folded(opts, forgeName(r.w.opts.GitHub)))
 		}
 		if err != nil {
 			return err
@@ -80,9 +80,10 @@ func (r *run) post(ctx context.Context, in *gathered) error {
 }
 
 // folded is opts with every comment listed in the review body instead of on its line, for
-// when GitHub refuses inline placement; github.PostReview still skips what is posted.
-func folded(opts github.PostReviewOptions) github.PostReviewOptions {
-	opts.Body += "\n\nGitHub refused to place these comments on lines, so they are listed here."
+// when the forge (named in the body) refuses inline placement; github.PostReview still skips
+// what is posted.
+func folded(opts github.PostReviewOptions, forge string) github.PostReviewOptions {
+	opts.Body += "\n\n" + forge + " refused to place these comments on lines, so they are listed here."
 	opts.Comments = slices.Clone(opts.Comments)
 	for i := range opts.Comments {
 		opts.Comments[i].BodyOnly = true
@@ -164,4 +165,12 @@ func checkAnnotations(anns []publish.Annotation) []github.Annotation {
 		out[i] = github.Annotation{Path: a.Path, StartLine: a.StartLine, EndLine: a.EndLine, Level: level, Title: a.Title, Message: a.Message}
 	}
 	return out
+}
+
+// forgeName is how a review body names the forge: "GitHub" unless the forge says otherwise.
+func forgeName(f GitHub) string {
+	if n, ok := f.(interface{ ForgeName() string }); ok {
+		return n.ForgeName()
+	}
+	return "GitHub"
 }
