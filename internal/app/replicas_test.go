@@ -20,8 +20,8 @@ import (
 )
 
 // TestTwoReplicasOnePostgres runs two real `aster app serve` processes against one
-// Postgres database and the fake GitHub: 50 distinct deliveries (one pull request
-// each) and 10 repeated delivery ids, spread over both replicas, give 50 reviews and
+// Postgres database and the fake GitHub: 24 distinct deliveries (one pull request
+// each) and 8 repeated delivery ids, spread over both replicas, give 24 reviews and
 // none twice, although one replica is killed with SIGKILL halfway through. The
 // survivor drains the queue; the killed replica, started again under its own replica
 // id, runs the jobs it was holding at once (another replica would take them over only
@@ -35,7 +35,7 @@ func TestTwoReplicasOnePostgres(t *testing.T) {
 	initBin := sandboxtest.InitBinary(t)
 	asterBinary(t)
 
-	prs, dups := 50, 10
+	prs, dups := 24, 8
 	if v := os.Getenv("ASTER_TEST_REPLICA_PRS"); v != "" { // a quicker look while debugging
 		fmt.Sscan(v, &prs)
 		dups = min(dups, prs)

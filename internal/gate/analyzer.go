@@ -47,6 +47,10 @@ type Analyzer struct {
 	// whose #! line, shell directive or extension names another shell (zsh,
 	// fish) is not given to it, and is counted as skipped by its shell.
 	Shells []string `yaml:"shells,omitempty" json:"shells,omitempty"`
+	// Sniff, when set, reads the start of each target file and keeps only
+	// those the tool analyses (kics: Dockerfiles, and the YAML files that are
+	// Kubernetes manifests); the others are skipped and not counted as read.
+	Sniff *Sniffer `yaml:"-" json:"-"`
 	// Requires are globs of which at least one must match a file of the
 	// snapshot for the analyzer to run at all (Semgrep needs rule files).
 	Requires []string `yaml:"requires,omitempty" json:"requires,omitempty"`
@@ -341,7 +345,8 @@ func Names(list []Analyzer) []string {
 
 // ReadsAsCode reports whether a analyses path as code when path is among its
 // targets: its Files globs match it (an analyzer without globs reads every
-// file), and it looks for more than secrets.
+// file), and it looks for more than secrets. A file its run declined after
+// reading its start (AnalyzerResult.Declined) is not read either.
 func (a Analyzer) ReadsAsCode(path string) bool {
 	if a.SecretsOnly {
 		return false

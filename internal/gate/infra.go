@@ -1,6 +1,12 @@
 package gate
 
-import "github.com/asterhq/aster/internal/finding"
+import (
+	"path"
+	"regexp"
+	"strings"
+
+	"github.com/asterhq/aster/internal/finding"
+)
 
 // The analyzers of this file are optional: on an image without their tool
 // (one built before they were added, or an operator's) they are skipped,
@@ -67,6 +73,7 @@ func kicsAnalyzer() Analyzer {
 		Format: finding.FormatKICS,
 		Files: []string{"Dockerfile", "Dockerfile.*", "*.dockerfile", "*.Dockerfile",
 			"*.yaml", "*.yml"},
+		Sniff:          &Sniffer{Keep: kicsReads, Reason: "not a Kubernetes manifest"},
 		OKExitCodes:    []int{0},
 		Timeout:        "5m",
 		Memory:         "1g",
@@ -117,3 +124,18 @@ func flawfinderAnalyzer() Analyzer {
 
 // cFiles are the C and C++ sources and headers.
 var cFiles = []string{"*.c", "*.h", "*.cc", "*.cpp", "*.cxx", "*.c++", "*.hpp", "*.hh", "*.hxx", "*.h++"}
+
+// kubernetesKeys are the two top-level keys every Kubernetes object has.
+var kubernetesKeys = [...]*regexp.Regexp{regexp.MustCompile(`(?m)^apiVersion:[ \t]*\S`), regexp.MustCompile(`(?m)^kind:[ \t]*\S`)}
+
+// kicsReads reports whether kics, scanning for Dockerfile and Kubernetes
+// problems, analyses the file: any Dockerfile, and a YAML file with
+// top-level apiVersion and kind keys in its start (a workflow, a compose
+// file or an application's settings are not read by those queries).
+func kicsReads(name string, head []byte) bool {
+	switch strings.ToLower(path.Ext(name)) {
+	case ".yaml", ".yml":
+		return kubernetesKeys[0].Match(head) && kubernetesKeys[1].Match(head)
+	}
+	return true
+}

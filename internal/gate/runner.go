@@ -84,6 +84,10 @@ type AnalyzerResult struct {
 	// results were set aside because it did not judge them, per reason (a
 	// shell it does not read: "zsh"). Reason then says so, even for ok.
 	SkippedFiles map[string]int `json:"skipped_files,omitempty"`
+	// Declined are the target files set aside after their start was read
+	// (a shell the tool does not read, a YAML file kics does not analyse):
+	// the review does not count them as analysed by this tool.
+	Declined []string `json:"-"`
 	// Stderr is the tail of the tool's stderr when it did not succeed.
 	Stderr string `json:"stderr,omitempty"`
 }
@@ -333,11 +337,27 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 	}
 	var undeclared []string
 	if len(a.Shells) > 0 && len(files) > 0 {
-		kept, undecl, skipped, err := shellTargets(snap, files, a.Shells)
+		kept, undecl, declined, skipped, err := shellTargets(snap, files, a.Shells)
 		if err != nil {
 			return done(StatusError, err.Error())
 		}
-		files, undeclared, res.SkippedFiles = kept, undecl, skipped
+		files, undeclared, res.SkippedFiles, res.Declined = kept, undecl, skipped, declined
+		if len(files) == 0 {
+			return done(StatusSkipped, "skipped: "+skippedText(res.SkippedFiles))
+		}
+	}
+	if a.Sniff != nil && len(files) > 0 {
+		kept, declined, err := a.Sniff.targets(snap, files)
+		if err != nil {
+			return done(StatusError, err.Error())
+		}
+		if len(declined) > 0 {
+			if res.SkippedFiles == nil {
+				res.SkippedFiles = map[string]int{}
+			}
+			res.SkippedFiles[a.Sniff.Reason] += len(declined)
+			files, res.Declined = kept, append(res.Declined, declined...)
+		}
 		if len(files) == 0 {
 			return done(StatusSkipped, "skipped: "+skippedText(res.SkippedFiles))
 		}

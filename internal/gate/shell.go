@@ -67,15 +67,16 @@ func ShellOf(name string, head []byte) string {
 
 // shellTargets splits files into those in one of the shells (or declaring
 // none) and counts the others by their shell, reading each file's start from
-// the snapshot once. undeclared lists the files that declare no shell.
-func shellTargets(snap *Snapshot, files []string, shells []string) (keep, undeclared []string, skipped map[string]int, err error) {
+// the snapshot once. undeclared lists the files that declare no shell,
+// declined those in another shell.
+func shellTargets(snap *Snapshot, files []string, shells []string) (keep, undeclared, declined []string, skipped map[string]int, err error) {
 	want := make(map[string]bool, len(files))
 	for _, f := range files {
 		want[f] = true
 	}
 	heads, err := readHeads(snap, want, shellHeadBytes)
 	if err != nil {
-		return files, nil, nil, err
+		return files, nil, nil, nil, err
 	}
 	skipped = map[string]int{}
 	for _, f := range files {
@@ -88,9 +89,10 @@ func shellTargets(snap *Snapshot, files []string, shells []string) (keep, undecl
 			keep = append(keep, f)
 		default:
 			skipped[sh]++
+			declined = append(declined, f)
 		}
 	}
-	return keep, undeclared, skipped, nil
+	return keep, undeclared, declined, skipped, nil
 }
 
 // readHeads returns the first n bytes of the wanted regular files of the
@@ -173,4 +175,38 @@ func skippedText(skipped map[string]int) string {
 		parts = append(parts, fmt.Sprintf("%s (%d %s)", k, skipped[k], unit))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// sniffHeadBytes is how much of a file's start a Sniffer reads.
+const sniffHeadBytes = 16 << 10
+
+// Sniffer keeps the target files a tool analyses, judged from their start.
+type Sniffer struct {
+	// Keep reports whether the tool analyses the file named name, which
+	// starts with head (at most 16 KiB).
+	Keep func(name string, head []byte) bool
+	// Reason is what the files set aside are counted under in the
+	// analyzer's skipped files ("not a Kubernetes manifest").
+	Reason string
+}
+
+// targets splits files into those Keep accepts and the others, reading each
+// file's start from the snapshot once.
+func (s *Sniffer) targets(snap *Snapshot, files []string) (keep, declined []string, err error) {
+	want := make(map[string]bool, len(files))
+	for _, f := range files {
+		want[f] = true
+	}
+	heads, err := readHeads(snap, want, sniffHeadBytes)
+	if err != nil {
+		return files, nil, err
+	}
+	for _, f := range files {
+		if s.Keep(f, heads[f]) {
+			keep = append(keep, f)
+		} else {
+			declined = append(declined, f)
+		}
+	}
+	return keep, declined, nil
 }

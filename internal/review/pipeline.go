@@ -405,8 +405,10 @@ var _ io.Reader = (*cmdReader)(nil)
 // code: only the secret scanner, or nothing, looked at them.
 func notAnalysed(kept []*diff.File, analyzers []gate.Analyzer, results []gate.AnalyzerResult) []NotAnalysedFile {
 	ok := map[string]bool{}
+	declined := map[string][]string{}
 	for _, r := range results {
 		ok[r.Name] = r.Status == gate.StatusOK
+		declined[r.Name] = r.Declined
 	}
 	out := []NotAnalysedFile{}
 	for _, f := range kept {
@@ -414,7 +416,9 @@ func notAnalysed(kept []*diff.File, analyzers []gate.Analyzer, results []gate.An
 			continue
 		}
 		p := f.Path()
-		if slices.ContainsFunc(analyzers, func(a gate.Analyzer) bool { return ok[a.Name] && a.ReadsAsCode(p) }) {
+		if slices.ContainsFunc(analyzers, func(a gate.Analyzer) bool {
+			return ok[a.Name] && a.ReadsAsCode(p) && !slices.Contains(declined[a.Name], p)
+		}) {
 			continue
 		}
 		out = append(out, NotAnalysedFile{Path: p, Language: cmp.Or(Language(p), "unknown")})
