@@ -185,6 +185,13 @@ if inspect validate "$aster" mcp --method tools/call --tool-name validate \
 	check_json validate 'r.structuredContent.findings.length > 0 && r.structuredContent.findings[0].analyzer === "shellcheck" && r.structuredContent.analyzers[0].status === "ok"' \
 		"stdio: validate found the shellcheck issue"
 fi
+# The default session of a connection: one stdio connection per inspector call, so the file the
+# exec writes is read back in the same call; TestSessionToolsDocker walks several calls over HTTP.
+if inspect session-exec "$aster" mcp --method tools/call --tool-name session_exec \
+	--tool-arg 'argv=["sh","-c","echo 42 > n.txt && cat n.txt && id -u"]'; then
+	check_json session-exec 'r.isError !== true && r.structuredContent.status === "ok" && /^42\n[0-9]+\n$/.test(r.structuredContent.stdout) && !/^42\n0\n$/.test(r.structuredContent.stdout)' \
+		"stdio: session_exec in the connection's default session (not as root)"
+fi
 if inspect http-tools-list "$url" --transport http --method tools/list; then
 	check_json http-tools-list '["execute", "run_tests", "validate", "session_exec", "session_write_file", "session_read_file", "session_list_files", "session_create", "session_list", "session_close"].every(n => r.tools.some(t => t.name === n)) && r.tools.length === 10' "streamable HTTP: tools/list (the sandbox tools and the session tools)"
 fi
@@ -194,7 +201,7 @@ echo "mcp-conformance results (details in $out):"
 for k in "${scenarios[@]}"; do
 	printf '  %-40s %s\n' "$k" "${verdict[$k]}"
 done
-for k in "inspector tools-list" "inspector execute" "inspector execute-script" "inspector execute-bad" "inspector run-tests" "inspector validate" "inspector http-tools-list"; do
+for k in "inspector tools-list" "inspector execute" "inspector execute-script" "inspector execute-bad" "inspector run-tests" "inspector validate" "inspector session-exec" "inspector http-tools-list"; do
 	printf '  %-40s %s\n' "$k" "${verdict[$k]:-FAIL (not run)}"
 	[[ -n "${verdict[$k]:-}" ]] || failed=1
 done
