@@ -292,6 +292,7 @@ func TestGitea(t *testing.T) {
 	gs := giteatest.Start(t)
 	t.Run("lifecycle", func(t *testing.T) { t.Parallel(); testGiteaLifecycle(t, gs) })
 	t.Run("refused", func(t *testing.T) { t.Parallel(); testGiteaRefused(t, gs) })
+	t.Run("binary", func(t *testing.T) { t.Parallel(); testGiteaBinary(t, gs) })
 }
 
 // testGiteaLifecycle: a pull request opened on Gitea gets one COMMENT review with inline
