@@ -83,6 +83,9 @@ type Options struct {
 	// gvisorHostTasks, when positive, replaces every gVisor sandbox's host
 	// pids bound (tests only: WithGVisorHostTasks).
 	gvisorHostTasks int64
+	// runtimeExecs makes every session exec a `<runtime> exec` of a further
+	// init, as before holders served exec channels (benchmarks compare).
+	runtimeExecs bool
 }
 
 // Runtime is the direct OCI implementation of sandbox.Runtime.

@@ -143,6 +143,9 @@ type instance struct {
 	exited  chan struct{}
 	exitErr error
 
+	// holdsExecs: init is a session holder that serves execs itself.
+	holdsExecs bool
+
 	pidMu sync.Mutex
 	pidfd int // of the sandbox's init, once known; -1 before
 
@@ -206,7 +209,9 @@ func (i *instance) start() error {
 }
 
 func (i *instance) awaitHello(ctx context.Context) error {
-	return runtimekit.AwaitHello(ctx, i.frames, helloTimeout, i.diagnostics)
+	h, err := runtimekit.AwaitHelloFrame(ctx, i.frames, helloTimeout, i.diagnostics)
+	i.holdsExecs = h.Execs
+	return err
 }
 
 // diagnostics returns what the runtime and init wrote on stderr, once the

@@ -40,12 +40,19 @@ func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOption
 	if err != nil {
 		return nil, err
 	}
-	return &sessionInstance{inst: inst}, nil
+	s := &sessionInstance{inst: inst}
+	if inst.holdsExecs && !r.opts.runtimeExecs {
+		s.mux = runtimekit.NewExecMux(inst.stdin, inst.frames)
+	}
+	return s, nil
 }
 
 // sessionInstance is a held sandbox of this runtime.
 type sessionInstance struct {
 	inst *instance
+	// mux reaches the holder's exec channels; nil when the holder serves
+	// none (every exec is then a further init).
+	mux *runtimekit.ExecMux
 }
 
 func (s *sessionInstance) ID() string                      { return s.inst.id }
@@ -63,6 +70,9 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 	case <-i.exited:
 		return fail(fmt.Errorf("%w: the session's sandbox has ended", sandbox.ErrSessionGone))
 	default:
+	}
+	if s.mux != nil && channelJob(job) {
+		return s.execChannel(ctx, job)
 	}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -108,6 +118,44 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 		DestroySandbox: i.destroy,
 		Cgroup:         i.cgroup,
 		Diagnostics:    diag,
+	})
+}
+
+// channelJob says job runs over an exec channel of the holder: a command
+// with its argv, env, working directory, stdin and limits. A job with a
+// workspace or an export (the file API), a terminal or egress is a further
+// init started by the runtime, as each needs what only a one-shot init does
+// alone in its process (a loopback port, the whole of /work, a terminal).
+func channelJob(job sandbox.Job) bool {
+	return job.Terminal == nil && job.Egress == nil && job.Export == nil &&
+		job.Workspace.Tar == nil && len(job.Workspace.Files) == 0
+}
+
+// execChannel runs job over a new exec channel of the holder: no runtime
+// process, no further init. The verdict is RunExec's, as for `<runtime>
+// exec`: init's report, the OOM kills counted in the sandbox's cgroup, the
+// host's own deadline; an exec that does not end when its channel is closed
+// ends the session.
+func (s *sessionInstance) execChannel(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	i := s.inst
+	x, err := s.mux.Open()
+	if err != nil {
+		err = fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err)
+		return sandbox.Result{ID: i.id, Runtime: i.rt.Name(), Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+	}
+	defer x.Discard()
+	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{
+		ID:             i.id,
+		Runtime:        i.rt.Name(),
+		W:              x,
+		R:              x.Reader(),
+		Exited:         x.Exited(),
+		DestroySandbox: i.destroy,
+		Cgroup:         i.cgroup,
+		SandboxOOM: func() (int64, bool) {
+			waitClosed(i.exited, 3e9)
+			return i.hostOOM(true)
+		},
 	})
 }
 
