@@ -7,9 +7,3 @@ func WithGVisorHostTasks(opts Options, n int64) Options {
 	return opts
 }
 
-// WithRuntimeExecs is opts with every session exec a `<runtime> exec` of a
-// further aster-init, never a channel of the holder.
-func WithRuntimeExecs(opts Options) Options {
-	opts.runtimeExecs = true
-	return opts
-}

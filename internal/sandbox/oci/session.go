@@ -41,7 +41,7 @@ func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOption
 		return nil, err
 	}
 	s := &sessionInstance{inst: inst}
-	if inst.holdsExecs && !r.opts.runtimeExecs {
+	if inst.holdsExecs && !r.opts.SessionRuntimeExecs {
 		s.mux = runtimekit.NewExecMux(inst.stdin, inst.frames)
 	}
 	return s, nil

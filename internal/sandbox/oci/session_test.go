@@ -28,6 +28,11 @@ func BenchmarkSessionExecTrue(b *testing.B) {
 		sandboxtest.BenchSessionExec(b, ocitest.Runtime(b))
 	})
 	b.Run("runtime-exec", func(b *testing.B) {
-		sandboxtest.BenchSessionExec(b, ocitest.New(b, oci.WithRuntimeExecs(ocitest.Options(b))))
+		sandboxtest.BenchSessionExec(b, ocitest.New(b, runtimeExecs(ocitest.Options(b))))
 	})
+}
+
+func runtimeExecs(o oci.Options) oci.Options {
+	o.SessionRuntimeExecs = true
+	return o
 }
