@@ -15,22 +15,25 @@ import (
 // whatever is orphaned to it, and exits when the host closes its stdin: the
 // PID namespace, and every process of the session with it, then ends.
 //
-// It serves the session's execs itself: each exec is a channel of its
-// streams (initproto.TypeChan) speaking the one-shot protocol, and its job is
-// forked under the job uid exactly as a one-shot init forks its job. For
-// that the holder keeps CAP_SETUID and CAP_SETGID in its permitted and
-// effective sets while it holds, and nothing else: the bounding set is empty,
-// the inheritable and ambient sets are too, so no process it starts carries
-// a capability past its exec, and a job (another uid) can neither signal,
-// ptrace nor prlimit it. Where init has no second uid (the job runs as
-// init's), the holder has no capability at all and still serves execs.
+// With serve (-serve-execs) it also serves the session's execs: each exec
+// is a channel of its streams (initproto.TypeChan) speaking the one-shot
+// protocol, and its job is forked under the job uid exactly as a one-shot
+// init forks its job. For that the holder keeps CAP_SETUID and CAP_SETGID
+// in its permitted and effective sets while it holds, and nothing else: the
+// bounding set is empty, the inheritable and ambient sets are too, so no
+// process it starts carries a capability past its exec, and a job (another
+// uid) can neither signal, ptrace nor prlimit it. Where init has no second
+// uid (the job runs as init's), the holder has no capability at all and
+// still serves execs.
 //
 // The runtime may also start a further aster-init beside it (`crun exec`,
-// `docker exec`) for what channels do not carry (terminals, files, egress).
-func (a *agent) runHold() int {
-	// Keep exactly what forking a job under its uid takes.
+// `docker exec`) for what channels do not carry (terminals, files, egress),
+// and for every exec when the holder does not serve them: it then keeps no
+// capability and ignores channel frames.
+func (a *agent) runHold(serve bool) int {
+	// Keep exactly what forking a job under its uid takes, if anything.
 	var err error
-	if a.id.separate {
+	if serve && a.id.separate {
 		err = capset(capData{effective: holdCaps, permitted: holdCaps})
 	} else {
 		err = dropCapabilities()
@@ -39,11 +42,11 @@ func (a *agent) runHold() int {
 		logf("capabilities: %v", err)
 		return 1
 	}
-	hello, _ := json.Marshal(initproto.Hello{Version: initproto.Version, PID: os.Getpid(), Execs: true})
+	hello, _ := json.Marshal(initproto.Hello{Version: initproto.Version, PID: os.Getpid(), Execs: serve})
 	if err := a.out.WriteFrame(initproto.TypeHello, hello); err != nil {
 		return 1
 	}
-	h := &holder{a: a, jobs: newReaper(), chans: map[uint32]*initproto.ChanBuffer{}}
+	h := &holder{a: a, servesExecs: serve, jobs: newReaper(), chans: map[uint32]*initproto.ChanBuffer{}}
 	sigchld := make(chan os.Signal, 64)
 	signal.Notify(sigchld, syscall.SIGCHLD)
 	hostGone := make(chan struct{})
@@ -77,8 +80,9 @@ const (
 
 // holder serves a session's execs.
 type holder struct {
-	a    *agent
-	jobs *reaper
+	a           *agent
+	servesExecs bool // serve execs over channels (else channel frames are dropped)
+	jobs        *reaper
 
 	mu    sync.Mutex
 	chans map[uint32]*initproto.ChanBuffer // the execs' input, by channel
@@ -105,14 +109,14 @@ func (h *holder) dispatch() {
 			}
 		case initproto.TypeChan:
 			id, data, err := initproto.DecodeChan(f.Payload)
-			if err != nil {
+			if err != nil || !h.servesExecs {
 				continue
 			}
 			if in := h.channel(id); in != nil {
 				_, _ = in.Write(data)
 			}
 		case initproto.TypeChanEnd:
-			if id, err := initproto.DecodeChanEnd(f.Payload); err == nil {
+			if id, err := initproto.DecodeChanEnd(f.Payload); err == nil && h.servesExecs {
 				h.endChannel(id)
 			}
 		}

@@ -92,6 +92,9 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 			return nil, fmt.Errorf("create bundle: %w", err)
 		}
 		spec.Process.Args = []string{InitMountPath, ident.Flag(), "-hold"}
+		if !r.opts.SessionRuntimeExecs {
+			spec.Process.Args = append(spec.Process.Args, "-serve-execs")
+		}
 	}
 	b, err := json.Marshal(spec)
 	if err != nil {
