@@ -470,6 +470,15 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		logf("output pipes still open 2s after the job ended; closing")
+		if a.jobs != nil {
+			// The holder lives on: what still holds a pipe (a daemon the
+			// job left in a session of its own) gets EPIPE, as it would when
+			// a one-shot init exits, and nothing more is relayed.
+			stdoutR.Close()
+			if stderrR != nil {
+				stderrR.Close()
+			}
+		}
 	}
 
 	var ru syscall.Rusage

@@ -6,4 +6,3 @@ func WithGVisorHostTasks(opts Options, n int64) Options {
 	opts.gvisorHostTasks = n
 	return opts
 }
-
