@@ -3,12 +3,14 @@ package oci_test
 import (
 	"bytes"
 	"context"
+	"crypto/md5"
 	"encoding/base64"
 	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/asterhq/aster/internal/initproto"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -122,6 +124,29 @@ func sessionChannelSuite(t *testing.T, rt sandbox.Runtime, gvisor bool) {
 		}
 		if forger.Status != sandbox.StatusOK || !bytes.Equal(forger.Stdout.Data, bytes.Repeat(forged, 10)) {
 			t.Fatalf("the forger: %s, %d bytes of stdout, want ok with its %d bytes as data", forger.Status, len(forger.Stdout.Data), 10*len(forged))
+		}
+	})
+
+	t.Run("StdinPastTheWindowAndCancel", func(t *testing.T) {
+		// 3 MiB of stdin: past the holder's 256 KiB window, so granted
+		// piecemeal over the channel.
+		in := bytes.Repeat([]byte("0123456789abcdef"), 3<<16)
+		res := exec(t, sandbox.ExecSpec{Argv: []string{"sh", "-c", "cat | md5sum"}, Stdin: bytes.NewReader(in)})
+		want := fmt.Sprintf("%x  -\n", md5.Sum(in))
+		if res.Status != sandbox.StatusOK || string(res.Stdout.Data) != want {
+			t.Fatalf("cat of 3 MiB: %s %q (%s), want %q", res.Status, res.Stdout.Data, res.Error, want)
+		}
+		// A caller that goes away: the host closes the channel, the holder
+		// kills the job; the session lives on with nothing of it left.
+		ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+		defer cancel()
+		res, _ = s.Exec(ctx, sandbox.ExecSpec{Argv: []string{"sh", "-c", "exec sleep 77"}})
+		if res.Status != sandbox.StatusKilled {
+			t.Fatalf("cancelled exec: %s (%s), want killed", res.Status, res.Error)
+		}
+		left := exec(t, sandbox.ExecSpec{Argv: []string{"sh", "-c", "cat /proc/[0-9]*/cmdline | tr '\\0' ' '"}})
+		if strings.Contains(string(left.Stdout.Data), "sleep 77") {
+			t.Fatalf("the cancelled job is still there: %q", left.Stdout.Data)
 		}
 	})
 
