@@ -43,6 +43,13 @@ func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOption
 	s := &sessionInstance{inst: inst}
 	if inst.holdsExecs && !r.opts.SessionRuntimeExecs {
 		s.mux = runtimekit.NewExecMux(inst.stdin, inst.frames)
+		go func() {
+			<-s.mux.Done()
+			if err := s.mux.Err(); err != nil {
+				r.log.Warn("session holder broke its protocol; destroying the session", "sandbox", inst.id, "error", err)
+				inst.destroy()
+			}
+		}()
 	}
 	return s, nil
 }

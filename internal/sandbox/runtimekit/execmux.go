@@ -25,6 +25,7 @@ type ExecMux struct {
 	next  uint32
 	chans map[uint32]*MuxExec
 	dead  bool // the holder's stream ended
+	err   error
 	done  chan struct{}
 }
 
@@ -45,6 +46,15 @@ var ErrMuxClosed = errors.New("the session's holder has ended")
 
 // Done is closed once the holder's stream has ended.
 func (m *ExecMux) Done() <-chan struct{} { return m.done }
+
+// Err, once Done is closed, says why the stream ended: nil when the holder
+// closed it (the sandbox ended), else what was wrong in it. A holder that
+// said something wrong is not to be trusted: its runtime destroys it.
+func (m *ExecMux) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.err
+}
 
 // Open starts a new exec channel.
 func (m *ExecMux) Open() (*MuxExec, error) {
@@ -67,9 +77,10 @@ func (m *ExecMux) Open() (*MuxExec, error) {
 }
 
 func (m *ExecMux) read(r *initproto.Reader) {
+	var bad error
 	defer func() {
 		m.mu.Lock()
-		m.dead = true
+		m.dead, m.err = true, bad
 		chans := m.chans
 		m.chans = map[uint32]*MuxExec{}
 		m.mu.Unlock()
@@ -81,13 +92,17 @@ func (m *ExecMux) read(r *initproto.Reader) {
 	for {
 		f, err := r.Next()
 		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				bad = err
+			}
 			return
 		}
 		switch f.Type {
 		case initproto.TypeChan:
 			id, data, err := initproto.DecodeChan(f.Payload)
 			if err != nil {
-				return // the holder speaks no other way: nothing it says is trusted now
+				bad = err // the holder speaks no other way: nothing it says is trusted now
+				return
 			}
 			if x := m.get(id); x != nil {
 				_, _ = x.in.Write(data)
@@ -95,6 +110,7 @@ func (m *ExecMux) read(r *initproto.Reader) {
 		case initproto.TypeChanEnd:
 			id, err := initproto.DecodeChanEnd(f.Payload)
 			if err != nil {
+				bad = err
 				return
 			}
 			m.mu.Lock()
@@ -107,6 +123,7 @@ func (m *ExecMux) read(r *initproto.Reader) {
 		case initproto.TypeHello:
 			// An answer to a hello request: nothing to do.
 		default:
+			bad = fmt.Errorf("unexpected %s frame from the session's holder", f.Type)
 			return
 		}
 	}
