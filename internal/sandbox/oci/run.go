@@ -118,6 +118,9 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 		return nil, err
 	}
 	inst.SetTiming("init", time.Since(t2))
+	if hold && inst.holdsExecs {
+		inst.serveExecs()
+	}
 	inst.openPidfd()
 	r.learnSeccomp(id)
 	return inst, nil
@@ -146,8 +149,10 @@ type instance struct {
 	exited  chan struct{}
 	exitErr error
 
-	// holdsExecs: init is a session holder that serves execs itself.
+	// holdsExecs: init is a session holder that serves execs itself (its
+	// hello said so); mux, once PrepareSession started it, reaches them.
 	holdsExecs bool
+	mux        *runtimekit.ExecMux
 
 	pidMu sync.Mutex
 	pidfd int // of the sandbox's init, once known; -1 before

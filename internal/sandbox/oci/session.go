@@ -40,26 +40,12 @@ func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOption
 	if err != nil {
 		return nil, err
 	}
-	s := &sessionInstance{inst: inst}
-	if inst.holdsExecs && !r.opts.SessionRuntimeExecs {
-		s.mux = runtimekit.NewExecMux(inst.stdin, inst.frames)
-		go func() {
-			<-s.mux.Done()
-			if err := s.mux.Err(); err != nil {
-				r.log.Warn("session holder broke its protocol; destroying the session", "sandbox", inst.id, "error", err)
-				inst.destroy()
-			}
-		}()
-	}
-	return s, nil
+	return &sessionInstance{inst: inst}, nil
 }
 
 // sessionInstance is a held sandbox of this runtime.
 type sessionInstance struct {
 	inst *instance
-	// mux reaches the holder's exec channels; nil when the holder serves
-	// none (every exec is then a further init).
-	mux *runtimekit.ExecMux
 }
 
 func (s *sessionInstance) ID() string                      { return s.inst.id }
@@ -78,8 +64,8 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 		return fail(fmt.Errorf("%w: the session's sandbox has ended", sandbox.ErrSessionGone))
 	default:
 	}
-	if s.mux != nil && channelJob(job) {
-		return s.execChannel(ctx, job)
+	if i.mux != nil && channelJob(job) {
+		return i.execChannel(ctx, job)
 	}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -138,14 +124,27 @@ func channelJob(job sandbox.Job) bool {
 		job.Workspace.Tar == nil && len(job.Workspace.Files) == 0
 }
 
+// serveExecs starts the host's side of the holder's exec channels (its
+// hello said it serves them). A holder that breaks the channel protocol is
+// not to be trusted: the sandbox is destroyed.
+func (i *instance) serveExecs() {
+	i.mux = runtimekit.NewExecMux(i.stdin, i.frames)
+	go func() {
+		<-i.mux.Done()
+		if err := i.mux.Err(); err != nil {
+			i.rt.log.Warn("session holder broke its protocol; destroying the session", "sandbox", i.id, "error", err)
+			i.destroy()
+		}
+	}()
+}
+
 // execChannel runs job over a new exec channel of the holder: no runtime
 // process, no further init. The verdict is RunExec's, as for `<runtime>
 // exec`: init's report, the OOM kills counted in the sandbox's cgroup, the
 // host's own deadline; an exec that does not end when its channel is closed
 // ends the session.
-func (s *sessionInstance) execChannel(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	i := s.inst
-	x, err := s.mux.Open()
+func (i *instance) execChannel(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	x, err := i.mux.Open()
 	if err != nil {
 		err = fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err)
 		return sandbox.Result{ID: i.id, Runtime: i.rt.Name(), Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
