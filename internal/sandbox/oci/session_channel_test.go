@@ -19,7 +19,7 @@ import (
 )
 
 // TestSessionChannels: what the holder serving execs over channels of its
-// own streams adds (SECURITY.md Q14): the holder keeps CAP_SETUID/SETGID
+// own streams adds (SECURITY.md Q15): the holder keeps CAP_SETUID/SETGID
 // and nothing else while a job, another uid with no capability, can neither
 // signal, ptrace, prlimit nor reach its streams; a job's output holding
 // channel frames stays data of its own exec; concurrent execs keep their
