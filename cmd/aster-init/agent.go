@@ -40,6 +40,11 @@ type agent struct {
 	inputDone chan struct{}
 	// pty is the master of the job's terminal, in a job with one.
 	pty *os.File
+	// jobs, in a session's holder serving an exec, is the holder's reaper:
+	// other execs' jobs are children of the same process, so this exec
+	// neither reaps nor signals anything but its own job, and keeps the
+	// holder's capabilities for the next exec.
+	jobs *reaper
 }
 
 // maxHelloRequests bounds the hello requests a host may send before the job.
@@ -237,12 +242,14 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	}
 
 	sigchld := make(chan os.Signal, 64)
-	signal.Notify(sigchld, syscall.SIGCHLD)
-	defer signal.Stop(sigchld)
+	if a.jobs == nil {
+		signal.Notify(sigchld, syscall.SIGCHLD)
+		defer signal.Stop(sigchld)
+	}
 	// SIGTERM from the engine stops the job; only where the job cannot
-	// reach init (see ignoreSignals).
+	// reach init (see ignoreSignals). A holder's execs end with the sandbox.
 	term := make(chan os.Signal, 1)
-	if a.id.separate {
+	if a.id.separate && a.jobs == nil {
 		signal.Notify(term, syscall.SIGTERM, syscall.SIGINT)
 		defer signal.Stop(term)
 	}
@@ -268,16 +275,27 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 
 	syscall.Umask(0o022)
 	start := time.Now()
-	pid, err := syscall.ForkExec(selfExe, trampolineArgv(argv0, job.Argv, a.seccomp), &syscall.ProcAttr{
-		Dir:   dir,
-		Env:   env,
-		Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
-		// A session of its own: SIGCONT may be sent to any process of the
-		// sender's session whatever the uids, and init must be out of reach.
-		// With a terminal, it is the session's controlling terminal.
-		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: job.PTY != nil, Ctty: 0, Credential: a.id.credential()},
-	})
-	if a.id.separate {
+	fork := func() (int, error) {
+		return syscall.ForkExec(selfExe, trampolineArgv(argv0, job.Argv, a.seccomp), &syscall.ProcAttr{
+			Dir:   dir,
+			Env:   env,
+			Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
+			// A session of its own: SIGCONT may be sent to any process of the
+			// sender's session whatever the uids, and init must be out of reach.
+			// With a terminal, it is the session's controlling terminal.
+			Sys: &syscall.SysProcAttr{Setsid: true, Setctty: job.PTY != nil, Ctty: 0, Credential: a.id.credential()},
+		})
+	}
+	var (
+		pid    int
+		exitCh <-chan jobExit
+	)
+	if a.jobs != nil {
+		pid, exitCh, err = a.jobs.start(fork)
+	} else {
+		pid, err = fork()
+	}
+	if a.id.separate && a.jobs == nil {
 		// The job is started: init needs no capability any more.
 		if cerr := dropCapabilities(); cerr != nil {
 			logf("drop capabilities: %v", cerr)
@@ -411,8 +429,11 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 			}
 		}
 	}
+	var jobRusage *syscall.Rusage
 	for !exited {
 		select {
+		case e := <-exitCh:
+			status, exited, end, jobRusage = e.status, true, e.at, &e.rusage
 		case <-sigchld:
 			reap()
 		case <-deadline.C:
@@ -429,7 +450,12 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	// The command is done: nothing of the job may outlive it.
 	before := reaped
 	a.signalAll(pid, syscall.SIGKILL)
-	a.reapAll(sigchld, &reaped)
+	if a.jobs != nil {
+		// The holder's reaper takes what is left of the job's group.
+		reaped += awaitGroupGone(pid)
+	} else {
+		a.reapAll(sigchld, &reaped)
+	}
 	leftovers := reaped - before
 	if a.proxy != nil {
 		// Nobody is left to use a tunnel.
@@ -444,10 +470,24 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		logf("output pipes still open 2s after the job ended; closing")
+		if a.jobs != nil {
+			// The holder lives on: what still holds a pipe (a daemon the
+			// job left in a session of its own) gets EPIPE, as it would when
+			// a one-shot init exits, and nothing more is relayed.
+			stdoutR.Close()
+			if stderrR != nil {
+				stderrR.Close()
+			}
+		}
 	}
 
 	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	if jobRusage != nil {
+		// The holder's children are every exec's: count this job's own.
+		ru = *jobRusage
+	} else {
+		_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	}
 	res.CPUTimeMS = (tvMS(ru.Utime) + tvMS(ru.Stime))
 	res.PeakRSSBytes = ru.Maxrss * 1024
 	res.CgroupPeakBytes = readCgroupPeak()

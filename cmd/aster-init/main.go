@@ -38,6 +38,7 @@ func main() {
 	ids := flag.String("ids", "", "INIT:JOB: the uid (and gid) init runs as, and the one the job runs as")
 	seccomp := flag.Bool("seccomp", false, "install Aster's seccomp profile on the job (where no container runtime does: a microVM guest)")
 	hold := flag.Bool("hold", false, "hold a session sandbox: run no job, reap orphans, exit when the host closes stdin (each job is a further aster-init started in the sandbox)")
+	serveExecs := flag.Bool("serve-execs", false, "with -hold: also serve the session's execs over channels of stdin and stdout, forking each job (keeps CAP_SETUID and CAP_SETGID while holding)")
 	portFD := flag.Int("port-fd", -1, "speak the protocol on this inherited descriptor (a microVM's virtio-serial port) instead of stdin and stdout")
 	flag.Parse()
 	if *install != "" {
@@ -93,7 +94,7 @@ func main() {
 	out := initproto.NewWriter(stdout)
 	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1, linger: *linger, id: id, seccomp: *seccomp}
 	if *hold {
-		os.Exit(a.runHold())
+		os.Exit(a.runHold(*serveExecs))
 	}
 	os.Exit(a.run())
 }

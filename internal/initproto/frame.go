@@ -107,6 +107,10 @@ func (t Type) String() string {
 		return "export-end"
 	case TypeResize:
 		return "resize"
+	case TypeChan:
+		return "chan"
+	case TypeChanEnd:
+		return "chan-end"
 	}
 	return fmt.Sprintf("unknown(%#x)", byte(t))
 }

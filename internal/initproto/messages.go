@@ -30,6 +30,9 @@ type Hello struct {
 	PID     int `json:"pid"`
 	// Seq is 0 in the hello init sends at start, and echoes the host's request otherwise.
 	Seq int64 `json:"seq,omitempty"`
+	// Execs, in the hello of a session's holder, says it serves the
+	// session's execs itself over exec channels (TypeChan).
+	Execs bool `json:"execs,omitempty"`
 }
 
 // JobHeader is the first frame the host sends.

@@ -35,6 +35,13 @@ func BenchmarkSessionLifecycle(b *testing.B) {
 	b.Run("oci", func(b *testing.B) {
 		benchSessions(b, harnessOpts{runtime: ocitest.Runtime(b)})
 	})
+	// Each exec a `crun exec` of a further aster-init, as before the holder
+	// served execs over its own streams.
+	b.Run("oci-runtime-exec", func(b *testing.B) {
+		o := ocitest.Options(b)
+		o.SessionRuntimeExecs = true
+		benchSessions(b, harnessOpts{runtime: ocitest.New(b, o)})
+	})
 }
 
 func benchSessions(b *testing.B, o harnessOpts) {

@@ -79,6 +79,10 @@ type Options struct {
 	// picks systrap where the build has it, else ptrace.
 	GVisorPlatform string
 	Logger         *slog.Logger
+	// SessionRuntimeExecs makes every exec of a session a `<runtime> exec`
+	// of a further aster-init, as before the holder served execs over
+	// channels of its own streams (benchmarks compare the two).
+	SessionRuntimeExecs bool
 
 	// gvisorHostTasks, when positive, replaces every gVisor sandbox's host
 	// pids bound (tests only: WithGVisorHostTasks).

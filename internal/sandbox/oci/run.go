@@ -92,6 +92,9 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 			return nil, fmt.Errorf("create bundle: %w", err)
 		}
 		spec.Process.Args = []string{InitMountPath, ident.Flag(), "-hold"}
+		if !r.opts.SessionRuntimeExecs {
+			spec.Process.Args = append(spec.Process.Args, "-serve-execs")
+		}
 	}
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -115,6 +118,9 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 		return nil, err
 	}
 	inst.SetTiming("init", time.Since(t2))
+	if hold && inst.holdsExecs {
+		inst.serveExecs()
+	}
 	inst.openPidfd()
 	r.learnSeccomp(id)
 	return inst, nil
@@ -142,6 +148,11 @@ type instance struct {
 	logDone chan struct{}
 	exited  chan struct{}
 	exitErr error
+
+	// holdsExecs: init is a session holder that serves execs itself (its
+	// hello said so); mux, once PrepareSession started it, reaches them.
+	holdsExecs bool
+	mux        *runtimekit.ExecMux
 
 	pidMu sync.Mutex
 	pidfd int // of the sandbox's init, once known; -1 before
@@ -206,7 +217,9 @@ func (i *instance) start() error {
 }
 
 func (i *instance) awaitHello(ctx context.Context) error {
-	return runtimekit.AwaitHello(ctx, i.frames, helloTimeout, i.diagnostics)
+	h, err := runtimekit.AwaitHelloFrame(ctx, i.frames, helloTimeout, i.diagnostics)
+	i.holdsExecs = h.Execs
+	return err
 }
 
 // diagnostics returns what the runtime and init wrote on stderr, once the

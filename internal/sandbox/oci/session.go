@@ -64,6 +64,9 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 		return fail(fmt.Errorf("%w: the session's sandbox has ended", sandbox.ErrSessionGone))
 	default:
 	}
+	if i.mux != nil && channelJob(job) {
+		return i.execChannel(ctx, job)
+	}
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return fail(err)
@@ -108,6 +111,57 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 		DestroySandbox: i.destroy,
 		Cgroup:         i.cgroup,
 		Diagnostics:    diag,
+	})
+}
+
+// channelJob says job runs over an exec channel of the holder: a command
+// with its argv, env, working directory, stdin and limits. A job with a
+// workspace or an export (the file API), a terminal or egress is a further
+// init started by the runtime, as each needs what only a one-shot init does
+// alone in its process (a loopback port, the whole of /work, a terminal).
+func channelJob(job sandbox.Job) bool {
+	return job.Terminal == nil && job.Egress == nil && job.Export == nil &&
+		job.Workspace.Tar == nil && len(job.Workspace.Files) == 0
+}
+
+// serveExecs starts the host's side of the holder's exec channels (its
+// hello said it serves them). A holder that breaks the channel protocol is
+// not to be trusted: the sandbox is destroyed.
+func (i *instance) serveExecs() {
+	i.mux = runtimekit.NewExecMux(i.stdin, i.frames)
+	go func() {
+		<-i.mux.Done()
+		if err := i.mux.Err(); err != nil {
+			i.rt.log.Warn("session holder broke its protocol; destroying the session", "sandbox", i.id, "error", err)
+			i.destroy()
+		}
+	}()
+}
+
+// execChannel runs job over a new exec channel of the holder: no runtime
+// process, no further init. The verdict is RunExec's, as for `<runtime>
+// exec`: init's report, the OOM kills counted in the sandbox's cgroup, the
+// host's own deadline; an exec that does not end when its channel is closed
+// ends the session.
+func (i *instance) execChannel(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	x, err := i.mux.Open()
+	if err != nil {
+		err = fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err)
+		return sandbox.Result{ID: i.id, Runtime: i.rt.Name(), Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+	}
+	defer x.Discard()
+	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{
+		ID:             i.id,
+		Runtime:        i.rt.Name(),
+		W:              x,
+		R:              x.Reader(),
+		Exited:         x.Exited(),
+		DestroySandbox: i.destroy,
+		Cgroup:         i.cgroup,
+		SandboxOOM: func() (int64, bool) {
+			waitClosed(i.exited, 3e9)
+			return i.hostOOM(true)
+		},
 	})
 }
 

@@ -41,6 +41,11 @@ type ExecParts struct {
 	// kills during the exec (under concurrent execs of one session, a kill
 	// during the exec's life).
 	Cgroup string
+	// SandboxOOM, when set, says whether the whole sandbox ended in an OOM
+	// kill (as RunParts.HostOOM once it is gone), for an exec that ended
+	// with its sandbox after the cgroup was removed: an exec channel ends
+	// when its holder does.
+	SandboxOOM func() (int64, bool)
 	// Diagnostics, as in RunParts.
 	Diagnostics func() string
 }
@@ -88,13 +93,17 @@ func RunExec(ctx context.Context, job sandbox.Job, p ExecParts) (sandbox.Result,
 		Exited:    p.Exited,
 		HelloSeen: true,
 	}
-	if haveOOM {
-		sess.HostOOM = func(bool) (int64, bool) {
-			n, ok := cgroupstat.OOMKills(p.Cgroup)
-			if !ok {
-				return 0, false
+	if haveOOM || p.SandboxOOM != nil {
+		sess.HostOOM = func(ended bool) (int64, bool) {
+			if haveOOM {
+				if n, ok := cgroupstat.OOMKills(p.Cgroup); ok {
+					return max(n-oomBefore, 0), true
+				}
 			}
-			return max(n-oomBefore, 0), true
+			if ended && p.SandboxOOM != nil {
+				return p.SandboxOOM()
+			}
+			return 0, false
 		}
 	}
 	t1 := time.Now()

@@ -15,6 +15,12 @@ import (
 // knows (init's stderr, say) to the error when init never speaks. A runtime
 // calls it once its sandbox is started, so Prepare returns only ready sandboxes.
 func AwaitHello(ctx context.Context, r *initproto.Reader, timeout time.Duration, diag func() string) error {
+	_, err := AwaitHelloFrame(ctx, r, timeout, diag)
+	return err
+}
+
+// AwaitHelloFrame is AwaitHello, returning the hello.
+func AwaitHelloFrame(ctx context.Context, r *initproto.Reader, timeout time.Duration, diag func() string) (initproto.Hello, error) {
 	type result struct {
 		f   initproto.Frame
 		err error
@@ -33,23 +39,24 @@ func AwaitHello(ctx context.Context, r *initproto.Reader, timeout time.Duration,
 			if diag != nil {
 				more = diag()
 			}
-			return fmt.Errorf("%w: aster-init did not start: %v%s", sandbox.ErrProtocol, got.err, more)
+			return initproto.Hello{}, fmt.Errorf("%w: aster-init did not start: %v%s", sandbox.ErrProtocol, got.err, more)
 		}
 		if got.f.Type != initproto.TypeHello {
-			return fmt.Errorf("%w: first frame from aster-init is %s", sandbox.ErrProtocol, got.f.Type)
+			return initproto.Hello{}, fmt.Errorf("%w: first frame from aster-init is %s", sandbox.ErrProtocol, got.f.Type)
 		}
-		if _, err := initproto.DecodeHello(got.f.Payload); err != nil {
-			return fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
+		h, err := initproto.DecodeHello(got.f.Payload)
+		if err != nil {
+			return initproto.Hello{}, fmt.Errorf("%w: %v", sandbox.ErrProtocol, err)
 		}
-		return nil
+		return h, nil
 	case <-timer.C:
 		more := ""
 		if diag != nil {
 			more = diag()
 		}
-		return fmt.Errorf("%w: %w within %s%s", sandbox.ErrProtocol, ErrNoHello, timeout, more)
+		return initproto.Hello{}, fmt.Errorf("%w: %w within %s%s", sandbox.ErrProtocol, ErrNoHello, timeout, more)
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return initproto.Hello{}, context.Cause(ctx)
 	}
 }
 
