@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asterhq/aster/internal/cgroupstat"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -176,4 +177,73 @@ func TestSessionsMemorySnapshotRefusedOnCrun(t *testing.T) {
 	if !errors.Is(err, sandbox.ErrInvalidSpec) {
 		t.Fatalf("restore on %s: %v, want an invalid spec", rt.Name(), err)
 	}
+}
+
+// BenchmarkSessionMemorySnapshotGVisor measures, per iteration, a memory
+// snapshot of a gVisor session that runs a python process (the whole call:
+// the set-id check, runsc checkpoint and the restore in place), a fork
+// restored from it (until it runs), the checkpoint's size on disk and the
+// fork's memory charge once it has answered from its restored memory.
+//
+//	go test -run '^$' -bench SessionMemorySnapshotGVisor -benchtime 5x ./internal/sandbox/oci/
+func BenchmarkSessionMemorySnapshotGVisor(b *testing.B) {
+	opts := ocitest.GVisorOptions(b)
+	rt := ocitest.NewGVisor(b, opts)
+	m := sandboxtest.SessionManager(b, rt, sandbox.SessionOptions{})
+	ctx := context.Background()
+	orig, err := m.OpenSession(ctx, sandbox.SessionSpec{Files: map[string][]byte{"holder.py": []byte(memoryHolder)}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer orig.Close(ctx)
+	if res, err := orig.Exec(ctx, sandbox.ExecSpec{Argv: []string{"sh", "-c", "setsid python3 /work/holder.py >/dev/null 2>&1 </dev/null & sleep 0.5"}}); err != nil || res.Status != sandbox.StatusOK {
+		b.Fatalf("start the holder: %v %+v", err, res)
+	}
+	var ckpt, fork time.Duration
+	var bytes, charge int64
+	for i := 0; b.Loop(); i++ {
+		dir := filepath.Join(b.TempDir(), strconv.Itoa(i))
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			b.Fatal(err)
+		}
+		t0 := time.Now()
+		mem, err := orig.SnapshotMemory(ctx, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		f, err := m.OpenSession(ctx, sandbox.SessionSpec{Memory: &mem})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t2 := time.Now()
+		res, err := f.Exec(ctx, sandbox.ExecSpec{Argv: []string{"sh", "-c", askScript}})
+		if err != nil || res.Status != sandbox.StatusOK {
+			b.Fatalf("ask the fork: %v %+v", err, res)
+		}
+		charge += cgroupMemory(f.ID())
+		f.Close(ctx)
+		os.RemoveAll(dir)
+		ckpt += t1.Sub(t0)
+		fork += t2.Sub(t1)
+		bytes += mem.SizeBytes
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ckpt.Milliseconds())/n, "snapshot-ms")
+	b.ReportMetric(float64(fork.Milliseconds())/n, "fork-ms")
+	b.ReportMetric(float64(bytes)/n/(1<<20), "checkpoint-MiB")
+	b.ReportMetric(float64(charge)/n/(1<<20), "fork-cgroup-MiB")
+}
+
+// cgroupMemory is the memory charged to sandbox id's cgroup now (0 when it
+// cannot be read).
+func cgroupMemory(id string) int64 {
+	dir := cgroupstat.MemoryDir("/aster/" + id)
+	for _, f := range []string{"memory.current", "memory.usage_in_bytes"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err == nil {
+			n, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+			return n
+		}
+	}
+	return 0
 }
