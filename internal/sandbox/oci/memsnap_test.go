@@ -153,6 +153,13 @@ func TestSessionsGVisorMemorySnapshot(t *testing.T) {
 	if len(left) != 0 {
 		t.Fatalf("runsc state left: %v", left)
 	}
+	for _, s := range append(forks, orig) {
+		for _, dir := range []string{cgroupstat.MemoryDir("/aster/" + s.ID()), filepath.Join("/sys/fs/cgroup/pids/aster", s.ID())} {
+			if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("cgroup %s left (%v)", dir, err)
+			}
+		}
+	}
 }
 
 // TestSessionsMemorySnapshotRefusedOnCrun: only gVisor checkpoints; the
