@@ -16,7 +16,8 @@ const (
 	// RouteSessionPause freezes a session and RouteSessionResume thaws it.
 	RouteSessionPause  = "/v1/sessions/{id}/pause"
 	RouteSessionResume = "/v1/sessions/{id}/resume"
-	// RouteSessionSnapshot stores the session's /work as a snapshot.
+	// RouteSessionSnapshot stores the session's /work as a snapshot, or with
+	// SnapshotRequest.Memory its whole sandbox (gVisor).
 	RouteSessionSnapshot = "/v1/sessions/{id}/snapshot"
 	// RouteSessionEgress sets the session's egress profile (PUT).
 	RouteSessionEgress = "/v1/sessions/{id}/egress"
@@ -28,11 +29,22 @@ const (
 // SessionSnapshot is a stored copy of a session's /work that new sessions start
 // from (POST /v1/sessions with from_snapshot).
 type SessionSnapshot struct {
-	ID         string    `json:"id"`
-	Session    string    `json:"session"` // the session it was taken of
-	SizeBytes  int64     `json:"size_bytes"`
+	ID        string `json:"id"`
+	Session   string `json:"session"` // the session it was taken of
+	SizeBytes int64  `json:"size_bytes"`
+	// Memory: a checkpoint of the whole sandbox (processes, memory, /work
+	// and /tmp) rather than an archive of /work.
+	Memory     bool      `json:"memory,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 	LastUsedAt time.Time `json:"last_used_at"`
+}
+
+// SnapshotRequest is the optional body of POST /v1/sessions/{id}/snapshot.
+type SnapshotRequest struct {
+	// Memory asks for a checkpoint of the whole running sandbox — every
+	// process with its memory, /work and /tmp — that forks are restored
+	// from (the gvisor runtime only; elsewhere 400).
+	Memory bool `json:"memory,omitempty"`
 }
 
 // SessionSnapshotList is the answer of GET /v1/snapshots: the caller's snapshots.
@@ -60,7 +72,8 @@ type SessionRequest struct {
 	TTL         Quantity `json:"ttl,omitempty"`
 	IdleTimeout Quantity `json:"idle_timeout,omitempty"`
 	// FromSnapshot starts the session with the /work of a snapshot this
-	// token took (files are placed after it).
+	// token took (files are placed after it); a memory snapshot restores
+	// the whole sandbox, with its image and limits (give neither).
 	FromSnapshot string `json:"from_snapshot,omitempty"`
 	// EgressProfile names one of the operator's egress profiles (aster.yaml
 	// egress.profiles) that this token may use: the hosts the session's

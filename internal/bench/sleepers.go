@@ -48,6 +48,9 @@ type SleepersConfig struct {
 	// `sandbox serve` command line (global flags such as --init-path).
 	Aster     string
 	ServeArgs []string
+	// Sessions holds N idle sessions (POST /v1/sessions, deleted at the end)
+	// instead of N sleeping one-shot runs: the density of sessions.
+	Sessions bool
 	// RSSLimitBytes, when set, fails the run if the orchestrator's RSS goes over it.
 	RSSLimitBytes int64
 	Progress      io.Writer
@@ -56,6 +59,7 @@ type SleepersConfig struct {
 // SleepersReport is the outcome of the concurrency test.
 type SleepersReport struct {
 	Runtime     string    `json:"runtime"`
+	Sessions    bool      `json:"sessions,omitempty"` // idle sessions rather than sleeping runs
 	Pids        int       `json:"pids,omitempty"`
 	Sandboxes   int       `json:"sandboxes"`
 	HoldMS      int64     `json:"hold_ms"`
@@ -122,6 +126,10 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	args = append(args, "sandbox", "serve", "--addr", "127.0.0.1:"+strconv.Itoa(port),
 		"--max-concurrent", strconv.Itoa(cfg.N), "--queue", strconv.Itoa(cfg.N), "--queue-timeout", "10m",
 		"--write-timeout", "10m")
+	if cfg.Sessions {
+		// Each session holds a sandbox slot; one caller (loopback, no token) holds all.
+		args = append(args, "--max-sessions", strconv.Itoa(cfg.N), "--max-sessions-per-token", strconv.Itoa(cfg.N))
+	}
 	srvCtx, stopSrv := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopSrv()
 	cmd := exec.CommandContext(srvCtx, cfg.Aster, args...)
@@ -146,7 +154,7 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 	}
 	pid := cmd.Process.Pid
 
-	rep := &SleepersReport{Runtime: cfg.Runtime, Pids: cfg.Pids, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU(),
+	rep := &SleepersReport{Runtime: cfg.Runtime, Sessions: cfg.Sessions, Pids: cfg.Pids, Sandboxes: cfg.N, HoldMS: cfg.Hold.Milliseconds(), Started: time.Now(), AllUpMS: -1, Cores: numCPU(),
 		LoadBefore: loadavg()}
 	launch := time.Now()
 	end := launch.Add(cfg.StartWindow + cfg.Hold)
@@ -231,7 +239,12 @@ func Sleepers(ctx context.Context, cfg SleepersConfig) (*SleepersReport, error) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			err := sleeper(ctx, client, base+api.RouteExecuteStream, body, markUp)
+			var err error
+			if cfg.Sessions {
+				err = idleSession(ctx, client, base, cfg.Pids, end, markUp)
+			} else {
+				err = sleeper(ctx, client, base+api.RouteExecuteStream, body, markUp)
+			}
 			mu.Lock()
 			done++
 			mu.Unlock()
@@ -321,13 +334,57 @@ func sleeper(ctx context.Context, client *http.Client, url string, body []byte, 
 	return errors.New("stream ended without a result")
 }
 
+// idleSession creates a session, calls up once it exists, holds it idle
+// until end and deletes it.
+func idleSession(ctx context.Context, client *http.Client, base string, pids int, end time.Time, up func()) error {
+	req := api.SessionRequest{TTL: api.Quantity(strconv.Itoa(int(time.Until(end).Seconds()) + 120))}
+	if pids > 0 {
+		req.Limits.Pids = api.Quantity(strconv.Itoa(pids))
+	}
+	body, _ := json.Marshal(req)
+	call := func(method, url string, body []byte, want int) ([]byte, error) {
+		r, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(body))
+		if err != nil {
+			return nil, err
+		}
+		if body != nil {
+			r.Header.Set("Content-Type", api.ContentTypeJSON)
+		}
+		resp, err := client.Do(r)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if resp.StatusCode != want {
+			return nil, fmt.Errorf("%s %s: HTTP %d: %s", method, url, resp.StatusCode, bytes.TrimSpace(b))
+		}
+		return b, nil
+	}
+	b, err := call(http.MethodPost, base+api.RouteSessions, body, http.StatusCreated)
+	if err != nil {
+		return err
+	}
+	var s api.Session
+	if err := json.Unmarshal(b, &s); err != nil || s.ID == "" {
+		return fmt.Errorf("create answered %.200q", b)
+	}
+	up()
+	select {
+	case <-ctx.Done():
+	case <-time.After(time.Until(end)):
+	}
+	_, err = call(http.MethodDelete, base+api.RouteSessions+"/"+s.ID, nil, http.StatusNoContent)
+	return err
+}
+
 // PrintSleepers writes the report as a short table.
 func PrintSleepers(w io.Writer, r *SleepersReport) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	mb := func(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }
 	rows := [][2]string{
 		{"runtime", r.Runtime},
-		{"sandboxes", strconv.Itoa(r.Sandboxes)},
+		{"sandboxes", strconv.Itoa(r.Sandboxes) + map[bool]string{true: " idle sessions", false: " sleeping runs"}[r.Sessions]},
 		{"errors", strconv.Itoa(r.Errors)},
 		{"peak running at once", strconv.Itoa(r.PeakUp)},
 		{"all up after", fmt.Sprintf("%.1f s (%.1f starts/s)", float64(r.AllUpMS)/1000, r.StartRate)},

@@ -215,6 +215,7 @@ func benchReady(ctx context.Context, rt sandbox.Runtime, image string) error {
 func newBenchSleepersCmd(g *globals) *cobra.Command {
 	var (
 		n, pids           int
+		sessions          bool
 		hold, startWindow time.Duration
 		out               string
 	)
@@ -229,6 +230,10 @@ While all are up it also adds up what the sandboxes cost outside the server
 and the containers'), as RSS and as PSS (shared pages shared out), in all and per
 sandbox: the density figure.
 
+With --sessions each of the N is an idle session instead (POST /v1/sessions,
+held until the end, then DELETE): its sandbox holds only aster-init -hold, so
+the figures are the memory per idle session.
+
 Every sleeper sleeps until launch + --start-window + --hold: all N overlap for
 --hold as long as the runtime starts them all within --start-window. Docker
 starts a few containers per second, so give it a longer window (e.g. 240s for
@@ -239,7 +244,8 @@ The server is this binary, with the global flags given here (--runtime,
 		Example: `  sudo aster bench sleepers --runtime oci
   sudo aster bench sleepers --runtime oci --n 1000 --pids 16 --hold 10s --out sleepers.json
   sudo aster bench sleepers --runtime gvisor --n 50 --pids 16 --hold 10s
-  sudo aster bench sleepers --runtime docker --start-window 240s`,
+  sudo aster bench sleepers --runtime docker --start-window 240s
+  sudo aster bench sleepers --runtime oci --sessions --n 100 --pids 16 --hold 10s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.load(cmd)
@@ -258,7 +264,7 @@ The server is this binary, with the global flags given here (--runtime,
 			}
 			rep, err := bench.Sleepers(cmd.Context(), bench.SleepersConfig{
 				Runtime: c.Runtime, N: n, Hold: hold, StartWindow: startWindow, Pids: pids,
-				Aster: self, ServeArgs: pass, Progress: g.stdio.Stderr,
+				Aster: self, ServeArgs: pass, Progress: g.stdio.Stderr, Sessions: sessions,
 			})
 			if err != nil {
 				return &exitError{code: ExitFailure, err: err}
@@ -275,6 +281,7 @@ The server is this binary, with the global flags given here (--runtime,
 	}
 	fl := cmd.Flags()
 	fl.IntVar(&n, "n", 500, "sandboxes to hold at once (the server's --max-concurrent)")
+	fl.BoolVar(&sessions, "sessions", false, "hold N idle sessions (POST /v1/sessions, deleted at the end) instead of N sleeping runs: the memory per idle session")
 	fl.DurationVar(&hold, "hold", 30*time.Second, "how long all of them must be alive together")
 	fl.DurationVar(&startWindow, "start-window", 60*time.Second, "time the runtime gets to start all of them")
 	fl.IntVar(&pids, "pids", 0, "each sleeper's pids limit (0: the server's default); the host task budget charges oci and gvisor sandboxes by it, so holding many at once needs a small one")

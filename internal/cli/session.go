@@ -527,13 +527,24 @@ func sessionStateCmd(g *globals, f *sessionFlags, op string) *cobra.Command {
 }
 
 func sessionSnapshotCmd(g *globals, f *sessionFlags) *cobra.Command {
-	return &cobra.Command{
-		Use:   "snapshot [ID]",
-		Short: "Keep a session's /work on the server and print the snapshot's id; with no ID, list your snapshots",
+	var memory bool
+	cmd := &cobra.Command{
+		Use:   "snapshot [--memory] [ID]",
+		Short: "Keep a session's /work (or, --memory, its whole sandbox) on the server and print the snapshot's id; with no ID, list your snapshots",
 		Long: `Store a copy of a session's /work on the server (not its processes, memory or
 /tmp) and print its id; 'aster session create --from-snapshot ID' starts any
 number of sessions from it. Only your token can use it. The server keeps a
-bounded amount of snapshots and drops the least recently used first.`,
+bounded amount of snapshots and drops the least recently used first.
+
+With --memory (a server of the gvisor runtime) the snapshot is a checkpoint
+of the whole running sandbox: every process with its memory, /work and /tmp.
+Each session created from it starts where the original was — a python
+REPL with its variables, a server with its caches — and goes its own way.
+The session runs on after the checkpoint; it is refused while commands run.
+
+  snap=$(aster session snapshot --memory $id)
+  a=$(aster session create --from-snapshot $snap)
+  b=$(aster session create --from-snapshot $snap)`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cl, err := f.client()
@@ -549,13 +560,21 @@ bounded amount of snapshots and drops the least recently used first.`,
 					return f.printJSON(g, api.SessionSnapshotList{Snapshots: all})
 				}
 				tw := tabwriter.NewWriter(g.stdio.Stdout, 0, 4, 2, ' ', 0)
-				fmt.Fprintln(tw, "ID\tSESSION\tSIZE\tCREATED")
+				fmt.Fprintln(tw, "ID\tSESSION\tKIND\tSIZE\tCREATED")
 				for _, sn := range all {
-					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", sn.ID, sn.Session, units.FormatBytes(sn.SizeBytes), sn.CreatedAt.Local().Format(time.DateTime))
+					kind := "work"
+					if sn.Memory {
+						kind = "memory"
+					}
+					fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", sn.ID, sn.Session, kind, units.FormatBytes(sn.SizeBytes), sn.CreatedAt.Local().Format(time.DateTime))
 				}
 				return tw.Flush()
 			}
-			sn, err := cl.SnapshotSession(cmd.Context(), args[0])
+			take := cl.SnapshotSession
+			if memory {
+				take = cl.SnapshotSessionMemory
+			}
+			sn, err := take(cmd.Context(), args[0])
 			if err != nil {
 				return remoteExecErr(err)
 			}
@@ -563,8 +582,14 @@ bounded amount of snapshots and drops the least recently used first.`,
 				return f.printJSON(g, sn)
 			}
 			fmt.Fprintln(g.stdio.Stdout, sn.ID)
-			fmt.Fprintf(g.stdio.Stderr, "aster: snapshot of %s: %s\n", sn.Session, units.FormatBytes(sn.SizeBytes))
+			kind := "snapshot"
+			if sn.Memory {
+				kind = "memory snapshot"
+			}
+			fmt.Fprintf(g.stdio.Stderr, "aster: %s of %s: %s\n", kind, sn.Session, units.FormatBytes(sn.SizeBytes))
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&memory, "memory", false, "checkpoint the whole running sandbox (processes and memory; gvisor runtime only)")
+	return cmd
 }

@@ -86,6 +86,10 @@ func TestSessionCLI(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(dir, "lib.tar")); !bytes.Contains(b, []byte("X = 41")) {
 		t.Fatalf("pulled archive lacks the file (%d bytes)", len(b))
 	}
+	// Docker keeps no memory of a session: the flag is refused, naming gvisor.
+	if code, out, stderr := sess("snapshot", "--memory", id); code == 0 || out != "" || !strings.Contains(stderr, "gvisor") {
+		t.Fatalf("snapshot --memory on docker: %d %q %q", code, out, stderr)
+	}
 	code, out, stderr = sess("snapshot", id)
 	snap := strings.TrimSpace(out)
 	if code != 0 || !strings.HasPrefix(snap, "snap-") {

@@ -58,6 +58,10 @@ type SessionSpec struct {
 	// Archive, when set, is an uncompressed tar archive unpacked into /work
 	// before Files (a snapshot the session starts from).
 	Archive io.Reader
+	// Memory, when set, is a memory snapshot the session is restored from
+	// (a fork: its processes, memory, /work and /tmp as they were); Image and
+	// Limits must then be empty or the snapshot's own.
+	Memory *MemorySnapshot
 	// TTL is the session's whole life; IdleTimeout ends it after that long
 	// without a call. Zero takes the Manager's default; above the ceiling is
 	// refused.
@@ -166,6 +170,11 @@ func (m *Manager) OpenSession(ctx context.Context, spec SessionSpec) (*Sandbox, 
 		return nil, fmt.Errorf("%w: the %s runtime does not hold sessions", ErrUnavailable, m.opts.Runtime.Name())
 	}
 	so := m.opts.Sessions.withDefaults()
+	if spec.Memory != nil {
+		if err := spec.forkOf(m.opts.Runtime); err != nil {
+			return nil, err
+		}
+	}
 	if spec.Image == "" {
 		spec.Image = m.DefaultImage()
 	}
@@ -217,12 +226,18 @@ func (m *Manager) OpenSession(ctx context.Context, spec SessionSpec) (*Sandbox, 
 		}
 	}
 	now := m.clock()
-	inst, err := sr.PrepareSession(ctx, PrepareOptions{
+	popts := PrepareOptions{
 		RunID:    spec.ID,
 		Image:    spec.Image,
 		Limits:   spec.Limits,
 		Deadline: now.Add(spec.TTL + m.opts.PrepareAllowance),
-	})
+	}
+	var inst SessionInstance
+	if spec.Memory != nil {
+		inst, err = m.opts.Runtime.(RestoreRuntime).RestoreSession(ctx, popts, spec.Memory.Dir)
+	} else {
+		inst, err = sr.PrepareSession(ctx, popts)
+	}
 	if err != nil {
 		m.adm.release(tasks)
 		return nil, err

@@ -167,7 +167,7 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 		s.openTerminal(w, r, sess)
 	case route == api.RouteSessionPTYResize:
 		s.resizeTerminal(w, r, sess)
-	case (route == api.RouteSessionPause || route == api.RouteSessionResume || route == api.RouteSessionSnapshot) && r.ContentLength != 0:
+	case (route == api.RouteSessionPause || route == api.RouteSessionResume) && r.ContentLength != 0:
 		s.writeError(w, r, sandbox.Invalidf("%s takes no body", route))
 	case route == api.RouteSessionPause, route == api.RouteSessionResume:
 		op := sess.Pause
@@ -364,13 +364,28 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 	}
 	owner := s.owner(r)
 	if req.FromSnapshot != "" {
-		archive, err := s.snapshots.get(owner, req.FromSnapshot, time.Now())
+		mem, release, err := s.snapshots.getMemory(owner, req.FromSnapshot, time.Now())
 		if err != nil {
 			s.writeError(w, r, err)
 			return
 		}
-		defer archive.Close()
-		spec.Archive = archive
+		defer release()
+		if mem != nil {
+			// A fork runs the image and limits of the session it was taken of.
+			if req.Limits != (api.Limits{}) {
+				s.writeError(w, r, sandbox.Invalidf("a fork of a memory snapshot keeps the limits of the session it was taken of: give no limits"))
+				return
+			}
+			spec.Limits, spec.Memory = sandbox.Limits{}, mem
+		} else {
+			archive, err := s.snapshots.get(owner, req.FromSnapshot, time.Now())
+			if err != nil {
+				s.writeError(w, r, err)
+				return
+			}
+			defer archive.Close()
+			spec.Archive = archive
+		}
 	}
 	s.sessions.mu.Lock()
 	n, all := 0, 0
@@ -578,8 +593,35 @@ func (s *Server) archive(w http.ResponseWriter, r *http.Request, sess *sandbox.S
 	}
 }
 
-// snapshotSession stores the session's /work as a snapshot of the caller's.
+// snapshotSession stores the session's /work as a snapshot of the caller's,
+// or with {"memory": true} a checkpoint of its whole sandbox.
 func (s *Server) snapshotSession(w http.ResponseWriter, r *http.Request, sess *sandbox.Sandbox) {
+	var req api.SnapshotRequest
+	if r.ContentLength != 0 {
+		if err := s.readSmallJSON(w, r, &req); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+	}
+	if req.Memory {
+		if err := sess.CanSnapshotMemory(); err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		// A checkpoint ends and restores the sandbox: a client that goes
+		// away meanwhile must not cut it short.
+		ctx := context.WithoutCancel(r.Context())
+		sn, err := s.snapshots.putMemory(s.owner(r), sess.ID(), func(dir string) (sandbox.MemorySnapshot, error) {
+			return sess.SnapshotMemory(ctx, dir)
+		}, time.Now())
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		w.Header().Set("Location", api.RouteSnapshots+"/"+sn.id)
+		s.writeJSON(w, http.StatusCreated, sn.wire())
+		return
+	}
 	b, err := sess.GetArchive(r.Context(), "")
 	if err != nil {
 		s.writeError(w, r, err)

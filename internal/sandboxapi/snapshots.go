@@ -20,8 +20,9 @@ import (
 // together; the least recently used are dropped first past it.
 const DefaultMaxSnapshotBytes = 2 << 30
 
-// snapshotStore keeps session snapshots (tar archives of a session's /work)
-// as files in a directory of the server's own, each readable only by the
+// snapshotStore keeps session snapshots (tar archives of a session's /work,
+// or gVisor checkpoints of a whole session: memory snapshots) as files in a
+// directory of the server's own, each readable only by the
 // token that made it. The index lives in memory: snapshots last as long as
 // the server process, like the sessions they come from, and the directory
 // is emptied at start.
@@ -38,6 +39,13 @@ type snapshot struct {
 	id, owner, session string
 	size               int64
 	created, used      time.Time
+
+	// mem is a memory snapshot's checkpoint (a directory), nil for an
+	// archive. refs counts the forks restoring from it now: a dropped one
+	// is removed when the last has read it.
+	mem     *sandbox.MemorySnapshot
+	refs    int
+	dropped bool
 }
 
 func newSnapshotStore(dir string, max int64) (*snapshotStore, error) {
@@ -57,6 +65,86 @@ func newSnapshotStore(dir string, max int64) (*snapshotStore, error) {
 
 func (st *snapshotStore) path(id string) string { return filepath.Join(st.dir, id+".tar") }
 
+func newSnapshotID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "snap-" + hex.EncodeToString(b[:])
+}
+
+// ensureDirLocked makes the store's directory when the first snapshot is
+// taken, if the operator named none.
+func (st *snapshotStore) ensureDirLocked() error {
+	if st.dir != "" {
+		return nil
+	}
+	d, err := os.MkdirTemp("", "aster-snapshots-")
+	if err != nil {
+		return fmt.Errorf("snapshot directory: %w", err)
+	}
+	st.dir = d
+	return nil
+}
+
+// putMemory stores a memory snapshot for owner: take checkpoints the
+// session into an empty directory of the store's. It counts toward the
+// store's cap like an archive; the least recently used snapshots (of any
+// token) are dropped to make room.
+func (st *snapshotStore) putMemory(owner, session string, take func(dir string) (sandbox.MemorySnapshot, error), now time.Time) (*snapshot, error) {
+	st.mu.Lock()
+	if err := st.ensureDirLocked(); err != nil {
+		st.mu.Unlock()
+		return nil, err
+	}
+	id := newSnapshotID()
+	dir := filepath.Join(st.dir, id+".mem")
+	st.mu.Unlock()
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("store snapshot: %w", err)
+	}
+	mem, err := take(dir)
+	if err == nil && mem.SizeBytes > st.max {
+		err = fmt.Errorf("%w: the memory snapshot is %s, more than the server keeps for all snapshots (%s)", sandbox.ErrTooLarge, units.FormatBytes(mem.SizeBytes), units.FormatBytes(st.max))
+	}
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	sn := &snapshot{id: id, owner: owner, session: session, size: mem.SizeBytes, created: now, used: now, mem: &mem}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for st.total+sn.size > st.max {
+		st.evictLocked()
+	}
+	st.items[sn.id] = sn
+	st.total += sn.size
+	return sn, nil
+}
+
+// getMemory returns owner's memory snapshot id (nil for an archive one)
+// and marks it used; release, once the fork has been restored, lets a drop
+// meanwhile remove it.
+func (st *snapshotStore) getMemory(owner, id string, now time.Time) (*sandbox.MemorySnapshot, func(), error) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	sn, ok := st.items[id]
+	if !ok || sn.owner != owner {
+		return nil, nil, errNoSnapshot(id)
+	}
+	if sn.mem == nil {
+		return nil, func() {}, nil
+	}
+	sn.used = now
+	sn.refs++
+	return sn.mem, func() {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		sn.refs--
+		if sn.dropped && sn.refs == 0 {
+			_ = os.RemoveAll(sn.mem.Dir)
+		}
+	}, nil
+}
+
 // put stores an archive for owner, dropping the least recently used
 // snapshots (of any token) to make room.
 func (st *snapshotStore) put(owner, session string, archive []byte, now time.Time) (*snapshot, error) {
@@ -64,18 +152,11 @@ func (st *snapshotStore) put(owner, session string, archive []byte, now time.Tim
 	if size > st.max {
 		return nil, fmt.Errorf("%w: the snapshot is %s, more than the server keeps for all snapshots (%s)", sandbox.ErrTooLarge, units.FormatBytes(size), units.FormatBytes(st.max))
 	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	sn := &snapshot{id: "snap-" + hex.EncodeToString(b[:]), owner: owner, session: session, size: size, created: now, used: now}
+	sn := &snapshot{id: newSnapshotID(), owner: owner, session: session, size: size, created: now, used: now}
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.dir == "" {
-		// A directory of its own, made when the first snapshot is taken.
-		d, err := os.MkdirTemp("", "aster-snapshots-")
-		if err != nil {
-			return nil, fmt.Errorf("snapshot directory: %w", err)
-		}
-		st.dir = d
+	if err := st.ensureDirLocked(); err != nil {
+		return nil, err
 	}
 	if err := os.WriteFile(st.path(sn.id), archive, 0o600); err != nil {
 		return nil, fmt.Errorf("store snapshot: %w", err)
@@ -104,7 +185,14 @@ func (st *snapshotStore) evictLocked() {
 func (st *snapshotStore) dropLocked(sn *snapshot) {
 	delete(st.items, sn.id)
 	st.total -= sn.size
-	_ = os.Remove(st.path(sn.id))
+	switch {
+	case sn.mem == nil:
+		_ = os.Remove(st.path(sn.id))
+	case sn.refs > 0:
+		sn.dropped = true // removed by the last fork's release
+	default:
+		_ = os.RemoveAll(sn.mem.Dir)
+	}
 }
 
 // errNoSnapshot: unknown, dropped, or another token's; the same answer for all.
@@ -170,5 +258,5 @@ func (st *snapshotStore) close() {
 }
 
 func (sn *snapshot) wire() api.SessionSnapshot {
-	return api.SessionSnapshot{ID: sn.id, Session: sn.session, SizeBytes: sn.size, CreatedAt: sn.created.UTC(), LastUsedAt: sn.used.UTC()}
+	return api.SessionSnapshot{ID: sn.id, Session: sn.session, SizeBytes: sn.size, Memory: sn.mem != nil, CreatedAt: sn.created.UTC(), LastUsedAt: sn.used.UTC()}
 }

@@ -48,6 +48,12 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (san
 // prepare is Prepare; hold makes a session sandbox (session.go), whose init
 // runs no job itself.
 func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold bool) (_ *instance, err error) {
+	return r.prepareFrom(ctx, opts, hold, nil)
+}
+
+// prepareFrom is prepare; from, when set, restores a held sandbox from a
+// checkpoint (checkpoint.go) instead of starting one.
+func (r *Runtime) prepareFrom(ctx context.Context, opts sandbox.PrepareOptions, hold bool, from *checkpointMeta) (_ *instance, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err // a tmpfs of size=0 is unbounded; a pids or quota of 0 means "no limit"
 	}
@@ -76,7 +82,7 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 		return nil, err
 	}
 	inst := &instance{rt: r, id: id, dir: dir, ident: ident, pidfd: -1, exited: make(chan struct{}),
-		cgroup: cgroupstat.MemoryDir("/aster/" + id)}
+		cgroup: cgroupstat.MemoryDir("/aster/" + id), procs: checkpointMeta{Rootfs: rootfs, InitUID: ident.Init, JobUID: ident.Job}}
 	defer func() {
 		if err != nil {
 			inst.Close(context.WithoutCancel(ctx))
@@ -86,7 +92,17 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 	if err := writeRecord(dir, rec); err != nil {
 		return nil, fmt.Errorf("create bundle: %w", err)
 	}
-	spec := r.bundleSpec(opts, ident, id, rootfs)
+	specIdent := ident
+	if from != nil {
+		if rootfs != from.Rootfs {
+			return nil, fmt.Errorf("%w: image %s has changed since the memory snapshot was taken; take a new one", sandbox.ErrInvalidSpec, opts.Image)
+		}
+		// The restored processes keep the uids they ran as; a gVisor
+		// sandbox's uids live in its own kernel, never on the host.
+		specIdent = runtimekit.Identity{Init: from.InitUID, Job: from.JobUID}
+		inst.procs.InitUID, inst.procs.JobUID = from.InitUID, from.JobUID
+	}
+	spec := r.bundleSpec(opts, specIdent, id, rootfs)
 	if hold {
 		if err := writeExecProcess(dir, spec); err != nil {
 			return nil, fmt.Errorf("create bundle: %w", err)
@@ -110,7 +126,14 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 	}
 	inst.SetTiming("create", time.Since(t0))
 
-	if err := inst.start(); err != nil {
+	if from != nil {
+		if err := inst.restore(ctx, from.dir); err != nil {
+			return nil, err
+		}
+		r.learnSeccomp(id)
+		return inst, nil
+	}
+	if err := inst.start(""); err != nil {
 		return nil, err
 	}
 	t2 := time.Now()
@@ -138,7 +161,10 @@ type instance struct {
 	// pidsCgroup is the host directory of a gVisor sandbox's pids cgroup when
 	// Aster made it (see createGVisorPidsCgroup), else "".
 	pidsCgroup string
-	destroyed  atomic.Bool // the host killed it (so a SIGKILLed init is no OOM)
+	// procs is what a checkpoint of this sandbox records for a restore:
+	// its root filesystem and the uids its processes run as.
+	procs     checkpointMeta
+	destroyed atomic.Bool // the host killed it (so a SIGKILLed init is no OOM)
 
 	cmd     *os.Process
 	stdin   *os.File // host end: frames to init
@@ -163,8 +189,9 @@ type instance struct {
 func (i *instance) ID() string { return i.id }
 
 // start launches the runtime process with three pipes as its stdio, which it
-// hands to the sandbox's init as they are (no terminal).
-func (i *instance) start() error {
+// hands to the sandbox's init as they are (no terminal). With image set it
+// restores the sandbox from that checkpoint directory (runsc) instead.
+func (i *instance) start(image string) error {
 	t0 := time.Now()
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
@@ -187,7 +214,11 @@ func (i *instance) start() error {
 	i.stdin, i.stdout = stdinW, stdoutR
 	// The process outlives the request that prepared it (a pooled sandbox);
 	// its end is driven by Close and destroy, not by a context.
-	cmd := i.rt.command(context.Background(), "run", "--bundle", i.dir, "--pid-file", filepath.Join(i.dir, pidFile), i.id)
+	args := []string{"run"}
+	if image != "" {
+		args = []string{"restore", "--image-path", image}
+	}
+	cmd := i.rt.command(context.Background(), append(args, "--bundle", i.dir, "--pid-file", filepath.Join(i.dir, pidFile), i.id)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdinR, stdoutW, stderrW
 	err = i.rt.launch.start(cmd)
 	// The child holds its ends now; ours would keep the streams open forever.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	specs "github.com/opencontainers/runtime-spec/specs-go"
 
@@ -40,22 +41,60 @@ func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOption
 	if err != nil {
 		return nil, err
 	}
-	return &sessionInstance{inst: inst}, nil
+	return newSessionInstance(inst), nil
 }
 
-// sessionInstance is a held sandbox of this runtime.
+// sessionInstance is a held sandbox of this runtime. A memory snapshot
+// (checkpoint.go) replaces its instance with the sandbox restored under the
+// same id; Done is closed only when the current one ends otherwise.
 type sessionInstance struct {
+	mu   sync.Mutex
 	inst *instance
+	swap chan struct{} // while a checkpoint replaces inst; closed after
+	done chan struct{}
 }
 
-func (s *sessionInstance) ID() string                      { return s.inst.id }
-func (s *sessionInstance) Done() <-chan struct{}           { return s.inst.exited }
-func (s *sessionInstance) Close(ctx context.Context) error { return s.inst.Close(ctx) }
+func newSessionInstance(inst *instance) *sessionInstance {
+	s := &sessionInstance{inst: inst, done: make(chan struct{})}
+	go s.watch()
+	return s
+}
+
+// current is the sandbox the session runs in now.
+func (s *sessionInstance) current() *instance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.inst
+}
+
+// watch closes done when the current sandbox ends other than by a
+// checkpoint that replaces it.
+func (s *sessionInstance) watch() {
+	for {
+		i := s.current()
+		<-i.exited
+		s.mu.Lock()
+		swap := s.swap
+		if swap == nil && s.inst == i {
+			close(s.done)
+			s.mu.Unlock()
+			return
+		}
+		s.mu.Unlock()
+		if swap != nil {
+			<-swap
+		}
+	}
+}
+
+func (s *sessionInstance) ID() string                      { return s.current().id }
+func (s *sessionInstance) Done() <-chan struct{}           { return s.done }
+func (s *sessionInstance) Close(ctx context.Context) error { return s.current().Close(ctx) }
 
 // Exec implements sandbox.SessionInstance: `<runtime> exec --process
 // exec.json`, with pipes as the exec's stdio, driven by runtimekit.RunExec.
 func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	i := s.inst
+	i := s.current()
 	fail := func(err error) (sandbox.Result, error) {
 		return sandbox.Result{ID: i.id, Runtime: i.rt.Name(), Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
 	}
@@ -178,16 +217,18 @@ func waitOrTimeout(ch <-chan struct{}) <-chan struct{} {
 // Pause implements sandbox.Pauser: `<runtime> pause` freezes the sandbox's
 // cgroup (runsc stops its sandbox's threads).
 func (s *sessionInstance) Pause(ctx context.Context) error {
-	if out, err := s.inst.rt.output(ctx, "pause", s.inst.id); err != nil {
-		return fmt.Errorf("%s pause: %v: %s", s.inst.rt.kind, err, strings.TrimSpace(string(out)))
+	i := s.current()
+	if out, err := i.rt.output(ctx, "pause", i.id); err != nil {
+		return fmt.Errorf("%s pause: %v: %s", i.rt.kind, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
 
 // Resume implements sandbox.Pauser.
 func (s *sessionInstance) Resume(ctx context.Context) error {
-	if out, err := s.inst.rt.output(ctx, "resume", s.inst.id); err != nil {
-		return fmt.Errorf("%s resume: %v: %s", s.inst.rt.kind, err, strings.TrimSpace(string(out)))
+	i := s.current()
+	if out, err := i.rt.output(ctx, "resume", i.id); err != nil {
+		return fmt.Errorf("%s resume: %v: %s", i.rt.kind, err, strings.TrimSpace(string(out)))
 	}
 	return nil
 }
