@@ -230,7 +230,8 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		for i, r := range p.Allow {
 			hosts[i] = r.String()
 		}
-		log.Info("egress profile for sessions", "profile", name, "hosts", strings.Join(hosts, ","), "max_bytes", p.MaxBytes, "max_connections", p.MaxConns)
+		log.Info("egress profile for sessions", "profile", name, "hosts", strings.Join(hosts, ","),
+			"credentials", strings.Join(p.CredentialHosts(), ","), "max_bytes", p.MaxBytes, "max_connections", p.MaxConns)
 	}
 
 	// Bind before starting anything, so a taken or refused address fails fast.

@@ -3,8 +3,11 @@ package egress
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"slices"
 	"sync"
+	"time"
 )
 
 // Switch is the relay of a long-lived sandbox (a session): the policy the
@@ -13,10 +16,15 @@ import (
 // closed, so a narrowed policy holds at once — and the next tunnel is
 // decided by the new one. Without a policy every tunnel is refused.
 //
-// A Switch never holds a policy with credentials: the sandbox would have
-// to trust a new run CA at every switch (the gap is in docs/sessions.md).
+// A policy with credentials needs a Switch made by NewCredentialSwitch:
+// its CA is the sandbox's for its whole life (the sandbox trusts it once,
+// at its start), may sign only the hosts named then, and signs for a host
+// only while the policy in force sends that host a credential.
 type Switch struct {
 	id string
+	// ca shows the sandbox the credentialed hosts' certificates (nil: no
+	// policy with credentials can be set).
+	ca *runCA
 
 	mu     sync.Mutex
 	name   string
@@ -28,21 +36,67 @@ type Switch struct {
 // no egress profile.
 const KindNoProfile = "no egress profile"
 
-// ErrSwitchCredentials refuses a policy with credentials for a Switch.
-var ErrSwitchCredentials = errors.New("a session's egress profile cannot inject credentials (egress.credentials is for the install phase of /v1/test only)")
+// ErrSwitchCredentials refuses a policy with credentials for a Switch
+// whose CA cannot sign for its hosts.
+var ErrSwitchCredentials = errors.New("the session's certificate authority cannot sign for this profile's credentialed hosts")
 
-// NewSwitch returns a Switch for the sandbox id with no policy.
+// NewSwitch returns a Switch for the sandbox id with no policy; it takes
+// no policy with credentials.
 func NewSwitch(id string) *Switch { return &Switch{id: id} }
 
+// NewCredentialSwitch returns a Switch for the sandbox id with no policy
+// and a CA of its own, valid for lifetime, that may sign for hosts (the
+// credentialed hosts of every policy the Switch may be given). The sandbox
+// trusts CACertPEM for its whole life.
+func NewCredentialSwitch(id string, hosts []string, lifetime time.Duration) (*Switch, error) {
+	if len(hosts) == 0 {
+		return NewSwitch(id), nil
+	}
+	ca, err := newRunCA(id, hosts, lifetime)
+	if err != nil {
+		return nil, err
+	}
+	return &Switch{id: id, ca: ca}, nil
+}
+
+// CACertPEM is the certificate of the Switch's CA (nil without one): what
+// the sandbox trusts to reach a credentialed host. Its key stays here.
+func (s *Switch) CACertPEM() []byte {
+	if s.ca == nil {
+		return nil
+	}
+	return append([]byte(nil), s.ca.certPEM...)
+}
+
+// Covers says the Switch can take p: p has no credential, or the Switch's
+// CA may sign for every credentialed host of p. The error names the first
+// host it cannot.
+func (s *Switch) Covers(p *Policy) error {
+	hosts := p.CredentialHosts()
+	if len(hosts) == 0 {
+		return nil
+	}
+	if s.ca == nil {
+		return fmt.Errorf("%w: the session was made without one (a server without credentials in its profiles then)", ErrSwitchCredentials)
+	}
+	for _, h := range hosts {
+		if !slices.Contains(s.ca.cert.PermittedDNSDomains, h) {
+			return fmt.Errorf("%w: %s was not a credentialed host when the session was made", ErrSwitchCredentials, h)
+		}
+	}
+	return nil
+}
+
 // Set makes p, named name, the policy of the sandbox; a nil or empty p
-// (name "") leaves it none. The previous policy's tunnels are closed.
+// (name "") leaves it none. The previous policy's tunnels are closed, and
+// with them every upstream connection that carried its credentials.
 func (s *Switch) Set(name string, p *Policy) error {
-	if p != nil && len(p.Credentials) > 0 {
-		return ErrSwitchCredentials
+	if err := s.Covers(p); err != nil {
+		return err
 	}
 	var next *Run
 	if p.Enabled() {
-		next = p.NewRun(s.id + "-" + printableID(name))
+		next = p.newRun(s.id+"-"+printableID(name), s.ca)
 	} else {
 		name = ""
 	}

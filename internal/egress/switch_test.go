@@ -1,10 +1,14 @@
 package egress
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -98,5 +102,68 @@ func echo(t *testing.T, c net.Conn, msg string) {
 	b := make([]byte, len(msg))
 	if _, err := io.ReadFull(c, b); err != nil || string(b) != msg {
 		t.Fatalf("echo %q: %q %v", msg, b, err)
+	}
+}
+
+// A session's Switch with a CA of its own injects the credential of the
+// profile in force, with the one CA across switches (the sandbox trusts it
+// once); a switch to a profile without the credential leaves the host
+// served without it (the upstream's own certificate, its 401); a profile
+// whose credentialed host the CA was not made for is refused.
+func TestSwitchCredentials(t *testing.T) {
+	a := newAuthServer(t)
+	var logs bytes.Buffer
+	cred, rule := credPolicy(a, testSecret, &logs)
+	plain := *cred
+	plain.Credentials = nil
+	other := *cred
+	other.Credentials = []Credential{{Rule: Rule{"alias.test", a.port}, Header: "Authorization", Value: testSecret, RootCAs: a.pool}}
+
+	if err := NewSwitch("s-plain").Set("cred", cred); !errors.Is(err, ErrSwitchCredentials) {
+		t.Fatalf("a Switch without a CA took credentials: %v", err)
+	}
+	sw, err := NewCredentialSwitch("s-cred", []string{rule.Host}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	caPEM := sw.CACertPEM()
+	if bytes.Contains(caPEM, []byte("PRIVATE KEY")) || len(caPEM) == 0 {
+		t.Fatalf("the session's CA certificate: %q", caPEM)
+	}
+	if err := sw.Set("other", &other); !errors.Is(err, ErrSwitchCredentials) || !strings.Contains(err.Error(), "alias.test") {
+		t.Fatalf("a credentialed host outside the CA: %v", err)
+	}
+	url := "https://reg.test:" + strconv.Itoa(a.port) + "/pkg"
+	stolen := http.Header{"Authorization": {"Bearer sent-by-the-job"}}
+	for round := range 2 {
+		if err := sw.Set("cred", cred); err != nil {
+			t.Fatal(err)
+		}
+		c := dialerClient(t, sw, "", caPEM)
+		if status, body, _ := get(t, c, url, stolen); status != http.StatusOK || body != "private:/pkg" {
+			t.Fatalf("round %d with the credential: %d %q", round, status, body)
+		}
+		c.CloseIdleConnections()
+		if err := sw.Set("plain", &plain); err != nil {
+			t.Fatal(err)
+		}
+		// The job trusting only the session's CA cannot reach the host now
+		// (the relay shows the upstream's own certificate) ...
+		if _, err := dialerClient(t, sw, "", caPEM).Get(url); err == nil {
+			t.Fatalf("round %d: the session's CA still answers for %s after the switch", round, rule.Host)
+		}
+		// ... and one trusting the upstream too gets its 401: no credential.
+		if status, _, _ := get(t, dialerClient(t, sw, "", caPEM, a.caPEM), url, nil); status != http.StatusUnauthorized {
+			t.Fatalf("round %d without the credential: %d", round, status)
+		}
+	}
+	for i, h := range a.headers() {
+		if v := h.Get("Authorization"); v != testSecret && v != "" {
+			t.Errorf("upstream request %d carried Authorization %q", i, v)
+		}
+	}
+	if strings.Contains(logs.String(), "aster-test-secret") {
+		t.Errorf("the log holds the secret:\n%s", logs.String())
 	}
 }
