@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
@@ -30,6 +31,9 @@ type Switch struct {
 	name   string
 	run    *Run
 	closed bool
+	// why is the reason the sandbox has no policy, when the operator's
+	// change took it away (Clear); "" otherwise.
+	why string
 }
 
 // KindNoProfile is the kind of a tunnel a session asked for while it has
@@ -77,7 +81,7 @@ func (s *Switch) Covers(p *Policy) error {
 		return nil
 	}
 	if s.ca == nil {
-		return fmt.Errorf("%w: the session was made without one (a server without credentials in its profiles then)", ErrSwitchCredentials)
+		return fmt.Errorf("%w (%s): the session was made when no profile sent credentials, so it has none", ErrSwitchCredentials, strings.Join(hosts, ", "))
 	}
 	for _, h := range hosts {
 		if !slices.Contains(s.ca.cert.PermittedDNSDomains, h) {
@@ -109,12 +113,61 @@ func (s *Switch) Set(name string, p *Policy) error {
 		return errors.New("the sandbox has ended")
 	}
 	prev := s.run
-	s.name, s.run = name, next
+	s.name, s.run, s.why = name, next, ""
 	s.mu.Unlock()
 	if prev != nil {
 		prev.Close()
 	}
 	return nil
+}
+
+// Clear leaves the sandbox no policy because of the operator's change
+// said by why (shown to the sandbox with every refusal until the next
+// Set); the previous policy's tunnels are closed.
+func (s *Switch) Clear(why string) {
+	s.mu.Lock()
+	prev := s.run
+	s.name, s.run = "", nil
+	if !s.closed {
+		s.why = why
+	}
+	s.mu.Unlock()
+	if prev != nil {
+		prev.Close()
+	}
+}
+
+// Policy is the policy in force (nil for none).
+func (s *Switch) Policy() *Policy {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.run == nil {
+		return nil
+	}
+	return s.run.policy
+}
+
+// Equal says p and q decide every tunnel alike: the same allow list,
+// admitted addresses, caps and credentials (header, value and upstream
+// roots). Resolvers, loggers and counters are not compared.
+func (p *Policy) Equal(q *Policy) bool {
+	if p == nil || q == nil {
+		return p == q
+	}
+	if !slices.Equal(p.Allow, q.Allow) || p.MaxBytes != q.MaxBytes || p.MaxConns != q.MaxConns || p.ConnectTimeout != q.ConnectTimeout {
+		return false
+	}
+	if len(p.Addresses) != len(q.Addresses) {
+		return false
+	}
+	for r, pre := range p.Addresses {
+		if !slices.Equal(pre, q.Addresses[r]) {
+			return false
+		}
+	}
+	return slices.EqualFunc(p.Credentials, q.Credentials, func(a, b Credential) bool {
+		return a.Rule == b.Rule && a.Header == b.Header && a.Value == b.Value && a.RootCAs.Equal(b.RootCAs)
+	})
 }
 
 // Profile is the name of the policy in force ("" for none).
@@ -127,11 +180,13 @@ func (s *Switch) Profile() string {
 // DialEgress decides a tunnel by the policy in force.
 func (s *Switch) DialEgress(ctx context.Context, host string, port int) (net.Conn, error) {
 	s.mu.Lock()
-	run, closed := s.run, s.closed
+	run, closed, why := s.run, s.closed, s.why
 	s.mu.Unlock()
 	switch {
 	case closed:
 		return nil, refusedf(KindRunEnded, "the sandbox has ended: its relay opens no more tunnels")
+	case run == nil && why != "":
+		return nil, refusedf(KindNoProfile, "this session has no egress profile: %s", why)
 	case run == nil:
 		return nil, refusedf(KindNoProfile, "this session has no egress profile: the operator chooses one (PUT /v1/sessions/{id}/egress with a profile the token may use)")
 	}

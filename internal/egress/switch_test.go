@@ -2,6 +2,7 @@ package egress
 
 import (
 	"bytes"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
@@ -165,5 +166,46 @@ func TestSwitchCredentials(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), "aster-test-secret") {
 		t.Errorf("the log holds the secret:\n%s", logs.String())
+	}
+}
+
+// Equal compares what decides a tunnel; Clear leaves none, with its reason
+// in the refusal until the next Set.
+func TestPolicyEqualAndClear(t *testing.T) {
+	a, b := Rule{"a.test", 443}, Rule{"b.test", 443}
+	mk := func() *Policy {
+		return &Policy{Allow: []Rule{a, b}, MaxConns: 3, Addresses: loopbackAdmitted(a),
+			Credentials: []Credential{{Rule: a, Header: "Authorization", Value: "v"}}}
+	}
+	if !mk().Equal(mk()) || (*Policy)(nil).Equal(mk()) || !(*Policy)(nil).Equal(nil) {
+		t.Fatal("Equal of equal policies")
+	}
+	for name, change := range map[string]func(p *Policy){
+		"allow":     func(p *Policy) { p.Allow = p.Allow[:1] },
+		"cap":       func(p *Policy) { p.MaxConns = 4 },
+		"addresses": func(p *Policy) { p.Addresses = loopbackAdmitted(b) },
+		"value":     func(p *Policy) { p.Credentials[0].Value = "w" },
+		"roots":     func(p *Policy) { p.Credentials[0].RootCAs = x509.NewCertPool() },
+	} {
+		p := mk()
+		change(p)
+		if p.Equal(mk()) {
+			t.Errorf("a change of %s is not seen", name)
+		}
+	}
+	sw := NewSwitch("s-clear")
+	defer sw.Close()
+	plain := &Policy{Allow: []Rule{a}}
+	sw.Set("p", plain)
+	if sw.Policy() != plain {
+		t.Fatal("Policy is not the one in force")
+	}
+	sw.Clear("the operator removed profile p")
+	if _, err := sw.DialEgress(t.Context(), "a.test", 443); KindOf(err) != KindNoProfile || !strings.Contains(err.Error(), "removed profile p") || sw.Profile() != "" {
+		t.Fatalf("after Clear: %v %q", err, sw.Profile())
+	}
+	sw.Set("", nil)
+	if _, err := sw.DialEgress(t.Context(), "a.test", 443); strings.Contains(err.Error(), "removed") {
+		t.Fatalf("the reason outlived a Set: %v", err)
 	}
 }

@@ -27,6 +27,9 @@ const sessionCALifetime = time.Hour
 type profileSet struct {
 	mu sync.RWMutex
 	by map[string]*egress.Policy
+	// gen counts the reloads: a switch decided on an older set is
+	// reconciled with the new one.
+	gen uint64
 	// hostRoots is the host's bundle of roots, read once.
 	hostRoots func() []byte
 }
@@ -36,9 +39,108 @@ func newProfileSet(by map[string]*egress.Policy) *profileSet {
 }
 
 func (ps *profileSet) get() map[string]*egress.Policy {
+	by, _ := ps.getGen()
+	return by
+}
+
+func (ps *profileSet) getGen() (map[string]*egress.Policy, uint64) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
-	return ps.by
+	return ps.by, ps.gen
+}
+
+// ReloadSummary says what a reload of the egress profiles did to the live
+// sessions.
+type ReloadSummary struct {
+	// Profiles are the names of the new set.
+	Profiles []string
+	// Kept sessions have a profile whose definition did not change (their
+	// tunnels stay open); Changed ones were switched to its new definition
+	// (their tunnels closed); Cleared ones lost their profile (removed, or
+	// now sending a credential the session's CA cannot sign for).
+	Kept, Changed, Cleared int
+}
+
+// SetEgressProfiles replaces the server's egress profiles (a reload of
+// aster.yaml egress.profiles, checked whole by the caller). Each live
+// session keeps its profile's name and is decided by its new definition
+// at once: unchanged, it keeps its tunnels; changed, it is switched as
+// PUT …/egress would; removed, or with a credential its CA was not made
+// for, it is left no profile, and every tunnel it asks for is refused
+// saying why. Sessions made on a server without profiles have no relay
+// and stay without one; the token file's grants are not re-read.
+func (s *Server) SetEgressProfiles(by map[string]*egress.Policy) ReloadSummary {
+	s.profiles.mu.Lock()
+	s.profiles.by = by
+	s.profiles.gen++
+	s.profiles.mu.Unlock()
+	sum := ReloadSummary{Profiles: slices.Sorted(maps.Keys(by))}
+	type live struct {
+		id string
+		sw *egress.Switch
+	}
+	var all []live
+	s.sessions.mu.Lock()
+	for id, o := range s.sessions.byID {
+		if o.egress != nil {
+			all = append(all, live{id, o.egress})
+		}
+	}
+	s.sessions.mu.Unlock()
+	for _, l := range all {
+		switch outcome := s.reconcile(l.id, l.sw, by); outcome {
+		case reconcileKept:
+			sum.Kept++
+		case reconcileChanged:
+			sum.Changed++
+		case reconcileCleared:
+			sum.Cleared++
+		}
+	}
+	return sum
+}
+
+const (
+	reconcileNone = iota
+	reconcileKept
+	reconcileChanged
+	reconcileCleared
+)
+
+// reconcile decides the session id's relay by the profiles by.
+func (s *Server) reconcile(id string, sw *egress.Switch, by map[string]*egress.Policy) int {
+	name := sw.Profile()
+	if name == "" {
+		return reconcileNone
+	}
+	p, ok := by[name]
+	if !ok {
+		why := fmt.Sprintf("the operator removed profile %q from the server; choose another with PUT /v1/sessions/{id}/egress", name)
+		sw.Clear(why)
+		s.log.Warn("session egress profile removed by a reload", "session", id, "profile", name)
+		return reconcileCleared
+	}
+	if p.Equal(sw.Policy()) {
+		return reconcileKept
+	}
+	if err := sw.Covers(p); err != nil {
+		sw.Clear(fmt.Sprintf("profile %q changed: %v; a session made now can use it", name, err))
+		s.log.Warn("session egress profile cleared by a reload", "session", id, "profile", name, "err", err)
+		return reconcileCleared
+	}
+	if err := sw.Set(name, p); err != nil {
+		return reconcileNone // the session has ended
+	}
+	s.log.Info("session egress profile re-decided by a reload", "session", id, "profile", name)
+	return reconcileChanged
+}
+
+// settle reconciles sw with the profiles when they were reloaded since
+// gen, the generation sw was decided on.
+func (s *Server) settle(id string, sw *egress.Switch, gen uint64) {
+	if by, now := s.profiles.getGen(); now != gen {
+		s.reconcile(id, sw, by)
+	}
 }
 
 // credentialHosts are the credentialed hosts of every profile, sorted.
@@ -60,25 +162,25 @@ func credentialHosts(by map[string]*egress.Policy) []string {
 // inject credentials it has a CA of its own, which spec's sandbox trusts:
 // sessionCAFile and the CA variables naming it (unless spec's env sets
 // them) are added to spec.
-func (s *Server) sessionSwitch(r *http.Request, spec *sandbox.SessionSpec, name string) (*egress.Switch, error) {
-	profiles := s.profiles.get()
+func (s *Server) sessionSwitch(r *http.Request, spec *sandbox.SessionSpec, name string) (*egress.Switch, uint64, error) {
+	profiles, gen := s.profiles.getGen()
 	if len(profiles) == 0 {
 		if name != "" {
-			return nil, sandbox.Invalidf("egress profile %q: this server has no egress profiles (aster.yaml egress.profiles)", clipPath(name))
+			return nil, gen, sandbox.Invalidf("egress profile %q: this server has no egress profiles (aster.yaml egress.profiles)", clipPath(name))
 		}
-		return nil, nil
+		return nil, gen, nil
 	}
 	p, err := s.egressProfile(r, profiles, name)
 	if err != nil {
-		return nil, err
+		return nil, gen, err
 	}
 	sw, err := egress.NewCredentialSwitch(spec.ID, credentialHosts(profiles), s.mgr.SessionMaxTTL()+sessionCALifetime)
 	if err != nil {
-		return nil, fmt.Errorf("%w: the session's certificate authority: %v", sandbox.ErrUnavailable, err)
+		return nil, gen, fmt.Errorf("%w: the session's certificate authority: %v", sandbox.ErrUnavailable, err)
 	}
 	if err := sw.Set(name, p); err != nil {
 		sw.Close()
-		return nil, sandbox.Invalidf("egress profile %q: %v", name, err)
+		return nil, gen, sandbox.Invalidf("egress profile %q: %v", name, err)
 	}
 	if ca := sw.CACertPEM(); ca != nil {
 		spec.Files = maps.Clone(spec.Files)
@@ -96,7 +198,7 @@ func (s *Server) sessionSwitch(r *http.Request, spec *sandbox.SessionSpec, name 
 			}
 		}
 	}
-	return sw, nil
+	return sw, gen, nil
 }
 
 // sessionWire is the session id's answer, with its egress profile.
@@ -151,7 +253,8 @@ func (s *Server) setSessionEgress(w http.ResponseWriter, r *http.Request, id str
 		s.writeError(w, r, err)
 		return
 	}
-	p, err := s.egressProfile(r, s.profiles.get(), req.Profile)
+	profiles, gen := s.profiles.getGen()
+	p, err := s.egressProfile(r, profiles, req.Profile)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -174,6 +277,7 @@ func (s *Server) setSessionEgress(w http.ResponseWriter, r *http.Request, id str
 		s.writeError(w, r, fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
 		return
 	}
+	s.settle(id, sw, gen)
 	s.log.Info("session egress profile", "session", id, "profile", req.Profile, "owner", s.owner(r))
 	s.writeJSON(w, http.StatusOK, s.sessionWire(id, sess.Info()))
 }

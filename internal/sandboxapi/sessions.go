@@ -264,7 +264,7 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	spec.ID = sandbox.NewSessionID()
-	sw, err := s.sessionSwitch(r, &spec, req.EgressProfile)
+	sw, gen, err := s.sessionSwitch(r, &spec, req.EgressProfile)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -338,6 +338,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec.Egress = nil // the session owns its relay now
+	if sw != nil {
+		s.settle(sess.ID(), sw, gen)
+	}
 	w.Header().Set("Location", api.RouteSessions+"/"+sess.ID())
 	s.writeJSON(w, http.StatusCreated, s.sessionWire(sess.ID(), sess.Info()))
 }
