@@ -116,6 +116,13 @@ func (h *credHost) seen() []string {
 // when the sandbox skips verification); a switch back works with the same
 // CA. On docker, oci and gVisor.
 func TestSessionEgressCredential(t *testing.T) {
+	forSessionRuntimes(t, sessionCredentialCase)
+}
+
+// forSessionRuntimes runs f as a subtest on each runtime that holds
+// sessions: docker, oci (crun) and gVisor (each skips or fails as its
+// runtime's tests do where it is absent).
+func forSessionRuntimes(t *testing.T, f func(t *testing.T, rt sandbox.Runtime)) {
 	for _, c := range []struct {
 		name string
 		rt   func(t *testing.T) sandbox.Runtime
@@ -124,7 +131,7 @@ func TestSessionEgressCredential(t *testing.T) {
 		{"oci", func(t *testing.T) sandbox.Runtime { return ocitest.Runtime(t) }},
 		{"gvisor", func(t *testing.T) sandbox.Runtime { return ocitest.GVisor(t) }},
 	} {
-		t.Run(c.name, func(t *testing.T) { sessionCredentialCase(t, c.rt(t)) })
+		t.Run(c.name, func(t *testing.T) { f(t, c.rt(t)) })
 	}
 }
 

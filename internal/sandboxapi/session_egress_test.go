@@ -63,7 +63,12 @@ for host in sys.argv[3:]:
 // and a switch while the session runs closes the previous profile's
 // tunnels at once (a command holding one sees it end) and decides every
 // later tunnel by the new profile. Concurrent execs each get a proxy.
+// On docker, oci and gVisor.
 func TestSessionEgressHTTP(t *testing.T) {
+	forSessionRuntimes(t, sessionEgressCase)
+}
+
+func sessionEgressCase(t *testing.T, rt sandbox.Runtime) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +90,7 @@ func TestSessionEgressHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, harnessOpts{server: func(o *Options) { o.Tokens = toks; o.EgressProfiles = profiles }})
+	h := newHarness(t, harnessOpts{runtime: rt, server: func(o *Options) { o.Tokens = toks; o.EgressProfiles = profiles }})
 	ctx := context.Background()
 
 	h.token = "token-egress-bbbbbbbb"
