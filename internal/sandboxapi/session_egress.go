@@ -266,6 +266,10 @@ func (s *Server) setSessionEgress(w http.ResponseWriter, r *http.Request, id str
 	}
 	s.sessions.mu.Unlock()
 	if sw == nil {
+		if len(profiles) > 0 {
+			s.writeError(w, r, fmt.Errorf("%w: this session was made while the server had no egress profiles, so it has no relay; make a new session", api.ErrNotFound))
+			return
+		}
 		s.writeError(w, r, fmt.Errorf("%w: this server has no egress profiles (aster.yaml egress.profiles)", api.ErrNotFound))
 		return
 	}
