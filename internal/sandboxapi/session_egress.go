@@ -38,11 +38,6 @@ func newProfileSet(by map[string]*egress.Policy) *profileSet {
 	return &profileSet{by: by, hostRoots: sync.OnceValue(egress.HostRoots)}
 }
 
-func (ps *profileSet) get() map[string]*egress.Policy {
-	by, _ := ps.getGen()
-	return by
-}
-
 func (ps *profileSet) getGen() (map[string]*egress.Policy, uint64) {
 	ps.mu.RLock()
 	defer ps.mu.RUnlock()
