@@ -200,6 +200,15 @@ func sessionCredentialCase(t *testing.T, rt sandbox.Runtime) {
 	if out := exec("python3", "fetch.py", "reg.test", port, "once"); !strings.Contains(out, "fetch=200 private:/pkg") {
 		t.Fatalf("with the credential: %s", out)
 	}
+	// Git finds the CA through GIT_SSL_CAINFO and its proxy through
+	// https_proxy: its request reaches the host with the credential (the
+	// host is no Git server, so git then fails on the answer, not on TLS).
+	if out := exec("sh", "-c", "git ls-remote https://reg.test:"+port+"/repo.git 2>&1; true"); strings.Contains(out, "SSL") || strings.Contains(out, "certificate") {
+		t.Fatalf("git through the session's CA: %s", out)
+	}
+	if a := host.seen(); len(a) < 2 {
+		t.Fatalf("git's request did not reach the host: %d requests", len(a))
+	}
 	for i, a := range host.seen() {
 		if a != secret {
 			t.Fatalf("request %d reached the host with Authorization %q, want the relay's (the sandbox's dropped)", i, a)
