@@ -1,14 +1,22 @@
 package cli
 
 import (
+	"context"
 	"fmt"
+	"log/slog"
+	"maps"
 	"net"
+	"os"
+	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/asterhq/aster/internal/config"
+	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/runstore"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -61,7 +69,10 @@ Limits a request asks for are capped by the --max-* ceilings (a request over
 one is refused with 400, naming it). On SIGTERM the server stops accepting,
 lets running jobs finish for --shutdown-grace, then cancels the rest and
 destroys their sandboxes. Leaked sandboxes (after a crash) are reaped at
-start-up and every reaper period.
+start-up and every reaper period. On SIGHUP the server re-reads the egress
+profiles of sessions (egress.profiles, their value_files too): a file that
+does not load leaves the profiles in force and is logged; live sessions are
+decided by their profile's new definition (docs/sessions.md).
 
 Every flag has an aster.yaml equivalent, most in the serve: section
 (serve.addr, serve.max_concurrent, serve.ceilings.memory, ...); --images is
@@ -225,13 +236,7 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err != nil {
 		return usageErr("%v", err)
 	}
-	for name, p := range profiles {
-		hosts := make([]string, len(p.Allow))
-		for i, r := range p.Allow {
-			hosts[i] = r.String()
-		}
-		log.Info("egress profile for sessions", "profile", name, "hosts", strings.Join(hosts, ","), "max_bytes", p.MaxBytes, "max_connections", p.MaxConns)
-	}
+	logProfiles(log, profiles)
 
 	// Bind before starting anything, so a taken or refused address fails fast.
 	ln, err := net.Listen("tcp", set.Addr)
@@ -343,6 +348,18 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 	if err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
+	// SIGHUP re-reads egress.profiles (and their value_files); a bad
+	// file leaves the set in force.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go reloadProfiles(ctx, hup, func() (map[string]*egress.Policy, error) {
+		c, err := g.load(cmd)
+		if err != nil {
+			return nil, err
+		}
+		return c.EgressProfiles(log, egressPol.Counters)
+	}, srv, log)
 	log.Info("serving the sandbox API", "url", "http://"+ln.Addr().String(), "auth", tokens != nil,
 		"max_concurrent", set.MaxConcurrent, "queue", set.QueueSize, "queue_timeout", set.QueueTimeout,
 		"images", strings.Join(c.Images, ","), "runtime", rt.Name(), "warm", pool.Warm, "max_sessions", sessSet.Max)
@@ -350,4 +367,39 @@ func runServe(cmd *cobra.Command, g *globals, f *serveFlags) error {
 		return &exitError{code: ExitFailure, err: err}
 	}
 	return nil
+}
+
+// logProfiles logs each egress profile for sessions.
+func logProfiles(log *slog.Logger, profiles map[string]*egress.Policy) {
+	for _, name := range slices.Sorted(maps.Keys(profiles)) {
+		p := profiles[name]
+		hosts := make([]string, len(p.Allow))
+		for i, r := range p.Allow {
+			hosts[i] = r.String()
+		}
+		log.Info("egress profile for sessions", "profile", name, "hosts", strings.Join(hosts, ","),
+			"credentials", strings.Join(p.CredentialHosts(), ","), "max_bytes", p.MaxBytes, "max_connections", p.MaxConns)
+	}
+}
+
+// reloadProfiles replaces the server's egress profiles with load's at each
+// signal on hup until ctx ends. A set that does not load whole is logged
+// and the set in force stays.
+func reloadProfiles(ctx context.Context, hup <-chan os.Signal, load func() (map[string]*egress.Policy, error), srv *sandboxapi.Server, log *slog.Logger) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		profiles, err := load()
+		if err != nil {
+			log.Error("egress profiles not reloaded: the profiles in force stay", "err", err)
+			continue
+		}
+		logProfiles(log, profiles)
+		sum := srv.SetEgressProfiles(profiles)
+		log.Info("egress profiles reloaded", "profiles", strings.Join(sum.Profiles, ","),
+			"sessions_kept", sum.Kept, "sessions_changed", sum.Changed, "sessions_cleared", sum.Cleared)
+	}
 }

@@ -49,27 +49,26 @@ type EgressConfig struct {
 	Profiles map[string]EgressProfile `yaml:"profiles"`
 }
 
-// EgressProfile is one egress.profiles entry: the allow list and caps of
-// a session's relay. It has no credentials (a session would have to trust
-// a new run CA at every switch).
+// EgressProfile is one egress.profiles entry: the allow list, caps and
+// credentials of a session's relay. Each credential's host must be on the
+// profile's own allow list.
 type EgressProfile struct {
-	Allow          []EgressAllow `yaml:"allow"`
-	MaxBytes       string        `yaml:"max_bytes"`
-	MaxConnections string        `yaml:"max_connections"`
+	Allow          []EgressAllow      `yaml:"allow"`
+	MaxBytes       string             `yaml:"max_bytes"`
+	MaxConnections string             `yaml:"max_connections"`
+	Credentials    []EgressCredential `yaml:"credentials"`
 }
 
-// UnmarshalYAML refuses unknown keys (credentials among them, with why).
+// UnmarshalYAML refuses unknown keys.
 func (e *EgressProfile) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.MappingNode {
-		return fmt.Errorf("line %d: egress.profiles entry: want a mapping {allow, max_bytes, max_connections}", n.Line)
+		return fmt.Errorf("line %d: egress.profiles entry: want a mapping {allow, max_bytes, max_connections, credentials}", n.Line)
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		switch k := n.Content[i].Value; k {
-		case "allow", "max_bytes", "max_connections":
-		case "credentials":
-			return fmt.Errorf("line %d: egress.profiles entry: credentials are not supported for sessions yet (egress.credentials serves the install phase of /v1/test)", n.Content[i].Line)
+		case "allow", "max_bytes", "max_connections", "credentials":
 		default:
-			return fmt.Errorf("line %d: egress.profiles entry: unknown key %q (want allow, max_bytes, max_connections)", n.Content[i].Line, k)
+			return fmt.Errorf("line %d: egress.profiles entry: unknown key %q (want allow, max_bytes, max_connections, credentials)", n.Content[i].Line, k)
 		}
 	}
 	type raw EgressProfile
@@ -109,8 +108,12 @@ func (c Config) EgressProfiles(log *slog.Logger, counters *egress.Counters) (map
 		if !validProfileName(name) {
 			return nil, fmt.Errorf("egress.profiles %q: a name is letters, digits, '-', '_', '.', at most 64 bytes", name)
 		}
-		p, err := buildPolicy(prof.Allow, nil, prof.MaxBytes, prof.MaxConnections, "egress.profiles."+name+".", log)
+		prefix := "egress.profiles." + name + "."
+		p, err := buildPolicy(prof.Allow, nil, prof.MaxBytes, prof.MaxConnections, prefix, log)
 		if err != nil {
+			return nil, err
+		}
+		if err := addCredentials(p, prof.Credentials, prefix, log); err != nil {
 			return nil, err
 		}
 		if counters != nil {
@@ -159,12 +162,12 @@ const maxCredentialBytes = 8 << 10
 
 // credential reads and checks the entry. Errors name the file, never its
 // contents.
-func (e EgressCredential) credential() (egress.Credential, error) {
+func (e EgressCredential) credential(prefix string) (egress.Credential, error) {
 	port := e.Port
 	if port == 0 {
 		port = 443
 	}
-	where := fmt.Sprintf("egress.credentials entry %s", net.JoinHostPort(e.Host, strconv.Itoa(port)))
+	where := fmt.Sprintf("%scredentials entry %s", prefix, net.JoinHostPort(e.Host, strconv.Itoa(port)))
 	r, err := egress.ParseRule(net.JoinHostPort(strings.TrimSpace(e.Host), strconv.Itoa(port)))
 	if err != nil {
 		return egress.Credential{}, fmt.Errorf("%s: %w", where, err)
@@ -276,21 +279,30 @@ func (c Config) EgressPolicy(extra []string, log *slog.Logger) (*egress.Policy, 
 	if err != nil {
 		return nil, err
 	}
+	if err := addCredentials(p, e.Credentials, "egress.", log); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// addCredentials reads and checks the credentials entries into p; each
+// host must be on p's allow list. prefix names the setting in errors.
+func addCredentials(p *egress.Policy, creds []EgressCredential, prefix string, log *slog.Logger) error {
 	seen := map[egress.Rule]bool{}
 	for _, r := range p.Allow {
 		seen[r] = true
 	}
-	for _, e := range e.Credentials {
-		cred, err := e.credential()
+	for _, e := range creds {
+		cred, err := e.credential(prefix)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if !seen[cred.Rule] {
-			return nil, fmt.Errorf("egress.credentials entry %s: the host is not on egress.allow; add it there (with its addresses when it is on a private address)", cred.Rule)
+			return fmt.Errorf("%scredentials entry %s: the host is not on %sallow; add it there (with its addresses when it is on a private address)", prefix, cred.Rule, prefix)
 		}
 		for _, other := range p.Credentials {
 			if other.Rule == cred.Rule {
-				return nil, fmt.Errorf("egress.credentials: two entries for %s", cred.Rule)
+				return fmt.Errorf("%scredentials: two entries for %s", prefix, cred.Rule)
 			}
 		}
 		p.Credentials = append(p.Credentials, cred)
@@ -299,11 +311,11 @@ func (c Config) EgressPolicy(extra []string, log *slog.Logger) (*egress.Policy, 
 			if ca := strings.TrimSpace(e.CAFile); ca != "" {
 				roots = ca
 			}
-			log.Warn("egress relay adds a credential to every request to this host; jobs see the relay's per-run certificate, never the value",
-				"host", cred.Rule.String(), "header", cred.Header, "value_file", strings.TrimSpace(e.ValueFile), "upstream_roots", roots)
+			log.Warn("egress relay adds a credential to every request to this host; jobs see the relay's certificate, never the value",
+				"setting", strings.TrimSuffix(prefix, ".")+".credentials", "host", cred.Rule.String(), "header", cred.Header, "value_file", strings.TrimSpace(e.ValueFile), "upstream_roots", roots)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // buildPolicy is the relay policy of an allow list (with extra

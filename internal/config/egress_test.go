@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"log/slog"
 	"math/big"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -213,16 +214,46 @@ func TestEgressProfiles(t *testing.T) {
 	if !strings.Contains(logs.String(), "10.20.0.0/16") {
 		t.Errorf("the admitted range is not logged at start:\n%s", logs.String())
 	}
+	// A profile's credential: its host on the profile's own allow list.
+	secret := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(secret, []byte("Bearer profile-secret-0123\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for allow, want := range map[string]string{"[npm.corp.example]": "", "[other.example]": "egress.profiles.npm.credentials entry npm.corp.example:443: the host is not on egress.profiles.npm.allow"} {
+		c, err := loadYAML(t, "egress:\n  allow: [npm.corp.example]\n  profiles:\n    npm:\n      allow: "+allow+"\n"+
+			"      credentials: [{host: npm.corp.example, header: Authorization, value_file: "+secret+"}]\n")
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs.Reset()
+		ps, err := c.EgressProfiles(slog.New(slog.NewTextHandler(&logs, nil)), nil)
+		if want != "" {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("allow %s: %v, want %q", allow, err, want)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cr := ps["npm"].Credentials; len(cr) != 1 || cr[0].Value != "Bearer profile-secret-0123" || cr[0].Header != "Authorization" {
+			t.Fatalf("the profile's credentials %d", len(cr))
+		}
+		if strings.Contains(logs.String(), "profile-secret") || !strings.Contains(logs.String(), "egress.profiles.npm.credentials") {
+			t.Errorf("the start-up log:\n%s", logs.String())
+		}
+	}
 	if none, err := (Config{}).EgressProfiles(nil, nil); err != nil || none != nil {
 		t.Fatalf("no profiles: %v %v", none, err)
 	}
 	for doc, frag := range map[string]string{
-		"egress:\n  profiles:\n    'bad name': {allow: [a.example]}\n":                             "egress.profiles \"bad name\"",
-		"egress:\n  profiles:\n    p: {allow: [10.0.0.1]}\n":                                       "IP literals",
-		"egress:\n  profiles:\n    p: {allow: [a.example], max_bytes: lots}\n":                     "egress.profiles.p.max_bytes",
-		"egress:\n  profiles:\n    p: {allow: [a.example], credentials: []}\n":                     "credentials are not supported for sessions",
-		"egress:\n  profiles:\n    p: {allow: [{host: a.example, addresses: [169.254.0.0/16]}]}\n": "169.254",
-		"egress:\n  profiles:\n    p: {alow: [a.example]}\n":                                       "unknown key \"alow\"",
+		"egress:\n  profiles:\n    'bad name': {allow: [a.example]}\n":                                                                           "egress.profiles \"bad name\"",
+		"egress:\n  profiles:\n    p: {allow: [10.0.0.1]}\n":                                                                                     "IP literals",
+		"egress:\n  profiles:\n    p: {allow: [a.example], max_bytes: lots}\n":                                                                   "egress.profiles.p.max_bytes",
+		"egress:\n  profiles:\n    p: {allow: [a.example], credentials: [{host: b.example, header: Authorization, value_file: /nonexistent}]}\n": "egress.profiles.p.credentials entry b.example:443: value_file",
+		"egress:\n  profiles:\n    p: {allow: [a.example], credentials: [{host: b.example, header: Host, value_file: x}]}\n":                     "egress.profiles.p.credentials entry b.example:443: header",
+		"egress:\n  profiles:\n    p: {allow: [{host: a.example, addresses: [169.254.0.0/16]}]}\n":                                               "169.254",
+		"egress:\n  profiles:\n    p: {alow: [a.example]}\n":                                                                                     "unknown key \"alow\"",
 	} {
 		c, err := loadYAML(t, doc)
 		if err == nil {

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -189,17 +190,9 @@ type Run struct {
 
 // NewRun returns the relay for one run.
 func (p *Policy) NewRun(runID string) *Run {
-	l := p.Logger
-	if l == nil {
-		l = slog.Default()
-	}
-	r := &Run{policy: p, id: runID, log: l.With("run", runID)}
+	r := p.newRun(runID, nil)
 	if len(p.Credentials) > 0 {
-		var hosts []string
-		for _, c := range p.Credentials {
-			hosts = append(hosts, c.Rule.Host)
-		}
-		ca, err := newRunCA(runID, hosts)
+		ca, err := newRunCA(runID, p.CredentialHosts(), 0)
 		if err != nil {
 			// Tunnels to credentialed hosts are refused with this reason.
 			r.log.Error("egress run CA", "err", err)
@@ -207,6 +200,30 @@ func (p *Policy) NewRun(runID string) *Run {
 		r.ca = ca
 	}
 	return r
+}
+
+// newRun is a relay for one run whose credentialed hosts are shown
+// certificates of ca (a session's, which outlives its runs).
+func (p *Policy) newRun(runID string, ca *runCA) *Run {
+	l := p.Logger
+	if l == nil {
+		l = slog.Default()
+	}
+	return &Run{policy: p, id: runID, log: l.With("run", runID), ca: ca}
+}
+
+// CredentialHosts are the names of the hosts p sends a credential to.
+func (p *Policy) CredentialHosts() []string {
+	if p == nil {
+		return nil
+	}
+	var hosts []string
+	for _, c := range p.Credentials {
+		if !slices.Contains(hosts, c.Rule.Host) {
+			hosts = append(hosts, c.Rule.Host)
+		}
+	}
+	return hosts
 }
 
 // Refusal is a tunnel the policy does not allow (as opposed to one that could

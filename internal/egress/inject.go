@@ -124,7 +124,12 @@ type runCA struct {
 // caLifetime bounds the run CA's certificates; a run ends long before.
 const caLifetime = 24 * time.Hour
 
-func newRunCA(runID string, hosts []string) (*runCA, error) {
+// newRunCA makes a CA that may sign the names hosts only, valid for
+// lifetime (caLifetime when zero).
+func newRunCA(runID string, hosts []string, lifetime time.Duration) (*runCA, error) {
+	if lifetime <= 0 {
+		lifetime = caLifetime
+	}
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("run CA key: %w", err)
@@ -137,7 +142,7 @@ func newRunCA(runID string, hosts []string) (*runCA, error) {
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: "Aster egress relay, run " + printableID(runID)},
-		NotBefore:    now.Add(-time.Minute), NotAfter: now.Add(caLifetime),
+		NotBefore:    now.Add(-time.Minute), NotAfter: now.Add(lifetime),
 		IsCA: true, BasicConstraintsValid: true, MaxPathLenZero: true,
 		KeyUsage:                    x509.KeyUsageCertSign,
 		PermittedDNSDomainsCritical: true, PermittedDNSDomains: hosts,

@@ -31,9 +31,10 @@ const testSecret = "Bearer aster-test-secret-7f3c9e"
 // authServer is an HTTPS upstream on loopback that wants testSecret in
 // Authorization (401 otherwise) and records what each request carried.
 type authServer struct {
-	srv  *httptest.Server
-	port int
-	pool *x509.CertPool
+	srv   *httptest.Server
+	port  int
+	pool  *x509.CertPool
+	caPEM []byte
 
 	mu    sync.Mutex
 	seen  []http.Header
@@ -68,6 +69,7 @@ func newAuthServer(t *testing.T) *authServer {
 	a.port = a.srv.Listener.Addr().(*net.TCPAddr).Port
 	a.pool = x509.NewCertPool()
 	a.pool.AppendCertsFromPEM(caPEM)
+	a.caPEM = caPEM
 	return a
 }
 
@@ -98,15 +100,26 @@ func credPolicy(a *authServer, value string, logs io.Writer) (*Policy, Rule) {
 // per connection from DialEgress, TLS trusting only the run's CA.
 func jobClient(t *testing.T, run *Run, serverName string) *http.Client {
 	t.Helper()
+	return dialerClient(t, run, serverName, run.CACertPEM())
+}
+
+// dialerClient is jobClient through any relay d, trusting the certificates
+// of trust only.
+func dialerClient(t *testing.T, d interface {
+	DialEgress(context.Context, string, int) (net.Conn, error)
+}, serverName string, trust ...[]byte) *http.Client {
+	t.Helper()
 	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(run.CACertPEM()) {
-		t.Fatal("the run's CA certificate does not parse")
+	for _, pem := range trust {
+		if !pool.AppendCertsFromPEM(pem) {
+			t.Fatal("a CA certificate the job trusts does not parse")
+		}
 	}
 	tr := &http.Transport{
 		DialTLSContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
 			host, port, _ := net.SplitHostPort(addr)
 			p, _ := strconv.Atoi(port)
-			c, err := run.DialEgress(ctx, host, p)
+			c, err := d.DialEgress(ctx, host, p)
 			if err != nil {
 				return nil, err
 			}

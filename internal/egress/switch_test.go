@@ -1,10 +1,15 @@
 package egress
 
 import (
+	"bytes"
+	"crypto/x509"
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"net/netip"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -98,5 +103,109 @@ func echo(t *testing.T, c net.Conn, msg string) {
 	b := make([]byte, len(msg))
 	if _, err := io.ReadFull(c, b); err != nil || string(b) != msg {
 		t.Fatalf("echo %q: %q %v", msg, b, err)
+	}
+}
+
+// A session's Switch with a CA of its own injects the credential of the
+// profile in force, with the one CA across switches (the sandbox trusts it
+// once); a switch to a profile without the credential leaves the host
+// served without it (the upstream's own certificate, its 401); a profile
+// whose credentialed host the CA was not made for is refused.
+func TestSwitchCredentials(t *testing.T) {
+	a := newAuthServer(t)
+	var logs bytes.Buffer
+	cred, rule := credPolicy(a, testSecret, &logs)
+	plain := *cred
+	plain.Credentials = nil
+	other := *cred
+	other.Credentials = []Credential{{Rule: Rule{"alias.test", a.port}, Header: "Authorization", Value: testSecret, RootCAs: a.pool}}
+
+	if err := NewSwitch("s-plain").Set("cred", cred); !errors.Is(err, ErrSwitchCredentials) {
+		t.Fatalf("a Switch without a CA took credentials: %v", err)
+	}
+	sw, err := NewCredentialSwitch("s-cred", []string{rule.Host}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sw.Close()
+	caPEM := sw.CACertPEM()
+	if bytes.Contains(caPEM, []byte("PRIVATE KEY")) || len(caPEM) == 0 {
+		t.Fatalf("the session's CA certificate: %q", caPEM)
+	}
+	if err := sw.Set("other", &other); !errors.Is(err, ErrSwitchCredentials) || !strings.Contains(err.Error(), "alias.test") {
+		t.Fatalf("a credentialed host outside the CA: %v", err)
+	}
+	url := "https://reg.test:" + strconv.Itoa(a.port) + "/pkg"
+	stolen := http.Header{"Authorization": {"Bearer sent-by-the-job"}}
+	for round := range 2 {
+		if err := sw.Set("cred", cred); err != nil {
+			t.Fatal(err)
+		}
+		c := dialerClient(t, sw, "", caPEM)
+		if status, body, _ := get(t, c, url, stolen); status != http.StatusOK || body != "private:/pkg" {
+			t.Fatalf("round %d with the credential: %d %q", round, status, body)
+		}
+		c.CloseIdleConnections()
+		if err := sw.Set("plain", &plain); err != nil {
+			t.Fatal(err)
+		}
+		// The job trusting only the session's CA cannot reach the host now
+		// (the relay shows the upstream's own certificate) ...
+		if _, err := dialerClient(t, sw, "", caPEM).Get(url); err == nil {
+			t.Fatalf("round %d: the session's CA still answers for %s after the switch", round, rule.Host)
+		}
+		// ... and one trusting the upstream too gets its 401: no credential.
+		if status, _, _ := get(t, dialerClient(t, sw, "", caPEM, a.caPEM), url, nil); status != http.StatusUnauthorized {
+			t.Fatalf("round %d without the credential: %d", round, status)
+		}
+	}
+	for i, h := range a.headers() {
+		if v := h.Get("Authorization"); v != testSecret && v != "" {
+			t.Errorf("upstream request %d carried Authorization %q", i, v)
+		}
+	}
+	if strings.Contains(logs.String(), "aster-test-secret") {
+		t.Errorf("the log holds the secret:\n%s", logs.String())
+	}
+}
+
+// Equal compares what decides a tunnel; Clear leaves none, with its reason
+// in the refusal until the next Set.
+func TestPolicyEqualAndClear(t *testing.T) {
+	a, b := Rule{"a.test", 443}, Rule{"b.test", 443}
+	mk := func() *Policy {
+		return &Policy{Allow: []Rule{a, b}, MaxConns: 3, Addresses: loopbackAdmitted(a),
+			Credentials: []Credential{{Rule: a, Header: "Authorization", Value: "v"}}}
+	}
+	if !mk().Equal(mk()) || (*Policy)(nil).Equal(mk()) || !(*Policy)(nil).Equal(nil) {
+		t.Fatal("Equal of equal policies")
+	}
+	for name, change := range map[string]func(p *Policy){
+		"allow":     func(p *Policy) { p.Allow = p.Allow[:1] },
+		"cap":       func(p *Policy) { p.MaxConns = 4 },
+		"addresses": func(p *Policy) { p.Addresses = loopbackAdmitted(b) },
+		"value":     func(p *Policy) { p.Credentials[0].Value = "w" },
+		"roots":     func(p *Policy) { p.Credentials[0].RootCAs = x509.NewCertPool() },
+	} {
+		p := mk()
+		change(p)
+		if p.Equal(mk()) {
+			t.Errorf("a change of %s is not seen", name)
+		}
+	}
+	sw := NewSwitch("s-clear")
+	defer sw.Close()
+	plain := &Policy{Allow: []Rule{a}}
+	sw.Set("p", plain)
+	if sw.Policy() != plain {
+		t.Fatal("Policy is not the one in force")
+	}
+	sw.Clear("the operator removed profile p")
+	if _, err := sw.DialEgress(t.Context(), "a.test", 443); KindOf(err) != KindNoProfile || !strings.Contains(err.Error(), "removed profile p") || sw.Profile() != "" {
+		t.Fatalf("after Clear: %v %q", err, sw.Profile())
+	}
+	sw.Set("", nil)
+	if _, err := sw.DialEgress(t.Context(), "a.test", 443); strings.Contains(err.Error(), "removed") {
+		t.Fatalf("the reason outlived a Set: %v", err)
 	}
 }

@@ -183,6 +183,9 @@ func (m *Manager) Runtime() Runtime { return m.opts.Runtime }
 // DefaultImage returns the image used when a spec names none.
 func (m *Manager) DefaultImage() string { return m.opts.Images[0] }
 
+// SessionMaxTTL is the longest life of a session of this Manager.
+func (m *Manager) SessionMaxTTL() time.Duration { return m.opts.Sessions.withDefaults().MaxTTL }
+
 // Images returns the allowlist.
 func (m *Manager) Images() []string { return slices.Clone(m.opts.Images) }
 

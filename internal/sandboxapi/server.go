@@ -137,6 +137,7 @@ type Server struct {
 	base       context.Context
 
 	sessions  sessionTable   // sessions.go
+	profiles  *profileSet    // session_egress.go
 	snapshots *snapshotStore // snapshots.go
 	terminals terminalTable  // pty.go
 }
@@ -188,6 +189,7 @@ func New(opts Options) (*Server, error) {
 		metrics:  opts.Metrics,
 		mgr:      opts.Manager,
 		sessions: sessionTable{byID: map[string]*ownedSession{}},
+		profiles: newProfileSet(opts.EgressProfiles),
 		tests:    opts.Tests,
 		uploads:  make(chan struct{}, slots),
 		clients:  newClientSlots(opts.MaxUploadsPerClient),

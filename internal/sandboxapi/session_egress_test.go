@@ -63,7 +63,12 @@ for host in sys.argv[3:]:
 // and a switch while the session runs closes the previous profile's
 // tunnels at once (a command holding one sees it end) and decides every
 // later tunnel by the new profile. Concurrent execs each get a proxy.
+// On docker, oci and gVisor.
 func TestSessionEgressHTTP(t *testing.T) {
+	forSessionRuntimes(t, sessionEgressCase)
+}
+
+func sessionEgressCase(t *testing.T, rt sandbox.Runtime) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -85,7 +90,7 @@ func TestSessionEgressHTTP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := newHarness(t, harnessOpts{server: func(o *Options) { o.Tokens = toks; o.EgressProfiles = profiles }})
+	h := newHarness(t, harnessOpts{runtime: rt, server: func(o *Options) { o.Tokens = toks; o.EgressProfiles = profiles }})
 	ctx := context.Background()
 
 	h.token = "token-egress-bbbbbbbb"
@@ -190,5 +195,117 @@ func TestTokenProfiles(t *testing.T) {
 		if _, err := ParseTokens(strings.NewReader(bad + "\n")); err == nil {
 			t.Errorf("%q accepted", bad)
 		}
+	}
+}
+
+// A reload of the egress profiles re-decides every live session by its
+// profile's new definition: an unchanged profile keeps its tunnels open,
+// a changed one is switched (its tunnels closed, the new allow list in
+// force), a removed one leaves the session none with the reason in every
+// refusal; a profile that now sends a credential cannot be set on a session
+// whose CA was not made for it, and a session made after the reload
+// gets the new set.
+func TestSessionEgressReload(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "hello-%s", strings.Split(r.Host, ":")[0])
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	a, b := egress.Rule{Host: "a.test", Port: port}, egress.Rule{Host: "b.test", Port: port}
+	lo := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
+	res := mapResolver{"a.test": "127.0.0.1", "b.test": "127.0.0.1"}
+	policy := func(rules ...egress.Rule) *egress.Policy {
+		p := &egress.Policy{Allow: rules, Addresses: map[egress.Rule][]netip.Prefix{}, Resolver: res}
+		for _, r := range rules {
+			p.Addresses[r] = lo
+		}
+		return p
+	}
+	h := newHarness(t, harnessOpts{maxConcurrent: 8, server: func(o *Options) {
+		o.EgressProfiles = map[string]*egress.Policy{"wide": policy(a, b), "narrow": policy(a), "gone": policy(a)}
+	}})
+	ctx := context.Background()
+	create := func(profile string) string {
+		t.Helper()
+		resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: profile, TTL: "5m",
+			Files: map[string]api.File{"fetch.py": {Content: fetchScript}}})
+		if resp.StatusCode != http.StatusCreated {
+			t.Fatalf("create %s: %d %s", profile, resp.StatusCode, body)
+		}
+		var s api.Session
+		json.Unmarshal(body, &s)
+		base := api.RouteSessions + "/" + s.ID
+		t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
+		return base
+	}
+	exec := func(base string, argv ...string) string {
+		t.Helper()
+		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: argv, Timeout: "90s"})
+		r := decodeOK[api.Result](t, resp, body)
+		if r.Status != sandbox.StatusOK {
+			t.Fatalf("%v: %+v", argv, r)
+		}
+		return r.Stdout
+	}
+	p := fmt.Sprint(port)
+	wide, narrow, gone := create("wide"), create("narrow"), create("gone")
+
+	// The narrow session holds a tunnel across the reload.
+	held := make(chan string, 1)
+	go func() {
+		resp, body := h.postJSON(narrow+"/exec", api.SessionExecRequest{Argv: []string{"python3", "fetch.py", p, "hold", "a.test"}, Timeout: "90s"})
+		var r api.Result
+		json.Unmarshal(body, &r)
+		held <- fmt.Sprintf("%d %s %s", resp.StatusCode, r.Stdout, r.Stderr)
+	}()
+	waitFor(t, 60e9, "the held exec's first answer", func() bool {
+		resp, _ := h.do(ctx, http.MethodGet, narrow+"/files/first-ok", "", nil)
+		return resp.StatusCode == http.StatusOK
+	})
+	// Reloaded: narrow the same (new objects), wide now b only, gone gone,
+	// cred new with a credential.
+	cred := policy(a)
+	cred.Credentials = []egress.Credential{{Rule: a, Header: "Authorization", Value: "Bearer reload-secret"}}
+	sum := h.srv.SetEgressProfiles(map[string]*egress.Policy{"wide": policy(b), "narrow": policy(a), "cred": cred})
+	if sum.Kept != 1 || sum.Changed != 1 || sum.Cleared != 1 || strings.Join(sum.Profiles, ",") != "cred,narrow,wide" {
+		t.Fatalf("reload summary %+v", sum)
+	}
+	exec(narrow, "touch", "/tmp/switched")
+	if out := <-held; !strings.Contains(out, "a.test-after=200 hello-a") {
+		t.Fatalf("the unchanged profile's tunnel across the reload: %s", out)
+	}
+	if out := exec(wide, "python3", "fetch.py", p, "once", "a.test", "b.test"); !strings.Contains(out, "a.test=refused") || !strings.Contains(out, "b.test=200 hello-b") {
+		t.Fatalf("the changed profile after the reload: %s", out)
+	}
+	resp, body := h.do(ctx, http.MethodGet, gone, "", nil)
+	if got := decodeOK[api.Session](t, resp, body); got.EgressProfile != "" {
+		t.Fatalf("the removed profile's session: %+v", got)
+	}
+	if out := exec(gone, "python3", "fetch.py", p, "once", "a.test"); !strings.Contains(out, "a.test=refused") {
+		t.Fatalf("the removed profile's session fetched: %s", out)
+	}
+	// The reason reaches the sandbox in the proxy's refusal.
+	if out := exec(gone, "sh", "-c", `python3 -c '
+import os, socket
+h, p = os.environ["HTTPS_PROXY"].rsplit(":", 1)
+s = socket.create_connection((h.split("//")[1], int(p)))
+s.sendall(b"CONNECT a.test:`+p+` HTTP/1.1\r\nHost: a.test\r\n\r\n")
+print(s.recv(4096).decode())'`); !strings.Contains(out, "403") || !strings.Contains(out, `removed profile "gone"`) {
+		t.Fatalf("the refusal after the removal: %s", out)
+	}
+	// The new credentialed profile: not for a session made before (no CA
+	// for its host), usable by one made after.
+	resp, body = h.do(ctx, http.MethodPut, wide+"/egress", api.ContentTypeJSON, bytes.NewReader([]byte(`{"profile":"cred"}`)))
+	if e := errorOf(t, resp, body, http.StatusBadRequest, "invalid_spec"); !strings.Contains(e.Message, "a.test") {
+		t.Fatalf("cred on an older session: %s", e.Message)
+	}
+	later := create("cred")
+	if out := exec(later, "sh", "-c", "test -s /work/.aster/egress-ca.pem && echo $SSL_CERT_FILE"); !strings.Contains(out, "/work/.aster/egress-ca.pem") {
+		t.Fatalf("a session made after the reload: %q", out)
 	}
 }

@@ -211,81 +211,6 @@ func (s *Server) serveSessions(w http.ResponseWriter, r *http.Request, route str
 	}
 }
 
-// sessionWire is the session id's answer, with its egress profile.
-func (s *Server) sessionWire(id string, i sandbox.SessionInfo) api.Session {
-	s.sessions.mu.Lock()
-	var sw *egress.Switch
-	if o := s.sessions.byID[id]; o != nil {
-		sw = o.egress
-	}
-	s.sessions.mu.Unlock()
-	return withProfile(sessionWire(i), sw)
-}
-
-func withProfile(w api.Session, sw *egress.Switch) api.Session {
-	if sw != nil {
-		w.EgressProfile = sw.Profile()
-	}
-	return w
-}
-
-// egressProfile is the operator's profile name, when the caller's token
-// may use it ("" is none, always allowed).
-func (s *Server) egressProfile(r *http.Request, name string) (*egress.Policy, error) {
-	if name == "" {
-		return nil, nil
-	}
-	p, ok := s.opts.EgressProfiles[name]
-	if !ValidProfileName(name) || !ok {
-		return nil, sandbox.Invalidf("egress profile %q is not one of this server's (aster.yaml egress.profiles): %s", clipPath(name), s.profileNames())
-	}
-	if s.opts.Tokens != nil {
-		_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !slices.Contains(s.opts.Tokens.Profiles(strings.TrimSpace(tok)), name) {
-			return nil, fmt.Errorf("%w: this token may not use egress profile %q (the operator grants profiles with egress=%s after the token in the token file)", api.ErrForbidden, name, name)
-		}
-	}
-	return p, nil
-}
-
-func (s *Server) profileNames() string {
-	if len(s.opts.EgressProfiles) == 0 {
-		return "it has none"
-	}
-	return "it has " + strings.Join(slices.Sorted(maps.Keys(s.opts.EgressProfiles)), ", ")
-}
-
-// setSessionEgress answers PUT /v1/sessions/{id}/egress: the session's
-// relay takes the profile, and the previous profile's tunnels are closed.
-func (s *Server) setSessionEgress(w http.ResponseWriter, r *http.Request, id string, sess *sandbox.Sandbox) {
-	var req api.SessionEgressRequest
-	if err := s.readSmallJSON(w, r, &req); err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	p, err := s.egressProfile(r, req.Profile)
-	if err != nil {
-		s.writeError(w, r, err)
-		return
-	}
-	s.sessions.mu.Lock()
-	var sw *egress.Switch
-	if o := s.sessions.byID[id]; o != nil {
-		sw = o.egress
-	}
-	s.sessions.mu.Unlock()
-	if sw == nil {
-		s.writeError(w, r, fmt.Errorf("%w: this server has no egress profiles (aster.yaml egress.profiles)", api.ErrNotFound))
-		return
-	}
-	if err := sw.Set(req.Profile, p); err != nil {
-		s.writeError(w, r, fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
-		return
-	}
-	s.log.Info("session egress profile", "session", id, "profile", req.Profile, "owner", s.owner(r))
-	s.writeJSON(w, http.StatusOK, s.sessionWire(id, sess.Info()))
-}
-
 func sessionWire(i sandbox.SessionInfo) api.Session {
 	return api.Session{ID: i.ID, Image: i.Image, ImageDigest: i.ImageDigest, Runtime: i.Runtime,
 		CreatedAt: i.Created.UTC(), ExpiresAt: i.ExpiresAt.UTC(), LastUsedAt: i.LastUsed.UTC(),
@@ -339,18 +264,12 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	spec.ID = sandbox.NewSessionID()
-	var sw *egress.Switch
-	if len(s.opts.EgressProfiles) > 0 {
-		p, err := s.egressProfile(r, req.EgressProfile)
-		if err != nil {
-			s.writeError(w, r, err)
-			return
-		}
-		sw = egress.NewSwitch(spec.ID)
-		if err := sw.Set(req.EgressProfile, p); err != nil {
-			s.writeError(w, r, sandbox.Invalidf("egress profile %q: %v", req.EgressProfile, err))
-			return
-		}
+	sw, gen, err := s.sessionSwitch(r, &spec, req.EgressProfile)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if sw != nil {
 		spec.Egress = sw
 		// A session that is not made ends its relay.
 		defer func() {
@@ -358,9 +277,6 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 				sw.Close()
 			}
 		}()
-	} else if req.EgressProfile != "" {
-		s.writeError(w, r, sandbox.Invalidf("egress profile %q: this server has no egress profiles (aster.yaml egress.profiles)", clipPath(req.EgressProfile)))
-		return
 	}
 	owner := s.owner(r)
 	if req.FromSnapshot != "" {
@@ -437,6 +353,9 @@ func (s *Server) createSession(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec.Egress = nil // the session owns its relay now
+	if sw != nil {
+		s.settle(sess.ID(), sw, gen)
+	}
 	w.Header().Set("Location", api.RouteSessions+"/"+sess.ID())
 	s.writeJSON(w, http.StatusCreated, s.sessionWire(sess.ID(), sess.Info()))
 }

@@ -2,7 +2,8 @@
 // alike and no domain owns: a buffer many goroutines write while the test
 // reads it, a poll for a state no event announces, a receive with a
 // deadline, a free port, a server run until the test ends and a command's
-// exit code and output. Tests only.
+// exit code and output, and a private TLS host on loopback (a test CA and
+// its server certificate). Tests only.
 package testkit
 
 import (

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/hex"
@@ -13,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/cgi"
 	"net/netip"
@@ -31,6 +29,7 @@ import (
 	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/testkit"
 	"github.com/asterhq/aster/internal/testrun"
 )
 
@@ -57,33 +56,18 @@ type privateServer struct {
 // header: want (a 401 with challenge otherwise).
 func servePrivate(t *testing.T, name, header, want, challenge string, h http.Handler) *privateServer {
 	t.Helper()
-	caPEM, certPEM, keyPEM := issue(t, []string{name}, []net.IP{net.IPv4(127, 0, 0, 1)})
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := &privateServer{name: name, caPEM: caPEM, pool: x509.NewCertPool(), header: header, want: want}
-	s.pool.AppendCertsFromPEM(caPEM)
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.port = ln.Addr().(*net.TCPAddr).Port
-	srv := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get(header) != want {
-				s.refused.Add(1)
-				w.Header().Set("WWW-Authenticate", challenge)
-				http.Error(w, "authentication required", http.StatusUnauthorized)
-				return
-			}
-			s.served.Add(1)
-			h.ServeHTTP(w, r)
-		}),
-		ReadHeaderTimeout: 30 * time.Second,
-	}
-	go func() { _ = srv.Serve(tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}})) }()
-	t.Cleanup(func() { _ = srv.Close() })
+	id := testkit.IssueTLS(t, name)
+	s := &privateServer{name: name, caPEM: id.CAPEM, pool: id.Pool, header: header, want: want}
+	s.port = id.ServeTLS(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get(header) != want {
+			s.refused.Add(1)
+			w.Header().Set("WWW-Authenticate", challenge)
+			http.Error(w, "authentication required", http.StatusUnauthorized)
+			return
+		}
+		s.served.Add(1)
+		h.ServeHTTP(w, r)
+	}))
 	return s
 }
 
@@ -95,16 +79,29 @@ func (s *privateServer) url(path string) string {
 // policy allows the server's name and admits its loopback address; with a
 // value, the relay adds the server's header with it.
 func (s *privateServer) policy(value string, logs io.Writer) *egress.Policy {
-	rule := egress.Rule{Host: s.name, Port: s.port}
+	return privatePolicy(s.port, []string{s.name}, s.header, value, s.pool, logs)
+}
+
+// privatePolicy allows names on port, each resolving to 127.0.0.1 and
+// admitted there as an operator's `addresses: [127.0.0.1/32]` would; with
+// a value, the relay adds header: value for the first name, verifying the
+// upstream against pool.
+func privatePolicy(port int, names []string, header, value string, pool *x509.CertPool, logs io.Writer) *egress.Policy {
+	lo := netip.MustParsePrefix("127.0.0.1/32")
 	p := &egress.Policy{
-		Allow:     []egress.Rule{rule},
-		Addresses: map[egress.Rule][]netip.Prefix{rule: {netip.MustParsePrefix("127.0.0.1/32")}},
-		Resolver:  staticResolver{s.name: {netip.MustParseAddr("127.0.0.1")}},
+		Addresses: map[egress.Rule][]netip.Prefix{},
+		Resolver:  staticResolver{},
 		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Counters:  &egress.Counters{},
 	}
+	for _, n := range names {
+		rule := egress.Rule{Host: n, Port: port}
+		p.Allow = append(p.Allow, rule)
+		p.Addresses[rule] = []netip.Prefix{lo}
+		p.Resolver.(staticResolver)[n] = []netip.Addr{lo.Addr()}
+	}
 	if value != "" {
-		p.Credentials = []egress.Credential{{Rule: rule, Header: s.header, Value: value, RootCAs: s.pool}}
+		p.Credentials = []egress.Credential{{Rule: p.Allow[0], Header: header, Value: value, RootCAs: pool}}
 	}
 	return p
 }

@@ -12,7 +12,6 @@ import (
 	"crypto/sha512"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -20,7 +19,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
@@ -36,6 +34,7 @@ import (
 	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
+	"github.com/asterhq/aster/internal/testkit"
 	"github.com/asterhq/aster/internal/testrun"
 )
 
@@ -78,14 +77,13 @@ func startVerdaccio(t *testing.T) *verdaccio {
 	t.Helper()
 	bin := verdaccioBin(t)
 	dir := t.TempDir()
-	caPEM, certPEM, keyPEM := issue(t, []string{privateHost, privateAlias}, []net.IP{net.IPv4(127, 0, 0, 1)})
-	for name, b := range map[string][]byte{"ca.pem": caPEM, "cert.pem": certPEM, "key.pem": keyPEM} {
+	id := testkit.IssueTLS(t, privateHost, privateAlias)
+	for name, b := range map[string][]byte{"ca.pem": id.CAPEM, "cert.pem": id.CertPEM, "key.pem": id.KeyPEM} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	v := &verdaccio{caPEM: caPEM, pool: x509.NewCertPool()}
-	v.pool.AppendCertsFromPEM(caPEM)
+	v := &verdaccio{caPEM: id.CAPEM, pool: id.Pool}
 	// A free port; Verdaccio cannot report the one it got. Another process
 	// may take it between the close and Verdaccio's listen: then the ping
 	// below fails against Verdaccio's exit and the next port is tried.
@@ -289,49 +287,12 @@ func tarGz(t *testing.T, files map[string]string) []byte {
 	return buf.Bytes()
 }
 
-// issue makes a CA and a server certificate it signed for names and ips.
-func issue(t *testing.T, names []string, ips []net.IP) (caPEM, certPEM, keyPEM []byte) {
-	t.Helper()
-	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "aster private registry test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(2 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, _ := x509.ParseCertificate(caDER)
-	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	leaf := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names, IPAddresses: ips,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(2 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, leaf, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kb, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
-}
-
-// privatePolicy allows the registry under its name and an alias (both
-// resolving to its loopback address, admitted for each as an operator's
-// `addresses: [127.0.0.1/32]`), with the credential value for the name
-// when value is not empty.
+// policy allows the registry under its name and an alias (both resolving
+// to its loopback address, admitted for each as an operator's `addresses:
+// [127.0.0.1/32]`), with the credential value for the name when value is
+// not empty.
 func (v *verdaccio) policy(value string, logs io.Writer) *egress.Policy {
-	rule := egress.Rule{Host: privateHost, Port: v.port}
-	alias := egress.Rule{Host: privateAlias, Port: v.port}
-	lo := netip.MustParsePrefix("127.0.0.1/32")
-	p := &egress.Policy{
-		Allow:     []egress.Rule{rule, alias},
-		Addresses: map[egress.Rule][]netip.Prefix{rule: {lo}, alias: {lo}},
-		Resolver:  staticResolver{privateHost: {netip.MustParseAddr("127.0.0.1")}, privateAlias: {netip.MustParseAddr("127.0.0.1")}},
-		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Counters:  &egress.Counters{},
-	}
-	if value != "" {
-		p.Credentials = []egress.Credential{{Rule: rule, Header: "Authorization", Value: value, RootCAs: v.pool}}
-	}
-	return p
+	return privatePolicy(v.port, []string{privateHost, privateAlias}, "Authorization", value, v.pool, logs)
 }
 
 // staticResolver answers from a table, as a private DNS zone would.

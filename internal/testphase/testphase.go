@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -54,7 +53,7 @@ type Runner struct {
 	// CABundle, when set, is a PEM bundle the install phase's tools trust
 	// instead of the image's roots (a registry mirror behind a TLS-
 	// intercepting proxy): placed at /work/.aster/ca.pem of the working
-	// directory, named by the caVariables. When the policy injects
+	// directory, named by egress.CAVariables. When the policy injects
 	// credentials, the relay's per-run CA certificate is added to it (to the
 	// host's roots when CABundle is empty).
 	CABundle []byte
@@ -290,7 +289,7 @@ func (r *Runner) install(ctx context.Context, job Job, run RunFunc, rep *api.Ins
 		}
 		defer stop()
 		ws = sandbox.Workspace{Tar: tr, Filtered: true}
-		for _, k := range caVariables {
+		for _, k := range egress.CAVariables {
 			if _, set := job.Env[k]; !set {
 				env[k] = "/work/" + name
 			}
@@ -555,14 +554,6 @@ func printable(s string) string {
 	return string(b)
 }
 
-// caVariables name the install phase's CA bundle for every tool that reads
-// one: OpenSSL and Go (SSL_CERT_FILE), pip, requests, Node (added to its
-// roots), git and curl.
-var caVariables = []string{"SSL_CERT_FILE", "PIP_CERT", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "CURL_CA_BUNDLE"}
-
-// systemBundles are where a Linux host keeps its roots, as Go looks for them.
-var systemBundles = []string{"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem", "/etc/pki/tls/cacert.pem", "/etc/ssl/cert.pem"}
-
 // trustBundle is the PEM bundle the install phase trusts (nil: the image's
 // roots): the operator's tests.ca_file, and when the relay injects
 // credentials, the run's CA certificate after it (with the host's roots
@@ -574,25 +565,11 @@ func (r *Runner) trustBundle(relay *egress.Run) []byte {
 	}
 	base := r.CABundle
 	if len(base) == 0 {
-		for _, p := range append([]string{os.Getenv("SSL_CERT_FILE")}, systemBundles...) {
-			if p == "" {
-				continue
-			}
-			if b, err := os.ReadFile(p); err == nil && len(b) > 0 {
-				base = b
-				break
-			}
-		}
-		if len(base) == 0 {
+		if base = egress.HostRoots(); len(base) == 0 {
 			r.log().Warn("no system CA bundle on the host: the install phase trusts only the relay's run CA")
 		}
 	}
-	out := make([]byte, 0, len(base)+len(runCA)+1)
-	out = append(out, base...)
-	if len(out) > 0 && out[len(out)-1] != '\n' {
-		out = append(out, '\n')
-	}
-	return append(out, runCA...)
+	return egress.TrustBundle(base, runCA)
 }
 
 // credentialRejections is the report's note on requests whose credential
