@@ -54,6 +54,13 @@ class Project:
         self.called = set()                     # id(FuncInfo) of every function a call reached
         self.judged = {}                        # path -> {(line, category): basis} of sinks judged
         self.judged_n = 0
+        # Summary passes re-analyse a module only when what its last analysis
+        # read may have changed: the summaries it applied (FuncInfo, version
+        # read), or its own functions or globals changed in that analysis.
+        self.reads = None                       # id(FuncInfo) -> (FuncInfo, version) of the analysis running
+        self.deps = {}                          # path -> reads of its last analysis
+        self.changed = set()                    # paths whose last analysis changed a summary or globals
+        self.skipped_passes = 0                 # module analyses a summary pass left out as unchanged
 
     # ------------------------------------------------------------ files
 
@@ -350,10 +357,32 @@ class Project:
                 v = {k: lab for k, lab in v.items() if (lab.kind, lab.origin) != own}
                 if v and key not in getattr(fi, "tainted_params", {}):
                     s.mutates[key] = v
-        tmpl = getattr(fi, "template", None)
-        if tmpl and fr.returns:
-            pass
+        if outer is not None or fi.qual != "<module>":
+            self.settle(fi)
         return fr
+
+    def settle(self, fi):
+        """Bumps fi's version when its summary's content changed."""
+        c = fi.summary.content()
+        if c != fi.content:
+            fi.content = c
+            fi.version += 1
+            self.changed.add(fi.mod.path)
+
+    def note_read(self, fi):
+        """The running analysis applies fi's summary."""
+        r = self.reads
+        if r is not None and id(fi) not in r:
+            r[id(fi)] = (fi, fi.version)
+
+    def unchanged(self, rel):
+        """Whether analysing rel again would give what its last analysis
+        gave: nothing it read has changed since, and that analysis changed
+        none of its own summaries or globals."""
+        deps = self.deps.get(rel)
+        if deps is None or rel in self.changed:
+            return False
+        return all(fi.version == v for fi, v in deps.values())
 
     def analyze_module(self, mod):
         fi = FuncInfo(mod, ast.FunctionDef(name="<module>", args=ast.arguments(
@@ -370,7 +399,10 @@ class Project:
                     cat = R.JUDGED_IMPORTS.get(name.split(".")[0])
                     if cat:
                         self.record_judged(mod.path, cat, (n.lineno,), "flow")
+        old = mod.globals
         mod.globals = {k: v for k, v in fr.env.items() if "." not in k and v and any(l.kind != PARAM for l in v.values())}
+        if globals_content(old) != globals_content(mod.globals):
+            self.changed.add(mod.path)
 
     def run(self):
         t_start = time.monotonic()
@@ -413,6 +445,13 @@ class Project:
             mod = self.modules[rel]
             if rel in self.skipped:
                 continue
+            if not report and self.unchanged(rel):
+                self.skipped_passes += 1
+                for fi in mod.all_funcs:
+                    sigs.append((rel, fi.qual, fi.summary.signature()))
+                continue
+            self.changed.discard(rel)
+            self.reads = {}
             self.current = rel
             used = self.spent.get(rel, 0.0)
             t0 = budget_clock()
@@ -430,6 +469,8 @@ class Project:
             finally:
                 self.spent[rel] = used + (budget_clock() - t0)
                 self.deadline = None
+                self.deps[rel] = self.reads
+                self.reads = None
             for fi in mod.all_funcs:
                 sigs.append((rel, fi.qual, fi.summary.signature()))
         return tuple(sigs)
@@ -443,6 +484,7 @@ class Project:
         if mod is not None:
             for fi in mod.all_funcs:
                 fi.summary = type(fi.summary)()
+                self.settle(fi)
 
     # Categories where a function that builds its parameter into the sink's
     # text is a finding by itself when nothing in the analysed code calls it
@@ -550,6 +592,10 @@ class Project:
 
     def sorted_findings(self):
         return [self.findings[k] for k in sorted(self.findings)]
+
+
+def globals_content(g):
+    return tuple((k, tuple((lk, lab.trace) for lk, lab in t.items())) for k, t in g.items())
 
 
 def all_args(node):

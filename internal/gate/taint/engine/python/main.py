@@ -123,6 +123,7 @@ def sarif(project, targets, ms):
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     props = {"files": len([t for t in targets if t in project.modules or t.endswith(R.TEMPLATE_EXTS)]),
              "ms": ms, "max_rss_kb": rss, "passes": getattr(project, "passes", 0),
+             "modules_unchanged": project.skipped_passes,
              "cpu_ms": int(time.process_time() * 1000),
              "slowest": [{"path": p, "ms": m} for m, p in slow],
              # the sinks the engine judged, flagged or not, by file: [line,
