@@ -22,6 +22,7 @@ TICK_EVERY = 1024
 # files are left out. (The analyzer's sandbox timeout bounds the wall time.)
 budget_clock = time.thread_time
 MAX_NODES = 400000           # AST nodes of one file
+RUN_BUDGET_PASSES = 0.6      # share of the run's budget the summary passes may use
 
 
 class Skip(Exception):
@@ -29,7 +30,7 @@ class Skip(Exception):
 
 
 class Project:
-    def __init__(self, root, targets, max_file_bytes, budget_ms, max_results):
+    def __init__(self, root, targets, max_file_bytes, budget_ms, max_results, run_budget_ms=0):
         self.root = root
         self.targets = targets                  # repository-relative paths to report on
         self.target_set = set(targets)
@@ -61,6 +62,12 @@ class Project:
         self.deps = {}                          # path -> reads of its last analysis
         self.changed = set()                    # paths whose last analysis changed a summary or globals
         self.skipped_passes = 0                 # module analyses a summary pass left out as unchanged
+        # The run's budget: CPU seconds of the whole process (0: none). Past
+        # RUN_BUDGET_PASSES of it no further summary pass starts; past all of
+        # it the report pass reads no further module, and names each target
+        # it did not reach.
+        self.run_budget = run_budget_ms / 1000.0
+        self.unreached = 0
 
     # ------------------------------------------------------------ files
 
@@ -429,7 +436,7 @@ class Project:
             passes += 1
             self.final = False
             sig = self.one_pass(report=False)
-            if sig == prev or passes >= MAX_PASSES:
+            if sig == prev or passes >= MAX_PASSES or self.over_run_budget(RUN_BUDGET_PASSES):
                 break
             prev = sig
         self.findings = {}
@@ -444,6 +451,13 @@ class Project:
         for rel in sorted(self.modules):
             mod = self.modules[rel]
             if rel in self.skipped:
+                continue
+            if self.over_run_budget(1.0 if report else RUN_BUDGET_PASSES):
+                if not report:
+                    break  # to the report pass, with the summaries so far
+                self.skipped[rel] = ("not reached: the run's CPU budget (%g s) was spent" % self.run_budget) \
+                    if rel in self.target_set else None
+                self.unreached += rel in self.target_set
                 continue
             if not report and self.unchanged(rel):
                 self.skipped_passes += 1
@@ -474,6 +488,9 @@ class Project:
             for fi in mod.all_funcs:
                 sigs.append((rel, fi.qual, fi.summary.signature()))
         return tuple(sigs)
+
+    def over_run_budget(self, share):
+        return self.run_budget > 0 and time.process_time() > self.run_budget * share
 
     def drop(self, rel, why):
         self.skipped[rel] = why if rel in self.target_set else None
