@@ -42,10 +42,11 @@ func taintCommand(name string, interpreter []string, entry string) []string {
 func taintPythonAnalyzer() Analyzer {
 	return Analyzer{
 		Name: TaintPython,
-		// A run's CPU budget below its 5 min timeout: past it the files not
-		// reached are named and what was analysed is reported.
+		// A run's CPU budget, and a wall-clock deadline, below its 5 min
+		// timeout: past either the files not reached are named and what was
+		// analysed is reported, where a timeout would report nothing.
 		Command: append(taintCommand(TaintPython, []string{"python3", "-I", "-B"}, taint.Python+"/main.py"),
-			"--run-budget-ms", strconv.Itoa(taintPythonRunBudgetMS)),
+			"--run-budget-ms", strconv.Itoa(taintPythonRunBudgetMS), "--run-deadline-ms", strconv.Itoa(taintPythonRunDeadlineMS)),
 		Input:       InputTaintPython,
 		Format:      finding.FormatSARIF,
 		Files:       []string{"*.py", "*.html", "*.htm", "*.jinja", "*.jinja2", "*.j2", "*.djhtml"},
@@ -59,8 +60,12 @@ func taintPythonAnalyzer() Analyzer {
 	}
 }
 
-// taintPythonRunBudgetMS is the Python engine's CPU budget for one run.
-const taintPythonRunBudgetMS = 200_000
+// The Python engine's CPU budget and wall-clock deadline for one run (its
+// sandbox times out at 5 min).
+const (
+	taintPythonRunBudgetMS   = 200_000
+	taintPythonRunDeadlineMS = 240_000
+)
 
 // banditCoveredByTaint are Bandit's tests that have no data flow (they flag
 // every call, import or string of a kind) in the categories the Python taint

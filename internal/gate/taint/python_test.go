@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -120,6 +121,26 @@ func TestPythonRunBudget(t *testing.T) {
 		if n.Path != name || !strings.Contains(n.Text, "not reached") {
 			t.Errorf("notice %d: %+v", i+1, n)
 		}
+	}
+}
+
+// TestPythonRunDeadline: the same with the run's wall-clock deadline, which
+// 200 files cannot meet in 1 ms.
+func TestPythonRunDeadline(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 200 {
+		body := "def g" + strconv.Itoa(i) + "(x):\n    return x\n"
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%03d.py", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := hostPython(t, dir, "--run-deadline-ms", "1")
+	if len(res.Notices) < 2 || !strings.Contains(res.Notices[0].Text, "files not reached, from ") ||
+		!strings.HasSuffix(res.Notices[0].Text, ": the run's time (0.001 s) was spent") {
+		t.Fatalf("notices %+v", res.Notices)
+	}
+	if res.Notices[0].Path != res.Notices[1].Path || !strings.Contains(res.Notices[1].Text, "skipped: not reached") {
+		t.Errorf("the first file not reached is not named: %+v", res.Notices[:2])
 	}
 }
 

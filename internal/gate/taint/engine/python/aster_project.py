@@ -30,7 +30,7 @@ class Skip(Exception):
 
 
 class Project:
-    def __init__(self, root, targets, max_file_bytes, budget_ms, max_results, run_budget_ms=0):
+    def __init__(self, root, targets, max_file_bytes, budget_ms, max_results, run_budget_ms=0, run_deadline_ms=0):
         self.root = root
         self.targets = targets                  # repository-relative paths to report on
         self.target_set = set(targets)
@@ -67,6 +67,10 @@ class Project:
         # it the report pass reads no further module, and names each target
         # it did not reach.
         self.run_budget = run_budget_ms / 1000.0
+        # and a wall-clock deadline from the start, below the sandbox's
+        # timeout: on a busy machine the CPU budget alone would come after it
+        self.run_deadline = run_deadline_ms / 1000.0
+        self.t_start = time.monotonic()
         self.unreached = 0
 
     # ------------------------------------------------------------ files
@@ -455,8 +459,7 @@ class Project:
             if self.over_run_budget(1.0 if report else RUN_BUDGET_PASSES):
                 if not report:
                     break  # to the report pass, with the summaries so far
-                self.skipped[rel] = ("not reached: the run's CPU budget (%g s) was spent" % self.run_budget) \
-                    if rel in self.target_set else None
+                self.skipped[rel] = "not reached: " + self.budget_text() if rel in self.target_set else None
                 self.unreached += rel in self.target_set
                 continue
             if not report and self.unchanged(rel):
@@ -490,7 +493,13 @@ class Project:
         return tuple(sigs)
 
     def over_run_budget(self, share):
-        return self.run_budget > 0 and time.process_time() > self.run_budget * share
+        return (self.run_budget > 0 and time.process_time() > self.run_budget * share) or \
+            (self.run_deadline > 0 and time.monotonic() - self.t_start > self.run_deadline * share)
+
+    def budget_text(self):
+        if self.run_deadline > 0 and time.monotonic() - self.t_start > self.run_deadline:
+            return "the run's time (%g s) was spent" % self.run_deadline
+        return "the run's CPU budget (%g s) was spent" % self.run_budget
 
     def drop(self, rel, why):
         self.skipped[rel] = why if rel in self.target_set else None

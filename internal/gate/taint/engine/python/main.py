@@ -2,7 +2,8 @@
 templates) of a snapshot and writes SARIF 2.1.0 on stdout.
 
     python3 -I main.py [--root /work] [--files-from FILE|-] [--max-file-bytes N]
-                       [--file-budget-ms N] [--run-budget-ms N] [--max-results N]
+                       [--file-budget-ms N] [--run-budget-ms N] [--run-deadline-ms N]
+                       [--max-results N]
 
 Standard library only. It never writes under --root, exits 0 with SARIF
 whenever it ran (findings or not), and names every file it left out (too
@@ -36,6 +37,8 @@ def parse_args(argv):
     ap.add_argument("--max-results", type=int, default=2000)
     ap.add_argument("--run-budget-ms", type=int, default=0,
                     help="CPU time of the whole run; the files it leaves out are named (0: none)")
+    ap.add_argument("--run-deadline-ms", type=int, default=0,
+                    help="wall time of the whole run, the same way (0: none)")
     ap.add_argument("files", nargs="*")
     return ap.parse_args(argv)
 
@@ -125,8 +128,8 @@ def sarif(project, targets, ms):
         # the count; at the first file not reached
         first = min(p for p, why in project.skipped.items() if why and why.startswith("not reached"))
         notes.insert(0, {"level": "warning",
-                         "message": {"text": "taint: %d files not reached, from %s on: the run's CPU budget (%g s) was spent" % (
-                             project.unreached, first, project.run_budget)},
+                         "message": {"text": "taint: %d files not reached, from %s on: %s" % (
+                             project.unreached, first, project.skipped[first][len("not reached: "):])},
                          "locations": [{"physicalLocation": {"artifactLocation": {"uri": first}}}]})
     if getattr(project, "dropped", 0):
         notes.append({"level": "warning", "message": {"text": "taint: %d more findings not reported (--max-results)" % project.dropped}})
@@ -161,7 +164,7 @@ def main(argv):
     t0 = time.monotonic()
     targets = targets_of(args)
     project = Project(args.root, targets, args.max_file_bytes, args.file_budget_ms, args.max_results,
-                      args.run_budget_ms)
+                      args.run_budget_ms, args.run_deadline_ms)
     failure = []
 
     def work():
