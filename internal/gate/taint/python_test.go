@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -86,6 +87,60 @@ func TestPythonBudget(t *testing.T) {
 	}
 	if res.Stats == nil || res.Stats.Files < 1 || res.Stats.MaxRSSKB <= 0 {
 		t.Errorf("stats %+v", res.Stats)
+	}
+}
+
+// TestPythonRunBudget: a run whose CPU budget is spent before the report
+// pass reaches a file names that file and counts the files not reached in its
+// first notice, and still exits with SARIF; without the budget the same tree
+// gives its finding.
+func TestPythonRunBudget(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a.py": "import os\nfrom flask import request\n\n\ndef f():\n    os.system(request.args['c'])\n",
+		"b.py": "def g(x):\n    return x\n",
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if res := hostPython(t, dir); len(res.Findings) != 1 || len(res.Notices) != 0 {
+		t.Fatalf("without a run budget: findings %+v, notices %+v", res.Findings, res.Notices)
+	}
+	// the interpreter's own start costs more than 1 ms of CPU
+	res := hostPython(t, dir, "--run-budget-ms", "1")
+	if len(res.Findings) != 0 {
+		t.Errorf("findings in files not reached: %+v", res.Findings)
+	}
+	if len(res.Notices) != 3 || res.Notices[0].Path != "a.py" || !strings.Contains(res.Notices[0].Text, "2 files not reached, from a.py on: the run's CPU budget (0.001 s) was spent") {
+		t.Fatalf("notices %+v", res.Notices)
+	}
+	for i, name := range []string{"a.py", "b.py"} {
+		n := res.Notices[i+1]
+		if n.Path != name || !strings.Contains(n.Text, "not reached") {
+			t.Errorf("notice %d: %+v", i+1, n)
+		}
+	}
+}
+
+// TestPythonRunDeadline: the same with the run's wall-clock deadline, which
+// 200 files cannot meet in 1 ms.
+func TestPythonRunDeadline(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 200 {
+		body := "def g" + strconv.Itoa(i) + "(x):\n    return x\n"
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("m%03d.py", i)), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res := hostPython(t, dir, "--run-deadline-ms", "1")
+	if len(res.Notices) < 2 || !strings.Contains(res.Notices[0].Text, "files not reached, from ") ||
+		!strings.HasSuffix(res.Notices[0].Text, ": the run's time (0.001 s) was spent") {
+		t.Fatalf("notices %+v", res.Notices)
+	}
+	if res.Notices[0].Path != res.Notices[1].Path || !strings.Contains(res.Notices[1].Text, "skipped: not reached") {
+		t.Errorf("the first file not reached is not named: %+v", res.Notices[:2])
 	}
 }
 

@@ -122,11 +122,44 @@ def without_kind(t, kinds):
 
 
 def text_of(node):
+    """The source text of node, rendered once: every pass asks again for the
+    same nodes (the AST is never changed after it is parsed)."""
+    try:
+        return node._aster_text
+    except AttributeError:
+        pass
     try:
         s = ast.unparse(node)
     except Exception:  # noqa: BLE001 - any node unparse cannot render
         s = type(node).__name__
+    try:
+        node._aster_text = s
+    except AttributeError:
+        pass
     return s
+
+
+def names_in(node):
+    """The ids of the Name nodes under node (node included), found once."""
+    try:
+        return node._aster_names
+    except AttributeError:
+        pass
+    out = frozenset(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
+    node._aster_names = out
+    return out
+
+
+def calls_and_names(node):
+    """The Call and Name nodes under node (node included), in ast.walk's
+    order, found once."""
+    try:
+        return node._aster_cn
+    except AttributeError:
+        pass
+    out = tuple(n for n in ast.walk(node) if isinstance(n, (ast.Call, ast.Name)))
+    node._aster_cn = out
+    return out
 
 
 # ---------------------------------------------------------------- program model
@@ -153,6 +186,10 @@ class FuncInfo:
         self.kwarg = a.kwarg.arg if a.kwarg else None
         self.summary = Summary()
         self.route = None             # set by Analyzer.route_params
+        # bumped when a pass gives the function a summary of another content
+        # (Project.one_pass re-analyses only the modules that read a changed one)
+        self.version = 0
+        self.content = EMPTY_CONTENT
 
 
 class ClassInfo:
@@ -171,10 +208,22 @@ class Summary:
         self.fields = {}       # (param, attr) -> taint stored into a parameter's attribute
         self.mutates = {}      # param -> taint added to the parameter's value
 
+    def content(self):
+        """Everything the summary holds, traces and order included: equal
+        contents give callers equal results."""
+        return (tuple((k, lab.trace) for k, lab in self.ret.items()),
+                tuple((s[0].key(), s[0].trace) + tuple(s[1:]) for s in self.sinks),
+                tuple((k, taint_content(v)) for k, v in self.fields.items()),
+                tuple((k, taint_content(v)) for k, v in self.mutates.items()))
+
     def signature(self):
         return repr((sorted(map(repr, self.ret)), sorted(repr((s[0].key(), s[1], s[2])) for s in self.sinks),
                      sorted(repr((k, sorted(map(repr, v)))) for k, v in self.fields.items()),
                      sorted(repr((k, sorted(map(repr, v)))) for k, v in self.mutates.items())))
+
+
+def taint_content(t):
+    return tuple((k, lab.trace) for k, lab in t.items())
 
 
 class Module:
@@ -193,6 +242,9 @@ class Module:
         self.defined = set()       # names bound at module level
         self.all_funcs = []        # every FuncInfo (nested too), in source order
         self.autoescape_off = []   # lines where a template environment disables escaping
+
+
+EMPTY_CONTENT = Summary().content()
 
 
 class Finding:
@@ -337,9 +389,10 @@ class Analyzer:
 
     def built_lines(self, fr, node):
         out = set()
-        for n in ast.walk(node):
-            if isinstance(n, ast.Name) and n.id in fr.defs:
-                out |= fr.defs[n.id]
+        defs = fr.defs
+        for name in names_in(node):
+            if name in defs:
+                out |= defs[name]
         return out
 
     def sink(self, fr, category, node, t, sink_text, kinds=(WEB, LOCAL)):
@@ -761,6 +814,7 @@ class Analyzer:
     def apply_summary(self, fr, node, callee, recv, recv_t, args, kw, kwstar):
         if isinstance(callee, tuple):  # a class without __init__: an object carrying its arguments
             return union(*args, *kw.values())
+        self.ctx.note_read(callee)
         s = callee.summary
         params = callee.params
         bind = {}
@@ -1607,7 +1661,7 @@ class Analyzer:
         """Names a condition checks through a call: given to a call in it, or
         to the call whose result it tests (user, ok = lookup(name))."""
         out = []
-        for n in ast.walk(test):
+        for n in calls_and_names(test):
             if isinstance(n, ast.Call) and not self.is_plain_check(fr, n):
                 out += [a.id for a in list(n.args) + [k.value for k in n.keywords] if isinstance(a, ast.Name)]
             elif isinstance(n, ast.Name) and n.id in fr.check_args:

@@ -22,6 +22,7 @@ TICK_EVERY = 1024
 # files are left out. (The analyzer's sandbox timeout bounds the wall time.)
 budget_clock = time.thread_time
 MAX_NODES = 400000           # AST nodes of one file
+RUN_BUDGET_PASSES = 0.6      # share of the run's budget the summary passes may use
 
 
 class Skip(Exception):
@@ -29,7 +30,7 @@ class Skip(Exception):
 
 
 class Project:
-    def __init__(self, root, targets, max_file_bytes, budget_ms, max_results):
+    def __init__(self, root, targets, max_file_bytes, budget_ms, max_results, run_budget_ms=0, run_deadline_ms=0):
         self.root = root
         self.targets = targets                  # repository-relative paths to report on
         self.target_set = set(targets)
@@ -54,6 +55,23 @@ class Project:
         self.called = set()                     # id(FuncInfo) of every function a call reached
         self.judged = {}                        # path -> {(line, category): basis} of sinks judged
         self.judged_n = 0
+        # Summary passes re-analyse a module only when what its last analysis
+        # read may have changed: the summaries it applied (FuncInfo, version
+        # read), or its own functions or globals changed in that analysis.
+        self.reads = None                       # id(FuncInfo) -> (FuncInfo, version) of the analysis running
+        self.deps = {}                          # path -> reads of its last analysis
+        self.changed = set()                    # paths whose last analysis changed a summary or globals
+        self.skipped_passes = 0                 # module analyses a summary pass left out as unchanged
+        # The run's budget: CPU seconds of the whole process (0: none). Past
+        # RUN_BUDGET_PASSES of it no further summary pass starts; past all of
+        # it the report pass reads no further module, and names each target
+        # it did not reach.
+        self.run_budget = run_budget_ms / 1000.0
+        # and a wall-clock deadline from the start, below the sandbox's
+        # timeout: on a busy machine the CPU budget alone would come after it
+        self.run_deadline = run_deadline_ms / 1000.0
+        self.t_start = time.monotonic()
+        self.unreached = 0
 
     # ------------------------------------------------------------ files
 
@@ -350,10 +368,32 @@ class Project:
                 v = {k: lab for k, lab in v.items() if (lab.kind, lab.origin) != own}
                 if v and key not in getattr(fi, "tainted_params", {}):
                     s.mutates[key] = v
-        tmpl = getattr(fi, "template", None)
-        if tmpl and fr.returns:
-            pass
+        if outer is not None or fi.qual != "<module>":
+            self.settle(fi)
         return fr
+
+    def settle(self, fi):
+        """Bumps fi's version when its summary's content changed."""
+        c = fi.summary.content()
+        if c != fi.content:
+            fi.content = c
+            fi.version += 1
+            self.changed.add(fi.mod.path)
+
+    def note_read(self, fi):
+        """The running analysis applies fi's summary."""
+        r = self.reads
+        if r is not None and id(fi) not in r:
+            r[id(fi)] = (fi, fi.version)
+
+    def unchanged(self, rel):
+        """Whether analysing rel again would give what its last analysis
+        gave: nothing it read has changed since, and that analysis changed
+        none of its own summaries or globals."""
+        deps = self.deps.get(rel)
+        if deps is None or rel in self.changed:
+            return False
+        return all(fi.version == v for fi, v in deps.values())
 
     def analyze_module(self, mod):
         fi = FuncInfo(mod, ast.FunctionDef(name="<module>", args=ast.arguments(
@@ -370,7 +410,10 @@ class Project:
                     cat = R.JUDGED_IMPORTS.get(name.split(".")[0])
                     if cat:
                         self.record_judged(mod.path, cat, (n.lineno,), "flow")
+        old = mod.globals
         mod.globals = {k: v for k, v in fr.env.items() if "." not in k and v and any(l.kind != PARAM for l in v.values())}
+        if globals_content(old) != globals_content(mod.globals):
+            self.changed.add(mod.path)
 
     def run(self):
         t_start = time.monotonic()
@@ -397,7 +440,7 @@ class Project:
             passes += 1
             self.final = False
             sig = self.one_pass(report=False)
-            if sig == prev or passes >= MAX_PASSES:
+            if sig == prev or passes >= MAX_PASSES or self.over_run_budget(RUN_BUDGET_PASSES):
                 break
             prev = sig
         self.findings = {}
@@ -413,6 +456,19 @@ class Project:
             mod = self.modules[rel]
             if rel in self.skipped:
                 continue
+            if self.over_run_budget(1.0 if report else RUN_BUDGET_PASSES):
+                if not report:
+                    break  # to the report pass, with the summaries so far
+                self.skipped[rel] = "not reached: " + self.budget_text() if rel in self.target_set else None
+                self.unreached += rel in self.target_set
+                continue
+            if not report and self.unchanged(rel):
+                self.skipped_passes += 1
+                for fi in mod.all_funcs:
+                    sigs.append((rel, fi.qual, fi.summary.signature()))
+                continue
+            self.changed.discard(rel)
+            self.reads = {}
             self.current = rel
             used = self.spent.get(rel, 0.0)
             t0 = budget_clock()
@@ -430,9 +486,20 @@ class Project:
             finally:
                 self.spent[rel] = used + (budget_clock() - t0)
                 self.deadline = None
+                self.deps[rel] = self.reads
+                self.reads = None
             for fi in mod.all_funcs:
                 sigs.append((rel, fi.qual, fi.summary.signature()))
         return tuple(sigs)
+
+    def over_run_budget(self, share):
+        return (self.run_budget > 0 and time.process_time() > self.run_budget * share) or \
+            (self.run_deadline > 0 and time.monotonic() - self.t_start > self.run_deadline * share)
+
+    def budget_text(self):
+        if self.run_deadline > 0 and time.monotonic() - self.t_start > self.run_deadline:
+            return "the run's time (%g s) was spent" % self.run_deadline
+        return "the run's CPU budget (%g s) was spent" % self.run_budget
 
     def drop(self, rel, why):
         self.skipped[rel] = why if rel in self.target_set else None
@@ -443,6 +510,7 @@ class Project:
         if mod is not None:
             for fi in mod.all_funcs:
                 fi.summary = type(fi.summary)()
+                self.settle(fi)
 
     # Categories where a function that builds its parameter into the sink's
     # text is a finding by itself when nothing in the analysed code calls it
@@ -550,6 +618,10 @@ class Project:
 
     def sorted_findings(self):
         return [self.findings[k] for k in sorted(self.findings)]
+
+
+def globals_content(g):
+    return tuple((k, tuple((lk, lab.trace) for lk, lab in t.items())) for k, t in g.items())
 
 
 def all_args(node):

@@ -2,11 +2,13 @@
 templates) of a snapshot and writes SARIF 2.1.0 on stdout.
 
     python3 -I main.py [--root /work] [--files-from FILE|-] [--max-file-bytes N]
-                       [--file-budget-ms N] [--max-results N]
+                       [--file-budget-ms N] [--run-budget-ms N] [--run-deadline-ms N]
+                       [--max-results N]
 
 Standard library only. It never writes under --root, exits 0 with SARIF
 whenever it ran (findings or not), and names every file it left out (too
-large, not Python 3, over its per-file budget) in the run's
+large, not Python 3, over its per-file budget, not reached within the run's
+CPU budget) in the run's
 toolExecutionNotifications."""
 
 import argparse
@@ -33,6 +35,10 @@ def parse_args(argv):
     ap.add_argument("--max-file-bytes", type=int, default=1 << 20)
     ap.add_argument("--file-budget-ms", type=int, default=5000)
     ap.add_argument("--max-results", type=int, default=2000)
+    ap.add_argument("--run-budget-ms", type=int, default=0,
+                    help="CPU time of the whole run; the files it leaves out are named (0: none)")
+    ap.add_argument("--run-deadline-ms", type=int, default=0,
+                    help="wall time of the whole run, the same way (0: none)")
     ap.add_argument("files", nargs="*")
     return ap.parse_args(argv)
 
@@ -117,12 +123,21 @@ def sarif(project, targets, ms):
         notes.append({"level": "warning",
                       "message": {"text": "taint: %s skipped: %s" % (path, project.skipped[path])},
                       "locations": [{"physicalLocation": {"artifactLocation": {"uri": path}}}]})
+    if project.unreached:
+        # first, so that a reader keeping only the first notices still has
+        # the count; at the first file not reached
+        first = min(p for p, why in project.skipped.items() if why and why.startswith("not reached"))
+        notes.insert(0, {"level": "warning",
+                         "message": {"text": "taint: %d files not reached, from %s on: %s" % (
+                             project.unreached, first, project.skipped[first][len("not reached: "):])},
+                         "locations": [{"physicalLocation": {"artifactLocation": {"uri": first}}}]})
     if getattr(project, "dropped", 0):
         notes.append({"level": "warning", "message": {"text": "taint: %d more findings not reported (--max-results)" % project.dropped}})
     slow = sorted(((int(v * 1000), p) for p, v in project.spent.items() if p in project.target_set), reverse=True)[:5]
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     props = {"files": len([t for t in targets if t in project.modules or t.endswith(R.TEMPLATE_EXTS)]),
              "ms": ms, "max_rss_kb": rss, "passes": getattr(project, "passes", 0),
+             "modules_unchanged": project.skipped_passes,
              "cpu_ms": int(time.process_time() * 1000),
              "slowest": [{"path": p, "ms": m} for m, p in slow],
              # the sinks the engine judged, flagged or not, by file: [line,
@@ -148,7 +163,8 @@ def main(argv):
     args.root = os.path.abspath(args.root)
     t0 = time.monotonic()
     targets = targets_of(args)
-    project = Project(args.root, targets, args.max_file_bytes, args.file_budget_ms, args.max_results)
+    project = Project(args.root, targets, args.max_file_bytes, args.file_budget_ms, args.max_results,
+                      args.run_budget_ms, args.run_deadline_ms)
     failure = []
 
     def work():
