@@ -193,7 +193,7 @@ if inspect session-exec "$aster" mcp --method tools/call --tool-name session_exe
 		"stdio: session_exec in the connection's default session (not as root)"
 fi
 if inspect http-tools-list "$url" --transport http --method tools/list; then
-	check_json http-tools-list '["execute", "run_tests", "validate", "session_exec", "session_write_file", "session_read_file", "session_list_files", "session_create", "session_list", "session_close"].every(n => r.tools.some(t => t.name === n)) && r.tools.length === 10' "streamable HTTP: tools/list (the sandbox tools and the session tools)"
+	check_json http-tools-list '["execute", "run_tests", "validate", "session_exec", "session_write_file", "session_read_file", "session_list_files", "session_create", "session_list", "session_snapshot", "session_close"].every(n => r.tools.some(t => t.name === n)) && r.tools.length === 11' "streamable HTTP: tools/list (the sandbox tools and the session tools)"
 fi
 
 echo

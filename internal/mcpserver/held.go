@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -46,12 +47,14 @@ type held struct {
 	mu    sync.Mutex
 	conns map[*mcp.ServerSession]*connHeld
 	shut  bool
+	dir   string // snapshot files, made on first use
 }
 
 type connHeld struct {
 	byID  map[string]*sandbox.Sandbox
 	def   string // the default session's id, "" until opened
 	order []string
+	snaps []*heldSnapshot // oldest first
 }
 
 func newHeld(open SessionOpener, max int) *held {
@@ -197,6 +200,7 @@ func (h *held) closeConn(ss *mcp.ServerSession) {
 	delete(h.conns, ss)
 	h.mu.Unlock()
 	if c != nil {
+		removeSnapshots(c.snaps)
 		closeAll(slices.Collect(maps.Values(c.byID)))
 	}
 }
@@ -208,10 +212,15 @@ func (h *held) shutdown() {
 	var all []*sandbox.Sandbox
 	for ss, c := range h.conns {
 		all = append(all, slices.Collect(maps.Values(c.byID))...)
+		removeSnapshots(c.snaps)
 		delete(h.conns, ss)
 	}
+	dir := h.dir
 	h.mu.Unlock()
 	closeAll(all)
+	if dir != "" {
+		_ = os.RemoveAll(dir)
+	}
 }
 
 func closeAll(all []*sandbox.Sandbox) {
@@ -228,12 +237,13 @@ func closeAll(all []*sandbox.Sandbox) {
 
 // SessionCreateInput is session_create's arguments.
 type SessionCreateInput struct {
-	Image       string            `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
-	Files       map[string]string `json:"files,omitempty" jsonschema:"files to place under /work when the session starts: relative path to UTF-8 content."`
-	Env         map[string]string `json:"env,omitempty" jsonschema:"environment variables every command of the session gets (a command's own env wins)."`
-	Limits      *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits: memory, cpus, pids, workdir_size and tmp_size hold for all the session's commands together; timeout, output_limit and output_ceiling for each command."`
-	TTL         string            `json:"ttl,omitempty" jsonschema:"the session's whole life, e.g. \"30m\" (default: the server's)."`
-	IdleTimeout string            `json:"idle_timeout,omitempty" jsonschema:"the session ends after this long without a call, e.g. \"10m\" (default: the server's)."`
+	Image        string            `json:"image,omitempty" jsonschema:"sandbox image from the server's allowlist (default: the first one)."`
+	Files        map[string]string `json:"files,omitempty" jsonschema:"files to place under /work when the session starts: relative path to UTF-8 content."`
+	Env          map[string]string `json:"env,omitempty" jsonschema:"environment variables every command of the session gets (a command's own env wins)."`
+	Limits       *LimitsInput      `json:"limits,omitempty" jsonschema:"resource limits: memory, cpus, pids, workdir_size and tmp_size hold for all the session's commands together; timeout, output_limit and output_ceiling for each command."`
+	TTL          string            `json:"ttl,omitempty" jsonschema:"the session's whole life, e.g. \"30m\" (default: the server's)."`
+	IdleTimeout  string            `json:"idle_timeout,omitempty" jsonschema:"the session ends after this long without a call, e.g. \"10m\" (default: the server's)."`
+	FromSnapshot string            `json:"from_snapshot,omitempty" jsonschema:"a snapshot_id from session_snapshot on this connection: the new session's /work starts as that snapshot's (files go over it); its image is the snapshot's unless image is given."`
 }
 
 // SessionInfo is what the session tools say about a session.
@@ -327,7 +337,7 @@ func (s *Server) addSessionTools() error {
 	out := map[string]*jsonschema.Schema{}
 	for name, f := range map[string]func() (*jsonschema.Schema, error){
 		"info": outputSchemaFor[SessionInfo], "list": outputSchemaFor[SessionList], "file": outputSchemaFor[SessionFile],
-		"files": outputSchemaFor[SessionFiles], "closed": outputSchemaFor[SessionClosed],
+		"files": outputSchemaFor[SessionFiles], "closed": outputSchemaFor[SessionClosed], "snapshot": outputSchemaFor[SessionSnapshotInfo],
 	} {
 		if out[name], err = f(); err != nil {
 			return err
@@ -387,6 +397,14 @@ Images: %s. Default limits: %s.`, s.held.max, imageList(s.opts.Images), limitsSu
 		Annotations:  &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}, s.sessionListAll)
 	mcp.AddTool(s.mcp, &mcp.Tool{
+		Name:         "session_snapshot",
+		Title:        "Snapshot a session's files",
+		Description:  fmt.Sprintf(`Keep a copy of a session's /work (the default session when session_id is omitted) and return its snapshot_id; session_create with from_snapshot then starts any number of new sessions from it, each with its own copy. Files only: /tmp, processes and memory are not kept. A snapshot lasts as long as this connection; it keeps its newest %d.`, maxHeldSnapshots),
+		InputSchema:  in["ref"],
+		OutputSchema: out["snapshot"],
+		Annotations:  local,
+	}, s.sessionSnapshot)
+	mcp.AddTool(s.mcp, &mcp.Tool{
 		Name:         "session_close",
 		Title:        "Close a session",
 		Description:  `Close a session (the default one when session_id is omitted): its sandbox is destroyed with every file and process in it.`,
@@ -445,6 +463,21 @@ func (s *Server) sessionCreate(ctx context.Context, req *mcp.CallToolRequest, in
 	spec, err := s.sessionSpec(in)
 	if err != nil {
 		return nil, SessionInfo{}, toolError(err)
+	}
+	if in.FromSnapshot != "" {
+		sn, err := s.held.snapshot(req.Session, in.FromSnapshot)
+		if err != nil {
+			return nil, SessionInfo{}, toolError(err)
+		}
+		f, err := os.Open(sn.path)
+		if err != nil {
+			return nil, SessionInfo{}, toolError(fmt.Errorf("%w: snapshot %q is gone", api.ErrNotFound, sn.id))
+		}
+		defer f.Close()
+		spec.Archive = f
+		if in.Image == "" {
+			spec.Image = sn.image
+		}
 	}
 	sb, err := s.openHeld(ctx, req.Session, spec, false)
 	if err != nil {

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"encoding/base64"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
 
 func callSession(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) *mcp.CallToolResult {
@@ -125,4 +127,72 @@ func TestSessionToolsDocker(t *testing.T) {
 		t.Logf("close: %v", err)
 	}
 	waitFor(t, 30*time.Second, "the ended connection's sandbox gone", func() bool { return !e.live(t, defaultID) })
+}
+
+// session_snapshot keeps a copy of a session's /work; session_create with
+// from_snapshot starts a session from it, which diverges from the original;
+// another connection cannot name the snapshot; the connection's end removes
+// its snapshot files.
+func TestSessionSnapshotToolsDocker(t *testing.T) {
+	e := newDockerEnv(t, 4, 8)
+	cs := e.httpSession(t, nil)
+	mustOK(t, callSession(t, cs, "session_write_file", map[string]any{"path": "state/a.txt", "content": "one\n"}), "write")
+	res := callSession(t, cs, "session_snapshot", nil)
+	mustOK(t, res, "snapshot")
+	sn := structured[SessionSnapshotInfo](t, res)
+	if !strings.HasPrefix(sn.SnapshotID, "snap-") || sn.Size <= 0 || sn.Image != sandboxtest.Image() || sn.Dropped != "" {
+		t.Fatalf("snapshot: %+v", sn)
+	}
+	mustOK(t, callSession(t, cs, "session_write_file", map[string]any{"path": "state/a.txt", "content": "two\n"}), "rewrite")
+
+	res = callSession(t, cs, "session_create", map[string]any{"from_snapshot": sn.SnapshotID, "files": map[string]string{"b.txt": "over\n"}})
+	mustOK(t, res, "create from the snapshot")
+	fork := structured[SessionInfo](t, res)
+	res = callSession(t, cs, "session_exec", map[string]any{"session_id": fork.SessionID, "argv": []string{"cat", "state/a.txt", "b.txt"}})
+	if out := structured[sandbox.WireResult](t, res); out.Status != "ok" || out.Stdout != "one\nover\n" {
+		t.Fatalf("the fork's /work: %+v", out)
+	}
+	res = callSession(t, cs, "session_exec", map[string]any{"argv": []string{"cat", "state/a.txt"}})
+	if out := structured[sandbox.WireResult](t, res); out.Stdout != "two\n" {
+		t.Fatalf("the original after the fork: %+v", out)
+	}
+
+	other := e.httpSession(t, nil)
+	for _, id := range []string{sn.SnapshotID, "snap-00000000000000000000000000000000"} {
+		res := callSession(t, other, "session_create", map[string]any{"from_snapshot": id})
+		if !res.IsError || !strings.Contains(textOf(res), "not_found") {
+			t.Fatalf("another connection's create from %s: %s", id, textOf(res))
+		}
+	}
+
+	// A connection keeps its newest four: the fifth drops the first.
+	var last SessionSnapshotInfo
+	for range 4 {
+		res := callSession(t, cs, "session_snapshot", map[string]any{"session_id": fork.SessionID})
+		mustOK(t, res, "another snapshot")
+		last = structured[SessionSnapshotInfo](t, res)
+	}
+	if last.Dropped != sn.SnapshotID {
+		t.Fatalf("fifth snapshot dropped %q, want the first, %s", last.Dropped, sn.SnapshotID)
+	}
+	if res := callSession(t, cs, "session_close", map[string]any{"session_id": fork.SessionID}); res.IsError {
+		t.Fatal(textOf(res))
+	}
+	if res := callSession(t, cs, "session_create", map[string]any{"from_snapshot": sn.SnapshotID}); !res.IsError || !strings.Contains(textOf(res), "not_found") {
+		t.Fatalf("create from a dropped snapshot: %s", textOf(res))
+	}
+
+	e.srv.held.mu.Lock()
+	dir := e.srv.held.dir
+	e.srv.held.mu.Unlock()
+	if entries, err := os.ReadDir(dir); err != nil || len(entries) != 4 {
+		t.Fatalf("snapshot files: %d (%v), want 4", len(entries), err)
+	}
+	if err := cs.Close(); err != nil {
+		t.Logf("close: %v", err)
+	}
+	waitFor(t, 30*time.Second, "the ended connection's snapshot files removed", func() bool {
+		entries, err := os.ReadDir(dir)
+		return err == nil && len(entries) == 0
+	})
 }
