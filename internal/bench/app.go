@@ -53,6 +53,9 @@ type AppConfig struct {
 	TempDir string
 	// Progress receives a line every few seconds; nil is silent.
 	Progress io.Writer
+	// Checkpoint, when set, gets the report so far after each cell (to
+	// save it: a long run stopped halfway keeps what it measured).
+	Checkpoint func(*AppReport)
 }
 
 // AppStore is a database for app serve: "sqlite" (a fresh file per cell) or
@@ -95,6 +98,11 @@ type AppCell struct {
 	// seen by polling the fake every AppPollInterval.
 	Latency PhaseStats `json:"latency"`
 	MaxMS   float64    `json:"max_ms"`
+	// Wait is from the delivery to the check run's creation (a worker took
+	// the job: the queue), Review from there to its completion (the review
+	// itself), each seen at the same polls.
+	Wait   PhaseStats `json:"wait"`
+	Review PhaseStats `json:"review"`
 	// WallMS is from the first delivery to the last completed check run;
 	// ReviewsPerMin is Reviewed over it.
 	WallMS        float64 `json:"wall_ms"`
@@ -150,21 +158,29 @@ func RunApp(ctx context.Context, cfg AppConfig) (*AppReport, error) {
 	var id [4]byte
 	_, _ = rand.Read(id[:])
 	runID := hex.EncodeToString(id[:])
-	for _, st := range cfg.Stores {
-		for _, n := range cfg.PRs {
+	// Each count on every store before the next count: the stores side by
+	// side, at nearly the same time on a shared machine.
+	for _, n := range cfg.PRs {
+		for _, st := range cfg.Stores {
 			if err := ctx.Err(); err != nil {
 				rep.Finished, rep.LoadAfter = time.Now(), loadavg()
 				return rep, err
 			}
-			progress(cfg.Progress, "bench app: %s, %d pull requests of %d files: starting\n", st.Name, n, min(cfg.FilesPerPR, len(pool.changed)))
+			progress(cfg.Progress, "bench app: %s, %d pull requests of %d files: starting (load %v)\n", st.Name, n, min(cfg.FilesPerPR, len(pool.changed)), loadavg())
 			c := runAppCell(ctx, cfg, pool, st, n, runID, tmp)
 			if c.Error != "" {
 				progress(cfg.Progress, "bench app: %s, %d pull requests: %s\n", st.Name, n, c.Error)
 			} else {
-				progress(cfg.Progress, "bench app: %s, %d pull requests: %d reviewed, p50 %.0f ms, p99 %.0f ms, %.1f reviews/min, peak RSS %d MiB, %d sandboxes at most\n",
-					st.Name, n, c.Reviewed, c.Latency.P50MS, c.Latency.P99MS, c.ReviewsPerMin, c.PeakRSSBytes>>20, c.PeakSandboxes)
+				progress(cfg.Progress, "bench app: %s, %d pull requests: %d reviewed, p50 %.1f s, p95 %.1f s, p99 %.1f s, max %.1f s, wall %.1f s, %.2f reviews/min, "+
+					"queue wait p50 %.1f s, review p50 %.1f s p95 %.1f s, RSS idle %d MiB peak %d MiB, %d of %d sandbox slots at most (load %v)\n",
+					st.Name, n, c.Reviewed, c.Latency.P50MS/1000, c.Latency.P95MS/1000, c.Latency.P99MS/1000, c.MaxMS/1000, c.WallMS/1000, c.ReviewsPerMin,
+					c.Wait.P50MS/1000, c.Review.P50MS/1000, c.Review.P95MS/1000, c.IdleRSSBytes>>20, c.PeakRSSBytes>>20, c.PeakSandboxes, c.SandboxSlots, loadavg())
 			}
 			rep.Cells = append(rep.Cells, c)
+			if cfg.Checkpoint != nil {
+				rep.Finished, rep.LoadAfter = time.Now(), loadavg()
+				cfg.Checkpoint(rep)
+			}
 		}
 	}
 	rep.Finished, rep.LoadAfter = time.Now(), loadavg()
@@ -386,7 +402,7 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 			return
 		}
 	}
-	done := make([]time.Time, n+1)
+	done, begun := make([]time.Time, n+1), make([]time.Time, n+1)
 	conclusion := make([]string, n+1)
 	byHead := make(map[string]int, n)
 	for i := 1; i <= n; i++ {
@@ -398,10 +414,18 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 	for out.Reviewed < n {
 		select {
 		case <-ctx.Done():
-			out.Error = fmt.Sprintf("%d of %d pull requests reviewed after %s", out.Reviewed, n, cfg.Timeout)
+			why := fmt.Sprintf("after --timeout %s", cfg.Timeout)
+			if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				why = "when the run was stopped"
+			}
+			out.Error = fmt.Sprintf("%d of %d pull requests reviewed %s", out.Reviewed, n, why)
 		case now := <-t.C:
 			for _, r := range c.fake.CheckRuns(c.owner, c.repo) {
-				if i := byHead[r.HeadSHA]; i > 0 && r.Status == "completed" && done[i].IsZero() {
+				i := byHead[r.HeadSHA]
+				if i > 0 && begun[i].IsZero() {
+					begun[i] = now
+				}
+				if i > 0 && r.Status == "completed" && done[i].IsZero() {
 					done[i], conclusion[i] = now, r.Conclusion
 					out.Reviewed++
 				}
@@ -418,13 +442,14 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 	close(stopSampler)
 	<-samplerDone
 	out.PeakSandboxes, out.SandboxSlots = int(peak.Load()), int(slots.Load())
-	var lat []time.Duration
+	var lat, wait, work []time.Duration
 	var end time.Time
 	for i := 1; i <= n; i++ {
 		if done[i].IsZero() {
 			continue
 		}
 		lat = append(lat, done[i].Sub(sent[i]))
+		wait, work = append(wait, begun[i].Sub(sent[i])), append(work, done[i].Sub(begun[i]))
 		if done[i].After(end) {
 			end = done[i]
 		}
@@ -436,6 +461,8 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 	if len(lat) > 0 {
 		out.Latency = PhaseStats{N: len(lat), P50MS: ms(percentile(lat, 50)), P95MS: ms(percentile(lat, 95)), P99MS: ms(percentile(lat, 99))}
 		out.MaxMS = ms(percentile(lat, 100))
+		out.Wait = PhaseStats{N: len(wait), P50MS: ms(percentile(wait, 50)), P95MS: ms(percentile(wait, 95)), P99MS: ms(percentile(wait, 99))}
+		out.Review = PhaseStats{N: len(work), P50MS: ms(percentile(work, 50)), P95MS: ms(percentile(work, 95)), P99MS: ms(percentile(work, 99))}
 		wall := end.Sub(start)
 		out.WallMS = ms(wall)
 		out.ReviewsPerMin = round2(float64(len(lat)) / wall.Minutes())

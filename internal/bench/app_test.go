@@ -124,6 +124,10 @@ func TestBenchApp(t *testing.T) {
 		if l.P50MS <= 0 || l.P50MS > l.P95MS || l.P95MS > l.P99MS || l.P99MS > c.MaxMS || c.MaxMS > c.WallMS {
 			t.Errorf("%s: latencies p50 %v p95 %v p99 %v max %v wall %v: want 0 < p50 <= p95 <= p99 <= max <= wall", c.Store, l.P50MS, l.P95MS, l.P99MS, c.MaxMS, c.WallMS)
 		}
+		if c.Wait.N != 2 || c.Review.N != 2 || c.Review.P50MS <= 0 || c.Wait.P50MS < 0 || c.Review.P99MS > c.MaxMS || c.Wait.P99MS > c.MaxMS {
+			t.Errorf("%s: queue wait %+v and review %+v: want both pull requests, a review time above 0, each within the longest latency %v",
+				c.Store, c.Wait, c.Review, c.MaxMS)
+		}
 		if c.ReviewsPerMin <= 0 || c.DeliverMS <= 0 {
 			t.Errorf("%s: %v reviews a minute, deliveries took %v ms", c.Store, c.ReviewsPerMin, c.DeliverMS)
 		}

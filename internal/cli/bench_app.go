@@ -28,8 +28,8 @@ func newBenchAppCmd(g *globals) *cobra.Command {
 GitHub on a loopback port, deliver N signed pull_request "opened" webhooks at
 once, and wait until every pull request's check run is completed: the last
 thing the App does for a review. One cell per N of --prs and per store of
---stores, each on a fresh server (and a fresh SQLite file), so nothing is
-warm from the cell before.
+--stores (every store for one N before the next N), each on a fresh server
+(and a fresh SQLite file), so nothing is warm from the cell before.
 
 The fake GitHub is the one the App's tests use: it accepts only requests that
 are operations of GitHub's published OpenAPI description with valid bodies,
@@ -73,7 +73,7 @@ Progress lines go to stderr. Arguments after -- go to 'aster app serve'
 	fl.IntVar(&f.workers, "workers", 0, "app serve's --workers: pull requests reviewed at once (0: its default, "+strconv.Itoa(config.DefaultAppWorkers)+")")
 	fl.DurationVar(&f.timeout, "timeout", 20*time.Minute, "longest one cell may take, from the first delivery to the last review")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of the table")
-	fl.StringVar(&f.out, "out", "", "also write the JSON report here")
+	fl.StringVar(&f.out, "out", "", "also write the JSON report here (after every cell, so a stopped run keeps its cells)")
 	return cmd
 }
 
@@ -142,6 +142,13 @@ func runBenchApp(cmd *cobra.Command, g *globals, f *benchAppFlags, args []string
 	}
 	if dash := cmd.ArgsLenAtDash(); dash >= 0 {
 		cfg.ServeArgs = append(cfg.ServeArgs, args[dash:]...)
+	}
+	if f.out != "" {
+		cfg.Checkpoint = func(rep *bench.AppReport) {
+			if err := writeJSON(f.out, rep); err != nil {
+				fmt.Fprintf(g.stdio.Stderr, "aster bench app: %v\n", err)
+			}
+		}
 	}
 	rep, err := bench.RunApp(cmd.Context(), cfg)
 	if rep != nil {
