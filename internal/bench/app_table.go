@@ -22,13 +22,13 @@ func PrintApp(w io.Writer, r *AppReport) {
 		fmt.Fprintf(w, "  code from %s: base %.12s (%d files), tip %.12s (%d source files changed)\n", s.Bundle, s.Base, s.BaseFiles, s.Tip, s.Changed)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "store\tPRs\tfiles\treviewed\tp50 s\tp95 s\tp99 s\tmax s\twait p50 s\treview p50 s\treview p95 s\treviews/min\tidle RSS MiB\tpeak RSS MiB\tsandboxes\tslots\t")
+	fmt.Fprintln(tw, "store\tPRs\tfiles\taccepted in ms\treviewed\tp50 s\tp95 s\tp99 s\tmax s\twait p50 s\treview p50 s\treview p95 s\treviews/min\tidle RSS MiB\tpeak RSS MiB\tsandboxes\tslots\t")
 	for _, c := range r.Cells {
 		if c.Error != "" && c.Reviewed == 0 {
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\n", c.Store, c.PRs, c.FilesPerPR, "failed")
+			fmt.Fprintf(tw, "%s\t%d\t%d\t\t%s\t\t\t\t\t\t\t\t\t\t\t\t\t\n", c.Store, c.PRs, c.FilesPerPR, "failed")
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.0f\t%.0f\t%d\t%d\t\n", c.Store, c.PRs, c.FilesPerPR, c.Reviewed,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.2f\t%.0f\t%.0f\t%d\t%d\t\n", c.Store, c.PRs, c.FilesPerPR, c.DeliverMS, c.Reviewed,
 			c.Latency.P50MS/1000, c.Latency.P95MS/1000, c.Latency.P99MS/1000, c.MaxMS/1000, c.Wait.P50MS/1000, c.Review.P50MS/1000, c.Review.P95MS/1000, c.ReviewsPerMin,
 			float64(c.IdleRSSBytes)/(1<<20), float64(c.PeakRSSBytes)/(1<<20), c.PeakSandboxes, c.SandboxSlots)
 	}

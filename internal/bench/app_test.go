@@ -149,3 +149,25 @@ func TestBenchApp(t *testing.T) {
 		t.Errorf("no progress line with the reviews:\n%s", progressLines.String())
 	}
 }
+
+// The table has a row per cell, the numbers in seconds and MiB, and a failed cell's reason.
+func TestPrintApp(t *testing.T) {
+	rep := &AppReport{Cores: 2, LoadBefore: []float64{1, 2, 3}, Sources: []AppSource{{Bundle: "flask.bundle", Base: "abc", Tip: "def", BaseFiles: 247, Changed: 44}},
+		Cells: []AppCell{
+			{Store: "sqlite", PRs: 10, FilesPerPR: 20, DeliverMS: 59.5, Reviewed: 10, Latency: PhaseStats{N: 10, P50MS: 1500, P95MS: 2500, P99MS: 3500}, MaxMS: 3600,
+				Wait: PhaseStats{P50MS: 500}, Review: PhaseStats{P50MS: 1000, P95MS: 1200}, ReviewsPerMin: 1.69, IdleRSSBytes: 90 << 20, PeakRSSBytes: 124 << 20, PeakSandboxes: 8, SandboxSlots: 8},
+			{Store: "postgres", PRs: 10, FilesPerPR: 20, Error: "aster app serve exited before it answered /healthz\nlast lines"},
+		}}
+	var b strings.Builder
+	PrintApp(&b, rep)
+	out := b.String()
+	for _, want := range []string{"flask.bundle: base abc (247 files), tip def (44 source files changed)", "1.5", "2.5", "3.5", "1.69", "124", "failed",
+		"postgres, 10 pull requests: aster app serve exited before it answered /healthz\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("table lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "last lines") {
+		t.Errorf("table has the server's log, not only the error's first line:\n%s", out)
+	}
+}
