@@ -89,8 +89,11 @@ type AppCell struct {
 	// App's last step of a review); WithReview those that also got a
 	// review (the App posts one when it has inline findings); Conclusions
 	// the check runs' conclusions.
-	Reviewed    int            `json:"reviewed"`
-	WithReview  int            `json:"with_review"`
+	Reviewed   int `json:"reviewed"`
+	WithReview int `json:"with_review"`
+	// Twice counts the pull requests with more than one review or more
+	// than one check run: work done again (0 unless something is wrong).
+	Twice       int            `json:"twice"`
 	Conclusions map[string]int `json:"conclusions"`
 	// DeliverMS is the time until every delivery was answered (202).
 	DeliverMS float64 `json:"deliver_ms"`
@@ -117,6 +120,9 @@ type AppCell struct {
 	// AppPollInterval); SandboxSlots the slots (--workers x --parallel).
 	PeakSandboxes int `json:"peak_sandboxes"`
 	SandboxSlots  int `json:"sandbox_slots"`
+	// MeanSandboxes is the mean of the same samples, from the first
+	// delivery to the last review: how full the slots were kept.
+	MeanSandboxes float64 `json:"mean_sandboxes"`
 	// Error says why the cell is incomplete.
 	Error string `json:"error,omitempty"`
 }
@@ -233,6 +239,9 @@ func runAppCell(ctx context.Context, cfg AppConfig, pool *changePool, st AppStor
 	if out.PeakRSSBytes = procStatusBytes(srv.cmd.Process.Pid, "VmHWM"); out.PeakRSSBytes == 0 && out.Error == "" {
 		out.Error = "could not read the server's VmHWM"
 	}
+	if out.Twice > 0 && out.Error == "" {
+		out.Error = fmt.Sprintf("%d pull requests got two reviews or two check runs", out.Twice)
+	}
 	if rej := cell.rejections(); len(rej) > 0 && out.Error == "" {
 		out.Error = "the fake GitHub refused requests GitHub would refuse: " + strings.Join(rej, "; ")
 	}
@@ -341,7 +350,7 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	// The sampler runs from before the first delivery to the last review.
-	var peak, slots atomic.Int64
+	var peak, slots, sum, samples atomic.Int64
 	samplerDone := make(chan struct{})
 	stopSampler := make(chan struct{})
 	go func() {
@@ -351,6 +360,8 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 		for {
 			if running, n, ok := srv.sandboxGauges(ctx); ok {
 				slots.Store(int64(n))
+				sum.Add(int64(running))
+				samples.Add(1)
 				if int64(running) > peak.Load() { // this goroutine alone writes
 					peak.Store(int64(running))
 				}
@@ -442,6 +453,13 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 	close(stopSampler)
 	<-samplerDone
 	out.PeakSandboxes, out.SandboxSlots = int(peak.Load()), int(slots.Load())
+	if k := samples.Load(); k > 0 {
+		out.MeanSandboxes = round2(float64(sum.Load()) / float64(k))
+	}
+	runs := map[string]int{}
+	for _, r := range c.fake.CheckRuns(c.owner, c.repo) {
+		runs[r.HeadSHA]++
+	}
 	var lat, wait, work []time.Duration
 	var end time.Time
 	for i := 1; i <= n; i++ {
@@ -454,8 +472,12 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 			end = done[i]
 		}
 		out.Conclusions[conclusion[i]]++
-		if len(c.fake.Reviews(c.owner, c.repo, i)) > 0 {
+		reviews := len(c.fake.Reviews(c.owner, c.repo, i))
+		if reviews > 0 {
 			out.WithReview++
+		}
+		if reviews > 1 || runs[c.heads[i]] > 1 {
+			out.Twice++
 		}
 	}
 	if len(lat) > 0 {

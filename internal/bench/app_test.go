@@ -117,6 +117,9 @@ func TestBenchApp(t *testing.T) {
 			t.Errorf("%s: %s", c.Store, c.Error)
 			continue
 		}
+		if c.Twice != 0 {
+			t.Errorf("%s: %d pull requests reviewed twice", c.Store, c.Twice)
+		}
 		if c.Reviewed != 2 || c.FilesPerPR != 2 || c.Latency.N != 2 {
 			t.Errorf("%s: %d reviewed of %d files each, %d latencies; want 2, 2, 2", c.Store, c.Reviewed, c.FilesPerPR, c.Latency.N)
 		}
@@ -133,6 +136,9 @@ func TestBenchApp(t *testing.T) {
 		}
 		if c.IdleRSSBytes <= 0 || c.PeakRSSBytes < c.IdleRSSBytes {
 			t.Errorf("%s: RSS idle %d peak %d: want 0 < idle <= peak", c.Store, c.IdleRSSBytes, c.PeakRSSBytes)
+		}
+		if c.MeanSandboxes <= 0 || c.MeanSandboxes > float64(c.PeakSandboxes) {
+			t.Errorf("%s: %v sandboxes on average, peak %d: want above 0, at most the peak", c.Store, c.MeanSandboxes, c.PeakSandboxes)
 		}
 		if c.SandboxSlots <= 0 || c.PeakSandboxes <= 0 || c.PeakSandboxes > c.SandboxSlots {
 			t.Errorf("%s: %d sandboxes at most of %d slots: want at least one, within the slots", c.Store, c.PeakSandboxes, c.SandboxSlots)
@@ -157,12 +163,13 @@ func TestPrintApp(t *testing.T) {
 			{Store: "sqlite", PRs: 10, FilesPerPR: 20, DeliverMS: 59.5, Reviewed: 10, Latency: PhaseStats{N: 10, P50MS: 1500, P95MS: 2500, P99MS: 3500}, MaxMS: 3600,
 				Wait: PhaseStats{P50MS: 500}, Review: PhaseStats{P50MS: 1000, P95MS: 1200}, ReviewsPerMin: 1.69, IdleRSSBytes: 90 << 20, PeakRSSBytes: 124 << 20, PeakSandboxes: 8, SandboxSlots: 8},
 			{Store: "postgres", PRs: 10, FilesPerPR: 20, Error: "aster app serve exited before it answered /healthz\nlast lines"},
+			{Store: "postgres", PRs: 50, FilesPerPR: 20, Reviewed: 50, Conclusions: map[string]int{"success": 30, "neutral": 20}},
 		}}
 	var b strings.Builder
 	PrintApp(&b, rep)
 	out := b.String()
 	for _, want := range []string{"flask.bundle: base abc (247 files), tip def (44 source files changed)", "1.5", "2.5", "3.5", "1.69", "124", "failed",
-		"postgres, 10 pull requests: aster app serve exited before it answered /healthz\n"} {
+		"postgres, 10 pull requests: aster app serve exited before it answered /healthz\n", "postgres, 50 pull requests: check runs 20 neutral, 30 success"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
