@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,6 +92,9 @@ type AppCell struct {
 	// the check runs' conclusions.
 	Reviewed   int `json:"reviewed"`
 	WithReview int `json:"with_review"`
+	// Unfinished holds the titles of check runs that did not end
+	// success (distinct, at most five): what the App said could not finish.
+	Unfinished []string `json:"unfinished,omitempty"`
 	// Twice counts the pull requests with more than one review or more
 	// than one check run: work done again (0 unless something is wrong).
 	Twice       int            `json:"twice"`
@@ -459,6 +463,9 @@ func (c *appCell) measure(ctx context.Context, cfg AppConfig, srv *appServer, ou
 	runs := map[string]int{}
 	for _, r := range c.fake.CheckRuns(c.owner, c.repo) {
 		runs[r.HeadSHA]++
+		if r.Status == "completed" && r.Conclusion != "success" && len(out.Unfinished) < 5 && !slices.Contains(out.Unfinished, r.Title) {
+			out.Unfinished = append(out.Unfinished, r.Title)
+		}
 	}
 	var lat, wait, work []time.Duration
 	var end time.Time

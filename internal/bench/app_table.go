@@ -43,6 +43,9 @@ func PrintApp(w io.Writer, r *AppReport) {
 			}
 			fmt.Fprintf(w, "  %s, %d pull requests: check runs %s (neutral: the review could not finish, an analyzer or the tests; the summary says which)\n",
 				c.Store, c.PRs, strings.Join(parts, ", "))
+			for _, title := range c.Unfinished {
+				fmt.Fprintf(w, "    %q\n", title)
+			}
 		}
 		if c.Error != "" {
 			first, _, _ := strings.Cut(c.Error, "\n")

@@ -117,6 +117,9 @@ func TestBenchApp(t *testing.T) {
 			t.Errorf("%s: %s", c.Store, c.Error)
 			continue
 		}
+		if c.Conclusions["success"] != c.Reviewed && len(c.Unfinished) == 0 {
+			t.Errorf("%s: conclusions %v but no title of an unfinished review", c.Store, c.Conclusions)
+		}
 		if c.Twice != 0 {
 			t.Errorf("%s: %d pull requests reviewed twice", c.Store, c.Twice)
 		}
@@ -163,13 +166,14 @@ func TestPrintApp(t *testing.T) {
 			{Store: "sqlite", PRs: 10, FilesPerPR: 20, DeliverMS: 59.5, Reviewed: 10, Latency: PhaseStats{N: 10, P50MS: 1500, P95MS: 2500, P99MS: 3500}, MaxMS: 3600,
 				Wait: PhaseStats{P50MS: 500}, Review: PhaseStats{P50MS: 1000, P95MS: 1200}, ReviewsPerMin: 1.69, IdleRSSBytes: 90 << 20, PeakRSSBytes: 124 << 20, PeakSandboxes: 8, SandboxSlots: 8},
 			{Store: "postgres", PRs: 10, FilesPerPR: 20, Error: "aster app serve exited before it answered /healthz\nlast lines"},
-			{Store: "postgres", PRs: 50, FilesPerPR: 20, Reviewed: 50, Conclusions: map[string]int{"success": 30, "neutral": 20}},
+			{Store: "postgres", PRs: 50, FilesPerPR: 20, Reviewed: 50, Conclusions: map[string]int{"success": 30, "neutral": 20},
+				Unfinished: []string{"Review incomplete: bandit timed out"}},
 		}}
 	var b strings.Builder
 	PrintApp(&b, rep)
 	out := b.String()
 	for _, want := range []string{"flask.bundle: base abc (247 files), tip def (44 source files changed)", "1.5", "2.5", "3.5", "1.69", "124", "failed",
-		"postgres, 10 pull requests: aster app serve exited before it answered /healthz\n", "postgres, 50 pull requests: check runs 20 neutral, 30 success"} {
+		"postgres, 10 pull requests: aster app serve exited before it answered /healthz\n", "postgres, 50 pull requests: check runs 20 neutral, 30 success", `"Review incomplete: bandit timed out"`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
