@@ -284,6 +284,11 @@ func runAppServe(cmd *cobra.Command, g *globals, f *appFlags) error {
 	if err := sandboxapi.RegisterEgressMetrics(metrics.Registry(), egressPol); err != nil {
 		return &exitError{code: ExitFailure, err: err}
 	}
+	if mgr, ok := sb.(*sandbox.Manager); ok { // sandboxes in this process: their gauges here
+		if err := sandboxapi.RegisterManagerGauges(metrics.Registry(), mgr.Stats); err != nil {
+			return &exitError{code: ExitFailure, err: err}
+		}
+	}
 	runner := gate.NewRunner(sb, gate.RunnerOptions{Image: image, Limits: limits, Parallel: f.parallel, Logger: log,
 		Progress: metrics.ObserveAnalyzer})
 	tests, _, err := testRunner(c, egressPol, sb, log)

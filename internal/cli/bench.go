@@ -92,7 +92,7 @@ noisy: the load average before and after is in the report.
 	fl.IntVar(&f.warm, "warm", 0, "pool size of the warm systems (default: the largest concurrency)")
 	fl.IntVar(&f.pairs, "pairs", 100, "alternating aster-oci-cold/bare-crun runs for the ratio target (0: use the c=1 cells)")
 	fl.StringVar(&f.out, "out", "bench-results.json", "where to write the JSON report (empty: nowhere)")
-	cmd.AddCommand(newBenchSleepersCmd(g), newBenchReviewCmd(g))
+	cmd.AddCommand(newBenchSleepersCmd(g), newBenchReviewCmd(g), newBenchAppCmd(g))
 	return cmd
 }
 

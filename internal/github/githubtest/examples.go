@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"testing"
 
 	"github.com/asterhq/aster/internal/github"
 )
@@ -56,7 +55,7 @@ var loadExamples = sync.OnceValues(func() (map[string][]WebhookExample, error) {
 
 // RequireData skips the test when the octokit packages are not installed, or fails it under CI
 // (CI=true), where scripts/fetch-test-deps.sh has always run.
-func RequireData(t testing.TB) {
+func RequireData(t TB) {
 	t.Helper()
 	if _, err := DataDir(); err != nil {
 		if os.Getenv("CI") != "" {
@@ -67,7 +66,7 @@ func RequireData(t testing.TB) {
 }
 
 // WebhookExamples returns GitHub's example payloads for event (e.g. "pull_request").
-func WebhookExamples(t testing.TB, event string) []WebhookExample {
+func WebhookExamples(t TB, event string) []WebhookExample {
 	t.Helper()
 	RequireData(t)
 	all, err := loadExamples()
@@ -82,7 +81,7 @@ func WebhookExamples(t testing.TB, event string) []WebhookExample {
 }
 
 // WebhookEvents lists the events that have examples.
-func WebhookEvents(t testing.TB) []string {
+func WebhookEvents(t TB) []string {
 	t.Helper()
 	RequireData(t)
 	all, err := loadExamples()

@@ -14,7 +14,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
-	"testing"
 	"time"
 )
 
@@ -46,7 +45,7 @@ type Options struct {
 
 // Server is the fake GitHub. All methods are safe for concurrent use.
 type Server struct {
-	t    testing.TB
+	t    TB
 	srv  *httptest.Server
 	spec *Spec
 	opts Options
@@ -92,7 +91,7 @@ type archiveGrant struct {
 
 // New starts a fake GitHub; it is closed when the test ends. It needs the octokit packages
 // (scripts/fetch-test-deps.sh): without them the test is skipped, or failed under CI.
-func New(t testing.TB, opts Options) *Server {
+func New(t TB, opts Options) *Server {
 	t.Helper()
 	RequireData(t)
 	spec, err := LoadSpec()

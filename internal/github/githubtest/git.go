@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"testing"
 )
 
 // Deleted, as a file's content in GitRepo.Commit, removes the file.
@@ -20,12 +19,12 @@ const Deleted = "\x00deleted\x00"
 // repository on the fake: its commits are what tarballs, diffs and contents serve.
 type GitRepo struct {
 	Dir string
-	t   testing.TB
+	t   TB
 }
 
 // NewGitRepo creates an empty repository with branch main. Commits are deterministic (fixed
 // author, committer and dates), so the same files give the same SHAs in every run.
-func NewGitRepo(t testing.TB) *GitRepo {
+func NewGitRepo(t TB) *GitRepo {
 	t.Helper()
 	g := &GitRepo{Dir: t.TempDir(), t: t}
 	g.git("init", "-q", "-b", "main")

@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"testing"
 )
 
 // HeldDelivery opens a raw connection to addr, sends a POST /webhook with header, declaring
 // contentLength (-1: chunked), and only the first part of its body, then holds the rest back
 // as a slow or hostile client would. The status of the answer (0 when the connection ended
 // without one) arrives on the channel. The connection is closed when the test ends.
-func HeldDelivery(t testing.TB, addr string, header http.Header, contentLength int64, first []byte) <-chan int {
+func HeldDelivery(t TB, addr string, header http.Header, contentLength int64, first []byte) <-chan int {
 	t.Helper()
 	conn, err := net.Dial("tcp", addr)
 	if err != nil {
