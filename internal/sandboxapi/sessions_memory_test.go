@@ -16,27 +16,6 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 )
 
-// memoryHolderPy keeps a number only in memory (drawn at random): /work/ask
-// makes it answer in /work/answer and count on, /work/set replaces it.
-const memoryHolderPy = `import os, random, time
-v = random.getrandbits(40)
-while True:
-    if os.path.exists("/work/set"):
-        v = int(open("/work/set").read())
-        os.remove("/work/set")
-    if os.path.exists("/work/ask"):
-        os.remove("/work/ask")
-        with open("/work/answer.tmp", "w") as f:
-            f.write(str(v))
-        os.rename("/work/answer.tmp", "/work/answer")
-        v += 1
-    time.sleep(0.02)
-`
-
-const askHolder = `touch /work/ask; i=0
-while [ ! -f /work/answer ]; do i=$((i+1)); [ $i -gt 500 ] && { echo "no answer" >&2; exit 1; }; sleep 0.02; done
-cat /work/answer; rm /work/answer`
-
 // TestSessionMemorySnapshotHTTP (gVisor): POST …/snapshot {"memory": true}
 // checkpoints a running session; forks from it start with a process's
 // memory and diverge; another token gets 404; the checkpoints count toward
@@ -81,7 +60,7 @@ func TestSessionMemorySnapshotHTTP(t *testing.T) {
 	}
 	ask := func(base string) int64 {
 		t.Helper()
-		out := exec(base, "sh", "-c", askHolder).Stdout
+		out := exec(base, "sh", "-c", ocitest.AskHolder).Stdout
 		n, err := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
 		if err != nil {
 			t.Fatalf("answer %q", out)
@@ -115,7 +94,7 @@ func TestSessionMemorySnapshotHTTP(t *testing.T) {
 		return names
 	}
 
-	orig := create(api.SessionRequest{Files: map[string]api.File{"holder.py": {Content: memoryHolderPy}}})
+	orig := create(api.SessionRequest{Files: map[string]api.File{"holder.py": {Content: ocitest.MemoryHolder}}})
 	exec(orig, "sh", "-c", "setsid python3 /work/holder.py >/dev/null 2>&1 </dev/null & sleep 0.5")
 	a := ask(orig)
 	first := snapshot(orig)

@@ -16,32 +16,10 @@ import (
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
 
-// memoryHolder keeps a number only in its memory (drawn at random, never
-// written until asked): /work/ask makes it answer the number in
-// /work/answer and count on by one, /work/set replaces the number.
-const memoryHolder = `import os, random, time
-v = random.getrandbits(40)
-while True:
-    if os.path.exists("/work/set"):
-        v = int(open("/work/set").read())
-        os.remove("/work/set")
-    if os.path.exists("/work/ask"):
-        os.remove("/work/ask")
-        with open("/work/answer.tmp", "w") as f:
-            f.write(str(v))
-        os.rename("/work/answer.tmp", "/work/answer")
-        v += 1
-    time.sleep(0.02)
-`
-
-const askScript = `touch /work/ask; i=0
-while [ ! -f /work/answer ]; do i=$((i+1)); [ $i -gt 500 ] && { echo "no answer" >&2; exit 1; }; sleep 0.02; done
-cat /work/answer; rm /work/answer`
-
-// ask returns the number the session's memoryHolder holds now.
+// ask returns the number the session's ocitest.MemoryHolder holds now.
 func ask(t *testing.T, s *sandbox.Sandbox) int64 {
 	t.Helper()
-	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"sh", "-c", askScript}})
+	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"sh", "-c", ocitest.AskHolder}})
 	if err != nil || res.Status != sandbox.StatusOK {
 		t.Fatalf("ask %s: %v %s %q", s.ID(), err, res.Status, res.Stderr.Data)
 	}
@@ -69,7 +47,7 @@ func TestSessionsGVisorMemorySnapshot(t *testing.T) {
 		t.Cleanup(func() { s.Close(context.Background()) })
 		return s
 	}
-	orig := open(sandbox.SessionSpec{Files: map[string][]byte{"holder.py": []byte(memoryHolder)}})
+	orig := open(sandbox.SessionSpec{Files: map[string][]byte{"holder.py": []byte(ocitest.MemoryHolder)}})
 	res, err := orig.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"sh", "-c",
 		"echo kept > /tmp/t; echo x > /work/suid; chmod 4755 /work/suid; setsid python3 /work/holder.py >/dev/null 2>&1 </dev/null & sleep 0.5; echo started"}})
 	if err != nil || string(res.Stdout.Data) != "started\n" {
@@ -198,7 +176,7 @@ func BenchmarkSessionMemorySnapshotGVisor(b *testing.B) {
 	rt := ocitest.NewGVisor(b, opts)
 	m := sandboxtest.SessionManager(b, rt, sandbox.SessionOptions{})
 	ctx := context.Background()
-	orig, err := m.OpenSession(ctx, sandbox.SessionSpec{Files: map[string][]byte{"holder.py": []byte(memoryHolder)}})
+	orig, err := m.OpenSession(ctx, sandbox.SessionSpec{Files: map[string][]byte{"holder.py": []byte(ocitest.MemoryHolder)}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -224,7 +202,7 @@ func BenchmarkSessionMemorySnapshotGVisor(b *testing.B) {
 			b.Fatal(err)
 		}
 		t2 := time.Now()
-		res, err := f.Exec(ctx, sandbox.ExecSpec{Argv: []string{"sh", "-c", askScript}})
+		res, err := f.Exec(ctx, sandbox.ExecSpec{Argv: []string{"sh", "-c", ocitest.AskHolder}})
 		if err != nil || res.Status != sandbox.StatusOK {
 			b.Fatalf("ask the fork: %v %+v", err, res)
 		}
