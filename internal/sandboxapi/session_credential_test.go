@@ -3,11 +3,9 @@ package sandboxapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strings"
 	"sync"
 	"testing"
@@ -141,56 +139,31 @@ func sessionCredentialCase(t *testing.T, rt sandbox.Runtime) {
 	var logs testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rule := egress.Rule{Host: "reg.test", Port: host.port}
-	lo := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
-	res := mapResolver{"reg.test": "127.0.0.1"}
 	profile := func(cred bool) *egress.Policy {
-		p := &egress.Policy{Allow: []egress.Rule{rule}, Addresses: map[egress.Rule][]netip.Prefix{rule: lo}, Resolver: res, Logger: log}
+		p := loopbackPolicy(mapResolver{"reg.test": "127.0.0.1"}, rule)
+		p.Logger = log
 		if cred {
 			p.Credentials = []egress.Credential{{Rule: rule, Header: "Authorization", Value: secret, RootCAs: host.Pool}}
 		}
 		return p
 	}
 	profiles := map[string]*egress.Policy{"cred": profile(true), "plain": profile(false)}
-	toks, err := ParseTokens(strings.NewReader("token-cred-aaaaaaaaaaa egress=cred,plain\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	toks := mustTokens(t, "token-cred-aaaaaaaaaaa egress=cred,plain\n")
 	h := newHarness(t, harnessOpts{runtime: rt, server: func(o *Options) {
 		o.Tokens, o.EgressProfiles, o.Logger = toks, profiles, log
 	}})
 	h.token = "token-cred-aaaaaaaaaaa"
 	ctx := context.Background()
 
-	resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: "cred", TTL: "10m",
+	sess, base, body := h.createSessionBody(api.SessionRequest{EgressProfile: "cred", TTL: "10m",
 		Files: map[string]api.File{"fetch.py": {Content: credFetchScript}, "dump.py": {Content: credDumpScript}}})
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	if sess.EgressProfile != "cred" {
+		t.Fatalf("create answered %s", body)
 	}
-	var sess api.Session
-	if err := json.Unmarshal(body, &sess); err != nil || sess.EgressProfile != "cred" {
-		t.Fatalf("create answered %s (%v)", body, err)
-	}
-	base := api.RouteSessions + "/" + sess.ID
-	t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
 	var seen bytes.Buffer // everything the session printed or answered
 	seen.Write(body)
-	exec := func(argv ...string) string {
-		t.Helper()
-		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: argv, Timeout: "90s"})
-		seen.Write(body)
-		r := decodeOK[api.Result](t, resp, body)
-		if r.Status != sandbox.StatusOK {
-			t.Fatalf("%v: %+v", argv, r)
-		}
-		return r.Stdout
-	}
-	switchTo := func(name string) {
-		t.Helper()
-		resp, body := h.do(ctx, http.MethodPut, base+"/egress", api.ContentTypeJSON, strings.NewReader(`{"profile":"`+name+`"}`))
-		if got := decodeOK[api.Session](t, resp, body); got.EgressProfile != name {
-			t.Fatalf("switch to %q: %+v", name, got)
-		}
-	}
+	exec := func(argv ...string) string { t.Helper(); return h.sessionExecTo(&seen, base, argv...) }
+	switchTo := func(name string) { t.Helper(); h.setSessionEgress(base, name) }
 	port := fmt.Sprint(host.port)
 
 	// The variables name the bundle, which holds the CA's certificate only.
@@ -216,17 +189,7 @@ func sessionCredentialCase(t *testing.T, rt sandbox.Runtime) {
 	}
 
 	// A command holds its tunnel while the profile loses the credential.
-	held := make(chan string, 1)
-	go func() {
-		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: []string{"python3", "fetch.py", "reg.test", port, "hold"}, Timeout: "90s"})
-		var r api.Result
-		json.Unmarshal(body, &r)
-		held <- fmt.Sprintf("%d %s %s", resp.StatusCode, r.Stdout, r.Stderr)
-	}()
-	waitFor(t, 60e9, "the held exec's first answer", func() bool {
-		resp, _ := h.do(ctx, http.MethodGet, base+"/files/first-ok", "", nil)
-		return resp.StatusCode == http.StatusOK
-	})
+	held := h.holdExec(base, "python3", "fetch.py", "reg.test", port, "hold")
 	before := len(host.seen())
 	switchTo("plain")
 	exec("touch", "/tmp/switched")
