@@ -3,9 +3,12 @@ package sandboxapi
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -240,5 +243,88 @@ func sessionCredentialCase(t *testing.T, rt sandbox.Runtime) {
 	}
 	if !strings.Contains(logs.String(), "egress request with credential") || !strings.Contains(logs.String(), "path=/pkg") {
 		t.Errorf("the log does not name the credentialed requests:\n%s", logs.String())
+	}
+}
+
+// A session's CA signs only for the credentialed hosts of the profiles its
+// token may use (SECURITY.md N12): a session made with profile a, by a
+// token granted a only, trusts a CA that may not sign for b.test, the host
+// only profile b (another token's) sends a credential to; it cannot be
+// switched to b; and when a reload makes its own profile send b.test's
+// credential too, the session is left no profile rather than shown a
+// certificate for b.test, so b.test never receives b's secret from it. A
+// session the same token makes after the reload may reach b.test with the
+// credential. On docker (the relay and its CA are host code).
+func TestSessionCAOnlyForTokenProfiles(t *testing.T) {
+	const secretA, secretB = "Bearer secret-of-a-3c0f1e", "Bearer secret-of-b-9a7d42"
+	hostA, hostB := newCredHost(t, "a.test", secretA), newCredHost(t, "b.test", secretB)
+	ruleA, ruleB := egress.Rule{Host: "a.test", Port: hostA.port}, egress.Rule{Host: "b.test", Port: hostB.port}
+	res := mapResolver{"a.test": "127.0.0.1", "b.test": "127.0.0.1"}
+	credA := egress.Credential{Rule: ruleA, Header: "Authorization", Value: secretA, RootCAs: hostA.Pool}
+	credB := egress.Credential{Rule: ruleB, Header: "Authorization", Value: secretB, RootCAs: hostB.Pool}
+	profA, profB := loopbackPolicy(res, ruleA), loopbackPolicy(res, ruleB)
+	profA.Credentials, profB.Credentials = []egress.Credential{credA}, []egress.Credential{credB}
+	toks := mustTokens(t, "token-ca-aaaaaaaaaaaaaa egress=a\ntoken-ca-bbbbbbbbbbbbbb egress=b\n")
+	h := newHarness(t, harnessOpts{server: func(o *Options) {
+		o.Tokens, o.EgressProfiles = toks, map[string]*egress.Policy{"a": profA, "b": profB}
+	}})
+	h.token = "token-ca-aaaaaaaaaaaaaa"
+	ctx := context.Background()
+	create := func() string {
+		t.Helper()
+		_, base := h.createSession(api.SessionRequest{EgressProfile: "a", TTL: "5m",
+			Files: map[string]api.File{"fetch.py": {Content: credFetchScript}}})
+		return base
+	}
+	// sessionCA is the session's own CA among the roots it trusts.
+	sessionCA := func(base string) *x509.Certificate {
+		t.Helper()
+		resp, bundle := h.do(ctx, http.MethodGet, base+"/files/"+sessionCAFile, "", nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the session's roots: %d %s", resp.StatusCode, bundle)
+		}
+		for b, rest := pem.Decode(bundle); b != nil; b, rest = pem.Decode(rest) {
+			c, err := x509.ParseCertificate(b.Bytes)
+			if err == nil && c.IsCA && strings.HasPrefix(c.Subject.CommonName, "Aster egress relay") {
+				return c
+			}
+		}
+		t.Fatalf("no session CA among the session's roots")
+		return nil
+	}
+	base := create()
+	if got := sessionCA(base).PermittedDNSDomains; !slices.Equal(got, []string{"a.test"}) {
+		t.Fatalf("the session's CA may sign for %q, want a.test only", got)
+	}
+	portA, portB := fmt.Sprint(hostA.port), fmt.Sprint(hostB.port)
+	if out := h.sessionExec(base, "python3", "fetch.py", "a.test", portA, "once"); !strings.Contains(out, "fetch=200 private:/pkg") {
+		t.Fatalf("a.test with its credential: %s", out)
+	}
+	resp, body := h.do(ctx, http.MethodPut, base+"/egress", api.ContentTypeJSON, strings.NewReader(`{"profile":"b"}`))
+	errorOf(t, resp, body, http.StatusForbidden, "forbidden")
+
+	// Profile a now sends b.test's credential too: not for this session.
+	wideA := loopbackPolicy(res, ruleA, ruleB)
+	wideA.Credentials = []egress.Credential{credA, credB}
+	if sum := h.srv.SetEgressProfiles(map[string]*egress.Policy{"a": wideA, "b": profB}); sum.Cleared != 1 || sum.Changed != 0 {
+		t.Fatalf("reload summary %+v, want the session cleared", sum)
+	}
+	if out := h.sessionExec(base, "python3", "fetch.py", "b.test", portB, "once"); !strings.Contains(out, "fetch=error") {
+		t.Fatalf("b.test from the session made before: %s", out)
+	}
+	if n := len(hostB.seen()); n != 0 {
+		t.Fatalf("b.test got %d requests from the session made before", n)
+	}
+	// The same token's session made now: its CA covers b.test, the fetch
+	// reaches it with the credential.
+	later := create()
+	if got := sessionCA(later).PermittedDNSDomains; !slices.Equal(got, []string{"a.test", "b.test"}) {
+		t.Fatalf("the later session's CA may sign for %q", got)
+	}
+	if out := h.sessionExec(later, "python3", "fetch.py", "b.test", portB, "once"); !strings.Contains(out, "fetch=200 private:/pkg") {
+		t.Fatalf("b.test from the session made after: %s", out)
+	}
+	if a := hostB.seen(); len(a) != 1 || a[0] != secretB {
+		t.Fatalf("b.test saw %q", a)
 	}
 }
