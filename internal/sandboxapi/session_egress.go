@@ -200,13 +200,18 @@ func (s *Server) sessionSwitch(r *http.Request, spec *sandbox.SessionSpec, name 
 
 // sessionWire is the session id's answer, with its egress profile.
 func (s *Server) sessionWire(id string, i sandbox.SessionInfo) api.Session {
+	return withProfile(sessionWire(i), s.sessionRelay(id))
+}
+
+// sessionRelay is the relay of the session id (nil: none, or no such
+// session).
+func (s *Server) sessionRelay(id string) *egress.Switch {
 	s.sessions.mu.Lock()
-	var sw *egress.Switch
+	defer s.sessions.mu.Unlock()
 	if o := s.sessions.byID[id]; o != nil {
-		sw = o.egress
+		return o.egress
 	}
-	s.sessions.mu.Unlock()
-	return withProfile(sessionWire(i), sw)
+	return nil
 }
 
 func withProfile(w api.Session, sw *egress.Switch) api.Session {
@@ -274,12 +279,7 @@ func (s *Server) setSessionEgress(w http.ResponseWriter, r *http.Request, id str
 		s.writeError(w, r, err)
 		return
 	}
-	s.sessions.mu.Lock()
-	var sw *egress.Switch
-	if o := s.sessions.byID[id]; o != nil {
-		sw = o.egress
-	}
-	s.sessions.mu.Unlock()
+	sw := s.sessionRelay(id)
 	if sw == nil {
 		if len(profiles) > 0 {
 			s.writeError(w, r, fmt.Errorf("%w: this session was made while the server had no egress profiles, so it has no relay; make a new session", api.ErrNotFound))
