@@ -286,15 +286,13 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 			Sys: &syscall.SysProcAttr{Setsid: true, Setctty: job.PTY != nil, Ctty: 0, Credential: a.id.credential()},
 		})
 	}
-	var (
-		pid    int
-		exitCh <-chan jobExit
-	)
-	if a.jobs != nil {
-		pid, exitCh, err = a.jobs.start(fork)
-	} else {
-		pid, err = fork()
+	// A one-shot init is its job's only waiter: a reaper of its own, which
+	// its SIGCHLD drives; a holder's exec shares the holder's.
+	jobs := a.jobs
+	if jobs == nil {
+		jobs = newReaper()
 	}
+	pid, exitCh, err := jobs.start(fork)
 	if a.id.separate && a.jobs == nil {
 		// The job is started: init needs no capability any more.
 		if cerr := dropCapabilities(); cerr != nil {
@@ -411,31 +409,16 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 		end      time.Time
 		reaped   int
 	)
-	reap := func() {
-		for {
-			var ws syscall.WaitStatus
-			var ru syscall.Rusage
-			p, err := syscall.Wait4(-1, &ws, syscall.WNOHANG, &ru)
-			if err == syscall.EINTR {
-				continue
-			}
-			if p <= 0 || err != nil {
-				return
-			}
-			if p == pid {
-				status, exited, end = ws, true, time.Now()
-			} else {
-				reaped++
-			}
-		}
-	}
 	var jobRusage *syscall.Rusage
 	for !exited {
 		select {
 		case e := <-exitCh:
-			status, exited, end, jobRusage = e.status, true, e.at, &e.rusage
+			status, exited, end = e.status, true, e.at
+			if a.jobs != nil {
+				jobRusage = &e.rusage
+			}
 		case <-sigchld:
-			reap()
+			reaped += jobs.reap()
 		case <-deadline.C:
 			timedOut = true
 			kill(grace)

@@ -195,8 +195,9 @@ type jobExit struct {
 	at     time.Time
 }
 
-// reaper is the holder's one waiter: it reaps every child and hands an
-// exec's job its own exit.
+// reaper is init's one waiter: it reaps every child and hands each job
+// started through it its own exit. A holder has one for all its execs; a
+// one-shot init has one for its job.
 type reaper struct {
 	mu      sync.Mutex
 	waiting map[int]chan jobExit
@@ -217,8 +218,9 @@ func (r *reaper) start(fork func() (int, error)) (int, <-chan jobExit, error) {
 	return pid, ch, nil
 }
 
-// reap waits for every child that has ended.
-func (r *reaper) reap() {
+// reap waits for every child that has ended and returns how many of them
+// were no job's (orphans).
+func (r *reaper) reap() (others int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
@@ -229,11 +231,13 @@ func (r *reaper) reap() {
 			continue
 		}
 		if p <= 0 || err != nil {
-			return
+			return others
 		}
 		if ch, ok := r.waiting[p]; ok {
 			delete(r.waiting, p)
 			ch <- jobExit{status: ws, rusage: ru, at: time.Now()}
+		} else {
+			others++
 		}
 	}
 }

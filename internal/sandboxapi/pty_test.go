@@ -3,7 +3,6 @@ package sandboxapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -103,23 +102,11 @@ func (o *termOutput) reset() {
 // ended when it closes, another token's 404, and the terminal closed when
 // the session ends.
 func TestSessionTerminalHTTP(t *testing.T) {
-	toks, err := ParseTokens(strings.NewReader("token-for-terminals-aaaa\ntoken-for-terminals-bbbb\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	toks := mustTokens(t, "token-for-terminals-aaaa\ntoken-for-terminals-bbbb\n")
 	h := newHarness(t, harnessOpts{server: func(o *Options) { o.Tokens = toks }})
 	h.token = "token-for-terminals-aaaa"
 	ctx := context.Background()
-	resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{TTL: "5m"})
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
-	}
-	var sess api.Session
-	if err := json.Unmarshal(body, &sess); err != nil {
-		t.Fatal(err)
-	}
-	base := api.RouteSessions + "/" + sess.ID
-	t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
+	sess, base := h.createSession(api.SessionRequest{TTL: "5m"})
 
 	owner, err := client.New(client.Options{BaseURL: h.base, Token: h.token})
 	if err != nil {
@@ -130,7 +117,7 @@ func TestSessionTerminalHTTP(t *testing.T) {
 		t.Fatalf("another token's terminal: %v, want not found", err)
 	}
 	// Refused before any upgrade: no WebSocket, a bad size.
-	resp, body = h.do(ctx, http.MethodGet, base+"/pty", "", nil)
+	resp, body := h.do(ctx, http.MethodGet, base+"/pty", "", nil)
 	errorOf(t, resp, body, http.StatusBadRequest, "invalid_spec")
 	if _, err := owner.OpenTerminal(ctx, sess.ID, client.TerminalOptions{Cols: 1001}); !errors.Is(err, api.ErrInvalidSpec) {
 		t.Fatalf("cols 1001: %v", err)

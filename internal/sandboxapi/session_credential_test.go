@@ -3,11 +3,12 @@ package sandboxapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -141,56 +142,31 @@ func sessionCredentialCase(t *testing.T, rt sandbox.Runtime) {
 	var logs testkit.SyncBuffer
 	log := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rule := egress.Rule{Host: "reg.test", Port: host.port}
-	lo := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
-	res := mapResolver{"reg.test": "127.0.0.1"}
 	profile := func(cred bool) *egress.Policy {
-		p := &egress.Policy{Allow: []egress.Rule{rule}, Addresses: map[egress.Rule][]netip.Prefix{rule: lo}, Resolver: res, Logger: log}
+		p := loopbackPolicy(mapResolver{"reg.test": "127.0.0.1"}, rule)
+		p.Logger = log
 		if cred {
 			p.Credentials = []egress.Credential{{Rule: rule, Header: "Authorization", Value: secret, RootCAs: host.Pool}}
 		}
 		return p
 	}
 	profiles := map[string]*egress.Policy{"cred": profile(true), "plain": profile(false)}
-	toks, err := ParseTokens(strings.NewReader("token-cred-aaaaaaaaaaa egress=cred,plain\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	toks := mustTokens(t, "token-cred-aaaaaaaaaaa egress=cred,plain\n")
 	h := newHarness(t, harnessOpts{runtime: rt, server: func(o *Options) {
 		o.Tokens, o.EgressProfiles, o.Logger = toks, profiles, log
 	}})
 	h.token = "token-cred-aaaaaaaaaaa"
 	ctx := context.Background()
 
-	resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: "cred", TTL: "10m",
+	sess, base, body := h.createSessionBody(api.SessionRequest{EgressProfile: "cred", TTL: "10m",
 		Files: map[string]api.File{"fetch.py": {Content: credFetchScript}, "dump.py": {Content: credDumpScript}}})
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	if sess.EgressProfile != "cred" {
+		t.Fatalf("create answered %s", body)
 	}
-	var sess api.Session
-	if err := json.Unmarshal(body, &sess); err != nil || sess.EgressProfile != "cred" {
-		t.Fatalf("create answered %s (%v)", body, err)
-	}
-	base := api.RouteSessions + "/" + sess.ID
-	t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
 	var seen bytes.Buffer // everything the session printed or answered
 	seen.Write(body)
-	exec := func(argv ...string) string {
-		t.Helper()
-		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: argv, Timeout: "90s"})
-		seen.Write(body)
-		r := decodeOK[api.Result](t, resp, body)
-		if r.Status != sandbox.StatusOK {
-			t.Fatalf("%v: %+v", argv, r)
-		}
-		return r.Stdout
-	}
-	switchTo := func(name string) {
-		t.Helper()
-		resp, body := h.do(ctx, http.MethodPut, base+"/egress", api.ContentTypeJSON, strings.NewReader(`{"profile":"`+name+`"}`))
-		if got := decodeOK[api.Session](t, resp, body); got.EgressProfile != name {
-			t.Fatalf("switch to %q: %+v", name, got)
-		}
-	}
+	exec := func(argv ...string) string { t.Helper(); return h.sessionExecTo(&seen, base, argv...) }
+	switchTo := func(name string) { t.Helper(); h.setSessionEgress(base, name) }
 	port := fmt.Sprint(host.port)
 
 	// The variables name the bundle, which holds the CA's certificate only.
@@ -216,17 +192,7 @@ func sessionCredentialCase(t *testing.T, rt sandbox.Runtime) {
 	}
 
 	// A command holds its tunnel while the profile loses the credential.
-	held := make(chan string, 1)
-	go func() {
-		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: []string{"python3", "fetch.py", "reg.test", port, "hold"}, Timeout: "90s"})
-		var r api.Result
-		json.Unmarshal(body, &r)
-		held <- fmt.Sprintf("%d %s %s", resp.StatusCode, r.Stdout, r.Stderr)
-	}()
-	waitFor(t, 60e9, "the held exec's first answer", func() bool {
-		resp, _ := h.do(ctx, http.MethodGet, base+"/files/first-ok", "", nil)
-		return resp.StatusCode == http.StatusOK
-	})
+	held := h.holdExec(base, "python3", "fetch.py", "reg.test", port, "hold")
 	before := len(host.seen())
 	switchTo("plain")
 	exec("touch", "/tmp/switched")
@@ -277,5 +243,88 @@ func sessionCredentialCase(t *testing.T, rt sandbox.Runtime) {
 	}
 	if !strings.Contains(logs.String(), "egress request with credential") || !strings.Contains(logs.String(), "path=/pkg") {
 		t.Errorf("the log does not name the credentialed requests:\n%s", logs.String())
+	}
+}
+
+// A session's CA signs only for the credentialed hosts of the profiles its
+// token may use (SECURITY.md N12): a session made with profile a, by a
+// token granted a only, trusts a CA that may not sign for b.test, the host
+// only profile b (another token's) sends a credential to; it cannot be
+// switched to b; and when a reload makes its own profile send b.test's
+// credential too, the session is left no profile rather than shown a
+// certificate for b.test, so b.test never receives b's secret from it. A
+// session the same token makes after the reload may reach b.test with the
+// credential. On docker (the relay and its CA are host code).
+func TestSessionCAOnlyForTokenProfiles(t *testing.T) {
+	const secretA, secretB = "Bearer secret-of-a-3c0f1e", "Bearer secret-of-b-9a7d42"
+	hostA, hostB := newCredHost(t, "a.test", secretA), newCredHost(t, "b.test", secretB)
+	ruleA, ruleB := egress.Rule{Host: "a.test", Port: hostA.port}, egress.Rule{Host: "b.test", Port: hostB.port}
+	res := mapResolver{"a.test": "127.0.0.1", "b.test": "127.0.0.1"}
+	credA := egress.Credential{Rule: ruleA, Header: "Authorization", Value: secretA, RootCAs: hostA.Pool}
+	credB := egress.Credential{Rule: ruleB, Header: "Authorization", Value: secretB, RootCAs: hostB.Pool}
+	profA, profB := loopbackPolicy(res, ruleA), loopbackPolicy(res, ruleB)
+	profA.Credentials, profB.Credentials = []egress.Credential{credA}, []egress.Credential{credB}
+	toks := mustTokens(t, "token-ca-aaaaaaaaaaaaaa egress=a\ntoken-ca-bbbbbbbbbbbbbb egress=b\n")
+	h := newHarness(t, harnessOpts{server: func(o *Options) {
+		o.Tokens, o.EgressProfiles = toks, map[string]*egress.Policy{"a": profA, "b": profB}
+	}})
+	h.token = "token-ca-aaaaaaaaaaaaaa"
+	ctx := context.Background()
+	create := func() string {
+		t.Helper()
+		_, base := h.createSession(api.SessionRequest{EgressProfile: "a", TTL: "5m",
+			Files: map[string]api.File{"fetch.py": {Content: credFetchScript}}})
+		return base
+	}
+	// sessionCA is the session's own CA among the roots it trusts.
+	sessionCA := func(base string) *x509.Certificate {
+		t.Helper()
+		resp, bundle := h.do(ctx, http.MethodGet, base+"/files/"+sessionCAFile, "", nil)
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("the session's roots: %d %s", resp.StatusCode, bundle)
+		}
+		for b, rest := pem.Decode(bundle); b != nil; b, rest = pem.Decode(rest) {
+			c, err := x509.ParseCertificate(b.Bytes)
+			if err == nil && c.IsCA && strings.HasPrefix(c.Subject.CommonName, "Aster egress relay") {
+				return c
+			}
+		}
+		t.Fatalf("no session CA among the session's roots")
+		return nil
+	}
+	base := create()
+	if got := sessionCA(base).PermittedDNSDomains; !slices.Equal(got, []string{"a.test"}) {
+		t.Fatalf("the session's CA may sign for %q, want a.test only", got)
+	}
+	portA, portB := fmt.Sprint(hostA.port), fmt.Sprint(hostB.port)
+	if out := h.sessionExec(base, "python3", "fetch.py", "a.test", portA, "once"); !strings.Contains(out, "fetch=200 private:/pkg") {
+		t.Fatalf("a.test with its credential: %s", out)
+	}
+	resp, body := h.do(ctx, http.MethodPut, base+"/egress", api.ContentTypeJSON, strings.NewReader(`{"profile":"b"}`))
+	errorOf(t, resp, body, http.StatusForbidden, "forbidden")
+
+	// Profile a now sends b.test's credential too: not for this session.
+	wideA := loopbackPolicy(res, ruleA, ruleB)
+	wideA.Credentials = []egress.Credential{credA, credB}
+	if sum := h.srv.SetEgressProfiles(map[string]*egress.Policy{"a": wideA, "b": profB}); sum.Cleared != 1 || sum.Changed != 0 {
+		t.Fatalf("reload summary %+v, want the session cleared", sum)
+	}
+	if out := h.sessionExec(base, "python3", "fetch.py", "b.test", portB, "once"); !strings.Contains(out, "fetch=error") {
+		t.Fatalf("b.test from the session made before: %s", out)
+	}
+	if n := len(hostB.seen()); n != 0 {
+		t.Fatalf("b.test got %d requests from the session made before", n)
+	}
+	// The same token's session made now: its CA covers b.test, the fetch
+	// reaches it with the credential.
+	later := create()
+	if got := sessionCA(later).PermittedDNSDomains; !slices.Equal(got, []string{"a.test", "b.test"}) {
+		t.Fatalf("the later session's CA may sign for %q", got)
+	}
+	if out := h.sessionExec(later, "python3", "fetch.py", "b.test", portB, "once"); !strings.Contains(out, "fetch=200 private:/pkg") {
+		t.Fatalf("b.test from the session made after: %s", out)
+	}
+	if a := hostB.seen(); len(a) != 1 || a[0] != secretB {
+		t.Fatalf("b.test saw %q", a)
 	}
 }

@@ -138,7 +138,7 @@ func (s *Server) settle(id string, sw *egress.Switch, gen uint64) {
 	}
 }
 
-// credentialHosts are the credentialed hosts of every profile, sorted.
+// credentialHosts are the credentialed hosts of every profile of by, sorted.
 func credentialHosts(by map[string]*egress.Policy) []string {
 	var hosts []string
 	for _, p := range by {
@@ -153,10 +153,12 @@ func credentialHosts(by map[string]*egress.Policy) []string {
 }
 
 // sessionSwitch is the relay of a session being made with the profile
-// name (nil on a server without profiles). On a server whose profiles
-// inject credentials it has a CA of its own, which spec's sandbox trusts:
-// sessionCAFile and the CA variables naming it (unless spec's env sets
-// them) are added to spec.
+// name (nil on a server without profiles). When a profile r's token may
+// use injects credentials it has a CA of its own, which spec's sandbox
+// trusts: sessionCAFile and the CA variables naming it (unless spec's env
+// sets them) are added to spec. The CA may sign only the credentialed
+// hosts of the profiles the token may use (the profiles its owner may
+// switch it to), never another token's.
 func (s *Server) sessionSwitch(r *http.Request, spec *sandbox.SessionSpec, name string) (*egress.Switch, uint64, error) {
 	profiles, gen := s.profiles.getGen()
 	if len(profiles) == 0 {
@@ -169,7 +171,7 @@ func (s *Server) sessionSwitch(r *http.Request, spec *sandbox.SessionSpec, name 
 	if err != nil {
 		return nil, gen, err
 	}
-	sw, err := egress.NewCredentialSwitch(spec.ID, credentialHosts(profiles), s.mgr.SessionMaxTTL()+sessionCALifetime)
+	sw, err := egress.NewCredentialSwitch(spec.ID, credentialHosts(s.usableProfiles(r, profiles)), s.mgr.SessionMaxTTL()+sessionCALifetime)
 	if err != nil {
 		return nil, gen, fmt.Errorf("%w: the session's certificate authority: %v", sandbox.ErrUnavailable, err)
 	}
@@ -198,13 +200,18 @@ func (s *Server) sessionSwitch(r *http.Request, spec *sandbox.SessionSpec, name 
 
 // sessionWire is the session id's answer, with its egress profile.
 func (s *Server) sessionWire(id string, i sandbox.SessionInfo) api.Session {
+	return withProfile(sessionWire(i), s.sessionRelay(id))
+}
+
+// sessionRelay is the relay of the session id (nil: none, or no such
+// session).
+func (s *Server) sessionRelay(id string) *egress.Switch {
 	s.sessions.mu.Lock()
-	var sw *egress.Switch
+	defer s.sessions.mu.Unlock()
 	if o := s.sessions.byID[id]; o != nil {
-		sw = o.egress
+		return o.egress
 	}
-	s.sessions.mu.Unlock()
-	return withProfile(sessionWire(i), sw)
+	return nil
 }
 
 func withProfile(w api.Session, sw *egress.Switch) api.Session {
@@ -224,13 +231,31 @@ func (s *Server) egressProfile(r *http.Request, profiles map[string]*egress.Poli
 	if !ValidProfileName(name) || !ok {
 		return nil, sandbox.Invalidf("egress profile %q is not one of this server's (aster.yaml egress.profiles): %s", clipPath(name), profileNames(profiles))
 	}
-	if s.opts.Tokens != nil {
-		_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		if !slices.Contains(s.opts.Tokens.Profiles(strings.TrimSpace(tok)), name) {
-			return nil, fmt.Errorf("%w: this token may not use egress profile %q (the operator grants profiles with egress=%s after the token in the token file)", api.ErrForbidden, name, name)
-		}
+	if !s.mayUseProfile(r, name) {
+		return nil, fmt.Errorf("%w: this token may not use egress profile %q (the operator grants profiles with egress=%s after the token in the token file)", api.ErrForbidden, name, name)
 	}
 	return p, nil
+}
+
+// mayUseProfile says r's token may give a session the profile name: the
+// token file grants it, or the server has no tokens.
+func (s *Server) mayUseProfile(r *http.Request, name string) bool {
+	if s.opts.Tokens == nil {
+		return true
+	}
+	_, tok, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	return slices.Contains(s.opts.Tokens.Profiles(strings.TrimSpace(tok)), name)
+}
+
+// usableProfiles are the profiles of by that r's token may use.
+func (s *Server) usableProfiles(r *http.Request, by map[string]*egress.Policy) map[string]*egress.Policy {
+	use := make(map[string]*egress.Policy, len(by))
+	for name, p := range by {
+		if s.mayUseProfile(r, name) {
+			use[name] = p
+		}
+	}
+	return use
 }
 
 func profileNames(profiles map[string]*egress.Policy) string {
@@ -254,12 +279,7 @@ func (s *Server) setSessionEgress(w http.ResponseWriter, r *http.Request, id str
 		s.writeError(w, r, err)
 		return
 	}
-	s.sessions.mu.Lock()
-	var sw *egress.Switch
-	if o := s.sessions.byID[id]; o != nil {
-		sw = o.egress
-	}
-	s.sessions.mu.Unlock()
+	sw := s.sessionRelay(id)
 	if sw == nil {
 		if len(profiles) > 0 {
 			s.writeError(w, r, fmt.Errorf("%w: this session was made while the server had no egress profiles, so it has no relay; make a new session", api.ErrNotFound))

@@ -3,7 +3,6 @@ package sandboxapi
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -69,27 +68,11 @@ func TestSessionEgressHTTP(t *testing.T) {
 }
 
 func sessionEgressCase(t *testing.T, rt sandbox.Runtime) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello-%s", strings.Split(r.Host, ":")[0])
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := serveHello(t)
 	a, b := egress.Rule{Host: "a.test", Port: port}, egress.Rule{Host: "b.test", Port: port}
-	lo := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	res := mapResolver{"a.test": "127.0.0.1", "b.test": "127.0.0.1"}
-	profiles := map[string]*egress.Policy{
-		"wide":   {Allow: []egress.Rule{a, b}, Addresses: map[egress.Rule][]netip.Prefix{a: lo, b: lo}, Resolver: res},
-		"narrow": {Allow: []egress.Rule{a}, Addresses: map[egress.Rule][]netip.Prefix{a: lo}, Resolver: res},
-	}
-	toks, err := ParseTokens(strings.NewReader("token-egress-aaaaaaaa egress=wide,narrow\ntoken-egress-bbbbbbbb\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	profiles := map[string]*egress.Policy{"wide": loopbackPolicy(res, a, b), "narrow": loopbackPolicy(res, a)}
+	toks := mustTokens(t, "token-egress-aaaaaaaa egress=wide,narrow\ntoken-egress-bbbbbbbb\n")
 	h := newHarness(t, harnessOpts{runtime: rt, server: func(o *Options) { o.Tokens = toks; o.EgressProfiles = profiles }})
 	ctx := context.Background()
 
@@ -100,47 +83,20 @@ func sessionEgressCase(t *testing.T, rt sandbox.Runtime) {
 	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: "nope"})
 	errorOf(t, resp, body, http.StatusBadRequest, "invalid_spec")
 
-	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: "wide", TTL: "5m",
+	sess, base := h.createSession(api.SessionRequest{EgressProfile: "wide", TTL: "5m",
 		Files: map[string]api.File{"fetch.py": {Content: fetchScript}}})
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	if sess.EgressProfile != "wide" {
+		t.Fatalf("create answered %+v", sess)
 	}
-	var sess api.Session
-	if err := json.Unmarshal(body, &sess); err != nil || sess.EgressProfile != "wide" {
-		t.Fatalf("create answered %s (%v)", body, err)
-	}
-	base := api.RouteSessions + "/" + sess.ID
-	t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
-	exec := func(argv ...string) string {
-		t.Helper()
-		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: argv, Timeout: "90s"})
-		r := decodeOK[api.Result](t, resp, body)
-		if r.Status != sandbox.StatusOK {
-			t.Fatalf("%v: %+v", argv, r)
-		}
-		return r.Stdout
-	}
+	exec := func(argv ...string) string { t.Helper(); return h.sessionExec(base, argv...) }
 	p := fmt.Sprint(port)
 	if out := exec("python3", "fetch.py", p, "once", "a.test", "b.test"); !strings.Contains(out, "a.test=200 hello-a") || !strings.Contains(out, "b.test=200 hello-b") {
 		t.Fatalf("with the wide profile: %s", out)
 	}
 
 	// A command holds its tunnel to b.test while the profile narrows.
-	held := make(chan string, 1)
-	go func() {
-		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: []string{"python3", "fetch.py", p, "hold", "b.test"}, Timeout: "90s"})
-		var r api.Result
-		json.Unmarshal(body, &r)
-		held <- fmt.Sprintf("%d %s %s", resp.StatusCode, r.Stdout, r.Stderr)
-	}()
-	waitFor(t, 60e9, "the held exec's first answer", func() bool {
-		resp, _ := h.do(ctx, http.MethodGet, base+"/files/first-ok", "", nil)
-		return resp.StatusCode == http.StatusOK
-	})
-	resp, body = h.do(ctx, http.MethodPut, base+"/egress", api.ContentTypeJSON, bytes.NewReader([]byte(`{"profile":"narrow"}`)))
-	if got := decodeOK[api.Session](t, resp, body); got.EgressProfile != "narrow" {
-		t.Fatalf("after the switch: %+v", got)
-	}
+	held := h.holdExec(base, "python3", "fetch.py", p, "hold", "b.test")
+	h.setSessionEgress(base, "narrow")
 	exec("touch", "/tmp/switched") // a second exec while the first runs: its own proxy port
 	out := <-held
 	if !strings.Contains(out, "b.test=200 hello-b") || !strings.Contains(out, "b.test-after=closed") {
@@ -206,67 +162,26 @@ func TestTokenProfiles(t *testing.T) {
 // whose CA was not made for it, and a session made after the reload
 // gets the new set.
 func TestSessionEgressReload(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprintf(w, "hello-%s", strings.Split(r.Host, ":")[0])
-	})}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	port := ln.Addr().(*net.TCPAddr).Port
+	port := serveHello(t)
 	a, b := egress.Rule{Host: "a.test", Port: port}, egress.Rule{Host: "b.test", Port: port}
-	lo := []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}
 	res := mapResolver{"a.test": "127.0.0.1", "b.test": "127.0.0.1"}
-	policy := func(rules ...egress.Rule) *egress.Policy {
-		p := &egress.Policy{Allow: rules, Addresses: map[egress.Rule][]netip.Prefix{}, Resolver: res}
-		for _, r := range rules {
-			p.Addresses[r] = lo
-		}
-		return p
-	}
+	policy := func(rules ...egress.Rule) *egress.Policy { return loopbackPolicy(res, rules...) }
 	h := newHarness(t, harnessOpts{maxConcurrent: 8, server: func(o *Options) {
 		o.EgressProfiles = map[string]*egress.Policy{"wide": policy(a, b), "narrow": policy(a), "gone": policy(a)}
 	}})
 	ctx := context.Background()
 	create := func(profile string) string {
 		t.Helper()
-		resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{EgressProfile: profile, TTL: "5m",
+		_, base := h.createSession(api.SessionRequest{EgressProfile: profile, TTL: "5m",
 			Files: map[string]api.File{"fetch.py": {Content: fetchScript}}})
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("create %s: %d %s", profile, resp.StatusCode, body)
-		}
-		var s api.Session
-		json.Unmarshal(body, &s)
-		base := api.RouteSessions + "/" + s.ID
-		t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
 		return base
 	}
-	exec := func(base string, argv ...string) string {
-		t.Helper()
-		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: argv, Timeout: "90s"})
-		r := decodeOK[api.Result](t, resp, body)
-		if r.Status != sandbox.StatusOK {
-			t.Fatalf("%v: %+v", argv, r)
-		}
-		return r.Stdout
-	}
+	exec := h.sessionExec
 	p := fmt.Sprint(port)
 	wide, narrow, gone := create("wide"), create("narrow"), create("gone")
 
 	// The narrow session holds a tunnel across the reload.
-	held := make(chan string, 1)
-	go func() {
-		resp, body := h.postJSON(narrow+"/exec", api.SessionExecRequest{Argv: []string{"python3", "fetch.py", p, "hold", "a.test"}, Timeout: "90s"})
-		var r api.Result
-		json.Unmarshal(body, &r)
-		held <- fmt.Sprintf("%d %s %s", resp.StatusCode, r.Stdout, r.Stderr)
-	}()
-	waitFor(t, 60e9, "the held exec's first answer", func() bool {
-		resp, _ := h.do(ctx, http.MethodGet, narrow+"/files/first-ok", "", nil)
-		return resp.StatusCode == http.StatusOK
-	})
+	held := h.holdExec(narrow, "python3", "fetch.py", p, "hold", "a.test")
 	// Reloaded: narrow the same (new objects), wide now b only, gone gone,
 	// cred new with a credential.
 	cred := policy(a)

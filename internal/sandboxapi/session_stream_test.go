@@ -3,7 +3,6 @@ package sandboxapi
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -25,16 +24,7 @@ func TestSessionExecStreamHTTP(t *testing.T) {
 
 func sessionStreamCase(t *testing.T, rt sandbox.Runtime) {
 	h := newHarness(t, harnessOpts{runtime: rt})
-	resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{TTL: "5m"})
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
-	}
-	var sess api.Session
-	if err := json.Unmarshal(body, &sess); err != nil {
-		t.Fatal(err)
-	}
-	base := api.RouteSessions + "/" + sess.ID
-	t.Cleanup(func() { h.do(context.Background(), http.MethodDelete, base, "", nil) })
+	_, base := h.createSession(api.SessionRequest{TTL: "5m"})
 
 	exec := func(req api.SessionExecRequest) (events []api.Event, firstAt, resultAt time.Time) {
 		t.Helper()

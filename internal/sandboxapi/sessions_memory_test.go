@@ -21,10 +21,7 @@ import (
 // memory and diverge; another token gets 404; the checkpoints count toward
 // the store's cap and go with LRU and DELETE, leaving nothing on disk.
 func TestSessionMemorySnapshotHTTP(t *testing.T) {
-	toks, err := ParseTokens(strings.NewReader("token-for-memory-aaaa\ntoken-for-memory-bbbb\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	toks := mustTokens(t, "token-for-memory-aaaa\ntoken-for-memory-bbbb\n")
 	snaps := filepath.Join(t.TempDir(), "snaps")
 	rt := ocitest.GVisor(t)
 	h := newHarness(t, harnessOpts{maxConcurrent: 8, runtime: rt, server: func(o *Options) {
@@ -36,17 +33,8 @@ func TestSessionMemorySnapshotHTTP(t *testing.T) {
 	create := func(req api.SessionRequest) string {
 		t.Helper()
 		t0 := time.Now()
-		resp, body := h.postJSON(api.RouteSessions, req)
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("create: %d %s", resp.StatusCode, body)
-		}
-		var s api.Session
-		if err := json.Unmarshal(body, &s); err != nil {
-			t.Fatal(err)
-		}
+		s, base := h.createSession(req)
 		t.Logf("session %s created in %v", s.ID, time.Since(t0))
-		base := api.RouteSessions + "/" + s.ID
-		t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
 		return base
 	}
 	exec := func(base string, argv ...string) api.Result {

@@ -17,30 +17,21 @@ import (
 // statuses, the file API's confinement, another token's 404, the per-token
 // cap, and DELETE.
 func TestSessionsHTTP(t *testing.T) {
-	toks, err := ParseTokens(strings.NewReader("token-for-sessions-aaaa\ntoken-for-sessions-bbbb\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	toks := mustTokens(t, "token-for-sessions-aaaa\ntoken-for-sessions-bbbb\n")
 	h := newHarness(t, harnessOpts{server: func(o *Options) { o.Tokens = toks; o.MaxSessionsPerToken = 1 }})
 	h.token = "token-for-sessions-aaaa"
 	ctx := context.Background()
 
-	resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{
+	sess, base, body := h.createSessionBody(api.SessionRequest{
 		Files: map[string]api.File{"greet.txt": {Content: "hi from create\n"}},
 		TTL:   "5m", IdleTimeout: "2m",
 	})
-	if resp.StatusCode != http.StatusCreated {
-		t.Fatalf("create: %d %s", resp.StatusCode, body)
+	if !strings.HasPrefix(sess.ID, "s-") || len(sess.ID) != 34 {
+		t.Fatalf("create answered %s", body)
 	}
-	var sess api.Session
-	if err := json.Unmarshal(body, &sess); err != nil || !strings.HasPrefix(sess.ID, "s-") || len(sess.ID) != 34 {
-		t.Fatalf("create answered %s (%v)", body, err)
-	}
-	base := api.RouteSessions + "/" + sess.ID
-	t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
 
 	// A second session of the same token is past its cap.
-	resp, body = h.postJSON(api.RouteSessions, api.SessionRequest{})
+	resp, body := h.postJSON(api.RouteSessions, api.SessionRequest{})
 	errorOf(t, resp, body, http.StatusTooManyRequests, "busy")
 
 	resp, body = h.do(ctx, http.MethodPut, base+"/files/src/run.sh", api.ContentTypeOctets, strings.NewReader("cat greet.txt\necho \"$1\" > /tmp/state\n"))
@@ -128,10 +119,7 @@ func TestSessionsHTTP(t *testing.T) {
 // tar out and in, a pause that any call ends, a snapshot forked into two
 // sessions that then differ, and another token refused the snapshot.
 func TestSessionSnapshotsHTTP(t *testing.T) {
-	toks, err := ParseTokens(strings.NewReader("token-for-snapshots-aaa\ntoken-for-snapshots-bbb\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	toks := mustTokens(t, "token-for-snapshots-aaa\ntoken-for-snapshots-bbb\n")
 	h := newHarness(t, harnessOpts{maxConcurrent: 8, server: func(o *Options) {
 		o.Tokens = toks
 		o.SnapshotDir = t.TempDir() + "/snaps"
@@ -139,20 +127,7 @@ func TestSessionSnapshotsHTTP(t *testing.T) {
 	}})
 	h.token = "token-for-snapshots-aaa"
 	ctx := context.Background()
-	create := func(req api.SessionRequest) (api.Session, string) {
-		t.Helper()
-		resp, body := h.postJSON(api.RouteSessions, req)
-		if resp.StatusCode != http.StatusCreated {
-			t.Fatalf("create: %d %s", resp.StatusCode, body)
-		}
-		var s api.Session
-		if err := json.Unmarshal(body, &s); err != nil {
-			t.Fatal(err)
-		}
-		base := api.RouteSessions + "/" + s.ID
-		t.Cleanup(func() { h.do(ctx, http.MethodDelete, base, "", nil) })
-		return s, base
-	}
+	create := h.createSession
 	exec := func(base string, argv ...string) api.Result {
 		t.Helper()
 		resp, body := h.postJSON(base+"/exec", api.SessionExecRequest{Argv: argv})

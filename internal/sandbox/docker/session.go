@@ -35,9 +35,7 @@ func (s *sessionInstance) Close(ctx context.Context) error { return s.inst.Close
 // Exec implements sandbox.SessionInstance.
 func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
 	i := s.inst
-	fail := func(err error) (sandbox.Result, error) {
-		return sandbox.Result{ID: i.id, Runtime: "docker", Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
-	}
+	fail := func(err error) (sandbox.Result, error) { return runtimekit.ExecFailed(i.id, "docker", err) }
 	select {
 	case <-i.exited:
 		return fail(fmt.Errorf("%w: the session's container has ended", sandbox.ErrSessionGone))

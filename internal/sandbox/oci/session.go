@@ -95,9 +95,7 @@ func (s *sessionInstance) Close(ctx context.Context) error { return s.current().
 // exec.json`, with pipes as the exec's stdio, driven by runtimekit.RunExec.
 func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
 	i := s.current()
-	fail := func(err error) (sandbox.Result, error) {
-		return sandbox.Result{ID: i.id, Runtime: i.rt.Name(), Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
-	}
+	fail := func(err error) (sandbox.Result, error) { return runtimekit.ExecFailed(i.id, i.rt.Name(), err) }
 	select {
 	case <-i.exited:
 		return fail(fmt.Errorf("%w: the session's sandbox has ended", sandbox.ErrSessionGone))
@@ -185,8 +183,7 @@ func (i *instance) serveExecs() {
 func (i *instance) execChannel(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
 	x, err := i.mux.Open()
 	if err != nil {
-		err = fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err)
-		return sandbox.Result{ID: i.id, Runtime: i.rt.Name(), Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+		return runtimekit.ExecFailed(i.id, i.rt.Name(), fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
 	}
 	defer x.Discard()
 	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{

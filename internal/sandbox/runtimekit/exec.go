@@ -50,6 +50,12 @@ type ExecParts struct {
 	Diagnostics func() string
 }
 
+// ExecFailed is the Result, and err, of a session exec of the sandbox id on
+// runtime that could not start: status error, exit code -1.
+func ExecFailed(id, runtime string, err error) (sandbox.Result, error) {
+	return sandbox.Result{ID: id, Runtime: runtime, Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
+}
+
 // HelloTimeout bounds how long an exec's init may take to say hello.
 const HelloTimeout = 30 * time.Second
 
