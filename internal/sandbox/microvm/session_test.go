@@ -2,10 +2,12 @@ package microvm_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
@@ -94,6 +96,77 @@ func TestSessionsAreApart(t *testing.T) {
 	for _, n := range names {
 		if !want[n] {
 			t.Fatalf("the state directory holds %v, want the two records only", names)
+		}
+	}
+}
+
+// TestSessionTmpfsOOM (SECURITY.md Q2 on microvm): /work is a tmpfs in the
+// guest's memory, charged to the session's memory cgroup with the holder
+// in it. A file larger than the memory limit ends its writer with `oom`.
+// The file's pages stay charged, so what follows is one of: every later
+// exec is `oom` too (its shell cannot even start; measured here every
+// time: the session can run nothing until it is deleted), the session lives
+// on (an exec that got memory removes the file), or the guest's OOM killer
+// took the holder, PID 1 of the guest, and the VM and session ended
+// ("sandbox ended", each exec it ended `oom` from the console). Never `ok`
+// for an exec that lost a process to the OOM killer, and DELETE still
+// leaves nothing.
+func TestSessionTmpfsOOM(t *testing.T) {
+	rt := microvmtest.Runtime(t)
+	m := sandboxtest.SessionManager(t, rt, sandbox.SessionOptions{})
+	s, err := m.OpenSession(t.Context(), sandbox.SessionSpec{Limits: sandbox.Limits{MemoryBytes: 64 << 20, WorkdirBytes: 256 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"sh", "-c", "head -c 200000000 /dev/zero > /work/big; echo wrote"}, TimeoutMS: 60_000})
+	if res.Status != sandbox.StatusOOM || !res.OOMKilled {
+		t.Fatalf("a 200 MB file in a 64 MiB session: %s oom=%v (%s, %v)", res.Status, res.OOMKilled, res.Error, err)
+	}
+	for i := range 3 {
+		res, err = s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"sh", "-c", "rm -f /work/big; echo freed"}, TimeoutMS: 60_000})
+		if errors.Is(err, sandbox.ErrSessionGone) {
+			select {
+			case <-s.Done():
+			case <-time.After(time.Minute):
+				t.Fatal("the session is gone and not ended")
+			}
+			if r := s.EndReason(); r != "sandbox ended" {
+				t.Fatalf("end reason %q, want sandbox ended", r)
+			}
+			t.Log("the guest's OOM killer took the holder; the session ended")
+			return
+		}
+		switch res.Status {
+		case sandbox.StatusOK:
+			if string(res.Stdout.Data) != "freed\n" {
+				t.Fatalf("rm: ok with %q", res.Stdout.Data)
+			}
+			t.Log("the session lived on")
+			return
+		case sandbox.StatusOOM:
+			t.Logf("exec %d after the OOM: oom (%s)", i, res.Error)
+		default:
+			t.Fatalf("exec %d in a session full of tmpfs: %s (%s), want oom or ok", i, res.Status, res.Error)
+		}
+	}
+	// Every exec is oom: the session is held, and DELETE ends it.
+	select {
+	case <-s.Done():
+		t.Fatalf("the session ended (%s) though its execs were answered", s.EndReason())
+	default:
+	}
+	id := s.ID()
+	if err := s.Close(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	list, err := rt.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range list {
+		if v.ID == id {
+			t.Fatalf("the deleted session's VM is still listed (%s)", v.State)
 		}
 	}
 }
