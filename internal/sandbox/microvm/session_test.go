@@ -170,3 +170,10 @@ func TestSessionTmpfsOOM(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSessionExecTrue: an exec of `true` over a channel of a live
+// session's port against a cold one-shot run (a VM booted for it), side by
+// side in one run.
+func BenchmarkSessionExecTrue(b *testing.B) {
+	sandboxtest.BenchSessionExec(b, microvmtest.Runtime(b))
+}
