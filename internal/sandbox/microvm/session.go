@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/asterhq/aster/internal/sandbox"
@@ -40,7 +41,9 @@ func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOption
 		// A holder that broke the channel protocol is not to be trusted:
 		// the VM is destroyed, and the session ends with it.
 		<-s.mux.Done()
-		if err := s.mux.Err(); err != nil {
+		// Close closes the host's end of the port first: that is no fault
+		// of the holder's.
+		if err := s.mux.Err(); err != nil && !errors.Is(err, net.ErrClosed) {
 			r.log.Warn("session holder broke its protocol; destroying the session", "sandbox", inst.id, "error", err)
 			inst.destroy()
 		}
