@@ -27,7 +27,9 @@ import (
 // /proc and /sys), puts itself in a memory and pids cgroup capped at the
 // run's limits, opens the virtio-serial port that carries the protocol,
 // switches into the new root and executes the normal init there, which
-// speaks the protocol on that port exactly as it does on stdio elsewhere.
+// speaks the protocol on that port exactly as it does on stdio elsewhere —
+// for a session (-hold) as the holder, serving each call on a channel of the
+// port (hold.go).
 // The job never sees the port or the block device: neither is in its /dev.
 
 const (

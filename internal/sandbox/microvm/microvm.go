@@ -78,7 +78,8 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
-// Runtime is the microVM implementation of sandbox.Runtime.
+// Runtime is the microVM implementation of sandbox.Runtime, and of
+// sandbox.SessionRuntime (session.go).
 type Runtime struct {
 	opts    Options
 	qemu    string
