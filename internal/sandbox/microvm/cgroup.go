@@ -199,6 +199,13 @@ func rmdirs(dirs []string) {
 	}
 }
 
+// thawHostCgroup thaws the cgroup of VM id, whoever froze it (a paused
+// session's VM): a v1 freezer holds even SIGKILL until its group is thawed.
+func thawHostCgroup(id string) {
+	_ = os.WriteFile(filepath.Join(cgroupRoot, cgroupParent, id, "cgroup.freeze"), []byte("0"), 0)
+	_ = os.WriteFile(filepath.Join(cgroupRoot, "freezer", cgroupParent, id, "freezer.state"), []byte("THAWED"), 0)
+}
+
 // removeHostCgroup removes what a VM of this id left, whoever made it: its
 // processes are killed, and the directories go once their last process has
 // been reaped (a killed QEMU stays a member until its parent waits for it).
@@ -207,9 +214,7 @@ func removeHostCgroup(id string) {
 	for _, ctl := range []string{"memory", "cpu", "pids", "freezer"} {
 		dirs = append(dirs, filepath.Join(cgroupRoot, ctl, cgroupParent, id))
 	}
-	// A paused session's VM is thawed, or the kill below would wait for it.
-	_ = os.WriteFile(filepath.Join(cgroupRoot, cgroupParent, id, "cgroup.freeze"), []byte("0"), 0)
-	_ = os.WriteFile(filepath.Join(cgroupRoot, "freezer", cgroupParent, id, "freezer.state"), []byte("THAWED"), 0)
+	thawHostCgroup(id)
 	for _, d := range dirs {
 		if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
 			for _, f := range strings.Fields(string(b)) {

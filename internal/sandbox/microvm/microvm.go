@@ -295,6 +295,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	}
 	if rec.PID > 0 && rec.StartTicks != 0 && processStart(rec.PID) == rec.StartTicks {
 		_ = unix.Kill(rec.PID, unix.SIGKILL)
+		thawHostCgroup(id) // a paused session's VM
 		waitGone(rec.PID, rec.StartTicks, 5*time.Second)
 	}
 	removeHostCgroup(id)

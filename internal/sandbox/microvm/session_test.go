@@ -177,3 +177,40 @@ func TestSessionTmpfsOOM(t *testing.T) {
 func BenchmarkSessionExecTrue(b *testing.B) {
 	sandboxtest.BenchSessionExec(b, microvmtest.Runtime(b))
 }
+
+// TestReaperRemovesAPausedSession: a paused session's VM (QEMU frozen in its
+// host cgroup) that no Manager tracks any more is still removed by the
+// reaper's Remove: the group is thawed so that the kill lands, and nothing
+// of it is listed afterwards.
+func TestReaperRemovesAPausedSession(t *testing.T) {
+	rt := microvmtest.Runtime(t)
+	inst, err := rt.PrepareSession(t.Context(), sandbox.PrepareOptions{
+		RunID: sandbox.NewSessionID(), Image: sandboxtest.Image(), Limits: sandbox.DefaultLimits(), Deadline: time.Now().Add(10 * time.Minute),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inst.Close(context.Background())
+	if err := inst.(sandbox.Pauser).Pause(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	if err := rt.Remove(t.Context(), inst.ID()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-inst.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("the paused VM is still running after Remove")
+	}
+	t.Logf("paused VM removed in %s", time.Since(t0).Round(time.Millisecond))
+	list, err := rt.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list {
+		if m.ID == inst.ID() {
+			t.Fatalf("the removed VM is still listed (%s)", m.State)
+		}
+	}
+}
