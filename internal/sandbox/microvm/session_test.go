@@ -1,8 +1,12 @@
 package microvm_test
 
 import (
+	"bytes"
 	"context"
+	"crypto/md5"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -212,5 +216,45 @@ func TestReaperRemovesAPausedSession(t *testing.T) {
 		if m.ID == inst.ID() {
 			t.Fatalf("the removed VM is still listed (%s)", m.State)
 		}
+	}
+}
+
+// TestSessionLargeFilesOverThePort: a file API call's bytes cross the port
+// as one channel among others: 48 MiB in (a workspace job, far past the
+// holder's 4 MiB channel buffer) arrive whole while another exec runs, and
+// 12 MiB come back whole.
+func TestSessionLargeFilesOverThePort(t *testing.T) {
+	rt := microvmtest.Runtime(t)
+	m := sandboxtest.SessionManager(t, rt, sandbox.SessionOptions{})
+	s, err := m.OpenSession(t.Context(), sandbox.SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	big := make([]byte, 48<<20)
+	if _, err := rand.Read(big); err != nil {
+		t.Fatal(err)
+	}
+	beside := make(chan sandbox.Result, 1)
+	go func() {
+		res, _ := s.Exec(context.Background(), sandbox.ExecSpec{Argv: []string{"sh", "-c", "for i in 1 2 3 4 5; do echo tick $i; sleep 0.2; done"}})
+		beside <- res
+	}()
+	if err := s.PutFile(t.Context(), "big.bin", big); err != nil {
+		t.Fatal(err)
+	}
+	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"md5sum", "big.bin"}})
+	if want := fmt.Sprintf("%x  big.bin\n", md5.Sum(big)); err != nil || string(res.Stdout.Data) != want {
+		t.Fatalf("md5sum of the 48 MiB put: %q (%s, %v), want %q", res.Stdout.Data, res.Status, err, want)
+	}
+	if res := <-beside; res.Status != sandbox.StatusOK || string(res.Stdout.Data) != "tick 1\ntick 2\ntick 3\ntick 4\ntick 5\n" {
+		t.Fatalf("the exec beside the put: %s %q (%s)", res.Status, res.Stdout.Data, res.Error)
+	}
+	if _, err := s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"sh", "-c", "head -c 12582912 big.bin > part.bin"}}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.GetFile(t.Context(), "part.bin")
+	if err != nil || !bytes.Equal(got, big[:12<<20]) {
+		t.Fatalf("get of 12 MiB: %d bytes, equal=%v, %v", len(got), bytes.Equal(got, big[:12<<20]), err)
 	}
 }
