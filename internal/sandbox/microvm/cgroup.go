@@ -1,6 +1,7 @@
 package microvm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -125,9 +126,9 @@ const freezeTimeout = 10 * time.Second
 
 // freeze stops (or, with on false, restarts) every thread of QEMU: the
 // guest gets no CPU and keeps its memory. It returns once the kernel says
-// the group is frozen; one that is not within freezeTimeout is thawed and
-// the pause refused.
-func (c *hostCgroup) freeze(on bool) error {
+// the group is frozen (or thawed); a group not frozen within freezeTimeout,
+// or by the end of ctx, is thawed and the pause refused.
+func (c *hostCgroup) freeze(ctx context.Context, on bool) error {
 	if c.freezer == "" {
 		return errNoFreezer
 	}
@@ -145,22 +146,31 @@ func (c *hostCgroup) freeze(on bool) error {
 		return fmt.Errorf("host cgroup freezer: %w", err)
 	}
 	c.frozen.Store(on)
-	deadline := time.Now().Add(freezeTimeout)
+	fail := func(err error) error {
+		if on {
+			c.thaw()
+		}
+		return fmt.Errorf("host cgroup freezer: %w", err)
+	}
+	limit := time.NewTimer(freezeTimeout)
+	defer limit.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
 	for {
 		b, err := os.ReadFile(filepath.Join(c.freezer, state))
 		if err != nil {
-			return fmt.Errorf("host cgroup freezer: %w", err)
+			return fail(err)
 		}
 		if hasLine(string(b), want) {
 			return nil
 		}
-		if time.Now().After(deadline) {
-			if on {
-				_ = c.freeze(false)
-			}
-			return fmt.Errorf("host cgroup freezer: not %q after %s", want, freezeTimeout)
+		select {
+		case <-tick.C:
+		case <-limit.C:
+			return fail(fmt.Errorf("not %q after %s", want, freezeTimeout))
+		case <-ctx.Done():
+			return fail(context.Cause(ctx))
 		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -168,7 +178,7 @@ func (c *hostCgroup) freeze(on bool) error {
 // holds even SIGKILL until its group is thawed).
 func (c *hostCgroup) thaw() {
 	if c.frozen.Load() {
-		_ = c.freeze(false)
+		_ = c.freeze(context.Background(), false)
 	}
 }
 

@@ -115,11 +115,12 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 }
 
 // Pause implements sandbox.Pauser: the host cgroup's freezer stops every
-// thread of QEMU, so the guest gets no CPU and keeps its memory. The guest's
-// clock is the host's TSC, so after Resume it has moved on by the pause, as
-// a frozen container's has.
+// thread of QEMU, so the guest gets no CPU and keeps its memory. Whether the
+// guest's clock moves on by the pause depends on its clocksource: the TSC
+// (the host's, under TCG) does; timer interrupts, which a frozen VM does
+// not get, do not.
 func (s *sessionInstance) Pause(ctx context.Context) error {
-	if err := s.i.cg.freeze(true); err != nil {
+	if err := s.i.cg.freeze(ctx, true); err != nil {
 		if errors.Is(err, errNoFreezer) {
 			return fmt.Errorf("%w: %v", sandbox.ErrPauseUnsupported, err)
 		}
@@ -130,7 +131,7 @@ func (s *sessionInstance) Pause(ctx context.Context) error {
 
 // Resume implements sandbox.Pauser.
 func (s *sessionInstance) Resume(ctx context.Context) error {
-	return s.i.cg.freeze(false)
+	return s.i.cg.freeze(ctx, false)
 }
 
 func waitExited(ch <-chan struct{}, d time.Duration) {

@@ -5,10 +5,12 @@ import (
 	"context"
 	"crypto/md5"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +23,12 @@ import (
 // TestSessions runs the session suite on microvm: each session is one VM
 // whose init holds it and serves every call (commands, files, archives,
 // terminals) over channels of its port. Under TCG a boot takes seconds, so
-// the cases that need a session alive right after its open allow for it.
+// the cases that need a session alive right after its open allow for it;
+// the guest's clock may stop with a paused VM, so the pause is shown from
+// the host (TestSessionPauseStopsQEMU).
 func TestSessions(t *testing.T) {
 	rt := microvmtest.Runtime(t)
-	sandboxtest.SessionSuiteWith(t, rt, sandboxtest.SessionSuiteOptions{StartAllowance: bootAllowance(rt)})
+	sandboxtest.SessionSuiteWith(t, rt, sandboxtest.SessionSuiteOptions{StartAllowance: bootAllowance(rt), PauseHiddenFromGuestClock: true})
 }
 
 // TestSessionChannels: the holder, PID 1 of the guest, is out of a job's
@@ -256,5 +260,72 @@ func TestSessionLargeFilesOverThePort(t *testing.T) {
 	got, err := s.GetFile(t.Context(), "part.bin")
 	if err != nil || !bytes.Equal(got, big[:12<<20]) {
 		t.Fatalf("get of 12 MiB: %d bytes, equal=%v, %v", len(got), bytes.Equal(got, big[:12<<20]), err)
+	}
+}
+
+// TestSessionPauseStopsQEMU (SECURITY.md Q10 on microvm) shows a pause from
+// the host: with a busy loop running in the session, the QEMU process gets
+// no CPU time at all while the session is paused, and gets it again once an
+// exec has resumed it. (The suite's pause case cannot see the freeze in the
+// guest's timestamps: a guest kernel that has stopped trusting its TSC, as
+// one under TCG on a loaded host does, counts timer interrupts, and a frozen
+// VM gets none, so its clock stops with it.)
+func TestSessionPauseStopsQEMU(t *testing.T) {
+	opts := microvmtest.Options(t)
+	rt := microvmtest.New(t, opts)
+	m := sandboxtest.SessionManager(t, rt, sandbox.SessionOptions{})
+	s, err := m.OpenSession(t.Context(), sandbox.SessionSpec{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	res, err := s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"sh", "-c", "setsid sh -c 'touch /tmp/spin; while :; do :; done' >/dev/null 2>&1 < /dev/null & while [ ! -e /tmp/spin ]; do sleep 0.05; done; echo spinning"}})
+	if err != nil || string(res.Stdout.Data) != "spinning\n" {
+		t.Fatalf("start a busy loop: %s %q %v", res.Status, res.Stdout.Data, err)
+	}
+	b, err := os.ReadFile(filepath.Join(opts.StateDir, "runs", s.ID()+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		PID int `json:"pid"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil || rec.PID <= 0 {
+		t.Fatalf("record %s: %v", b, err)
+	}
+	// cpu is QEMU's CPU time, all its threads, in clock ticks.
+	cpu := func() uint64 {
+		t.Helper()
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", rec.PID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		u, err1 := strconv.ParseUint(f[11], 10, 64)
+		k, err2 := strconv.ParseUint(f[12], 10, 64)
+		if err := errors.Join(err1, err2); err != nil {
+			t.Fatal(err)
+		}
+		return u + k
+	}
+	if err := s.Pause(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	c0 := cpu()
+	time.Sleep(time.Second)
+	paused := cpu() - c0
+	res, err = s.Exec(t.Context(), sandbox.ExecSpec{Argv: []string{"echo", "awake"}})
+	if err != nil || string(res.Stdout.Data) != "awake\n" || s.Paused() {
+		t.Fatalf("the exec that resumes it: %s %q %v (paused %v)", res.Status, res.Stdout.Data, err, s.Paused())
+	}
+	c1 := cpu()
+	time.Sleep(time.Second)
+	running := cpu() - c1
+	t.Logf("QEMU CPU time over 1 s: %d ticks paused, %d ticks running", paused, running)
+	if paused > 1 {
+		t.Fatalf("QEMU got %d ticks of CPU in 1 s paused, want none", paused)
+	}
+	if running <= 2 {
+		t.Fatalf("QEMU got %d ticks of CPU in 1 s after resuming with a busy loop in the guest", running)
 	}
 }
