@@ -266,10 +266,10 @@ func TestSessionLargeFilesOverThePort(t *testing.T) {
 // TestSessionPauseStopsQEMU (SECURITY.md Q10 on microvm) shows a pause from
 // the host: with a busy loop running in the session, the QEMU process gets
 // no CPU time at all while the session is paused, and gets it again once an
-// exec has resumed it. (The suite's pause case cannot see the freeze in the
-// guest's timestamps: a guest kernel that has stopped trusting its TSC, as
-// one under TCG on a loaded host does, counts timer interrupts, and a frozen
-// VM gets none, so its clock stops with it.)
+// exec has resumed it. (The suite's pause case cannot judge it by the
+// guest's timestamps: on a loaded host they showed no gap across a pause,
+// presumably a guest clock counting timer interrupts, which a frozen VM
+// does not get.)
 func TestSessionPauseStopsQEMU(t *testing.T) {
 	opts := microvmtest.Options(t)
 	rt := microvmtest.New(t, opts)
