@@ -110,7 +110,16 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 			waitExited(i.exited, sandboxOOMWait)
 			return i.hostOOM(true)
 		},
-		Diagnostics: i.diagnostics,
+		Diagnostics: func() string {
+			// The console says something only about a VM that ended; an
+			// exec's own error (a refused workspace, say) waits for nothing.
+			select {
+			case <-i.exited:
+				return i.diagnostics()
+			default:
+				return ""
+			}
+		},
 	})
 }
 
