@@ -27,7 +27,9 @@ import (
 // /proc and /sys), puts itself in a memory and pids cgroup capped at the
 // run's limits, opens the virtio-serial port that carries the protocol,
 // switches into the new root and executes the normal init there, which
-// speaks the protocol on that port exactly as it does on stdio elsewhere.
+// speaks the protocol on that port exactly as it does on stdio elsewhere —
+// for a session (-hold) as the holder, serving each call on a channel of the
+// port (hold.go).
 // The job never sees the port or the block device: neither is in its /dev.
 
 const (
@@ -67,6 +69,9 @@ var vmSysctls = map[string]string{
 type vmConfig struct {
 	memory, pids, work, tmp int64
 	linger                  time.Duration
+	// hold makes the normal init a session's holder serving execs over the
+	// port's channels (-hold -serve-execs) instead of one job's init.
+	hold bool
 }
 
 // runVM is the boot stage; it never returns.
@@ -78,6 +83,7 @@ func runVM(args []string) {
 	fs.Int64Var(&c.work, "work", 0, "size of /work, bytes")
 	fs.Int64Var(&c.tmp, "tmp", 0, "size of /tmp, bytes")
 	fs.DurationVar(&c.linger, "linger", 0, "passed on to init: how long it waits for the host after its result")
+	fs.BoolVar(&c.hold, "hold", false, "start init as a session's holder serving execs over channels of the port (-hold -serve-execs)")
 	err := fs.Parse(args)
 	if err == nil && (c.memory <= 0 || c.pids <= 0 || c.work <= 0 || c.tmp <= 0) {
 		err = errors.New("every limit must be positive")
@@ -172,6 +178,12 @@ func vmBoot(c vmConfig) error {
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: 1024, Max: 1024})
 	argv := []string{"/.aster/init", "-ids", fmt.Sprintf("%d:%d", vmInitID, vmJobID), "-port-fd", strconv.Itoa(vmPortFD), "-linger", c.linger.String(), "-seccomp"}
+	if c.hold {
+		// A session: init holds the VM and forks each exec's job exactly as
+		// a one-shot init forks its one job (the seccomp trampoline, the job
+		// uid); when the host closes the port it exits, and the VM ends.
+		argv = append(argv, "-hold", "-serve-execs")
+	}
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "GOMAXPROCS=1"}
 	return unix.Exec(argv[0], argv, env)
 }

@@ -31,7 +31,7 @@ import (
 // sleeping, through the HTTP API of a real `aster sandbox serve` process
 // whose own memory is measured.
 type SleepersConfig struct {
-	// Runtime is "docker", "oci" or "gvisor".
+	// Runtime is "docker", "oci", "gvisor" or "microvm".
 	Runtime string
 	N       int
 	// Hold is how long all N sandboxes must be alive together. Every sleeper
@@ -484,8 +484,8 @@ type sideMemory struct {
 }
 
 // sandboxSide sums the memory of what runs the sandboxes outside the orchestrator
-// process: for oci and gvisor its descendants (the runtime processes and the
-// sandboxes' own), for docker the engine's processes and the containers'. RSS counts
+// process: for oci, gvisor and microvm its descendants (the runtime processes and
+// the sandboxes' own; a microVM's QEMU, whose host cgroup holds the guest's RAM), for docker the engine's processes and the containers'. RSS counts
 // a page shared by many processes (the runtime's and aster-init's code) once in each;
 // PSS divides it among them, so the PSS sum is what the sandboxes cost together.
 func sandboxSide(runtime string, orchestrator int) sideMemory {
@@ -505,7 +505,7 @@ func sandboxSide(runtime string, orchestrator int) sideMemory {
 			}
 		}
 	}
-	if runtime == "oci" || runtime == "gvisor" {
+	if runtime == "oci" || runtime == "gvisor" || runtime == "microvm" {
 		children := map[int][]int{}
 		for pid, p := range procs {
 			children[p.ppid] = append(children[p.ppid], pid)

@@ -226,8 +226,8 @@ func newBenchSleepersCmd(g *globals) *cobra.Command {
 once, each a sandbox that sleeps, and check that all N are alive together for
 --hold with zero errors, while sampling the server process's resident memory.
 While all are up it also adds up what the sandboxes cost outside the server
-(oci, gvisor: the runtime's and the sandboxes' processes; docker: the engine's
-and the containers'), as RSS and as PSS (shared pages shared out), in all and per
+(oci, gvisor: the runtime's and the sandboxes' processes; microvm: each VM's
+QEMU; docker: the engine's and the containers'), as RSS and as PSS (shared pages shared out), in all and per
 sandbox: the density figure.
 
 With --sessions each of the N is an idle session instead (POST /v1/sessions,
@@ -245,7 +245,8 @@ The server is this binary, with the global flags given here (--runtime,
   sudo aster bench sleepers --runtime oci --n 1000 --pids 16 --hold 10s --out sleepers.json
   sudo aster bench sleepers --runtime gvisor --n 50 --pids 16 --hold 10s
   sudo aster bench sleepers --runtime docker --start-window 240s
-  sudo aster bench sleepers --runtime oci --sessions --n 100 --pids 16 --hold 10s`,
+  sudo aster bench sleepers --runtime oci --sessions --n 100 --pids 16 --hold 10s
+  sudo aster bench sleepers --runtime microvm --sessions --n 10 --pids 16 --hold 10s --start-window 120s`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			c, err := g.load(cmd)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 )
 
@@ -41,6 +42,9 @@ func BenchmarkSessionLifecycle(b *testing.B) {
 		o := ocitest.Options(b)
 		o.SessionRuntimeExecs = true
 		benchSessions(b, harnessOpts{runtime: ocitest.New(b, o)})
+	})
+	b.Run("microvm", func(b *testing.B) {
+		benchSessions(b, harnessOpts{runtime: microvmtest.Runtime(b)})
 	})
 }
 

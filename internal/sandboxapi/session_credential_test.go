@@ -16,6 +16,7 @@ import (
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/egress"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
 	"github.com/asterhq/aster/internal/testkit"
 )
@@ -115,13 +116,13 @@ func (h *credHost) seen() []string {
 // profile without the credential closes the tunnels and leaves the host
 // unreachable through the session's CA (and served without the credential
 // when the sandbox skips verification); a switch back works with the same
-// CA. On docker, oci and gVisor.
+// CA. On docker, oci, gVisor and microvm.
 func TestSessionEgressCredential(t *testing.T) {
 	forSessionRuntimes(t, sessionCredentialCase)
 }
 
 // forSessionRuntimes runs f as a subtest on each runtime that holds
-// sessions: docker, oci (crun) and gVisor (each skips or fails as its
+// sessions: docker, oci (crun), gVisor and microvm (each skips or fails as its
 // runtime's tests do where it is absent).
 func forSessionRuntimes(t *testing.T, f func(t *testing.T, rt sandbox.Runtime)) {
 	for _, c := range []struct {
@@ -131,6 +132,7 @@ func forSessionRuntimes(t *testing.T, f func(t *testing.T, rt sandbox.Runtime)) 
 		{"docker", func(t *testing.T) sandbox.Runtime { rt, _ := testRuntime(t); return rt }},
 		{"oci", func(t *testing.T) sandbox.Runtime { return ocitest.Runtime(t) }},
 		{"gvisor", func(t *testing.T) sandbox.Runtime { return ocitest.GVisor(t) }},
+		{"microvm", func(t *testing.T) sandbox.Runtime { return microvmtest.Runtime(t) }},
 	} {
 		t.Run(c.name, func(t *testing.T) { f(t, c.rt(t)) })
 	}

@@ -62,7 +62,7 @@ for host in sys.argv[3:]:
 // and a switch while the session runs closes the previous profile's
 // tunnels at once (a command holding one sees it end) and decides every
 // later tunnel by the new profile. Concurrent execs each get a proxy.
-// On docker, oci and gVisor.
+// On docker, oci, gVisor and microvm.
 func TestSessionEgressHTTP(t *testing.T) {
 	forSessionRuntimes(t, sessionEgressCase)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
 )
 
 // The session routes end to end on the real engine: create with files, a
@@ -17,8 +18,19 @@ import (
 // statuses, the file API's confinement, another token's 404, the per-token
 // cap, and DELETE.
 func TestSessionsHTTP(t *testing.T) {
+	sessionsHTTPCase(t, nil)
+}
+
+// TestSessionsHTTPMicroVM: the same routes on the microvm runtime, each
+// session a VM whose init serves every call over its port.
+func TestSessionsHTTPMicroVM(t *testing.T) {
+	sessionsHTTPCase(t, microvmtest.Runtime(t))
+}
+
+// sessionsHTTPCase runs the session routes on rt (nil: the Docker engine).
+func sessionsHTTPCase(t *testing.T, rt sandbox.Runtime) {
 	toks := mustTokens(t, "token-for-sessions-aaaa\ntoken-for-sessions-bbbb\n")
-	h := newHarness(t, harnessOpts{server: func(o *Options) { o.Tokens = toks; o.MaxSessionsPerToken = 1 }})
+	h := newHarness(t, harnessOpts{runtime: rt, server: func(o *Options) { o.Tokens = toks; o.MaxSessionsPerToken = 1 }})
 	h.token = "token-for-sessions-aaaa"
 	ctx := context.Background()
 

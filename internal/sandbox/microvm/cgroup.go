@@ -1,6 +1,7 @@
 package microvm
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -8,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -21,6 +23,11 @@ import (
 type hostCgroup struct {
 	dirs []string // every directory made, for procs and removal
 	v2   bool
+	// freezer is the directory whose freezer pauses the VM (a session's
+	// pause): the v2 group itself, or the v1 freezer hierarchy's group; ""
+	// where v1 has no freezer mounted (pause is then unsupported).
+	freezer string
+	frozen  atomic.Bool
 }
 
 const cgroupRoot = "/sys/fs/cgroup"
@@ -48,7 +55,7 @@ func newHostCgroup(id string, memoryBytes, milliCPUs, tasks int64) (*hostCgroup,
 		if err := os.Mkdir(dir, 0o755); err != nil {
 			return nil, err
 		}
-		cg := &hostCgroup{dirs: []string{dir}, v2: true}
+		cg := &hostCgroup{dirs: []string{dir}, v2: true, freezer: dir}
 		err := errors.Join(
 			write(dir, "memory.max", memoryBytes),
 			write(dir, "memory.swap.max", 0),
@@ -66,13 +73,19 @@ func newHostCgroup(id string, memoryBytes, milliCPUs, tasks int64) (*hostCgroup,
 		"cpu":    {{"cpu.cfs_period_us", strconv.FormatInt(period, 10)}, {"cpu.cfs_quota_us", strconv.FormatInt(quota, 10)}},
 		"pids":   {{"pids.max", strconv.FormatInt(tasks, 10)}},
 	}
-	for _, ctl := range []string{"memory", "cpu", "pids"} {
+	for _, ctl := range []string{"memory", "cpu", "pids", "freezer"} {
+		if ctl == "freezer" && !fileExists(filepath.Join(cgroupRoot, ctl, "freezer.state")) && !fileExists(filepath.Join(cgroupRoot, ctl, "tasks")) {
+			continue // no freezer hierarchy: a session cannot be paused here
+		}
 		dir := filepath.Join(cgroupRoot, ctl, cgroupParent, id)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			cg.remove()
 			return nil, fmt.Errorf("host cgroup: %w", err)
 		}
 		cg.dirs = append(cg.dirs, dir)
+		if ctl == "freezer" {
+			cg.freezer = dir
+		}
 		for _, kv := range set[ctl] {
 			err := os.WriteFile(filepath.Join(dir, kv[0]), []byte(kv[1]), 0)
 			if err != nil && !(kv[0] == "memory.memsw.limit_in_bytes" && errors.Is(err, fs.ErrNotExist)) {
@@ -105,6 +118,79 @@ func (c *hostCgroup) add(pid int) error {
 // remove deletes the cgroup once its processes are gone.
 func (c *hostCgroup) remove() { rmdirs(c.dirs) }
 
+// errNoFreezer: this host's cgroups have no freezer for the VM.
+var errNoFreezer = errors.New("no cgroup freezer for the VM on this host")
+
+// freezeTimeout bounds the wait for every thread of QEMU to be frozen.
+const freezeTimeout = 10 * time.Second
+
+// freeze stops (or, with on false, restarts) every thread of QEMU: the
+// guest gets no CPU and keeps its memory. It returns once the kernel says
+// the group is frozen (or thawed); a group not frozen within freezeTimeout,
+// or by the end of ctx, is thawed and the pause refused.
+func (c *hostCgroup) freeze(ctx context.Context, on bool) error {
+	if c.freezer == "" {
+		return errNoFreezer
+	}
+	file, value, state, want := "freezer.state", "THAWED", "freezer.state", "THAWED"
+	if c.v2 {
+		file, value, state, want = "cgroup.freeze", "0", "cgroup.events", "frozen 0"
+	}
+	if on {
+		value, want = "FROZEN", "FROZEN"
+		if c.v2 {
+			value, want = "1", "frozen 1"
+		}
+	}
+	if err := os.WriteFile(filepath.Join(c.freezer, file), []byte(value), 0); err != nil {
+		return fmt.Errorf("host cgroup freezer: %w", err)
+	}
+	c.frozen.Store(on)
+	fail := func(err error) error {
+		if on {
+			c.thaw()
+		}
+		return fmt.Errorf("host cgroup freezer: %w", err)
+	}
+	limit := time.NewTimer(freezeTimeout)
+	defer limit.Stop()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		b, err := os.ReadFile(filepath.Join(c.freezer, state))
+		if err != nil {
+			return fail(err)
+		}
+		if hasLine(string(b), want) {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-limit.C:
+			return fail(fmt.Errorf("not %q after %s", want, freezeTimeout))
+		case <-ctx.Done():
+			return fail(context.Cause(ctx))
+		}
+	}
+}
+
+// thaw restarts a frozen QEMU, so that a kill reaches it (a v1 freezer
+// holds even SIGKILL until its group is thawed).
+func (c *hostCgroup) thaw() {
+	if c.frozen.Load() {
+		_ = c.freeze(context.Background(), false)
+	}
+}
+
+func hasLine(s, line string) bool {
+	for l := range strings.SplitSeq(s, "\n") {
+		if strings.TrimSpace(l) == line {
+			return true
+		}
+	}
+	return false
+}
+
 // rmdirs removes cgroup directories, waiting a little for their last
 // process to be reaped (a killed QEMU stays a member until its parent waits
 // for it).
@@ -123,14 +209,22 @@ func rmdirs(dirs []string) {
 	}
 }
 
+// thawHostCgroup thaws the cgroup of VM id, whoever froze it (a paused
+// session's VM): a v1 freezer holds even SIGKILL until its group is thawed.
+func thawHostCgroup(id string) {
+	_ = os.WriteFile(filepath.Join(cgroupRoot, cgroupParent, id, "cgroup.freeze"), []byte("0"), 0)
+	_ = os.WriteFile(filepath.Join(cgroupRoot, "freezer", cgroupParent, id, "freezer.state"), []byte("THAWED"), 0)
+}
+
 // removeHostCgroup removes what a VM of this id left, whoever made it: its
 // processes are killed, and the directories go once their last process has
 // been reaped (a killed QEMU stays a member until its parent waits for it).
 func removeHostCgroup(id string) {
 	dirs := []string{filepath.Join(cgroupRoot, cgroupParent, id)}
-	for _, ctl := range []string{"memory", "cpu", "pids"} {
+	for _, ctl := range []string{"memory", "cpu", "pids", "freezer"} {
 		dirs = append(dirs, filepath.Join(cgroupRoot, ctl, cgroupParent, id))
 	}
+	thawHostCgroup(id)
 	for _, d := range dirs {
 		if b, err := os.ReadFile(filepath.Join(d, "cgroup.procs")); err == nil {
 			for _, f := range strings.Fields(string(b)) {

@@ -105,8 +105,11 @@ func TestInitramfsLayout(t *testing.T) {
 func TestQEMUArgsHaveNoWayOut(t *testing.T) {
 	r := &Runtime{guest: guest{Kernel: "/k", Initrd: "/i"}, tscKHz: 2_100_000}
 	l := sandbox.Limits{MemoryBytes: 256 << 20, MilliCPUs: 1500, Pids: 64, WorkdirBytes: 32 << 20, TmpBytes: 16 << 20}
-	args := r.qemuArgs(AccelTCG, "r-1", l.MemoryBytes+GuestOverheadBytes, l)
+	args := r.qemuArgs(AccelTCG, "r-1", l.MemoryBytes+GuestOverheadBytes, l, false)
 	joined := strings.Join(args, " ")
+	if strings.Contains(joined, "-hold") {
+		t.Errorf("a one-shot VM's init is asked to hold it:\n%s", joined)
+	}
 	// -no-reboot with panic=-1 and reboot=t: init's exit ends the VM (a
 	// triple fault is a reset QEMU turns into its exit; the kernel's other
 	// restart methods can fall through to a jump into the firmware, which
@@ -125,7 +128,12 @@ func TestQEMUArgsHaveNoWayOut(t *testing.T) {
 			t.Errorf("qemu args hold %q", bad)
 		}
 	}
-	kvm := r.qemuArgs(AccelKVM, "r-1", 1<<30, l)
+	// A session's VM: the same line, its init holding the VM.
+	held := strings.Join(r.qemuArgs(AccelTCG, "r-1", l.MemoryBytes+GuestOverheadBytes, l, true), " ")
+	if held != strings.Replace(joined, "-linger 10s", "-linger 10s -hold", 1) {
+		t.Errorf("a session VM's line differs from a one-shot VM's by more than -hold:\n%s\n%s", held, joined)
+	}
+	kvm := r.qemuArgs(AccelKVM, "r-1", 1<<30, l, false)
 	if !slices.Contains(kvm, "kvm") || strings.Contains(strings.Join(kvm, " "), "tsc_early_khz") {
 		t.Errorf("kvm args: %v", kvm)
 	}

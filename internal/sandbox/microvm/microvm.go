@@ -78,7 +78,8 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
-// Runtime is the microVM implementation of sandbox.Runtime.
+// Runtime is the microVM implementation of sandbox.Runtime, and of
+// sandbox.SessionRuntime (session.go).
 type Runtime struct {
 	opts    Options
 	qemu    string
@@ -294,6 +295,7 @@ func (r *Runtime) Remove(ctx context.Context, id string) error {
 	}
 	if rec.PID > 0 && rec.StartTicks != 0 && processStart(rec.PID) == rec.StartTicks {
 		_ = unix.Kill(rec.PID, unix.SIGKILL)
+		thawHostCgroup(id) // a paused session's VM
 		waitGone(rec.PID, rec.StartTicks, 5*time.Second)
 	}
 	removeHostCgroup(id)

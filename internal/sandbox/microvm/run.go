@@ -47,6 +47,12 @@ const initLinger = 10 * time.Second
 // Prepare implements sandbox.Runtime: boot a VM for opts and wait for
 // aster-init's hello. On any failure the VM and its state are removed.
 func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (sandbox.Instance, error) {
+	return r.prepare(ctx, opts, false)
+}
+
+// prepare is Prepare; hold boots a session's VM (session.go), whose init
+// holds it and serves execs over channels of its port.
+func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold bool) (*instance, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
@@ -62,10 +68,10 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (san
 		return nil, err
 	}
 	accel := r.accelerator()
-	inst, err := r.boot(ctx, id, opts, disk, accel)
+	inst, err := r.boot(ctx, id, opts, disk, accel, hold)
 	if err != nil && accel == AccelKVM && r.opts.Accel == AccelAuto && r.kvmUndecided() {
 		r.decide(AccelTCG, err)
-		inst, err = r.boot(ctx, id, opts, disk, AccelTCG)
+		inst, err = r.boot(ctx, id, opts, disk, AccelTCG, hold)
 	} else if err == nil && accel == AccelKVM {
 		r.decide(AccelKVM, nil)
 	}
@@ -75,7 +81,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (san
 		// failed VM is gone, and one fresh boot is worth its seconds to the
 		// caller.
 		r.log.Warn("microvm: the guest did not come up in time; booting a fresh one", "id", id, "err", err)
-		inst, err = r.boot(ctx, id, opts, disk, r.accelerator())
+		inst, err = r.boot(ctx, id, opts, disk, r.accelerator(), hold)
 	}
 	if err != nil {
 		return nil, err
@@ -84,7 +90,7 @@ func (r *Runtime) Prepare(ctx context.Context, opts sandbox.PrepareOptions) (san
 }
 
 // boot starts one VM and waits for its hello.
-func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptions, disk, accel string) (_ *instance, err error) {
+func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptions, disk, accel string, hold bool) (_ *instance, err error) {
 	t0 := time.Now()
 	ident, err := r.ids.Acquire()
 	if err != nil {
@@ -125,7 +131,7 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 	}()
 	inst.conn = hostEnd
 	inst.frames = initproto.NewReader(hostEnd)
-	cmd := exec.Command(r.qemu, r.qemuArgs(accel, id, guestRAM, l)...)
+	cmd := exec.Command(r.qemu, r.qemuArgs(accel, id, guestRAM, l, hold)...)
 	cmd.ExtraFiles = files
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	cmd.Dir = "/"
@@ -161,8 +167,12 @@ func (r *Runtime) boot(ctx context.Context, id string, opts sandbox.PrepareOptio
 		timeout = kvmProbeTimeout
 	}
 	t2 := time.Now()
-	if err := runtimekit.AwaitHello(ctx, inst.frames, timeout-time.Since(t2), inst.diagnostics); err != nil {
+	hello, err := runtimekit.AwaitHelloFrame(ctx, inst.frames, timeout-time.Since(t2), inst.diagnostics)
+	if err != nil {
 		return inst, err
+	}
+	if hold && !hello.Execs {
+		return inst, fmt.Errorf("%w: the guest's init does not serve a session's execs", sandbox.ErrProtocol)
 	}
 	inst.SetTiming("init", time.Since(t2))
 	return inst, nil
@@ -201,7 +211,7 @@ func (r *Runtime) qemuFiles(disk string) ([]*os.File, *net.UnixConn, error) {
 
 // qemuArgs is the whole QEMU command line of one VM. Nothing in it comes
 // from the request except the sizes (validated by the Manager).
-func (r *Runtime) qemuArgs(accel, id string, guestRAM int64, l sandbox.Limits) []string {
+func (r *Runtime) qemuArgs(accel, id string, guestRAM int64, l sandbox.Limits, hold bool) []string {
 	vcpus := max((l.MilliCPUs+999)/1000, 1)
 	cpu, accelOpt := "max", "tcg,tb-size="+strconv.Itoa(tcgCodeCacheMiB)
 	if accel == AccelKVM {
@@ -225,6 +235,9 @@ func (r *Runtime) qemuArgs(accel, id string, guestRAM int64, l sandbox.Limits) [
 		"-work", strconv.FormatInt(l.WorkdirBytes, 10),
 		"-tmp", strconv.FormatInt(l.TmpBytes, 10),
 		"-linger", initLinger.String())
+	if hold {
+		cmdline = append(cmdline, "-hold")
+	}
 	return []string{
 		"-name", "aster-" + id,
 		"-M", "microvm,pit=on,pic=on,rtc=on,isa-serial=on",
@@ -332,6 +345,9 @@ func (i *instance) destroy() {
 	case <-i.exited:
 	default:
 		_ = i.proc.Kill()
+		if i.cg != nil {
+			i.cg.thaw()
+		}
 	}
 }
 
@@ -349,6 +365,9 @@ func (i *instance) Close(ctx context.Context) error {
 			case <-i.exited:
 			default:
 				_ = i.proc.Kill()
+				if i.cg != nil {
+					i.cg.thaw() // a paused session's VM
+				}
 			}
 			<-i.exited
 		}
