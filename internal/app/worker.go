@@ -348,6 +348,19 @@ func (r *run) do(ctx context.Context) (store.Finish, error) {
 			if rep.DurationsMS == nil {
 				rep.DurationsMS = map[string]int64{}
 			}
+			if names := unavailable(rep); len(names) > 0 {
+				// The engine was unreachable or every slot stayed taken: nothing is wrong
+				// with the change, so the job runs again (with backoff) instead of posting
+				// a review that could not finish. The last attempt posts what it has, and
+				// says why.
+				if !job.LastAttempt() {
+					return store.Finish{}, fmt.Errorf("review: the sandbox could not run %s now (%s); the review runs again",
+						strings.Join(names, ", "), unavailableReason(rep))
+				}
+				rep.Notes = append(rep.Notes, fmt.Sprintf("incomplete because the sandbox was unavailable, not because of the change: "+
+					"it could not run %s on any of %d attempts (%s); comment /aster review once the container engine is back",
+					strings.Join(names, ", "), job.Attempt, unavailableReason(rep)))
+			}
 		}
 		if !in.tooLarge {
 			r.dismissals(ctx, rep, pr.Number)
@@ -615,6 +628,28 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	}
 	r.state.CheckDone = true
 	_ = r.w.opts.Jobs.SaveRun(ctx, r.state)
+}
+
+// unavailable names the analyzers the sandbox could not run for a reason that passes
+// (gate.AnalyzerResult.Unavailable).
+func unavailable(rep *review.Report) []string {
+	var names []string
+	for _, a := range rep.Analyzers {
+		if a.Unavailable {
+			names = append(names, a.Name)
+		}
+	}
+	return names
+}
+
+// unavailableReason is the first such analyzer's reason, clipped.
+func unavailableReason(rep *review.Report) string {
+	for _, a := range rep.Analyzers {
+		if a.Unavailable {
+			return textclip.OneLine(a.Reason, 200)
+		}
+	}
+	return ""
 }
 
 // diffRefusedReport is the review of a pull request whose diff GitHub will not render.

@@ -57,6 +57,11 @@ type AppConfig struct {
 	// Checkpoint, when set, gets the report so far after each cell (to
 	// save it: a long run stopped halfway keeps what it measured).
 	Checkpoint func(*AppReport)
+	// LogDir, when set, keeps each cell's server log there
+	// (server-STORE-N.log) and the check runs that did not end success,
+	// title, summary and text as the fake received them
+	// (checkruns-STORE-N.txt): what a reader needs to see why.
+	LogDir string
 }
 
 // AppStore is a database for app serve: "sqlite" (a fresh file per cell) or
@@ -240,6 +245,11 @@ func runAppCell(ctx context.Context, cfg AppConfig, pool *changePool, st AppStor
 	defer srv.stop()
 	out.IdleRSSBytes = procStatusBytes(srv.cmd.Process.Pid, "VmRSS")
 	cell.measure(ctx, cfg, srv, &out)
+	if cfg.LogDir != "" {
+		if err := cell.keep(cfg.LogDir, srv, &out); err != nil && out.Error == "" {
+			out.Error = "keep the logs: " + err.Error()
+		}
+	}
 	if out.PeakRSSBytes = procStatusBytes(srv.cmd.Process.Pid, "VmHWM"); out.PeakRSSBytes == 0 && out.Error == "" {
 		out.Error = "could not read the server's VmHWM"
 	}
@@ -253,6 +263,29 @@ func runAppCell(ctx context.Context, cfg AppConfig, pool *changePool, st AppStor
 		out.Error += srv.logTail()
 	}
 	return out
+}
+
+// keep copies the server's log so far and the unfinished check runs into dir.
+func (c *appCell) keep(dir string, srv *appServer, out *AppCell) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	name := fmt.Sprintf("%s-%d", out.Store, out.PRs)
+	log, err := os.ReadFile(srv.log.Name())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "server-"+name+".log"), log, 0o644); err != nil {
+		return err
+	}
+	var b strings.Builder
+	for _, r := range c.fake.CheckRuns(c.owner, c.repo) {
+		if r.Status == "completed" && r.Conclusion == "success" {
+			continue
+		}
+		fmt.Fprintf(&b, "check run %d on %.12s: %s %s\ntitle: %s\nsummary:\n%s\ntext:\n%s\n\n", r.ID, r.HeadSHA, r.Status, r.Conclusion, r.Title, r.Summary, r.Text)
+	}
+	return os.WriteFile(filepath.Join(dir, "checkruns-"+name+".txt"), []byte(b.String()), 0o644)
 }
 
 // setUp starts the fake and fills its repository: the pool's base tree, and

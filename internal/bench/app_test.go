@@ -100,8 +100,9 @@ func TestBenchApp(t *testing.T) {
 		stores = append(stores, AppStore{Name: "postgres", URL: storetest.PostgresURL(t)})
 	}
 	var progressLines strings.Builder
+	logs := t.TempDir()
 	rep, err := RunApp(t.Context(), AppConfig{Binary: bin, ServeArgs: []string{"--init-path", initBin}, PRs: []int{2}, FilesPerPR: 2,
-		Bundles: []string{b}, Stores: stores, TempDir: t.TempDir(), Progress: &progressLines})
+		Bundles: []string{b}, Stores: stores, TempDir: t.TempDir(), Progress: &progressLines, LogDir: logs})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +117,13 @@ func TestBenchApp(t *testing.T) {
 		if c.Error != "" {
 			t.Errorf("%s: %s", c.Store, c.Error)
 			continue
+		}
+		// --logs: the server's log (it names the reviews) and the unfinished check runs.
+		if log, err := os.ReadFile(filepath.Join(logs, "server-"+c.Store+"-2.log")); err != nil || !strings.Contains(string(log), "review finished") {
+			t.Errorf("%s: kept server log: %v, %d bytes without a finished review", c.Store, err, len(log))
+		}
+		if _, err := os.Stat(filepath.Join(logs, "checkruns-"+c.Store+"-2.txt")); err != nil {
+			t.Errorf("%s: no kept check runs: %v", c.Store, err)
 		}
 		if c.Conclusions["success"] != c.Reviewed && len(c.Unfinished) == 0 {
 			t.Errorf("%s: conclusions %v but no title of an unfinished review", c.Store, c.Conclusions)

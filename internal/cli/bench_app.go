@@ -13,10 +13,10 @@ import (
 )
 
 type benchAppFlags struct {
-	prs, bundles, stores, postgres, out string
-	files, workers                      int
-	timeout                             time.Duration
-	json                                bool
+	prs, bundles, stores, postgres, out, logs string
+	files, workers                            int
+	timeout                                   time.Duration
+	json                                      bool
 }
 
 func newBenchAppCmd(g *globals) *cobra.Command {
@@ -74,6 +74,7 @@ Progress lines go to stderr. Arguments after -- go to 'aster app serve'
 	fl.DurationVar(&f.timeout, "timeout", 20*time.Minute, "longest one cell may take, from the first delivery to the last review")
 	fl.BoolVar(&f.json, "json", false, "print the report as JSON instead of the table")
 	fl.StringVar(&f.out, "out", "", "also write the JSON report here (after every cell, so a stopped run keeps its cells)")
+	fl.StringVar(&f.logs, "logs", "", "keep each cell's app serve log and the full text of its check runs that did not end success in this directory")
 	return cmd
 }
 
@@ -81,7 +82,7 @@ func runBenchApp(cmd *cobra.Command, g *globals, f *benchAppFlags, args []string
 	if dash := cmd.ArgsLenAtDash(); (dash < 0 && len(args) > 0) || dash > 0 {
 		return usageErr("unexpected argument %q: arguments for app serve go after --", args[0])
 	}
-	cfg := bench.AppConfig{FilesPerPR: f.files, Workers: f.workers, Timeout: f.timeout, Progress: g.stdio.Stderr}
+	cfg := bench.AppConfig{FilesPerPR: f.files, Workers: f.workers, Timeout: f.timeout, Progress: g.stdio.Stderr, LogDir: f.logs}
 	for _, s := range config.SplitList(f.prs) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 || n > 1000 {

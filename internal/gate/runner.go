@@ -3,6 +3,7 @@ package gate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -90,6 +91,12 @@ type AnalyzerResult struct {
 	Declined []string `json:"-"`
 	// Stderr is the tail of the tool's stderr when it did not succeed.
 	Stderr string `json:"stderr,omitempty"`
+	// Unavailable is set on an error the sandbox layer classed as passing
+	// (sandbox.ErrUnavailable: the engine unreachable; sandbox.ErrBusy: no
+	// slot within the queue's wait): the analyzer never ran, and a later run
+	// may succeed, so the App reviews again rather than post a review that
+	// says it could not finish. Not kept in the report.
+	Unavailable bool `json:"-"`
 }
 
 // Result is the gate's output: every finding, and every analyzer's status.
@@ -401,6 +408,7 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		reason := sres.Error
 		if runErr != nil {
 			reason = runErr.Error()
+			res.Unavailable = errors.Is(runErr, sandbox.ErrUnavailable) || errors.Is(runErr, sandbox.ErrBusy)
 		}
 		if reason == "" {
 			reason = "the sandbox could not run the analyzer"
