@@ -32,6 +32,8 @@ type agent struct {
 	id identity
 	// seccomp: the job's trampoline installs the seccomp profile itself.
 	seccomp bool
+	// direct, when not nil, starts the job without the trampoline.
+	direct *directStart
 
 	hostGone atomic.Bool
 	// proxy is the CONNECT proxy of a run with egress, while the job runs.
@@ -275,16 +277,26 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 
 	syscall.Umask(0o022)
 	start := time.Now()
+	attr := &syscall.ProcAttr{
+		Dir:   dir,
+		Env:   env,
+		Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
+		// A session of its own: SIGCONT may be sent to any process of the
+		// sender's session whatever the uids, and init must be out of reach.
+		// With a terminal, it is the session's controlling terminal.
+		Sys: &syscall.SysProcAttr{Setsid: true, Setctty: job.PTY != nil, Ctty: 0, Credential: a.id.credential()},
+	}
 	fork := func() (int, error) {
-		return syscall.ForkExec(selfExe, trampolineArgv(argv0, job.Argv, a.seccomp), &syscall.ProcAttr{
-			Dir:   dir,
-			Env:   env,
-			Files: []uintptr{stdinR.Fd(), stdoutW.Fd(), stderrW.Fd()},
-			// A session of its own: SIGCONT may be sent to any process of the
-			// sender's session whatever the uids, and init must be out of reach.
-			// With a terminal, it is the session's controlling terminal.
-			Sys: &syscall.SysProcAttr{Setsid: true, Setctty: job.PTY != nil, Ctty: 0, Credential: a.id.credential()},
-		})
+		return syscall.ForkExec(selfExe, trampolineArgv(argv0, job.Argv, a.seccomp), attr)
+	}
+	if a.startsDirectly() {
+		// No trampoline: init forks the job itself with the job's OOM score
+		// and default signal dispositions (see directStart).
+		fork = func() (int, error) {
+			return a.direct.around(func() (int, error) {
+				return syscall.ForkExec(argv0, job.Argv, attr)
+			})
+		}
 	}
 	// A one-shot init is its job's only waiter: a reaper of its own, which
 	// its SIGCHLD drives; a holder's exec shares the holder's.
@@ -490,6 +502,16 @@ func (a *agent) execute(job initproto.JobHeader) initproto.ResultFrame {
 		res.Signal = int(status.Signal())
 	}
 	return res
+}
+
+// startsDirectly says the job is forked without the trampoline: only by a
+// one-shot init (a holder's other execs may be running) that could open its
+// own OOM score, and only where nothing in the sandbox can signal init while
+// its ignored signals have their default disposition for the fork: init is
+// PID 1 (the kernel drops such signals from inside its namespace) or the job
+// has a uid of its own.
+func (a *agent) startsDirectly() bool {
+	return a.direct != nil && a.jobs == nil && !a.seccomp && (a.pid1 || a.id.separate)
 }
 
 // mkdirIn creates dir under root without following links out of it.

@@ -52,6 +52,13 @@ func main() {
 	// A write to a host that went away must surface as an error we handle (kill
 	// the job, exit), not as a silent SIGPIPE death halfway through clean-up.
 	signal.Ignore(syscall.SIGPIPE)
+	// While init may still open its own OOM score (before it changes uid and
+	// stops being dumpable): a one-shot job is then started without the
+	// trampoline. A session's holder and a microVM guest keep it.
+	var direct *directStart
+	if !*hold && !*seccomp {
+		direct = newDirectStart()
+	}
 	// Before anything is read from the host: become the init uid.
 	id, err := becomeInit(*ids)
 	if err != nil {
@@ -92,7 +99,7 @@ func main() {
 
 	in := initproto.NewReader(stdin)
 	out := initproto.NewWriter(stdout)
-	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1, linger: *linger, id: id, seccomp: *seccomp}
+	a := &agent{in: in, out: out, workDir: *workDir, pid1: os.Getpid() == 1, linger: *linger, id: id, seccomp: *seccomp, direct: direct}
 	if *hold {
 		os.Exit(a.runHold(*serveExecs))
 	}

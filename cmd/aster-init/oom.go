@@ -13,7 +13,10 @@ import (
 // process inherits the score, so under memory pressure the kernel's OOM
 // killer takes the job's processes, never init, while any of them lives. The
 // child writes its own score because init itself is not dumpable, and so
-// cannot write /proc/PID/oom_score_adj of another process, nor even its own.
+// cannot write /proc/PID/oom_score_adj of another process, nor open its own.
+// A one-shot init normally needs no trampoline (see directStart); a session's
+// holder, a microVM guest and an init that could not open its own score at
+// start still use it.
 const execJobFlag = "-exec-job"
 
 // execJobSeccompFlag is execJobFlag for a job that no container runtime

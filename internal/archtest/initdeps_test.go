@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// aster-init starts twice in every sandbox (as init, then as the job's trampoline),
+// aster-init starts in every sandbox (and again as the trampoline of a session's execs),
 // and each start runs the initialisation of every package linked into it: the
 // orchestrator's packages (the API, net/http, TLS, x509, slog) cost a cold start
 // several milliseconds of CPU for nothing. aster-init links only what it uses.

@@ -175,6 +175,7 @@ func Run(t *testing.T, tgt Target) {
 		{"K3_forged_cgroup_files", s.k3Forged},
 		{"K4_protocol_lookalikes", s.k4Lookalikes},
 		{"K5_caller_gone_stdin_unread", s.k5CallerGone},
+		{"K7_job_starts_clean", s.k7JobStartsClean},
 		{"M2_no_shared_kernel_user", s.m2Quotas},
 		{"N1_relay_allowed_https", s.n1RelayAllowed},
 		{"N2_relay_refusals", s.n2RelayRefusals},

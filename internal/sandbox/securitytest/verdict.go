@@ -150,6 +150,47 @@ func (s *suite) k2Unreachable(t *testing.T) {
 	wantStatus(t, res, sandbox.StatusExitNonzero)
 }
 
+// K7: the job starts clean: the highest OOM score from its first instruction
+// (so the OOM killer takes it before init), no signal ignored or blocked
+// (init ignores nearly all of them, and an ignored signal stays ignored across
+// fork and exec), and init's own score below the job's while the job runs.
+// The first job is cat itself, the first program executed, reading its own
+// status.
+func (s *suite) k7JobStartsClean(t *testing.T) {
+	res := s.run(t, sandbox.Spec{Argv: []string{"cat", "/proc/self/status", "/proc/self/oom_score_adj"}})
+	wantStatus(t, res, sandbox.StatusOK)
+	lines := strings.Split(strings.TrimSpace(string(res.Stdout.Data)), "\n")
+	if len(lines) < 3 {
+		t.Fatalf("no status: %s", short(res))
+	}
+	status := map[string]string{}
+	for _, l := range lines {
+		if k, v, ok := strings.Cut(l, ":"); ok {
+			status[k] = strings.TrimSpace(v)
+		}
+	}
+	for _, k := range []string{"SigIgn", "SigBlk"} {
+		if _, ok := status[k]; !ok && status["Name"] == "cat" && status["Seccomp"] != "" {
+			// gVisor's /proc/PID/status has neither line: nothing to read.
+			t.Logf("this kernel's /proc/self/status has no %s", k)
+			continue
+		}
+		if status[k] != "0000000000000000" {
+			t.Errorf("%s=%q at the job's start, want no signal", k, status[k])
+		}
+	}
+	if job := lines[len(lines)-1]; job != "1000" {
+		t.Errorf("the job's oom_score_adj is %q, want 1000", job)
+	}
+	// Init may share the job's score for the microseconds of the fork (see
+	// aster-init's directStart); a moment later it has its own back.
+	res = s.run(t, sandbox.Spec{Argv: []string{"sh", "-c", "sleep 0.2; cat /proc/1/oom_score_adj"}})
+	wantStatus(t, res, sandbox.StatusOK)
+	if n, err := strconv.Atoi(strings.TrimSpace(string(res.Stdout.Data))); err != nil || n >= 1000 {
+		t.Errorf("init's oom_score_adj is %q while the job runs, want below the job's", res.Stdout.Data)
+	}
+}
+
 // K3: files the verdict could be computed from are not writable; a forged
 // memory.events changes nothing, and a real OOM cannot be hidden.
 func (s *suite) k3Forged(t *testing.T) {
