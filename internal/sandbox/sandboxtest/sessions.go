@@ -302,6 +302,24 @@ func SessionSuiteWith(t *testing.T, rt sandbox.Runtime, o SessionSuiteOptions) {
 		assertNotListed(t, rt, short.ID())
 	})
 
+	t.Run("SessionsAreApart", func(t *testing.T) {
+		a, b := open(t, sandbox.SessionSpec{}), open(t, sandbox.SessionSpec{})
+		if err := a.PutFile(t.Context(), "a-only.txt", []byte("a's file\n")); err != nil {
+			t.Fatal(err)
+		}
+		// count: how many processes run "sleep 4242", one line a process.
+		const count = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <$f; echo; done 2>/dev/null | grep -c '^sleep 4242 $' || true"
+		// The sleeper leaves the exec's process group before the exec ends
+		// (its name is sleep's once setsid has run), so it outlives the exec.
+		wantOK(t, sh(t, a, "echo secret > /tmp/a-only; setsid sleep 4242 >/dev/null 2>&1 </dev/null & "+
+			"until [ \"$("+count+")\" = 1 ]; do sleep 0.05; done; echo started"), "started\n")
+		// B sees nothing of A: no file in /work, no /tmp entry, no process.
+		wantOK(t, sh(t, b, "find /work /tmp -mindepth 1 -name '*a-only*' | wc -l; "+count), "0\n0\n")
+		// B signals every process it may: A's sleeper and files live on.
+		wantOK(t, sh(t, b, "kill -KILL -1 2>/dev/null; echo sent"), "sent\n")
+		wantOK(t, sh(t, a, count+"; cat /tmp/a-only a-only.txt"), "1\nsecret\na's file\n")
+	})
+
 	t.Run("CloseDestroysEverything", func(t *testing.T) {
 		s := open(t, sandbox.SessionSpec{})
 		wantOK(t, sh(t, s, "sleep 300 >/dev/null 2>&1 & echo started"), "started\n")
