@@ -57,7 +57,9 @@ type ReadOptions struct {
 	// under it, and file:// URIs, are made relative to it.
 	Root string
 	// MaxBytes bounds the input; MaxFindings the findings kept (the rest are
-	// counted in ReadResult.Dropped).
+	// counted in ReadResult.Dropped). Past MaxFindings the least severe are
+	// the ones dropped: an error is kept before a warning, a warning before
+	// a note, whatever order the tool printed them in.
 	MaxBytes    int64
 	MaxFindings int
 }
@@ -207,6 +209,9 @@ func decodeDocuments[T any](data []byte, what string, required ...string) ([]T, 
 type collector struct {
 	opts ReadOptions
 	res  ReadResult
+	// byRank holds the indexes in res.Findings of the findings of each
+	// severity rank, so that a full collector can replace its least severe.
+	byRank [4][]int
 }
 
 // startRead is how every reader begins: opts with their defaults, and all of
@@ -222,8 +227,8 @@ func newCollector(opts ReadOptions) *collector {
 }
 
 func (c *collector) add(f Finding) {
-	if len(c.res.Findings) >= c.opts.MaxFindings {
-		c.res.Dropped++
+	if len(c.res.Findings) >= c.opts.MaxFindings && f.Severity == Note {
+		c.res.Dropped++ // a note replaces nothing: dropped before its text is read
 		return
 	}
 	f.Analyzer = c.opts.Analyzer
@@ -270,7 +275,29 @@ func (c *collector) add(f Finding) {
 			f.Fix = nil
 		}
 	}
-	c.res.Findings = append(c.res.Findings, f)
+	c.keep(f)
+}
+
+// keep adds a normalised finding within MaxFindings: when the collector is
+// full, f takes the place of the last kept finding of the lowest severity
+// below f's, or is dropped if there is none.
+func (c *collector) keep(f Finding) {
+	rank := f.Severity.Rank()
+	if len(c.res.Findings) < c.opts.MaxFindings {
+		c.byRank[rank] = append(c.byRank[rank], len(c.res.Findings))
+		c.res.Findings = append(c.res.Findings, f)
+		return
+	}
+	c.res.Dropped++
+	for r := 0; r < rank; r++ {
+		if n := len(c.byRank[r]); n > 0 {
+			i := c.byRank[r][n-1]
+			c.byRank[r] = c.byRank[r][:n-1]
+			c.res.Findings[i] = f
+			c.byRank[rank] = append(c.byRank[rank], i)
+			return
+		}
+	}
 }
 
 func (c *collector) toolError(msg string) {
@@ -337,4 +364,84 @@ func safeURL(s string) bool {
 	}
 	u, err := url.Parse(s)
 	return err == nil && (u.Scheme == "https" || u.Scheme == "http") && u.Host != ""
+}
+
+// Merge joins the results of one tool's runs over parts of its files (a
+// batch of files each, read one at a time) into one result, as if one run
+// had printed them all: at most maxFindings findings (0: DefaultMaxFindings),
+// the least severe dropped first and counted in Dropped with those each part
+// dropped; tool errors and notices within the readers' caps; the runs' stats
+// added up (peak memory and slowest file: the largest).
+func Merge(maxFindings int, parts ...ReadResult) ReadResult {
+	c := newCollector(ReadOptions{MaxFindings: maxFindings})
+	for _, p := range parts {
+		for _, f := range p.Findings {
+			c.keep(f)
+		}
+		c.res.Dropped += p.Dropped
+		c.res.Suppressed += p.Suppressed
+		for _, e := range p.ToolErrors {
+			if len(c.res.ToolErrors) < maxToolErrors {
+				c.res.ToolErrors = append(c.res.ToolErrors, e)
+			}
+		}
+		for _, n := range p.Notices {
+			if len(c.res.Notices) < maxNotices {
+				c.res.Notices = append(c.res.Notices, n)
+			}
+		}
+		if s := p.Stats; s != nil {
+			if c.res.Stats == nil {
+				c.res.Stats = &RunStats{}
+			}
+			t := c.res.Stats
+			t.Files += s.Files
+			t.MS += s.MS
+			t.CPUMS += s.CPUMS
+			t.MaxRSSKB = max(t.MaxRSSKB, s.MaxRSSKB)
+			if s.MaxFileMS > t.MaxFileMS {
+				t.MaxFileMS, t.Slowest = s.MaxFileMS, s.Slowest
+			}
+		}
+		c.res.Judged = mergeJudged(c.res.Judged, p.Judged)
+	}
+	return c.result()
+}
+
+// mergeJudged adds b's judged sites to a, within MaxJudged.
+func mergeJudged(a, b Judged) Judged {
+	if len(b) == 0 {
+		return a
+	}
+	n := 0
+	for _, lines := range a {
+		for _, cats := range lines {
+			n += len(cats)
+		}
+	}
+	if a == nil {
+		a = Judged{}
+	}
+	for path, lines := range b {
+		for line, cats := range lines {
+			for cat, byCall := range cats {
+				if _, ok := a[path][line][cat]; ok {
+					a[path][line][cat] = a[path][line][cat] || byCall
+					continue
+				}
+				if n >= MaxJudged {
+					return a
+				}
+				if a[path] == nil {
+					a[path] = map[int]map[string]bool{}
+				}
+				if a[path][line] == nil {
+					a[path][line] = map[string]bool{}
+				}
+				a[path][line][cat] = byCall
+				n++
+			}
+		}
+	}
+	return a
 }

@@ -71,6 +71,12 @@ type Analyzer struct {
 	// root with the image's Go: when go.mod declares a newer Go than the
 	// image has, it is skipped with a note saying which Go it needs.
 	GoModule bool `yaml:"-" json:"-"`
+	// BatchFiles, when set, runs a tool given its files on stdin (input
+	// files0) over at most this many files at a time, each batch in its own
+	// sandbox with its own output cap; the findings of all batches are read
+	// one batch at a time and kept within one bound (finding.Merge). A large
+	// change then cannot lose a tool's whole report to the cap.
+	BatchFiles int `yaml:"-" json:"-"`
 	// Timeout and Memory override the sandbox limits for this analyzer
 	// ("2m", "1g").
 	Timeout string `yaml:"timeout,omitempty" json:"timeout,omitempty"`
@@ -255,9 +261,14 @@ func Builtins() []Analyzer {
 		},
 		taintPythonAnalyzer(),
 		{
-			Name:           "bandit",
-			Command:        []string{"xargs", "-0", "-r", "bandit", "--format", "json", "--quiet", "--"},
-			Input:          InputFiles0,
+			Name:    "bandit",
+			Command: []string{"xargs", "-0", "-r", "bandit", "--format", "json", "--quiet", "--"},
+			Input:   InputFiles0,
+			// Bandit's JSON carries each result's code excerpt: on 2,500 files
+			// of two large projects (thousands of asserts in their tests) one
+			// report is over the output cap. A batch of banditBatchFiles is
+			// read by itself (docs/performance.md, "Gate speed").
+			BatchFiles:     banditBatchFiles,
 			Format:         finding.FormatBandit,
 			Files:          []string{"*.py"},
 			OKExitCodes:    []int{0, 1, 123},
@@ -324,6 +335,11 @@ func Builtins() []Analyzer {
 		},
 	}
 }
+
+// banditBatchFiles is the most files one Bandit sandbox is given: about
+// 15.6 MB of JSON for the densest 250 files of py2500 (sympy's tests), under the 32 MiB
+// cap with room to spare, while a typical change needs one batch.
+const banditBatchFiles = 250
 
 // Lookup returns the analyzer named name from list.
 func Lookup(list []Analyzer, name string) (Analyzer, bool) {

@@ -97,6 +97,9 @@ type AnalyzerResult struct {
 	// may succeed, so the App reviews again rather than post a review that
 	// says it could not finish. Not kept in the report.
 	Unavailable bool `json:"-"`
+	// Batches is the number of sandboxes the analyzer ran in when its files
+	// were given in batches (Analyzer.BatchFiles); 0 for one run.
+	Batches int `json:"batches,omitempty"`
 }
 
 // Result is the gate's output: every finding, and every analyzer's status.
@@ -372,70 +375,25 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 	if a.usesFiles() {
 		res.TargetFiles = len(files)
 	}
-	spec, err := r.spec(a, files)
-	if err != nil {
-		return done(StatusFailed, err.Error())
-	}
-	tr, err := snap.Open()
-	if err != nil {
-		return done(StatusError, "open snapshot: "+err.Error())
-	}
-	defer tr.Close()
-	spec.Workspace = sandbox.Workspace{Tar: tr, Filtered: true}
-	sres, runErr := r.sb.Run(ctx, spec)
-	res.RunID = sres.ID
-	res.ExitCode = sres.ExitCode
-	r.log.Debug("analyzer finished", "analyzer", a.Name, "run", sres.ID, "status", sres.Status, "exit", sres.ExitCode)
-	stderrTail := func() string { return tail(sres.Stderr.Data, stderrTailBytes) }
-	switch sres.Status {
-	case sandbox.StatusOK, sandbox.StatusExitNonzero:
-	case sandbox.StatusTimeout:
-		res.ExitCode = -1
-		res.Stderr = stderrTail()
-		return done(StatusTimeout, fmt.Sprintf("killed after its %s limit", time.Duration(spec.Limits.TimeoutMS)*time.Millisecond))
-	case sandbox.StatusOOM:
-		res.ExitCode = -1
-		res.Stderr = stderrTail()
-		return done(StatusFailed, fmt.Sprintf("ran out of its %s of memory", units.FormatBytes(spec.Limits.MemoryBytes)))
-	case sandbox.StatusOutputLimit:
-		res.ExitCode = -1
-		return done(StatusFailed, "wrote more output than the sandbox allows")
-	case sandbox.StatusKilled:
-		res.ExitCode = -1
-		res.Stderr = stderrTail()
-		return done(StatusFailed, "killed: "+textclip.OneLine(sres.Error, maxReasonBytes))
-	default:
-		reason := sres.Error
-		if runErr != nil {
-			reason = runErr.Error()
-			res.Unavailable = errors.Is(runErr, sandbox.ErrUnavailable) || errors.Is(runErr, sandbox.ErrBusy)
+	// One sandbox, or one per batch of files: each batch's report is read
+	// under the output cap by itself, and the findings of all are kept
+	// within the reader's one bound (finding.Merge).
+	batches := batchFiles(a, files)
+	parts := make([]finding.ReadResult, 0, len(batches))
+	for i, batch := range batches {
+		rr, st, reason := r.runSandbox(ctx, a, snap, batch, &res)
+		if st != "" {
+			if len(batches) > 1 {
+				reason = fmt.Sprintf("batch %d of %d (%d files): %s", i+1, len(batches), len(batch), reason)
+			}
+			return done(st, reason)
 		}
-		if reason == "" {
-			reason = "the sandbox could not run the analyzer"
-		}
-		return done(StatusError, textclip.OneLine(reason, maxReasonBytes))
+		parts = append(parts, rr)
 	}
-	if sres.ExitCode == 127 && a.Optional {
-		tool := a.Command[0]
-		switch {
-		case a.Input == InputAsterRules:
-			tool = "ast-grep" // run through sh, which unpacks the rule pack first
-		case tool == "sh" || tool == "xargs":
-			tool = a.Name // the built-in analyzers run their tool through one
-		}
-		return done(StatusSkipped, fmt.Sprintf("%s is not installed in image %s", tool, spec.Image))
-	}
-	if !a.okExit(sres.ExitCode) {
-		res.Stderr = stderrTail()
-		return done(StatusFailed, fmt.Sprintf("exit status %d", sres.ExitCode))
-	}
-	if sres.Stdout.Truncated {
-		return done(StatusFailed, fmt.Sprintf("its report is larger than %s", units.FormatBytes(analyzerOutputBytes)))
-	}
-	rr, err := finding.Read(a.Format, bytes.NewReader(sres.Stdout.Data), finding.ReadOptions{Analyzer: a.Name, Root: "/work"})
-	if err != nil {
-		res.Stderr = stderrTail()
-		return done(StatusFailed, "unreadable "+string(a.Format)+" output: "+textclip.OneLine(err.Error(), maxReasonBytes))
+	rr := parts[0]
+	if len(parts) > 1 {
+		rr = finding.Merge(0, parts...)
+		res.Batches = len(parts)
 	}
 	if a.Severity != "" {
 		for i := range rr.Findings {
@@ -459,6 +417,98 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 	res.Status = StatusOK
 	res.DurationMS = time.Since(t0).Milliseconds()
 	return res, rr.Findings
+}
+
+// runSandbox runs a over files in one sandbox and reads its report. A run
+// that did not end ok returns its status and reason (and sets res's exit
+// code and stderr tail); an ok run returns status "".
+func (r *Runner) runSandbox(ctx context.Context, a Analyzer, snap *Snapshot, files []string, res *AnalyzerResult) (finding.ReadResult, Status, string) {
+	fail := func(st Status, reason string) (finding.ReadResult, Status, string) {
+		return finding.ReadResult{}, st, reason
+	}
+	spec, err := r.spec(a, files)
+	if err != nil {
+		return fail(StatusFailed, err.Error())
+	}
+	tr, err := snap.Open()
+	if err != nil {
+		return fail(StatusError, "open snapshot: "+err.Error())
+	}
+	defer tr.Close()
+	spec.Workspace = sandbox.Workspace{Tar: tr, Filtered: true}
+	sres, runErr := r.sb.Run(ctx, spec)
+	res.RunID = sres.ID
+	res.ExitCode = sres.ExitCode
+	r.log.Debug("analyzer finished", "analyzer", a.Name, "run", sres.ID, "status", sres.Status, "exit", sres.ExitCode)
+	stderrTail := func() string { return tail(sres.Stderr.Data, stderrTailBytes) }
+	switch sres.Status {
+	case sandbox.StatusOK, sandbox.StatusExitNonzero:
+	case sandbox.StatusTimeout:
+		res.ExitCode = -1
+		res.Stderr = stderrTail()
+		return fail(StatusTimeout, fmt.Sprintf("killed after its %s limit", time.Duration(spec.Limits.TimeoutMS)*time.Millisecond))
+	case sandbox.StatusOOM:
+		res.ExitCode = -1
+		res.Stderr = stderrTail()
+		return fail(StatusFailed, fmt.Sprintf("ran out of its %s of memory", units.FormatBytes(spec.Limits.MemoryBytes)))
+	case sandbox.StatusOutputLimit:
+		res.ExitCode = -1
+		return fail(StatusFailed, "wrote more output than the sandbox allows")
+	case sandbox.StatusKilled:
+		res.ExitCode = -1
+		res.Stderr = stderrTail()
+		return fail(StatusFailed, "killed: "+textclip.OneLine(sres.Error, maxReasonBytes))
+	default:
+		reason := sres.Error
+		if runErr != nil {
+			reason = runErr.Error()
+			res.Unavailable = errors.Is(runErr, sandbox.ErrUnavailable) || errors.Is(runErr, sandbox.ErrBusy)
+		}
+		if reason == "" {
+			reason = "the sandbox could not run the analyzer"
+		}
+		return fail(StatusError, textclip.OneLine(reason, maxReasonBytes))
+	}
+	if sres.ExitCode == 127 && a.Optional {
+		tool := a.Command[0]
+		switch {
+		case a.Input == InputAsterRules:
+			tool = "ast-grep" // run through sh, which unpacks the rule pack first
+		case tool == "sh" || tool == "xargs":
+			tool = a.Name // the built-in analyzers run their tool through one
+		}
+		return fail(StatusSkipped, fmt.Sprintf("%s is not installed in image %s", tool, spec.Image))
+	}
+	if !a.okExit(sres.ExitCode) {
+		res.Stderr = stderrTail()
+		return fail(StatusFailed, fmt.Sprintf("exit status %d", sres.ExitCode))
+	}
+	if sres.Stdout.Truncated {
+		return fail(StatusFailed, fmt.Sprintf("its report is larger than %s", units.FormatBytes(analyzerOutputBytes)))
+	}
+	rr, err := finding.Read(a.Format, bytes.NewReader(sres.Stdout.Data), finding.ReadOptions{Analyzer: a.Name, Root: "/work"})
+	if err != nil {
+		res.Stderr = stderrTail()
+		return fail(StatusFailed, "unreadable "+string(a.Format)+" output: "+textclip.OneLine(err.Error(), maxReasonBytes))
+	}
+	return rr, "", ""
+}
+
+// batchFiles splits an analyzer's target files into the batches it runs
+// over, one sandbox each: a.BatchFiles at most per batch for a tool given its
+// files on stdin; all of them at once otherwise.
+func batchFiles(a Analyzer, files []string) [][]string {
+	n := a.BatchFiles
+	if n <= 0 || a.Input != InputFiles0 || len(files) <= n {
+		return [][]string{files}
+	}
+	var out [][]string
+	for len(files) > 0 {
+		k := min(n, len(files))
+		out = append(out, files[:k:k])
+		files = files[k:]
+	}
+	return out
 }
 
 // spec builds the sandbox spec of an analyzer over its target files.

@@ -262,3 +262,82 @@ func TestValidateNamesBadEnvInOneOrder(t *testing.T) {
 		t.Errorf("Validate: %s, want %s", got, want)
 	}
 }
+
+// batchSandbox answers a Bandit-format run with one result per file it was
+// given on stdin, and fails the run whose files include fail.
+type batchSandbox struct {
+	mu      sync.Mutex
+	batches [][]string
+	fail    string
+}
+
+func (b *batchSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result, error) {
+	if spec.Stdin == nil { // the image's versions: none
+		return sandbox.Result{ID: "v", Status: sandbox.StatusExitNonzero, ExitCode: 1}, nil
+	}
+	in, _ := io.ReadAll(spec.Stdin)
+	files := strings.Split(strings.TrimSuffix(string(in), "\x00"), "\x00")
+	b.mu.Lock()
+	b.batches = append(b.batches, files)
+	b.mu.Unlock()
+	var out strings.Builder
+	out.WriteString(`{"errors":[],"results":[`)
+	for i, f := range files {
+		if f == b.fail {
+			return sandbox.Result{ID: "x", Status: sandbox.StatusOutputLimit, ExitCode: -1}, nil
+		}
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		sev := "LOW"
+		if strings.HasPrefix(f, "app/") {
+			sev = "HIGH"
+		}
+		fmt.Fprintf(&out, `{"filename":%q,"line_number":1,"issue_severity":%q,"issue_confidence":"HIGH","issue_text":"t","test_id":"B1","test_name":"n"}`, f, sev)
+	}
+	out.WriteString(`]}`)
+	return sandbox.Result{ID: "x", Status: sandbox.StatusOK, Stdout: sandbox.Output{Data: []byte(out.String())}}, nil
+}
+
+func TestRunnerBatches(t *testing.T) {
+	files := map[string]string{}
+	for i := 0; i < 7; i++ {
+		files[fmt.Sprintf("t/test_%d.py", i)] = "assert 1\n"
+	}
+	files["app/a.py"] = "x = 1\n"
+	snap := snapshotOf(t, files)
+	a := Analyzer{Name: "b", Command: []string{"xargs", "-0", "bandit"}, Input: InputFiles0, Format: finding.FormatBandit, Files: []string{"*.py"}, BatchFiles: 3}
+	sb := &batchSandbox{}
+	res := NewRunner(sb, RunnerOptions{Image: "img"}).Run(context.Background(), Request{Snapshot: snap, Analyzers: []Analyzer{a}})
+	st := res.Analyzers[0]
+	if st.Status != StatusOK || st.Batches != 3 || st.TargetFiles != 8 || len(res.Findings) != 8 {
+		t.Fatalf("%s %q: %d batches, %d files, %d findings; want ok, 3 batches, 8 files, 8 findings", st.Status, st.Reason, st.Batches, st.TargetFiles, len(res.Findings))
+	}
+	seen := map[string]bool{}
+	for _, b := range sb.batches {
+		if len(b) > 3 {
+			t.Errorf("a batch of %d files: %v", len(b), b)
+		}
+		for _, f := range b {
+			if seen[f] {
+				t.Errorf("%s given twice", f)
+			}
+			seen[f] = true
+		}
+	}
+	if len(seen) != 8 {
+		t.Errorf("%d files given, want 8", len(seen))
+	}
+	// a batch over its cap fails the analyzer, naming the batch
+	sb = &batchSandbox{fail: "t/test_4.py"}
+	res = NewRunner(sb, RunnerOptions{Image: "img"}).Run(context.Background(), Request{Snapshot: snap, Analyzers: []Analyzer{a}})
+	if st := res.Analyzers[0]; st.Status != StatusFailed || !strings.HasPrefix(st.Reason, "batch 2 of 3 (3 files): ") || len(res.Findings) != 0 {
+		t.Errorf("%s %q, %d findings; want failed in batch 2 of 3, no findings", st.Status, st.Reason, len(res.Findings))
+	}
+	// one batch: no count
+	a.BatchFiles = 8
+	res = NewRunner(&batchSandbox{}, RunnerOptions{Image: "img"}).Run(context.Background(), Request{Snapshot: snap, Analyzers: []Analyzer{a}})
+	if st := res.Analyzers[0]; st.Status != StatusOK || st.Batches != 0 || len(res.Findings) != 8 {
+		t.Errorf("one batch: %s %q, batches %d, %d findings", st.Status, st.Reason, st.Batches, len(res.Findings))
+	}
+}
