@@ -10,6 +10,7 @@ import (
 
 	"github.com/asterhq/aster/internal/config"
 	"github.com/asterhq/aster/internal/gate"
+	"github.com/asterhq/aster/internal/review"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
@@ -116,5 +117,44 @@ func testEngineOutageLastAttemptSaysSo(t *testing.T, dbURL string) {
 	}
 	if text := runs[0].Summary + runs[0].Text; !strings.Contains(text, "unavailable") {
 		t.Errorf("the check run does not say the sandbox was unavailable:\n%s", text)
+	}
+}
+
+// The tests are retried as the analyzers are: a test step the unreachable engine could
+// not run is not a finished review (its status would be "error", the check run neutral).
+func TestEngineOutageRetriesTheTests(t *testing.T) {
+	forEachDB(t, testEngineOutageRetriesTheTests)
+}
+
+func testEngineOutageRetriesTheTests(t *testing.T, dbURL string) {
+	_, outage := outageGate(t)
+	tests := &review.SandboxTests{Sandbox: outage, Image: sandboxtest.Image(), Limits: config.DefaultLimits(), TempDir: t.TempDir()}
+	rv := NewPipelineReviewer(PipelineOptions{Tests: tests, TempDir: t.TempDir()})
+	h := newHarness(t, harnessOptions{reviewer: rv, dbURL: dbURL, queue: store.QueueOptions{MaxAttempts: 8, RetryBase: 300 * time.Millisecond, RetryMax: time.Second}})
+	cfg := "tests:\n  command: [python3, -c, \"print('tests ran')\"]\n"
+	base := h.git.Commit("", "base", map[string]string{".aster.yml": cfg, "app.py": "def f(x):\n    return x\n"})
+	head := h.git.Commit(base, "change", map[string]string{"app.py": "def f(x):\n    return x + 1\n"})
+	h.push("outage-3", "opened", 5, base, head, "")
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(h.logs.String(), "review attempt failed; it is retried") {
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt failed while the engine was unreachable")
+		}
+		if runs := h.fake.CheckRuns("acme", "widgets"); len(runs) > 0 && runs[0].Status == "completed" {
+			t.Fatalf("the check run completed while the engine was unreachable: %s %q: %s", runs[0].Conclusion, runs[0].Title, runs[0].Summary)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(h.logs.String(), "could not run the tests now") {
+		t.Errorf("the retried attempt does not name the tests:\n%s", h.logs.String())
+	}
+	outage.back.Store(true)
+	recs := h.waitHistory(5, 1, 4*time.Minute)
+	if r := recs[0]; r.Attempt < 2 || r.Conclusion != ConclusionSuccess {
+		t.Fatalf("record %+v: want a successful review after a retry", r)
+	}
+	runs := h.fake.CheckRuns("acme", "widgets")
+	if len(runs) != 1 || runs[0].Status != "completed" || runs[0].Conclusion != "success" {
+		t.Fatalf("check runs %+v: want one, completed, success", runs)
 	}
 }

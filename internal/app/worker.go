@@ -630,8 +630,8 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	_ = r.w.opts.Jobs.SaveRun(ctx, r.state)
 }
 
-// unavailable names the analyzers the sandbox could not run for a reason that passes
-// (gate.AnalyzerResult.Unavailable).
+// unavailable names the analyzers, and the tests, the sandbox could not run for a
+// reason that passes (gate.AnalyzerResult.Unavailable, review.TestsReport.Unavailable).
 func unavailable(rep *review.Report) []string {
 	var names []string
 	for _, a := range rep.Analyzers {
@@ -639,15 +639,21 @@ func unavailable(rep *review.Report) []string {
 			names = append(names, a.Name)
 		}
 	}
+	if rep.Tests != nil && rep.Tests.Unavailable {
+		names = append(names, "the tests")
+	}
 	return names
 }
 
-// unavailableReason is the first such analyzer's reason, clipped.
+// unavailableReason is the first such analyzer's (or the tests') reason, clipped.
 func unavailableReason(rep *review.Report) string {
 	for _, a := range rep.Analyzers {
 		if a.Unavailable {
 			return textclip.OneLine(a.Reason, 200)
 		}
+	}
+	if rep.Tests != nil && rep.Tests.Unavailable {
+		return textclip.OneLine(rep.Tests.Reason, 200)
 	}
 	return ""
 }

@@ -146,6 +146,11 @@ type TestsReport struct {
 	// Output is the tail of the run's output, for a failed run.
 	Output string `json:"output,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// Unavailable is set when the sandbox layer could not run the tests for a
+	// reason that passes (sandbox.ErrUnavailable: the engine unreachable;
+	// sandbox.ErrBusy: no slot within the queue's wait), in either phase: a
+	// later run may succeed. Not kept in the report.
+	Unavailable bool `json:"-"`
 }
 
 // Model step statuses.

@@ -2,6 +2,7 @@ package review
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -129,6 +130,7 @@ func (s *SandboxTests) RunTests(ctx context.Context, req TestRequest) TestsRepor
 		rep.Summary.Failures = []testrun.Failure{}
 	}
 	res, runErr := out.Result, out.Err
+	rep.Unavailable = errors.Is(runErr, sandbox.ErrUnavailable) || errors.Is(runErr, sandbox.ErrBusy)
 	rep.SandboxStatus, rep.ExitCode = string(res.Status), res.ExitCode
 	if out.Phase == testphase.PhaseInstall {
 		rep.Status, rep.Reason = TestsError, "the install phase failed, the tests did not run: "+out.Install.Reason
