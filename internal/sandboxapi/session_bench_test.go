@@ -13,8 +13,10 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/sandbox/docker"
 	"github.com/asterhq/aster/internal/sandbox/microvm/microvmtest"
 	"github.com/asterhq/aster/internal/sandbox/oci/ocitest"
+	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 )
 
 // BenchmarkSessionLifecycle measures, through the HTTP API over one
@@ -33,6 +35,11 @@ import (
 //	go test ./internal/sandboxapi -run '^$' -bench SessionLifecycle -benchtime 20x
 func BenchmarkSessionLifecycle(b *testing.B) {
 	b.Run("docker", func(b *testing.B) { benchSessions(b, harnessOpts{}) })
+	// Each exec an engine exec of a further aster-init, as before the
+	// holder served execs over its attach stream.
+	b.Run("docker-engine-exec", func(b *testing.B) {
+		benchSessions(b, harnessOpts{runtime: sandboxtest.DockerWith(b, docker.Options{SessionEngineExecs: true})})
+	})
 	b.Run("oci", func(b *testing.B) {
 		benchSessions(b, harnessOpts{runtime: ocitest.Runtime(b)})
 	})

@@ -87,6 +87,10 @@ type Options struct {
 	// the default range.
 	Identities *runtimekit.IdentityPool
 	Logger     *slog.Logger
+	// SessionEngineExecs makes every exec of a session an engine exec of a
+	// further aster-init, as before the holder served execs over channels of
+	// its attach stream (benchmarks compare the two).
+	SessionEngineExecs bool
 }
 
 // Runtime is the Docker implementation of sandbox.Runtime.

@@ -47,6 +47,9 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 	cfg, host := r.containerConfig(opts, ident)
 	if hold {
 		cfg.Cmd = []string{ident.Flag(), "-hold"}
+		if !r.opts.SessionEngineExecs {
+			cfg.Cmd = append(cfg.Cmd, "-serve-execs")
+		}
 	}
 	created, err := r.api.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cfg, HostConfig: host})
 	if err != nil {
@@ -96,6 +99,9 @@ func (r *Runtime) prepare(ctx context.Context, opts sandbox.PrepareOptions, hold
 	}
 	inst.SetTiming("init", time.Since(t2))
 	inst.cgroup = r.cgroupDir(ctx, created.ID)
+	if hold && inst.holdsExecs {
+		inst.serveExecs()
+	}
 	return inst, nil
 }
 
@@ -113,6 +119,11 @@ type instance struct {
 	initLog   *runtimekit.LockedCapture
 	exited    chan struct{}
 	exit      container.WaitResponse
+	// holdsExecs: init is a session holder that serves execs itself over
+	// channels of its attach stream (its hello said so); mux, once
+	// PrepareSession started it, reaches them.
+	holdsExecs bool
+	mux        *runtimekit.ExecMux
 	runtimekit.InstanceState
 
 	waiting bool // a wait for removal is registered; exited will close
@@ -130,7 +141,9 @@ func (i *instance) watch(wait client.ContainerWaitResult) {
 }
 
 func (i *instance) awaitHello(ctx context.Context) error {
-	return runtimekit.AwaitHello(ctx, i.frames, helloTimeout, i.initDiagnostics)
+	h, err := runtimekit.AwaitHelloFrame(ctx, i.frames, helloTimeout, i.initDiagnostics)
+	i.holdsExecs = h.Execs
+	return err
 }
 
 func (i *instance) initDiagnostics() string {

@@ -15,9 +15,11 @@ import (
 )
 
 // PrepareSession implements sandbox.SessionRuntime: a container like
-// Prepare's whose init holds it (aster-init -hold); each job is a further
-// aster-init started by an engine exec with the container's own user,
-// capabilities and seccomp profile.
+// Prepare's whose init holds it (aster-init -hold -serve-execs). A command
+// runs over an exec channel of the holder's attach stream (the holder forks
+// it, as on oci: no engine call); a job of the file API, a terminal or one
+// with egress is a further aster-init started by an engine exec with the
+// container's own user, capabilities and seccomp profile.
 func (r *Runtime) PrepareSession(ctx context.Context, opts sandbox.PrepareOptions) (sandbox.SessionInstance, error) {
 	inst, err := r.prepare(ctx, opts, true)
 	if err != nil {
@@ -40,6 +42,9 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 	case <-i.exited:
 		return fail(fmt.Errorf("%w: the session's container has ended", sandbox.ErrSessionGone))
 	default:
+	}
+	if i.mux != nil && runtimekit.ChannelJob(job) {
+		return i.execChannel(ctx, job)
 	}
 	created, err := i.rt.api.ExecCreate(ctx, i.id, client.ExecCreateOptions{
 		User:         InitStartUser,
@@ -83,6 +88,41 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 		DestroySandbox: func() { i.Close(context.Background()) },
 		Cgroup:         i.cgroup,
 		Diagnostics:    diag,
+	})
+}
+
+// serveExecs starts the host's side of the holder's exec channels over the
+// container's attach stream. A holder that breaks the channel protocol is not
+// to be trusted: the container is removed.
+func (i *instance) serveExecs() {
+	i.mux = runtimekit.NewExecMux(i.conn.Conn, i.frames)
+	go func() {
+		<-i.mux.Done()
+		if err := i.mux.Err(); err != nil && !i.destroyed.Load() {
+			i.rt.log.Warn("session holder broke its protocol; destroying the session", "container", i.id, "error", err)
+			i.Close(context.Background())
+		}
+	}()
+}
+
+// execChannel runs job over a new exec channel of the holder. The verdict is
+// RunExec's, as for an engine exec: init's report, the OOM kills counted in
+// the container's cgroup, the host's own deadline; an exec that does not end
+// when its channel is closed ends the session.
+func (i *instance) execChannel(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
+	x, err := i.mux.Open()
+	if err != nil {
+		return runtimekit.ExecFailed(i.id, "docker", fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
+	}
+	defer x.Discard()
+	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{
+		ID:             i.id,
+		Runtime:        "docker",
+		W:              x,
+		R:              x.Reader(),
+		Exited:         x.Exited(),
+		DestroySandbox: func() { i.Close(context.Background()) },
+		Cgroup:         i.cgroup,
 	})
 }
 

@@ -101,7 +101,7 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 		return fail(fmt.Errorf("%w: the session's sandbox has ended", sandbox.ErrSessionGone))
 	default:
 	}
-	if i.mux != nil && channelJob(job) {
+	if i.mux != nil && runtimekit.ChannelJob(job) {
 		return i.execChannel(ctx, job)
 	}
 	stdinR, stdinW, err := os.Pipe()
@@ -149,16 +149,6 @@ func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Re
 		Cgroup:         i.cgroup,
 		Diagnostics:    diag,
 	})
-}
-
-// channelJob says job runs over an exec channel of the holder: a command
-// with its argv, env, working directory, stdin and limits. A job with a
-// workspace or an export (the file API), a terminal or egress is a further
-// init started by the runtime, as each needs what only a one-shot init does
-// alone in its process (a loopback port, the whole of /work, a terminal).
-func channelJob(job sandbox.Job) bool {
-	return job.Terminal == nil && job.Egress == nil && job.Export == nil &&
-		job.Workspace.Tar == nil && len(job.Workspace.Files) == 0
 }
 
 // serveExecs starts the host's side of the holder's exec channels (its

@@ -3,6 +3,7 @@ package runtimekit
 import (
 	"errors"
 	"fmt"
+	"github.com/asterhq/aster/internal/sandbox"
 	"io"
 	"sync"
 
@@ -182,4 +183,15 @@ func (x *MuxExec) Close() error {
 		err = x.m.fw.WriteFrame(initproto.TypeChanEnd, initproto.EncodeChanEnd(x.id))
 	})
 	return err
+}
+
+// ChannelJob says job can run over an exec channel of a holder that serves
+// execs while other ways remain for the rest: a command with its argv, env,
+// working directory, stdin and limits. A job with a workspace or an export
+// (the file API), a terminal or egress is a further init started by the
+// runtime (oci, docker), as each needs what only a one-shot init does alone
+// in its process (a loopback port, the whole of /work, a terminal).
+func ChannelJob(job sandbox.Job) bool {
+	return job.Terminal == nil && job.Egress == nil && job.Export == nil &&
+		job.Workspace.Tar == nil && len(job.Workspace.Files) == 0
 }

@@ -154,10 +154,16 @@ func Required() bool { return os.Getenv("ASTER_REQUIRE_DOCKER") == "1" }
 // when Required.
 func Docker(t testing.TB) *docker.Runtime {
 	t.Helper()
-	rt, err := docker.New(docker.Options{
-		InitPath: InitBinary(t),
-		Labels:   map[string]string{"aster.test": Label(t)},
-	})
+	return DockerWith(t, docker.Options{})
+}
+
+// DockerWith is Docker with o's settings; the init binary and the test's
+// label are filled in.
+func DockerWith(t testing.TB, o docker.Options) *docker.Runtime {
+	t.Helper()
+	o.InitPath = InitBinary(t)
+	o.Labels = map[string]string{"aster.test": Label(t)}
+	rt, err := docker.New(o)
 	if err != nil {
 		t.Fatalf("docker runtime: %v", err)
 	}
