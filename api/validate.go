@@ -134,6 +134,10 @@ type AnalyzerResult struct {
 	// Superseded counts findings not reported because another analyzer
 	// follows data into their category.
 	Superseded int `json:"superseded,omitempty"`
+	// Batches is the number of sandboxes the analyzer ran in when its files
+	// were given in batches (each batch's report read under the output cap
+	// by itself); absent for one run.
+	Batches int `json:"batches,omitempty"`
 }
 
 // AnalyzerNotice is a tool's warning about a file of its run.
