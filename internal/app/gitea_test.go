@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -268,6 +269,9 @@ func (a *giteaApp) statuses(repo *giteatest.Repo, sha string) []giteaStatus {
 	a.t.Helper()
 	var ss []giteaStatus
 	a.gs.MustAPI(a.t, a.gs.Admin.Token, "GET", repo.Path("statuses/"+sha), nil, &ss)
+	// Newest first by id: Gitea's default order is by update time, in whole
+	// seconds, so two statuses of one second come in either order.
+	slices.SortFunc(ss, func(x, y giteaStatus) int { return cmp.Compare(y.ID, x.ID) })
 	return ss
 }
 

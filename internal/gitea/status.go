@@ -1,8 +1,10 @@
 package gitea
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"unicode/utf8"
 
 	"github.com/asterhq/aster/internal/github"
@@ -97,7 +99,7 @@ func (c *Client) ListCheckRuns(ctx context.Context, head, _ string) ([]github.Ch
 	if err != nil {
 		return nil, err
 	}
-	ws, err := listAll[wireStatus](ctx, c.f, "list commit statuses", c.path("statuses", head), nil)
+	ws, err := c.statusesNewestFirst(ctx, head)
 	if err != nil {
 		return nil, err
 	}
@@ -113,7 +115,7 @@ func (c *Client) ListCheckRuns(ctx context.Context, head, _ string) ([]github.Ch
 // Statuses returns the descriptions and states of Aster's statuses on head, newest first
 // (for tests and `aster app` diagnostics).
 func (c *Client) Statuses(ctx context.Context, head string) ([]Status, error) {
-	ws, err := listAll[wireStatus](ctx, c.f, "list commit statuses", c.path("statuses", head), nil)
+	ws, err := c.statusesNewestFirst(ctx, head)
 	if err != nil {
 		return nil, err
 	}
@@ -124,6 +126,18 @@ func (c *Client) Statuses(ctx context.Context, head string) ([]Status, error) {
 		}
 	}
 	return out, nil
+}
+
+// statusesNewestFirst lists every status on head, the newest (highest id) first:
+// Gitea's own order is by update time in whole seconds, so two statuses set within
+// one second come back in either order.
+func (c *Client) statusesNewestFirst(ctx context.Context, head string) ([]wireStatus, error) {
+	ws, err := listAll[wireStatus](ctx, c.f, "list commit statuses", c.path("statuses", head), nil)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortStableFunc(ws, func(x, y wireStatus) int { return cmp.Compare(y.ID, x.ID) })
+	return ws, nil
 }
 
 // Status is one commit status of Aster's context.

@@ -95,6 +95,34 @@ func (r *Repo) Commit(t testing.TB, branch string, files map[string]*string, msg
 func (r *Repo) Push(t testing.TB, branch string) {
 	t.Helper()
 	r.git(t, "push", "-q", "-f", r.s.URL+r.FullName()+".git", branch+":"+branch)
+	r.waitPushed(t, branch, strings.TrimSpace(r.git(t, "rev-parse", branch)))
+}
+
+// waitPushed waits until Gitea's API shows branch at sha in a repository no longer
+// empty: Gitea finishes a push (the branch table, the repository's empty flag that
+// opening a pull request checks) in a queue after git has answered.
+func (r *Repo) waitPushed(t testing.TB, branch, sha string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var repo struct {
+			Empty bool `json:"empty"`
+		}
+		var br struct {
+			Commit struct {
+				ID string `json:"id"`
+			} `json:"commit"`
+		}
+		_, rerr := r.s.API(r.s.Admin.Token, "GET", "repos/"+r.Owner+"/"+r.Name, nil, &repo)
+		_, berr := r.s.API(r.s.Admin.Token, "GET", r.Path("branches/"+branch), nil, &br)
+		if rerr == nil && berr == nil && !repo.Empty && br.Commit.ID == sha {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Gitea does not show %s at %s 30 s after the push (empty %v; %v; %v)", branch, sha, repo.Empty, rerr, berr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // Checkout switches the work tree to branch.
