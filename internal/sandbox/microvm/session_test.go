@@ -68,18 +68,23 @@ func TestSessionsAreApart(t *testing.T) {
 	if err := a.PutFile(t.Context(), "a-only.txt", []byte("a's file through the file API\n")); err != nil {
 		t.Fatal(err)
 	}
-	bootA := sh(a, "echo secret > /tmp/a-only; setsid sleep 4242 >/dev/null 2>&1 < /dev/null & cat /proc/sys/kernel/random/boot_id")
+	// count: how many processes run "sleep 4242", one line a process. The
+	// sleeper has left the exec's process group (so it outlives the exec)
+	// once its name is sleep's: setsid runs before it.
+	const count = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' <$f; echo; done 2>/dev/null | grep -c '^sleep 4242 $' || true"
+	bootA := sh(a, "echo secret > /tmp/a-only; setsid sleep 4242 >/dev/null 2>&1 < /dev/null & "+
+		"until [ \"$("+count+")\" = 1 ]; do sleep 0.05; done; cat /proc/sys/kernel/random/boot_id")
 	bootB := sh(b, "cat /proc/sys/kernel/random/boot_id")
 	if bootA == "" || bootA == bootB {
 		t.Fatalf("boot ids %q and %q: want two kernels", bootA, bootB)
 	}
 	// B sees nothing of A: no file, no /tmp entry, no process.
-	if got := sh(b, "find /work /tmp -mindepth 1 | wc -l; cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 424[2]' || true"); got != "0\n0\n" {
+	if got := sh(b, "find /work /tmp -mindepth 1 | wc -l; "+count); got != "0\n0\n" {
 		t.Fatalf("session B sees %q of A's files and processes, want none", got)
 	}
 	// B signals every process it may: A's sleeper lives on.
 	sh(b, "kill -KILL -1 2>/dev/null; true")
-	if got := sh(a, "cat /proc/[0-9]*/cmdline | tr '\\0' ' ' | grep -c 'sleep 424[2]'; cat /tmp/a-only a-only.txt"); got != "1\nsecret\na's file through the file API\n" {
+	if got := sh(a, count+"; cat /tmp/a-only a-only.txt"); got != "1\nsecret\na's file through the file API\n" {
 		t.Fatalf("session A after B's kill -1: %q", got)
 	}
 	// The host holds each session's record and nothing else: no file of
