@@ -110,17 +110,9 @@ func (i *instance) serveExecs() {
 // the container's cgroup, the host's own deadline; an exec that does not end
 // when its channel is closed ends the session.
 func (i *instance) execChannel(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	x, err := i.mux.Open()
-	if err != nil {
-		return runtimekit.ExecFailed(i.id, "docker", fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
-	}
-	defer x.Discard()
-	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{
+	return i.mux.Run(ctx, job, runtimekit.ExecParts{
 		ID:             i.id,
 		Runtime:        "docker",
-		W:              x,
-		R:              x.Reader(),
-		Exited:         x.Exited(),
 		DestroySandbox: func() { i.Close(context.Background()) },
 		Cgroup:         i.cgroup,
 	})

@@ -86,25 +86,14 @@ const sandboxOOMWait = 3 * time.Second
 // (the console says so), as a one-shot run's is.
 func (s *sessionInstance) Exec(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
 	i := s.i
-	fail := func(err error) (sandbox.Result, error) {
-		return sandbox.Result{ID: i.id, Runtime: i.rt.Name(), Status: sandbox.StatusError, ExitCode: -1, Error: err.Error()}, err
-	}
 	select {
 	case <-i.exited:
-		return fail(fmt.Errorf("%w: the session's VM has ended", sandbox.ErrSessionGone))
+		return runtimekit.ExecFailed(i.id, i.rt.Name(), fmt.Errorf("%w: the session's VM has ended", sandbox.ErrSessionGone))
 	default:
 	}
-	x, err := s.mux.Open()
-	if err != nil {
-		return fail(fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
-	}
-	defer x.Discard()
-	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{
+	return s.mux.Run(ctx, job, runtimekit.ExecParts{
 		ID:             i.id,
 		Runtime:        i.rt.Name(),
-		W:              x,
-		R:              x.Reader(),
-		Exited:         x.Exited(),
 		DestroySandbox: i.destroy,
 		SandboxOOM: func() (int64, bool) {
 			waitExited(i.exited, sandboxOOMWait)

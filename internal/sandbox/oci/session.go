@@ -171,17 +171,9 @@ func (i *instance) serveExecs() {
 // host's own deadline; an exec that does not end when its channel is closed
 // ends the session.
 func (i *instance) execChannel(ctx context.Context, job sandbox.Job) (sandbox.Result, error) {
-	x, err := i.mux.Open()
-	if err != nil {
-		return runtimekit.ExecFailed(i.id, i.rt.Name(), fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
-	}
-	defer x.Discard()
-	return runtimekit.RunExec(ctx, job, runtimekit.ExecParts{
+	return i.mux.Run(ctx, job, runtimekit.ExecParts{
 		ID:             i.id,
 		Runtime:        i.rt.Name(),
-		W:              x,
-		R:              x.Reader(),
-		Exited:         x.Exited(),
 		DestroySandbox: i.destroy,
 		Cgroup:         i.cgroup,
 		SandboxOOM: func() (int64, bool) {

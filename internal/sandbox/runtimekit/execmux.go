@@ -1,6 +1,7 @@
 package runtimekit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/asterhq/aster/internal/sandbox"
@@ -194,4 +195,17 @@ func (x *MuxExec) Close() error {
 func ChannelJob(job sandbox.Job) bool {
 	return job.Terminal == nil && job.Egress == nil && job.Export == nil &&
 		job.Workspace.Tar == nil && len(job.Workspace.Files) == 0
+}
+
+// Run runs job over a new exec channel of the holder, driven by RunExec with
+// p's sandbox parts (the channel fills in W, R and Exited). A holder that
+// cannot open one more channel has ended: the session is gone.
+func (m *ExecMux) Run(ctx context.Context, job sandbox.Job, p ExecParts) (sandbox.Result, error) {
+	x, err := m.Open()
+	if err != nil {
+		return ExecFailed(p.ID, p.Runtime, fmt.Errorf("%w: %v", sandbox.ErrSessionGone, err))
+	}
+	defer x.Discard()
+	p.W, p.R, p.Exited = x, x.Reader(), x.Exited()
+	return RunExec(ctx, job, p)
 }
