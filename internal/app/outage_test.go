@@ -53,6 +53,22 @@ func outageGate(t *testing.T) (*gate.Runner, *engineOutage) {
 	return gate.NewRunner(o, gate.RunnerOptions{Image: sandboxtest.Image(), Limits: config.DefaultLimits(), Parallel: 4}), o
 }
 
+// waitRetried waits until an attempt failed and was put back for a retry, failing
+// the test if the check run completes meanwhile (the engine still unreachable).
+func waitRetried(t *testing.T, h *harness) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for !strings.Contains(h.logs.String(), "review attempt failed; it is retried") {
+		if time.Now().After(deadline) {
+			t.Fatal("no attempt failed while the engine was unreachable")
+		}
+		if runs := h.fake.CheckRuns("acme", "widgets"); len(runs) > 0 && runs[0].Status == "completed" {
+			t.Fatalf("the check run completed while the engine was unreachable: %s %q: %s", runs[0].Conclusion, runs[0].Title, runs[0].Summary)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // An engine the sandboxes cannot reach is not a finished review: the attempt is retried
 // and, the engine back, the pull request gets a complete review (success), one check run,
 // never a neutral "could not finish" in between.
@@ -67,16 +83,7 @@ func testEngineOutageRetriesTheReview(t *testing.T, dbURL string) {
 	base := h.git.Commit("", "base", map[string]string{"app.py": "def f(x):\n    return x\n"})
 	head := h.git.Commit(base, "change", map[string]string{"app.py": "def f(x):\n    return x + 1\n"})
 	h.push("outage-1", "opened", 3, base, head, "")
-	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(h.logs.String(), "review attempt failed; it is retried") {
-		if time.Now().After(deadline) {
-			t.Fatal("no attempt failed while the engine was unreachable")
-		}
-		if runs := h.fake.CheckRuns("acme", "widgets"); len(runs) > 0 && runs[0].Status == "completed" {
-			t.Fatalf("the check run completed while the engine was unreachable: %s %q: %s", runs[0].Conclusion, runs[0].Title, runs[0].Summary)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitRetried(t, h)
 	outage.back.Store(true)
 	if outage.refused.Load() == 0 {
 		t.Fatal("no analyzer met the unreachable engine")
@@ -135,16 +142,7 @@ func testEngineOutageRetriesTheTests(t *testing.T, dbURL string) {
 	base := h.git.Commit("", "base", map[string]string{".aster.yml": cfg, "app.py": "def f(x):\n    return x\n"})
 	head := h.git.Commit(base, "change", map[string]string{"app.py": "def f(x):\n    return x + 1\n"})
 	h.push("outage-3", "opened", 5, base, head, "")
-	deadline := time.Now().Add(2 * time.Minute)
-	for !strings.Contains(h.logs.String(), "review attempt failed; it is retried") {
-		if time.Now().After(deadline) {
-			t.Fatal("no attempt failed while the engine was unreachable")
-		}
-		if runs := h.fake.CheckRuns("acme", "widgets"); len(runs) > 0 && runs[0].Status == "completed" {
-			t.Fatalf("the check run completed while the engine was unreachable: %s %q: %s", runs[0].Conclusion, runs[0].Title, runs[0].Summary)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitRetried(t, h)
 	if !strings.Contains(h.logs.String(), "could not run the tests now") {
 		t.Errorf("the retried attempt does not name the tests:\n%s", h.logs.String())
 	}
