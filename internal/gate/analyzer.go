@@ -71,6 +71,9 @@ type Analyzer struct {
 	// root with the image's Go: when go.mod declares a newer Go than the
 	// image has, it is skipped with a note saying which Go it needs.
 	GoModule bool `yaml:"-" json:"-"`
+	// Exclude are globs of files never given to the tool, even where Files
+	// match them (built in only: ast-grep's minified bundles).
+	Exclude []string `yaml:"-" json:"-"`
 	// BatchFiles, when set, runs a tool given its files on stdin (input
 	// files0) over at most this many files at a time, each batch in its own
 	// sandbox with its own output cap; the findings of all batches are read
@@ -210,7 +213,7 @@ func (a Analyzer) Validate() error {
 
 // usesFiles reports whether the command is given the target files.
 func (a Analyzer) usesFiles() bool {
-	return a.Input == InputFiles0 || a.taintEngine() != "" || slices.Contains(a.Command, FilesPlaceholder)
+	return a.Input == InputFiles0 || a.Input == InputAsterRules || a.taintEngine() != "" || slices.Contains(a.Command, FilesPlaceholder)
 }
 
 func (a Analyzer) okExit(code int) bool {
@@ -368,5 +371,9 @@ func (a Analyzer) ReadsAsCode(path string) bool {
 		return false
 	}
 	globs, err := CompileGlobs(a.Files)
-	return err == nil && (len(globs) == 0 || globs.Match(path))
+	if err != nil || len(globs) > 0 && !globs.Match(path) {
+		return false
+	}
+	exclude, err := CompileGlobs(a.Exclude)
+	return err == nil && !exclude.Match(path)
 }

@@ -142,3 +142,39 @@ func TestAstGrepDeliveryInSandbox(t *testing.T) {
 		gate.Request{Snapshot: snap, Analyzers: []gate.Analyzer{a}})
 	checkAstGrepRun(t, res)
 }
+
+// TestAstGrepReadsItsTargetsOnly runs the built-in analyzer in the real image
+// over a change: only the changed files in its languages are read (the same
+// bug in an unchanged file is not reported), a minified bundle never (though
+// named by the change), and the path-class policy's tests are not given to
+// it; the run's file count says so.
+func TestAstGrepReadsItsTargetsOnly(t *testing.T) {
+	rt := sandboxtest.Docker(t)
+	mgr := sandboxtest.Manager(t, rt, 2)
+	a, _ := gate.Lookup(gate.Builtins(), "ast-grep")
+	js := []byte("exports.update = (req, res) => {\n    const preTax = eval(req.body.preTax);\n    res.json({ preTax });\n};\n")
+	snap := astGrepSnapshot(t, map[string][]byte{
+		"web/other.js":          js, // unchanged
+		"web/vendor.min.js":     js,
+		"tests/test_dao.py":     []byte(astGrepRepo["app/dao.py"]),
+		"app/more/deep_name.py": []byte(astGrepRepo["app/dao.py"]),
+	})
+	changed := []string{"app/dao.py", "web/routes.js", "web/vendor.min.js", "tests/test_dao.py", "app/more/deep_name.py", "ok.py", "sgconfig.yml"}
+	res := gate.NewRunner(mgr, gate.RunnerOptions{Image: sandboxtest.Image()}).Run(context.Background(),
+		gate.Request{Snapshot: snap, Analyzers: []gate.Analyzer{a}, Changed: changed, Policy: gate.DefaultPolicy()})
+	st := res.Analyzers[0]
+	if st.Status == gate.StatusSkipped && st.ExitCode == 127 {
+		t.Skipf("image %s has no ast-grep", sandboxtest.Image())
+	}
+	if st.Status != gate.StatusOK || st.TargetFiles != 4 || st.SkippedFiles["in tests, whose findings the path-class policy suppresses"] != 1 {
+		t.Fatalf("analyzer %+v: want ok over 4 files, 1 test skipped", st)
+	}
+	var got []string
+	for _, f := range res.Findings {
+		got = append(got, f.Path)
+	}
+	slices.Sort(got)
+	if want := []string{"app/dao.py", "app/more/deep_name.py", "web/routes.js"}; !slices.Equal(got, want) {
+		t.Errorf("findings in %v, want %v", got, want)
+	}
+}

@@ -277,6 +277,35 @@ func (p *Policy) Globs(c Class) Globs {
 	return nil
 }
 
+// SuppressesAll returns a class of file whose policy suppresses every
+// finding the analyzer named analyzer could report there ("all", or a
+// selector "ANALYZER/*"), if there is one: running the analyzer over that
+// file would be work whose every result is thrown away. "all" leaves out
+// cloud keys, which only gitleaks reports, so it never covers gitleaks.
+func (p *Policy) SuppressesAll(analyzer, file string) (Class, bool) {
+	if p == nil {
+		return "", false
+	}
+	classes := p.Classify(file)
+	for _, cp := range p.classes {
+		if !slices.Contains(classes, cp.Class) {
+			continue
+		}
+		for _, s := range cp.Suppress {
+			if s == CategoryAll && analyzer != "gitleaks" {
+				return cp.Class, true
+			}
+			a, r, ok := strings.Cut(string(s), "/")
+			if ok && r == "*" {
+				if m, _ := path.Match(a, analyzer); m {
+					return cp.Class, true
+				}
+			}
+		}
+	}
+	return "", false
+}
+
 // suppressedBy returns the class and selector that suppress f, if any.
 func (p *Policy) suppressedBy(f finding.Finding, classes []Class) (Class, Selector, bool) {
 	if len(classes) == 0 {

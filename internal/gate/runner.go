@@ -177,6 +177,12 @@ type Request struct {
 	// file list ({files} or input files0) to these paths. Analyzers that
 	// scan the whole tree still do.
 	Changed []string
+	// Policy, when set, is the review's path-class policy: a file whose
+	// every finding of an analyzer it would suppress (tests, fixtures,
+	// vendored and generated code by default) is not given to that
+	// analyzer, when the analyzer takes a file list. The analyzer's
+	// SkippedFiles count them per class.
+	Policy *Policy
 }
 
 // Defaults of one analyzer, where its definition (built in or in .aster.yml)
@@ -247,7 +253,7 @@ func (r *Runner) Run(ctx context.Context, req Request) Result {
 			defer func() { <-sem }()
 			r.progress(Event{Analyzer: a.Name})
 			versions := imageVersions[slices.Index(images, r.image(a))]
-			results[i], found[i] = r.runOne(ctx, a, req.Snapshot, changed, versions)
+			results[i], found[i] = r.runOne(ctx, a, req.Snapshot, changed, req.Policy, versions)
 			r.progress(Event{Analyzer: a.Name, Done: true, Result: results[i]})
 		}()
 	}
@@ -292,9 +298,10 @@ func (r *Runner) progress(e Event) {
 // targets returns the snapshot files an analyzer applies to.
 func targets(a Analyzer, snap *Snapshot, changed map[string]bool) []string {
 	globs, _ := CompileGlobs(a.Files)
+	exclude, _ := CompileGlobs(a.Exclude)
 	var out []string
 	for _, f := range snap.Files() {
-		if changed != nil && !changed[f] {
+		if changed != nil && !changed[f] || exclude.Match(f) {
 			continue
 		}
 		if len(globs) == 0 || globs.Match(f) {
@@ -309,7 +316,7 @@ func anyMatch(globs []string, files []string) bool {
 	return slices.ContainsFunc(files, gs.Match)
 }
 
-func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed map[string]bool, versions func() map[string]string) (AnalyzerResult, []finding.Finding) {
+func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed map[string]bool, policy *Policy, versions func() map[string]string) (AnalyzerResult, []finding.Finding) {
 	t0 := time.Now()
 	res := AnalyzerResult{Name: a.Name, ExitCode: -1}
 	done := func(st Status, reason string) (AnalyzerResult, []finding.Finding) {
@@ -338,6 +345,22 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 				return done(StatusSkipped, "no file of "+what+" matches "+strings.Join(a.Files, ", "))
 			}
 			return done(StatusSkipped, "no file of "+what+" to analyse")
+		}
+	}
+	if a.usesFiles() && policy != nil {
+		kept := files[:0:0]
+		for _, f := range files {
+			if c, ok := policy.SuppressesAll(a.Name, f); ok {
+				if res.SkippedFiles == nil {
+					res.SkippedFiles = map[string]int{}
+				}
+				res.SkippedFiles[policySkipReason(c)]++
+				continue
+			}
+			kept = append(kept, f)
+		}
+		if files = kept; len(files) == 0 {
+			return done(StatusSkipped, "skipped: "+skippedText(res.SkippedFiles))
 		}
 	}
 	if a.GoModule {
@@ -494,6 +517,12 @@ func (r *Runner) runSandbox(ctx context.Context, a Analyzer, snap *Snapshot, fil
 	return rr, "", ""
 }
 
+// policySkipReason is how the files of class c that a policy would take
+// every finding of are counted in an analyzer's SkippedFiles.
+func policySkipReason(c Class) string {
+	return "in " + string(c) + ", whose findings the path-class policy suppresses"
+}
+
 // batchFiles splits an analyzer's target files into the batches it runs
 // over, one sandbox each: a.BatchFiles at most per batch for a tool given its
 // files on stdin; all of them at once otherwise.
@@ -549,7 +578,7 @@ func (r *Runner) spec(a Analyzer, files []string) (sandbox.Spec, error) {
 	}
 	spec := sandbox.Spec{Image: image, Argv: argv, Env: env, Limits: limits}
 	if a.Input == InputAsterRules {
-		pack, err := astgrep.Tar()
+		pack, err := astgrep.Tar(files)
 		if err != nil {
 			return sandbox.Spec{}, err
 		}

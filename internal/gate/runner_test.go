@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -339,5 +340,68 @@ func TestRunnerBatches(t *testing.T) {
 	res = NewRunner(&batchSandbox{}, RunnerOptions{Image: "img"}).Run(context.Background(), Request{Snapshot: snap, Analyzers: []Analyzer{a}})
 	if st := res.Analyzers[0]; st.Status != StatusOK || st.Batches != 0 || len(res.Findings) != 8 {
 		t.Errorf("one batch: %s %q, batches %d, %d findings", st.Status, st.Reason, st.Batches, len(res.Findings))
+	}
+}
+
+// A file whose every finding the policy would suppress is not given to an
+// analyzer taking a file list: counted per class, never to gitleaks (cloud
+// keys are reported everywhere), and given again when the policy reports it.
+func TestRunnerSkipsWhatThePolicySuppresses(t *testing.T) {
+	snap := snapshotOf(t, map[string]string{
+		"app/a.py": "x = 1\n", "tests/test_a.py": "assert 1\n", "lib/b_test.py": "assert 1\n",
+		"vendor/v.py": "y = 2\n", "docs/conf.py": "z = 3\n",
+	})
+	a := Analyzer{Name: "bandit", Command: []string{"xargs", "-0", "bandit"}, Input: InputFiles0, Format: finding.FormatBandit, Files: []string{"*.py"}}
+	given := func(p *Policy, name string) ([]string, AnalyzerResult) {
+		t.Helper()
+		a := a
+		a.Name = name
+		sb := &batchSandbox{}
+		res := NewRunner(sb, RunnerOptions{Image: "img"}).Run(context.Background(), Request{Snapshot: snap, Analyzers: []Analyzer{a}, Policy: p})
+		var files []string
+		for _, b := range sb.batches {
+			files = append(files, b...)
+		}
+		slices.Sort(files)
+		return files, res.Analyzers[0]
+	}
+	files, st := given(DefaultPolicy(), "bandit")
+	// docs suppress asserts and secrets only: docs/conf.py is still read
+	if want := []string{"app/a.py", "docs/conf.py"}; !slices.Equal(files, want) {
+		t.Errorf("default policy: given %v, want %v", files, want)
+	}
+	if st.Status != StatusOK || st.TargetFiles != 2 ||
+		st.SkippedFiles[policySkipReason(ClassTests)] != 2 || st.SkippedFiles[policySkipReason(ClassVendored)] != 1 ||
+		!strings.Contains(st.Reason, "in tests, whose findings the path-class policy suppresses (2 files)") {
+		t.Errorf("default policy: %s %q, %d targets, skipped %v", st.Status, st.Reason, st.TargetFiles, st.SkippedFiles)
+	}
+	if files, _ := given(DefaultPolicy(), "gitleaks"); len(files) != 5 {
+		t.Errorf("gitleaks given %v, want every file", files)
+	}
+	if files, _ := given(nil, "bandit"); len(files) != 5 {
+		t.Errorf("no policy: given %v, want every file", files)
+	}
+	// tests reported: given again; vendored code suppressing only this
+	// analyzer's rules (a glob) still skipped, another analyzer's not
+	p, err := NewPolicy(map[Class]ClassSettings{ClassTests: {Suppress: []string{}}, ClassVendored: {Suppress: []string{"ban*/*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := given(p, "bandit"); !slices.Equal(files, []string{"app/a.py", "docs/conf.py", "lib/b_test.py", "tests/test_a.py"}) {
+		t.Errorf("tests reported: given %v", files)
+	}
+	if files, _ := given(p, "taint-python"); len(files) != 5 {
+		t.Errorf("another analyzer: given %v, want every file", files)
+	}
+	// a selector of one rule does not cover the analyzer
+	p, _ = NewPolicy(map[Class]ClassSettings{ClassTests: {Suppress: []string{"bandit/B101"}}})
+	if files, _ := given(p, "bandit"); !slices.Contains(files, "tests/test_a.py") {
+		t.Errorf("one rule suppressed: tests not given: %v", files)
+	}
+	// nothing left: skipped, saying why
+	only := snapshotOf(t, map[string]string{"tests/test_a.py": "assert 1\n"})
+	res := NewRunner(&batchSandbox{}, RunnerOptions{Image: "img"}).Run(context.Background(), Request{Snapshot: only, Analyzers: []Analyzer{a}, Policy: DefaultPolicy()})
+	if st := res.Analyzers[0]; st.Status != StatusSkipped || !strings.Contains(st.Reason, "in tests, whose findings the path-class policy suppresses (1 file)") {
+		t.Errorf("only tests: %s %q", st.Status, st.Reason)
 	}
 }

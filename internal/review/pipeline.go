@@ -217,7 +217,7 @@ func Run(ctx context.Context, ch *Change, opts Options) (*Report, error) {
 	// Gate.
 	opts.stage("gate")
 	tg := time.Now()
-	req := gate.Request{Snapshot: snap, Analyzers: analyzers}
+	req := gate.Request{Snapshot: snap, Analyzers: analyzers, Policy: policy}
 	if mode != gate.ModeNoFilter {
 		req.Changed = changed
 		if req.Changed == nil {

@@ -74,9 +74,18 @@ func Rules() ([]Rule, error) {
 	return out, nil
 }
 
-// Tar returns the pack as an uncompressed tar: ConfigFile at its root and the
-// rule files under rules/, all regular files of mode 0644.
-func Tar() ([]byte, error) {
+// Tar returns the pack as an uncompressed tar: ConfigFile at its root, the
+// rule files under rules/ and FilesList naming files, all regular files of
+// mode 0644.
+func Tar(files []string) ([]byte, error) {
+	var list bytes.Buffer
+	for _, f := range files {
+		if strings.ContainsRune(f, 0) {
+			return nil, fmt.Errorf("rule pack tar: file name %q contains NUL", f)
+		}
+		list.WriteString(f)
+		list.WriteByte(0)
+	}
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	err := fs.WalkDir(pack, ".", func(p string, d fs.DirEntry, err error) error {
@@ -94,6 +103,12 @@ func Tar() ([]byte, error) {
 		return err
 	})
 	if err == nil {
+		err = tw.WriteHeader(&tar.Header{Name: FilesList, Mode: 0o644, Size: int64(list.Len()), Typeflag: tar.TypeReg, Format: tar.FormatPAX})
+	}
+	if err == nil {
+		_, err = tw.Write(list.Bytes())
+	}
+	if err == nil {
 		err = tw.Close()
 	}
 	if err != nil {
@@ -102,13 +117,18 @@ func Tar() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// ScanArgs is the ast-grep argv (after the program name) that scans the
-// working directory with the pack whose ConfigFile is at config: one JSON
-// object per match with the rule's metadata, and no ignore file of the
-// repository honoured, so that a repository cannot hide its own files
-// (minified bundles, *.min.js, are not source anyone reviews and are skipped).
+// ScanArgs is the ast-grep argv (after the program name) that scans, with
+// the pack whose ConfigFile is at config, the paths the caller appends: one
+// JSON object per match with the rule's metadata, and no ignore file of the
+// repository honoured, so that a repository cannot hide its own files.
+// Minified bundles (*.min.js) are not source anyone reviews: a directory's
+// walk skips them, but a file named on the command line is always read, so a
+// caller naming files leaves them out itself.
 func ScanArgs(config string) []string {
 	return []string{"scan", "--config", config, "--json=stream", "--include-metadata", "--color=never",
 		"--no-ignore=hidden", "--no-ignore=dot", "--no-ignore=vcs", "--no-ignore=exclude",
-		"--no-ignore=global", "--no-ignore=parent", "--globs=!*.min.js", "."}
+		"--no-ignore=global", "--no-ignore=parent", "--globs=!*.min.js"}
 }
+
+// FilesList is the pack's entry listing the files to scan, NUL-terminated.
+const FilesList = "files0"

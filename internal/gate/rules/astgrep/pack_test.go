@@ -55,7 +55,7 @@ func scan(t *testing.T, bin, dir string) map[string][]string {
 	t.Helper()
 	packDir := t.TempDir()
 	unpack(t, packDir)
-	cmd := exec.CommandContext(context.Background(), bin, ScanArgs(filepath.Join(packDir, ConfigFile))...)
+	cmd := exec.CommandContext(context.Background(), bin, append(ScanArgs(filepath.Join(packDir, ConfigFile)), ".")...)
 	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -79,7 +79,7 @@ func scan(t *testing.T, bin, dir string) map[string][]string {
 // unpack writes the pack the way the sandbox receives it: from Tar.
 func unpack(t *testing.T, dir string) {
 	t.Helper()
-	b, err := Tar()
+	b, err := Tar(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,52 @@ class Skip(Exception):
     """A file left out, with the reason."""
 
 
+FUNCTION_DEFS = (ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+def scan(tree):
+    """One walk of a module's tree, in ast.walk's breadth-first order, for
+    what collection needs: the import statements, and for each function
+    collect_nested starts from (a module-level function, a method of a
+    module-level class) the functions defined anywhere under it. A
+    breadth-first walk from the root keeps, within each subtree, the order a
+    walk from that subtree's root has. Past MAX_NODES nodes the file is
+    left out."""
+    owners = set()
+    for node in tree.body:
+        if isinstance(node, FUNCTION_DEFS):
+            owners.add(id(node))
+        elif isinstance(node, ast.ClassDef):
+            owners.update(id(item) for item in node.body if isinstance(item, FUNCTION_DEFS))
+    imports = []
+    nested = {}
+    todo = [(tree, None)]
+    AST, Import, ImportFrom = ast.AST, ast.Import, ast.ImportFrom
+    i = 0
+    while i < len(todo):
+        node, owner = todo[i]
+        i += 1
+        if i > MAX_NODES:
+            raise Skip("over the per-file budget (%d syntax nodes)" % MAX_NODES)
+        if isinstance(node, (Import, ImportFrom)):
+            imports.append(node)
+        elif isinstance(node, FUNCTION_DEFS):
+            if owner is not None:
+                nested[owner].append(node)
+            elif id(node) in owners:
+                owner = id(node)
+                nested[owner] = []
+        for name in node._fields:
+            v = getattr(node, name, None)
+            if isinstance(v, AST):
+                todo.append((v, owner))
+            elif isinstance(v, list):
+                for x in v:
+                    if isinstance(x, AST):
+                        todo.append((x, owner))
+    return imports, nested
+
+
 class Project:
     def __init__(self, root, targets, max_file_bytes, budget_ms, max_results, run_budget_ms=0, run_deadline_ms=0):
         self.root = root
@@ -109,11 +155,7 @@ class Project:
                 raise Skip("does not parse as Python 3 (line %s)" % (e.lineno,)) from None
             except (RecursionError, MemoryError):
                 raise Skip("is nested too deeply to parse") from None
-            n = 0
-            for _ in ast.walk(tree):
-                n += 1
-                if n > MAX_NODES:
-                    raise Skip("over the per-file budget (%d syntax nodes)" % MAX_NODES)
+            imports, nested = scan(tree)
         except Skip as e:
             if target:
                 self.skipped[rel] = str(e)
@@ -124,6 +166,7 @@ class Project:
             self.skipped[rel] = "is nested too deeply to parse" if target else None
             return None
         mod = Module(rel, module_name(rel), tree, src)
+        mod.import_nodes, mod.nested_defs = imports, nested
         self.modules[rel] = mod
         self.spent[rel] = budget_clock() - t0
         self.collect(mod)
@@ -167,7 +210,7 @@ class Project:
         pkg = mod.modname.rsplit(".", 1)[0] if "." in mod.modname else ""
         if mod.path.endswith("__init__.py"):
             pkg = mod.modname
-        for node in ast.walk(mod.tree):
+        for node in mod.import_nodes:
             if isinstance(node, ast.Import):
                 for a in node.names:
                     mod.libs.add(a.name.split(".")[0])
@@ -230,10 +273,8 @@ class Project:
                 self.collect_nested(mod, fi)
 
     def collect_nested(self, mod, fi):
-        for node in ast.walk(fi.node):
-            if node is fi.node:
-                continue
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and id(node) not in self.nested:
+        for node in mod.nested_defs.get(id(fi.node), ()):
+            if id(node) not in self.nested:
                 inner = FuncInfo(mod, node, fi.qual + ".<locals>." + node.name)
                 self.nested[id(node)] = inner
                 mod.all_funcs.append(inner)
@@ -403,7 +444,7 @@ class Project:
         fi.tainted_params = {}
         fr = self.analyze_function(fi)
         if self.final:
-            for n in ast.walk(mod.tree):
+            for n in mod.import_nodes:
                 names = [a.name for a in n.names] if isinstance(n, ast.Import) else \
                     [n.module] if isinstance(n, ast.ImportFrom) and n.module and not n.level else []
                 for name in names:
