@@ -21,6 +21,7 @@ import (
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/gate"
 	"github.com/asterhq/aster/internal/gate/taint"
+	"github.com/asterhq/aster/internal/repoconfig"
 	"github.com/asterhq/aster/internal/review"
 )
 
@@ -400,6 +401,17 @@ func runSuite(ctx context.Context, cfg SuitesConfig, s *Suite) (SuiteResult, []s
 		return r, nil
 	}
 	r.Files = stats.Files
+	if ch.ConfigSource == "defaults" {
+		// A suite's every site is scored wherever it lies (some are test
+		// files of their upstream): no class suppresses anything, so every
+		// analyzer reads every file, as a repository that reports its tests
+		// would have it.
+		ch.Config, err = repoconfig.Parse([]byte(suiteClasses))
+		if err != nil {
+			r.Error = err.Error()
+			return r, nil
+		}
+	}
 	t0 := time.Now()
 	rep, err := review.Run(ctx, ch, review.Options{Gate: cfg.Gate, TempDir: tmp})
 	r.WallMS = time.Since(t0).Milliseconds()
@@ -421,6 +433,16 @@ func runSuite(ctx context.Context, cfg SuitesConfig, s *Suite) (SuiteResult, []s
 	r.Scores = score(sites)
 	return r, sites
 }
+
+// suiteClasses is the .aster.yml a suite without its own is reviewed with.
+const suiteClasses = `classes:
+  tests: {suppress: []}
+  fixtures: {suppress: []}
+  docs: {suppress: []}
+  examples: {suppress: []}
+  vendored: {suppress: []}
+  generated: {suppress: []}
+`
 
 // item is one analyzer's report of one category on one line, and the
 // systems it counts for.
