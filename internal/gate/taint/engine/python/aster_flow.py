@@ -1383,7 +1383,8 @@ class Analyzer:
                 fr.guard_calls.pop(n, None)
             # a fresh value replaces what the name's attributes held
             if not augment:
-                for k in [k for k in fr.env if k.startswith(n + ".") or k.startswith(n + "[")]:
+                under = (n + ".", n + "[")
+                for k in [k for k in fr.env if k.startswith(under)]:
                     if not fields or k[len(n) + 1:] not in fields:
                         del fr.env[k]
             return
@@ -1678,8 +1679,9 @@ class Analyzer:
             if "[" in name or "(" in name:
                 fr.clean_exprs[name] = frozenset(fr.clean_exprs.get(name, frozenset()) | cats)
                 continue
+            under = (name + ".", name + "[")
             for key in list(fr.env):
-                if key == name or key.startswith(name + ".") or key.startswith(name + "["):
+                if key == name or key.startswith(under):
                     fr.env[key] = sanitize(fr.env[key], cats)
             if name not in fr.env and name in fr.params:
                 fr.env[name] = sanitize(self.param_label(fr, name), cats)

@@ -90,6 +90,8 @@ class Project:
         self.skipped = {}                       # path -> reason
         self.findings = {}                      # (path, line, category) -> finding dict
         self.nested = {}                        # id(FunctionDef) -> FuncInfo
+        self.siblings = {}                      # (directory, dotted name) -> what sibling answers
+        self.dir_files = {}                     # directory -> names of its regular files
         self.classes_by_key = {}
         self.analyzer = Analyzer(self)
         self.ticks = 0
@@ -254,12 +256,31 @@ class Project:
         d = os.path.dirname(mod.path)
         if not d:
             return dotted
+        key = (d, dotted)
+        if key not in self.siblings:
+            self.siblings[key] = self.find_sibling(d, dotted)
+        return self.siblings[key]
+
+    def find_sibling(self, d, dotted):
         rel = d + "/" + dotted.replace(".", "/")
         for cand in (rel + ".py", rel + "/__init__.py"):
-            full = os.path.join(self.root, cand)
-            if os.path.isfile(full) and not os.path.islink(full):
+            if self.regular_file(cand):
                 return module_name(cand)
         return dotted
+
+    def regular_file(self, rel):
+        """Whether rel is a regular file, not a symbolic link (as isfile and
+        not islink), from its directory's listing, read once."""
+        parent, name = os.path.split(os.path.join(self.root, rel))
+        names = self.dir_files.get(parent)
+        if names is None:
+            try:
+                with os.scandir(parent) as it:
+                    names = {e.name for e in it if e.is_file(follow_symlinks=False)}
+            except OSError:
+                names = set()
+            self.dir_files[parent] = names
+        return name in names
 
     def collect_class(self, mod, node, qual):
         ci = ClassInfo(mod, node)
