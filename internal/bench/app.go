@@ -271,9 +271,18 @@ func (c *appCell) keep(dir string, srv *appServer, out *AppCell) error {
 		return err
 	}
 	name := fmt.Sprintf("%s-%d", out.Store, out.PRs)
-	log, err := os.ReadFile(srv.log.Name())
-	if err != nil {
-		return err
+	// The worker logs "review finished" once the store has the job's end,
+	// just after the review the fake GitHub saw was posted: give the last
+	// of them a moment to be written.
+	var log []byte
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		var err error
+		if log, err = os.ReadFile(srv.log.Name()); err != nil {
+			return err
+		}
+		if bytes.Count(log, []byte("review finished")) >= out.Reviewed || time.Now().After(deadline) {
+			break
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "server-"+name+".log"), log, 0o644); err != nil {
 		return err
