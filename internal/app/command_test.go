@@ -114,9 +114,11 @@ func TestOutsiderCommandLeavesAPushReviewed(t *testing.T) {
 		base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
 		head1 := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "// TODO one\n"})
 		h.push("d-open", "opened", 13, base, head1, "")
+		// Running, with head1's diff in hand: a push before the diff is read would
+		// make the first review read the second head's diff.
 		testkit.WaitFor(t, "the first review to start", 10*time.Second, func() bool {
 			p, _, _ := h.store.Pull(context.Background(), store.PullKey{Owner: h.owner, Repo: h.repo, Number: 13})
-			return p.RunningJob != 0
+			return p.RunningJob != 0 && rv.begun() == 1
 		})
 		head2 := h.git.Commit(head1, "two", map[string]string{"main.go": baseMain + "// TODO one\n// TODO two\n"})
 		h.push("d-sync", "synchronize", 13, base, head2, head1) // waits behind the running job

@@ -354,16 +354,18 @@ func (h *harness) waitHistory(number, n int, timeout time.Duration) []store.Revi
 // pull request's diff, as a forgetful model would: the app must keep a push's review to
 // its own lines and never repeat itself.
 type scripted struct {
-	mu     sync.Mutex
-	inputs []ReviewInput
-	files  [][]string // snapshot file names per call
-	block  chan struct{}
-	err    error
+	mu      sync.Mutex
+	entered int // calls begun (their input fetched), blocked or not
+	inputs  []ReviewInput
+	files   [][]string // snapshot file names per call
+	block   chan struct{}
+	err     error
 }
 
 func (s *scripted) Review(ctx context.Context, in ReviewInput) (*review.Report, error) {
 	s.mu.Lock()
 	block, err := s.block, s.err
+	s.entered++
 	s.mu.Unlock()
 	if block != nil {
 		select {
@@ -420,6 +422,13 @@ func (s *scripted) Review(ctx context.Context, in ReviewInput) (*review.Report, 
 		}
 	}
 	return rep, nil
+}
+
+// begun is how many calls have begun: their diff and snapshot were fetched.
+func (s *scripted) begun() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entered
 }
 
 func (s *scripted) calls() []ReviewInput {
