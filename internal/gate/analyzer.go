@@ -72,8 +72,14 @@ type Analyzer struct {
 	// image has, it is skipped with a note saying which Go it needs.
 	GoModule bool `yaml:"-" json:"-"`
 	// Exclude are globs of files never given to the tool, even where Files
-	// match them (built in only: ast-grep's minified bundles).
+	// match them (built in only: ast-grep's minified bundles, gitleaks'
+	// ignore list).
 	Exclude []string `yaml:"-" json:"-"`
+	// TargetsOnly marks a built-in analyzer whose tool reads nothing but the
+	// files it is given, or every file of the tree it is given: its
+	// sandbox's /work holds only its target files (a batch's, when it runs
+	// in batches) and the directories above them, not the whole snapshot.
+	TargetsOnly bool `yaml:"-" json:"-"`
 	// BatchFiles, when set, runs a tool given its files on stdin (input
 	// files0) over at most this many files at a time, each batch in its own
 	// sandbox with its own output cap; the findings of all batches are read
@@ -235,12 +241,20 @@ func Builtins() []Analyzer {
 			// --redact: the reader keeps only RedactSecret's form of the
 			// secret (first characters and length), so messages can say
 			// what was found without saying it.
-			Command: []string{"gitleaks", "dir", "--report-format", "json", "--report-path", "/dev/stdout",
+			// The image's copy of gitleaks' default rules (--config), so
+			// that a repository's .gitleaks.toml is never read; and no
+			// .gitleaksignore of the repository's is in its /work (a
+			// fingerprint list that hides findings). It reads the changed
+			// files only: a secret elsewhere is outside the review.
+			Command: []string{"gitleaks", "dir", "--config", GitleaksConfig,
+				"--report-format", "json", "--report-path", "/dev/stdout",
 				"--no-banner", "--no-color", "--log-level", "error", "--exit-code", "0",
 				"--max-target-megabytes", "5", "."},
 			Format:         finding.FormatGitleaks,
 			Severity:       finding.Error,
 			SecretsOnly:    true,
+			TargetsOnly:    true,
+			Exclude:        []string{".gitleaksignore"},
 			OKExitCodes:    []int{0},
 			InformationURI: "https://github.com/gitleaks/gitleaks",
 		},
@@ -272,6 +286,7 @@ func Builtins() []Analyzer {
 			// report is over the output cap. A batch of banditBatchFiles is
 			// read by itself (docs/performance.md, "Gate speed").
 			BatchFiles:     banditBatchFiles,
+			TargetsOnly:    true,
 			Format:         finding.FormatBandit,
 			Files:          []string{"*.py"},
 			OKExitCodes:    []int{0, 1, 123},
@@ -338,6 +353,10 @@ func Builtins() []Analyzer {
 		},
 	}
 }
+
+// GitleaksConfig is where the image keeps gitleaks' default rules, the very
+// ones built into its binary (images/sandbox/build.sh).
+const GitleaksConfig = "/etc/aster/gitleaks.toml"
 
 // banditBatchFiles is the most files one Bandit sandbox is given: about
 // 15.6 MB of JSON for the densest 250 files of py2500 (sympy's tests), under the 32 MiB

@@ -38,7 +38,8 @@ func astGrepAnalyzer() Analyzer {
 		Files: []string{"*.py", "*.pyi", "*.js", "*.jsx", "*.mjs", "*.cjs", "*.ts", "*.mts", "*.cts", "*.tsx",
 			"*.go", "*.sh", "*.bash", "*.ksh", "*.bats",
 			"*.java", "*.kt", "*.kts", "*.php", "*.rb", "*.cs"},
-		Exclude: []string{"*.min.js"},
+		Exclude:     []string{"*.min.js"},
+		TargetsOnly: true,
 		// astGrepScript ends 0 when every run ended 0 or 1 (error-level
 		// matches were found).
 		OKExitCodes:    []int{0},

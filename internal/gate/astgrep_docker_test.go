@@ -137,6 +137,7 @@ func TestAstGrepDeliveryInSandbox(t *testing.T) {
 	a.Command = slices.Clone(a.Command)
 	a.Command[2] = "mkdir -p /tmp/host-bin && cp /work/.host-bin/ast-grep /tmp/host-bin/ && chmod +x /tmp/host-bin/ast-grep && " + a.Command[2]
 	a.Env = map[string]string{"PATH": "/tmp/host-bin:/usr/local/bin:/usr/bin:/bin"}
+	a.TargetsOnly = false // the binary travels in the workspace, beside the targets
 	snap := astGrepSnapshot(t, map[string][]byte{".host-bin/ast-grep": b})
 	res := gate.NewRunner(mgr, gate.RunnerOptions{Image: sandboxtest.Image()}).Run(context.Background(),
 		gate.Request{Snapshot: snap, Analyzers: []gate.Analyzer{a}})

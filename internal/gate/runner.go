@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -334,7 +335,7 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 		return done(StatusSkipped, "no file matches "+strings.Join(a.Requires, ", "))
 	}
 	var files []string
-	if a.usesFiles() || len(a.Files) > 0 {
+	if a.usesFiles() || len(a.Files) > 0 || a.TargetsOnly {
 		files = targets(a, snap, changed)
 		if len(files) == 0 {
 			what := "the snapshot"
@@ -453,7 +454,11 @@ func (r *Runner) runSandbox(ctx context.Context, a Analyzer, snap *Snapshot, fil
 	if err != nil {
 		return fail(StatusFailed, err.Error())
 	}
-	tr, err := snap.Open()
+	open := snap.Open
+	if a.TargetsOnly {
+		open = func() (io.ReadCloser, error) { return snap.OpenOnly(files) }
+	}
+	tr, err := open()
 	if err != nil {
 		return fail(StatusError, "open snapshot: "+err.Error())
 	}

@@ -1,8 +1,12 @@
 package gate
 
 import (
+	"archive/tar"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"path"
 	"slices"
 
 	"github.com/asterhq/aster/internal/workspace"
@@ -59,6 +63,69 @@ func (s *Snapshot) Open() (io.ReadCloser, error) {
 		return s.open()
 	}
 	return os.Open(s.path)
+}
+
+// OpenOnly returns a reader over a tar of the snapshot's regular files in
+// keep (a subset of Files) and the directories above them, in the
+// snapshot's order; every other entry is left out. A keep that holds every
+// file is the snapshot itself. The tar is written as it is read; closing the
+// reader early stops the writing.
+func (s *Snapshot) OpenOnly(keep []string) (io.ReadCloser, error) {
+	if len(keep) >= len(s.files) {
+		return s.Open()
+	}
+	src, err := s.Open()
+	if err != nil {
+		return nil, err
+	}
+	files := make(map[string]bool, len(keep))
+	dirs := map[string]bool{}
+	for _, f := range keep {
+		files[f] = true
+		for d := path.Dir(f); d != "." && d != "/" && !dirs[d]; d = path.Dir(d) {
+			dirs[d] = true
+		}
+	}
+	pr, pw := io.Pipe()
+	go func() {
+		defer src.Close()
+		pw.CloseWithError(copyOnly(src, pw, files, dirs))
+	}()
+	return pr, nil
+}
+
+// copyOnly copies from the tar src to dst the regular files in files and
+// the directories in dirs.
+func copyOnly(src io.Reader, dst io.Writer, files, dirs map[string]bool) error {
+	tr := tar.NewReader(src)
+	tw := tar.NewWriter(dst)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return tw.Close()
+		}
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		name, err := workspace.CleanName(h.Name)
+		if err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		switch {
+		case h.Typeflag == tar.TypeDir && dirs[name]:
+		case h.Typeflag == tar.TypeReg && files[name]:
+		default:
+			continue
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return fmt.Errorf("snapshot: %w", err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			if _, err := io.Copy(tw, tr); err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+		}
+	}
 }
 
 // Files returns the regular files, sorted. Do not modify the slice.

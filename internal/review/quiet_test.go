@@ -254,3 +254,26 @@ func reported(rep *review.Report) map[at]bool {
 	}
 	return m
 }
+
+// TestReviewGitleaksIgnoresTheRepository: a change that brings its own
+// gitleaks configuration (a .gitleaks.toml allowing every path and text)
+// and ignore list (the key's fingerprint in .gitleaksignore) still has its
+// AWS key reported: gitleaks runs with the image's rules and never sees the
+// ignore list.
+func TestReviewGitleaksIgnoresTheRepository(t *testing.T) {
+	runner := review.NewTestGate(t)
+	dir := review.BaseAndFeature(t, "leaks", map[string]string{"README.md": "# leaks\n"}, map[string]string{
+		".gitleaks.toml":  "title = \"nothing is a secret\"\n\n[allowlist]\ndescription = \"everything\"\npaths = ['''.*''']\nregexes = ['''.*''']\n",
+		".gitleaksignore": "src/settings.py:aws-access-token:1\n",
+		"src/settings.py": "AWS_ACCESS_KEY_ID = \"" + qdAWSKey + "\"\n",
+	})
+	rep := reviewDir(t, runner, dir, review.Options{})
+	for _, a := range rep.Analyzers {
+		if a.Name == "gitleaks" && a.Status != gate.StatusOK {
+			t.Fatalf("gitleaks: %s %q (%s)", a.Status, a.Reason, a.Stderr)
+		}
+	}
+	if got := reported(rep); !got[at{"gitleaks", "aws-access-token", "src/settings.py", 1}] {
+		t.Errorf("the AWS key is not reported: %v", got)
+	}
+}
