@@ -63,7 +63,7 @@ func (v *numStringValue) Type() string {
 
 // parallelVar defines --parallel, the analyzers one review runs at once.
 func parallelVar(fl *pflag.FlagSet, p *int, usage string) {
-	fl.IntVar(p, "parallel", config.DefaultAnalyzerParallel, usage)
+	fl.IntVar(p, "parallel", config.DefaultAnalyzerParallel, usage+"; the default is this host's CPUs, 2 to 4 (each analyzer's sandbox has one CPU)")
 }
 
 // checkParallel refuses a --parallel outside 1 to config.MaxAnalyzerParallel.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -92,12 +93,14 @@ func DefaultLimitsConfig() LimitsConfig {
 }
 
 // DefaultAnalyzerParallel is how many analyzers one review runs at once
-// (--parallel of aster review, app serve and bench review), at most
-// MaxAnalyzerParallel.
-const (
-	DefaultAnalyzerParallel = 4
-	MaxAnalyzerParallel     = 32
-)
+// (--parallel of aster review, app serve and bench review): the host's CPUs,
+// at least 2 and at most 4. Each analyzer's sandbox has one CPU, and most of
+// a large review is CPU: more sandboxes than cores only share the cores out,
+// stretching the longest analyzer (docs/performance.md, "Gate speed").
+var DefaultAnalyzerParallel = min(max(runtime.NumCPU(), 2), 4)
+
+// MaxAnalyzerParallel is the most --parallel accepts.
+const MaxAnalyzerParallel = 32
 
 // Defaults of the reaper (`reaper:` in aster.yaml, --reaper-grace and
 // --reaper-period): the reaper package's own.
