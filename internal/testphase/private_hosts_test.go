@@ -27,6 +27,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/egress"
+	"github.com/asterhq/aster/internal/safetext/safetexttest"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/testkit"
@@ -166,7 +167,7 @@ func (c credentialCase) checkInjected(t *testing.T, out Outcome, cp *capture, lo
 			t.Fatalf("the credential leaked into %v", l)
 		}
 	}
-	if typ := parsablePrivateKey(cp.export.Bytes()); typ != "" {
+	if typ := safetexttest.ParsablePrivateKey(cp.export.Bytes()); typ != "" {
 		t.Errorf("the install workspace holds a private key (%s)", typ)
 	}
 	if !bytes.Contains(logs, []byte("egress request with credential")) || !bytes.Contains(logs, []byte("status=200")) {

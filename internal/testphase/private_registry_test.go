@@ -5,8 +5,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/sha1"
 	"crypto/sha512"
@@ -15,7 +13,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
@@ -32,6 +29,7 @@ import (
 
 	"github.com/asterhq/aster/api"
 	"github.com/asterhq/aster/internal/egress"
+	"github.com/asterhq/aster/internal/safetext/safetexttest"
 	"github.com/asterhq/aster/internal/sandbox"
 	"github.com/asterhq/aster/internal/sandbox/sandboxtest"
 	"github.com/asterhq/aster/internal/testkit"
@@ -416,7 +414,7 @@ func TestDockerPrivateRegistryCredential(t *testing.T) {
 		}
 		// Node's compile cache under /tmp holds the words "PRIVATE KEY" (strings of
 		// its own code): what must not be there is a key that parses.
-		if typ := parsablePrivateKey(c.export.Bytes()); typ != "" {
+		if typ := safetexttest.ParsablePrivateKey(c.export.Bytes()); typ != "" {
 			t.Errorf("the dump holds a private key (%s)", typ)
 		}
 		report, _ := json.Marshal(out.Response())
@@ -468,49 +466,4 @@ func TestDockerPrivateRegistryCredential(t *testing.T) {
 			t.Errorf("report lines: %q", Lines(out.Install))
 		}
 	})
-}
-
-// parsablePrivateKey returns the PEM type of the first private key in b that
-// parses as one, or "".
-func parsablePrivateKey(b []byte) string {
-	for {
-		i := bytes.Index(b, []byte("-----BEGIN "))
-		if i < 0 {
-			return ""
-		}
-		b = b[i:]
-		block, rest := pem.Decode(b)
-		if block == nil {
-			b = b[len("-----BEGIN "):]
-			continue
-		}
-		if strings.Contains(block.Type, "PRIVATE KEY") {
-			if _, err := x509.ParsePKCS8PrivateKey(block.Bytes); err == nil {
-				return block.Type
-			}
-			if _, err := x509.ParseECPrivateKey(block.Bytes); err == nil {
-				return block.Type
-			}
-			if _, err := x509.ParsePKCS1PrivateKey(block.Bytes); err == nil {
-				return block.Type
-			}
-		}
-		b = rest
-	}
-}
-
-func TestParsablePrivateKey(t *testing.T) {
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	der, _ := x509.MarshalECPrivateKey(k)
-	key := pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
-	noise := []byte("compiled code mentions ENCRYPTED PRIVATE KEY and -----BEGIN PRIVATE KEY----- without a body\x00\xff")
-	if got := parsablePrivateKey(noise); got != "" {
-		t.Fatalf("noise read as a key: %s", got)
-	}
-	if got := parsablePrivateKey(append(append([]byte{}, noise...), key...)); got != "EC PRIVATE KEY" {
-		t.Fatalf("a real key not found: %q", got)
-	}
 }
