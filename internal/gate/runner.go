@@ -396,7 +396,7 @@ func (r *Runner) runOne(ctx context.Context, a Analyzer, snap *Snapshot, changed
 			return done(StatusSkipped, "skipped: "+skippedText(res.SkippedFiles))
 		}
 	}
-	if a.usesFiles() {
+	if a.usesFiles() || a.TargetsOnly {
 		res.TargetFiles = len(files)
 	}
 	// One sandbox, or one per batch of files: each batch's report is read

@@ -132,8 +132,8 @@ func TestRunnerTargetsOnly(t *testing.T) {
 		Changed: []string{"app/a.py", "tests/test_a.py", "lib/c.js", ".gitleaksignore"}}
 	res := NewRunner(sb, RunnerOptions{Image: "img"}).Run(context.Background(), req)
 	for _, a := range res.Analyzers {
-		if a.Status != StatusOK {
-			t.Errorf("%s: %s %q", a.Name, a.Status, a.Reason)
+		if a.Status != StatusOK || a.Name != "whole" && a.TargetFiles != len(sb.got[a.Name]) {
+			t.Errorf("%s: %s %q, %d target files for %d given", a.Name, a.Status, a.Reason, a.TargetFiles, len(sb.got[a.Name]))
 		}
 	}
 	want := map[string][]string{
