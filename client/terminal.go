@@ -47,6 +47,9 @@ type Terminal struct {
 
 	wmu    sync.Mutex
 	closed bool
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // maxControl bounds a control frame's payload (RFC 6455: 125 bytes).
@@ -166,7 +169,7 @@ func (t *Terminal) Read(p []byte) (int, error) {
 					}
 				}
 				_ = t.writeFrame(opClose, b[:min(len(b), 2)])
-				t.conn.Close()
+				_ = t.closeConn()
 				return 0, io.EOF
 			}
 		default:
@@ -259,8 +262,17 @@ func (t *Terminal) writeFrame(op byte, p []byte) error {
 	return err
 }
 
-// Close closes the terminal: the server ends its command's processes.
+// Close closes the terminal: the server ends its command's processes. A
+// terminal the server closed already (Read returned io.EOF, perhaps in
+// another goroutine answering this very Close) closes without error.
 func (t *Terminal) Close() error {
 	_ = t.writeFrame(opClose, binary.BigEndian.AppendUint16(nil, 1000))
-	return t.conn.Close()
+	return t.closeConn()
+}
+
+// closeConn closes the connection once; later calls return the first one's
+// error.
+func (t *Terminal) closeConn() error {
+	t.closeOnce.Do(func() { t.closeErr = t.conn.Close() })
+	return t.closeErr
 }
