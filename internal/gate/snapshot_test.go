@@ -3,7 +3,6 @@ package gate
 import (
 	"archive/tar"
 	"context"
-	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -11,34 +10,24 @@ import (
 
 	"github.com/asterhq/aster/internal/finding"
 	"github.com/asterhq/aster/internal/sandbox"
+	"github.com/asterhq/aster/internal/workspace/workspacetest"
 )
 
 // entries reads a tar's regular files (with their content) and directories.
 func entries(t *testing.T, r io.Reader) (files map[string]string, dirs []string) {
 	t.Helper()
 	files = map[string]string{}
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return files, dirs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		switch h.Typeflag {
+	for _, e := range workspacetest.Entries(t, r) {
+		switch e.Typeflag {
 		case tar.TypeDir:
-			dirs = append(dirs, strings.TrimSuffix(h.Name, "/"))
+			dirs = append(dirs, strings.TrimSuffix(e.Name, "/"))
 		case tar.TypeReg:
-			b, err := io.ReadAll(tr)
-			if err != nil {
-				t.Fatal(err)
-			}
-			files[h.Name] = string(b)
+			files[e.Name] = e.Data
 		default:
-			t.Errorf("entry %s of type %q", h.Name, h.Typeflag)
+			t.Errorf("entry %s of type %q", e.Name, e.Typeflag)
 		}
 	}
+	return files, dirs
 }
 
 // OpenOnly gives the files asked for, with their content, and the
@@ -94,14 +83,11 @@ func (w *wsSandbox) Run(ctx context.Context, spec sandbox.Spec) (sandbox.Result,
 	}
 	var names []string
 	if spec.Workspace.Tar != nil {
-		tr := tar.NewReader(spec.Workspace.Tar)
-		for {
-			h, err := tr.Next()
-			if err != nil {
-				break
-			}
-			if h.Typeflag == tar.TypeReg {
-				names = append(names, h.Name)
+		// off the test goroutine: a broken archive lists what was read
+		all, _ := workspacetest.Read(spec.Workspace.Tar)
+		for _, e := range all {
+			if e.Typeflag == tar.TypeReg {
+				names = append(names, e.Name)
 			}
 		}
 	}
