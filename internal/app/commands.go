@@ -21,7 +21,8 @@ const helpText = "Aster's commands, each the first line of a comment of its own,
 	"`/aster unignore` undoes that; resolving the thread while the finding is still there dismisses it too."
 
 // controls answers the pull request's control commands (/aster pause, resume, help) in
-// place, each once, and reads its review threads when a person resolved one of Aster's, before
+// place, each once, and reads its review threads when a person resolved one of Aster's or
+// answered in one with a thread command, before
 // anything else the job does. It reports whether that was all the job had to do: no event,
 // no /aster review and no /aster resume asked for a review.
 func (r *run) controls(ctx context.Context) (bool, error) {
@@ -90,7 +91,7 @@ func (r *run) controls(ctx context.Context) (bool, error) {
 		if err := r.resolvedThreads(ctx); err != nil {
 			return false, err
 		}
-		r.note = append(r.note, "a thread resolved")
+		r.note = append(r.note, "the review threads")
 	}
 	if claim.Announced || claim.Force || resumed {
 		return false, nil
@@ -123,7 +124,8 @@ func (r *run) control(c store.Control, mayWrite bool) (string, store.PauseChange
 }
 
 // resolvedThreads reads the pull request's threads after a person resolved one of
-// Aster's: a thread whose finding the last review still raised is a dismissal. Without a
+// Aster's or gave a thread command in one: the commands are recorded and answered, and a
+// resolved thread whose finding the last review still raised is a dismissal. Without a
 // stored review nothing is present, and nothing is recorded.
 func (r *run) resolvedThreads(ctx context.Context) error {
 	var rep *review.Report

@@ -14,10 +14,6 @@ import (
 	"github.com/asterhq/aster/internal/store"
 )
 
-// threadCommand is an "/aster ignore [reason]" or "/aster unignore" reply: the first line
-// of the comment, nothing before the command.
-var threadCommand = regexp.MustCompile(`^\s*/aster\s+(ignore|unignore)\b[ \t]*([^\r\n]*)`)
-
 // ackMarker marks Aster's answer to one command comment, so it answers once.
 var ackMarker = regexp.MustCompile(`<!-- aster:ack=([0-9]{1,20}) -->`)
 
@@ -167,21 +163,20 @@ func decideThread(t github.ReviewThread, bot string, present map[string]string, 
 	}
 	commanded := false
 	for _, c := range t.Comments[1:] {
-		m := threadCommand.FindStringSubmatch(c.Body)
-		if c.Author == bot || m == nil {
+		word, reason, ok := github.ThreadCommandOf(c.Body)
+		if c.Author == bot || !ok {
 			continue
 		}
 		who := safetext.Code(c.Author, 60)
 		if !mayWrite(c.Author) {
 			if !answered[c.ID] {
 				dec.answers = append(dec.answers, threadAnswer{to: first, cmd: c.ID,
-					body: ack(c.ID, fmt.Sprintf("`/aster %s` by %s ignored: it needs write access to the repository.", m[1], who))})
+					body: ack(c.ID, fmt.Sprintf("`/aster %s` by %s ignored: it needs write access to the repository.", word, who))})
 			}
 			continue
 		}
 		commanded = true
-		reason := strings.TrimSpace(m[2])
-		if m[1] == "unignore" {
+		if word == "unignore" {
 			dec.dismiss, dec.undismiss = nil, true
 			if !answered[c.ID] {
 				dec.answers = append(dec.answers, threadAnswer{to: first, cmd: c.ID,

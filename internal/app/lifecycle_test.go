@@ -221,7 +221,7 @@ func TestResolvedThreadDismisses(t *testing.T) {
 		if got := h.deliver("pull_request_review_thread", "t-octocat", ev); got != http.StatusAccepted {
 			t.Fatalf("octocat's resolution: %d", got)
 		}
-		if r := h.waitHistory(41, 2, 20*time.Second)[1]; r.Outcome != store.OutcomeSkipped || r.Reason != "answered a thread resolved" || r.Cause != "thread" {
+		if r := h.waitHistory(41, 2, 20*time.Second)[1]; r.Outcome != store.OutcomeSkipped || r.Reason != "answered the review threads" || r.Cause != "thread" {
 			t.Fatalf("record of the resolution: %+v", r)
 		}
 		ds, err := h.store.Dismissals(t.Context(), h.owner, h.repo)
@@ -267,6 +267,127 @@ func TestResolvedThreadDismisses(t *testing.T) {
 		}
 		if !strings.Contains(summary, "1 dismissed on this repository") {
 			t.Errorf("summary does not count the dismissal:\n%s", summary)
+		}
+	})
+}
+
+// threadCommandEvent is GitHub's example pull_request_review_comment "created" delivery for
+// comment c (a reply in a thread), written by c.Author, checked against the webhook's schema.
+func (h *harness) threadCommandEvent(c githubtest.Comment) []byte {
+	h.t.Helper()
+	m := example(h.t, "pull_request_review_comment", "created")
+	h.repoJSON(m["repository"].(map[string]any))
+	m["pull_request"].(map[string]any)["number"] = float64(c.Number)
+	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
+	cm := m["comment"].(map[string]any)
+	cm["id"], cm["body"], cm["path"], cm["in_reply_to_id"] = float64(c.ID), c.Body, c.Path, float64(c.InReplyTo)
+	// Fields GitHub's schema requires that the example lacks.
+	cm["line"], cm["original_line"], cm["side"] = float64(c.Line), float64(c.Line), "RIGHT"
+	cm["start_line"], cm["original_start_line"], cm["start_side"] = nil, nil, nil
+	cm["reactions"] = map[string]any{"url": cm["url"], "total_count": float64(0), "+1": float64(0), "-1": float64(0),
+		"laugh": float64(0), "confused": float64(0), "heart": float64(0), "hooray": float64(0), "eyes": float64(0), "rocket": float64(0)}
+	cm["user"].(map[string]any)["login"] = c.Author
+	sender := m["sender"].(map[string]any)
+	sender["login"], sender["type"] = c.Author, "User"
+	body := mustJSON(h.t, m)
+	spec, err := githubtest.LoadSpec()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := spec.ValidateWebhook("pull_request_review_comment", "created", body, "action", "comment", "sender"); err != nil {
+		h.t.Fatalf("the comment event does not have GitHub's shape: %v", err)
+	}
+	return body
+}
+
+// TestThreadCommandActsAtOnce: "/aster ignore" in one of Aster's threads by someone with
+// write access records the dismissal and is answered in the thread at once (the
+// pull_request_review_comment webhook, no push needed); a reader's command is answered with a
+// refusal and records nothing; a redelivery and a replay answer nothing twice; "/aster
+// unignore" undoes the dismissal at once.
+func TestThreadCommandActsAtOnce(t *testing.T) {
+	forEachDB(t, func(t *testing.T, dbURL string) {
+		h := newHarness(t, harnessOptions{reviewer: &scripted{}, dbURL: dbURL})
+		h.fake.SetPermission(h.owner, h.repo, "octocat", "write")
+		h.fake.SetPermission(h.owner, h.repo, "mallory", "read")
+		base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+		head1 := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "// TODO one\n// TODO two\n"})
+		h.push("c-1", "opened", 43, base, head1, "")
+		if r := h.waitHistory(43, 1, 20*time.Second)[0]; r.Outcome != store.OutcomePosted || r.InlineComments != 2 {
+			t.Fatalf("first review: %+v", r)
+		}
+		threads := h.fake.Threads(h.owner, h.repo, 43)
+		if len(threads) != 2 {
+			t.Fatalf("%d threads, want 2", len(threads))
+		}
+		one, two := threads[0].Comments[0], threads[1].Comments[0]
+		reply := func(to githubtest.Comment, author, body string) githubtest.Comment {
+			c := githubtest.Comment{Number: 43, Author: author, Path: to.Path, Line: to.Line, Body: body, InReplyTo: to.ID}
+			c.ID = h.fake.AddReviewComment(h.owner, h.repo, c)
+			return c
+		}
+		thread := func(first githubtest.Comment) []githubtest.Comment {
+			for _, th := range h.fake.Threads(h.owner, h.repo, 43) {
+				if th.Comments[0].ID == first.ID {
+					return th.Comments
+				}
+			}
+			t.Fatalf("thread of comment %d gone", first.ID)
+			return nil
+		}
+
+		ignore := reply(one, "octocat", "/aster ignore generated code")
+		ev := h.threadCommandEvent(ignore)
+		if got := h.deliver("pull_request_review_comment", "c-octocat", ev); got != http.StatusAccepted {
+			t.Fatalf("octocat's /aster ignore: %d", got)
+		}
+		if r := h.waitHistory(43, 2, 20*time.Second)[1]; r.Outcome != store.OutcomeSkipped || r.Reason != "answered the review threads" || r.Cause != "thread" {
+			t.Fatalf("record of the command: %+v", r)
+		}
+		ds, err := h.store.Dismissals(t.Context(), h.owner, h.repo)
+		if err != nil || len(ds) != 1 || ds[0].By != "octocat" || ds[0].Reason != "generated code" || ds[0].Path != "main.go" ||
+			ds[0].Number != 43 || publish.Markers(one.Body)[0] != ds[0].FindingID {
+			t.Fatalf("dismissals after /aster ignore: %+v, %v", ds, err)
+		}
+		if cs := thread(one); len(cs) != 3 || cs[2].Author != h.fake.BotLogin() || !strings.Contains(cs[2].Body, "Dismissed by `octocat`") {
+			t.Fatalf("thread after /aster ignore: %+v", cs)
+		}
+
+		refused := reply(two, "mallory", "/aster ignore")
+		if got := h.deliver("pull_request_review_comment", "c-mallory", h.threadCommandEvent(refused)); got != http.StatusAccepted {
+			t.Fatalf("mallory's /aster ignore: %d", got)
+		}
+		h.waitHistory(43, 3, 20*time.Second)
+		if cs := thread(two); len(cs) != 3 || !strings.Contains(cs[2].Body, "needs write access") {
+			t.Fatalf("thread after a reader's command: %+v", cs)
+		}
+		if ds, _ := h.store.Dismissals(t.Context(), h.owner, h.repo); len(ds) != 1 {
+			t.Fatalf("dismissals after a reader's command: %+v", ds)
+		}
+
+		// The same delivery again is a duplicate; the same body under a new id reads the
+		// threads again and answers nothing twice.
+		if got := h.deliver("pull_request_review_comment", "c-octocat", ev); got != http.StatusOK {
+			t.Fatalf("redelivery: %d, want 200", got)
+		}
+		if got := h.deliver("pull_request_review_comment", "c-octocat-replay", ev); got != http.StatusAccepted {
+			t.Fatalf("replay: %d", got)
+		}
+		h.waitHistory(43, 4, 20*time.Second)
+		if n := len(h.fake.ReviewComments(h.owner, h.repo, 43)); n != 6 {
+			t.Errorf("%d review comments, want 2 findings, 2 commands and 2 answers", n)
+		}
+
+		undo := reply(one, "octocat", "/aster unignore")
+		if got := h.deliver("pull_request_review_comment", "c-undo", h.threadCommandEvent(undo)); got != http.StatusAccepted {
+			t.Fatalf("/aster unignore: %d", got)
+		}
+		h.waitHistory(43, 5, 20*time.Second)
+		if ds, _ := h.store.Dismissals(t.Context(), h.owner, h.repo); len(ds) != 0 {
+			t.Errorf("dismissals after /aster unignore: %+v", ds)
+		}
+		if cs := thread(one); len(cs) != 5 || !strings.Contains(cs[4].Body, "Undone by `octocat`") {
+			t.Errorf("thread after /aster unignore: %+v", cs)
 		}
 	})
 }

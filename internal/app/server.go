@@ -80,7 +80,7 @@ func NewMetrics() *Metrics {
 func (m *Metrics) delivery(o github.Outcome) {
 	ev := o.Event
 	switch ev {
-	case "pull_request", "issue_comment", "pull_request_review_thread", "installation", "ping":
+	case "pull_request", "issue_comment", "pull_request_review_thread", "pull_request_review_comment", "installation", "ping":
 	default:
 		ev = "other" // the header is unsigned: never a label of unbounded values
 	}

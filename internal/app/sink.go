@@ -21,7 +21,7 @@ var _ Requests = (*store.Store)(nil)
 
 // Sink turns verified webhook events into durable work: a review request per pull-request
 // event or /aster command, a request to read the threads when a person resolves one of
-// Aster's, a record per installation event. It implements
+// Aster's or answers in one with a thread command, a record per installation event. It implements
 // github.Sink; the webhook handler answers 202 only after Accept returned.
 type Sink struct {
 	Store Requests
@@ -80,6 +80,16 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 		// The job reads the threads through the API: who resolved which, with what access.
 		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
 			Delivery: store.Delivery{ID: e.DeliveryID, Event: "pull_request_review_thread", Action: "resolved",
+				Repo: e.Repo.FullName(), Number: e.Number, Sender: e.Sender},
+			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
+			InstallationID: e.InstallationID,
+			Threads:        true,
+		})
+	case *github.ThreadCommandEvent:
+		// The same reading of the threads: the command's author, access and thread are
+		// checked there, and each command is answered once in its thread.
+		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
+			Delivery: store.Delivery{ID: e.DeliveryID, Event: "pull_request_review_comment", Action: e.Action,
 				Repo: e.Repo.FullName(), Number: e.Number, Sender: e.Sender},
 			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
 			InstallationID: e.InstallationID,

@@ -124,7 +124,7 @@ func TestAppSetupManifestFlow(t *testing.T) {
 			if d := cmp.Diff(github.TokenPermissions(), m.DefaultPermissions); d != "" {
 				t.Errorf("manifest permissions (-want +got):\n%s", d)
 			}
-			if d := cmp.Diff([]string{"pull_request", "issue_comment", "pull_request_review_thread"}, m.DefaultEvents); d != "" {
+			if d := cmp.Diff([]string{"pull_request", "issue_comment", "pull_request_review_thread", "pull_request_review_comment"}, m.DefaultEvents); d != "" {
 				t.Errorf("manifest events (-want +got):\n%s", d)
 			}
 

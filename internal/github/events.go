@@ -12,7 +12,8 @@ import (
 )
 
 // Event is one parsed webhook delivery: *PullRequestEvent, *ReviewCommandEvent,
-// *ThreadResolvedEvent, *InstallationEvent, or *Ignored for everything Aster does not act on.
+// *ThreadResolvedEvent, *ThreadCommandEvent, *InstallationEvent, or *Ignored for everything
+// Aster does not act on.
 type Event interface {
 	// Delivery is the X-GitHub-Delivery id the event came with.
 	Delivery() string
@@ -89,6 +90,21 @@ type ThreadResolvedEvent struct {
 	Sender         string
 }
 
+// ThreadCommandEvent is a pull_request_review_comment created or edited by a person, in reply
+// to another review comment, whose first line is a thread command ("/aster ignore [reason]" or
+// "/aster unignore"): the job reads the pull request's threads through the API (whether the
+// thread is Aster's, who wrote the command, with what access) before it records or answers
+// anything. The payload is only the reason to look.
+type ThreadCommandEvent struct {
+	DeliveryID     string
+	InstallationID int64
+	Repo           Repo
+	Number         int
+	Action         string // created or edited
+	CommentID      int64  // the command comment, for the log
+	Sender         string
+}
+
 // InstallationEvent is an installation delivery (created, deleted, suspend, unsuspend,
 // new_permissions_accepted), recorded so operators can see who installed the App where.
 type InstallationEvent struct {
@@ -112,11 +128,13 @@ type Ignored struct {
 func (e *PullRequestEvent) Delivery() string    { return e.DeliveryID }
 func (e *ReviewCommandEvent) Delivery() string  { return e.DeliveryID }
 func (e *ThreadResolvedEvent) Delivery() string { return e.DeliveryID }
+func (e *ThreadCommandEvent) Delivery() string  { return e.DeliveryID }
 func (e *InstallationEvent) Delivery() string   { return e.DeliveryID }
 func (e *Ignored) Delivery() string             { return e.DeliveryID }
 func (*PullRequestEvent) isEvent()              {}
 func (*ReviewCommandEvent) isEvent()            {}
 func (*ThreadResolvedEvent) isEvent()           {}
+func (*ThreadCommandEvent) isEvent()            {}
 func (*InstallationEvent) isEvent()             {}
 func (*Ignored) isEvent()                       {}
 
@@ -225,6 +243,19 @@ type wireReviewThread struct {
 	} `json:"thread"`
 }
 
+type wireReviewComment struct {
+	wireCommon
+	PullRequest *struct {
+		Number int `json:"number"`
+	} `json:"pull_request"`
+	Comment *struct {
+		ID        int64       `json:"id"`
+		InReplyTo int64       `json:"in_reply_to_id"`
+		Body      string      `json:"body"`
+		User      wireAccount `json:"user"`
+	} `json:"comment"`
+}
+
 type wireInstallation struct {
 	wireCommon
 	Repositories []struct {
@@ -240,7 +271,7 @@ func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
 		return &Ignored{DeliveryID: deliveryID, Event: event, Action: action, Reason: reason}, nil
 	}
 	switch event {
-	case "pull_request", "issue_comment", "installation", "pull_request_review_thread":
+	case "pull_request", "issue_comment", "installation", "pull_request_review_thread", "pull_request_review_comment":
 	case "":
 		return nil, fmt.Errorf("%w: missing X-GitHub-Event", ErrMalformedPayload)
 	default:
@@ -323,6 +354,12 @@ func ParseEvent(event, deliveryID string, body []byte) (Event, error) {
 			return nil, malformed(event, err)
 		}
 		return parseThreadResolved(deliveryID, &w, ignored)
+	case "pull_request_review_comment":
+		var w wireReviewComment
+		if err := json.Unmarshal(body, &w); err != nil {
+			return nil, malformed(event, err)
+		}
+		return parseThreadCommand(deliveryID, &w, ignored)
 	default: // installation
 		var w wireInstallation
 		if err := json.Unmarshal(body, &w); err != nil {
@@ -461,6 +498,42 @@ func parseThreadResolved(deliveryID string, w *wireReviewThread, ignored func(ac
 		Number: w.PullRequest.Number, ThreadID: nodeIDOrEmpty(w.Thread.NodeID), Sender: w.Sender.Login}, nil
 }
 
+// parseThreadCommand reads a pull_request_review_comment delivery: only a reply, created or
+// edited by a person, whose first line is a thread command is acted on. Whether the thread is
+// one Aster opened is for the job to read through the API: the payload does not say.
+func parseThreadCommand(deliveryID string, w *wireReviewComment, ignored func(action, reason string) (Event, error)) (Event, error) {
+	if w.Action != "created" && w.Action != "edited" {
+		return ignored(w.Action, "action not handled")
+	}
+	if w.Installation == nil || w.Installation.ID <= 0 {
+		return ignored(w.Action, "no installation: not a GitHub App delivery")
+	}
+	if w.Comment == nil || w.PullRequest == nil {
+		return nil, fmt.Errorf("%w: pull_request_review_comment without comment or pull_request", ErrMalformedPayload)
+	}
+	if strings.EqualFold(w.Sender.Type, "Bot") || strings.EqualFold(w.Comment.User.Type, "Bot") {
+		return ignored(w.Action, "comment by a bot")
+	}
+	if _, _, ok := ThreadCommandOf(w.Comment.Body); !ok {
+		return ignored(w.Action, "comment is not an /aster thread command")
+	}
+	if w.Comment.InReplyTo <= 0 {
+		return ignored(w.Action, "not a reply in a thread")
+	}
+	repo, err := parseRepo(w.Repository)
+	if err != nil {
+		return nil, err
+	}
+	if w.PullRequest.Number <= 0 {
+		return nil, fmt.Errorf("%w: pull request number %d", ErrMalformedPayload, w.PullRequest.Number)
+	}
+	if w.Comment.ID <= 0 {
+		return nil, fmt.Errorf("%w: comment id %d", ErrMalformedPayload, w.Comment.ID)
+	}
+	return &ThreadCommandEvent{DeliveryID: deliveryID, InstallationID: w.Installation.ID, Repo: repo,
+		Number: w.PullRequest.Number, Action: w.Action, CommentID: w.Comment.ID, Sender: w.Sender.Login}, nil
+}
+
 // nodeIDOrEmpty keeps a node id only when it looks like one (it is logged).
 func nodeIDOrEmpty(s string) string {
 	if len(s) > 100 || !nodeIDPattern.MatchString(s) {
@@ -497,6 +570,21 @@ func malformed(event string, err error) error {
 // trimmed, is ReviewCommand or ResolveCommand, optionally followed by whitespace and more
 // words.
 func IsReviewCommand(body string) bool { return CommandOf(body) == CmdReview }
+
+// threadCommandPattern is a thread command: "/aster ignore [reason]" or "/aster unignore" on
+// the comment's first line, nothing before it.
+var threadCommandPattern = regexp.MustCompile(`^\s*/aster\s+(ignore|unignore)\b[ \t]*([^\r\n]*)`)
+
+// ThreadCommandOf returns the thread command a reply in a review thread gives: word is
+// "ignore" (dismiss the thread's finding, for reason) or "unignore"; ok is false for any
+// other comment.
+func ThreadCommandOf(body string) (word, reason string, ok bool) {
+	m := threadCommandPattern.FindStringSubmatch(body)
+	if m == nil {
+		return "", "", false
+	}
+	return m[1], strings.TrimSpace(m[2]), true
+}
 
 // CommandOf returns the command a pull request comment gives (CmdReview, CmdPause,
 // CmdResume, CmdHelp), or "" when it gives none: its first non-blank line, trimmed, must be

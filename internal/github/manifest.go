@@ -47,9 +47,10 @@ type ManifestHook struct {
 
 // ManifestEvents are the events the App subscribes to. installation needs no subscription
 // (GitHub sends it to every App) and is refused in a manifest. pull_request_review_thread
-// tells the App at once that a person resolved one of its threads (a dismissal).
+// tells the App at once that a person resolved one of its threads (a dismissal), and
+// pull_request_review_comment that a person replied in one (/aster ignore or unignore).
 func ManifestEvents() []string {
-	return []string{"pull_request", "issue_comment", "pull_request_review_thread"}
+	return []string{"pull_request", "issue_comment", "pull_request_review_thread", "pull_request_review_comment"}
 }
 
 // ManifestOptions configure NewManifest.

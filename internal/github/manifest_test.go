@@ -34,7 +34,7 @@ func TestManifestMatchesTokenPermissions(t *testing.T) {
 		t.Errorf("manifest permissions (-token +manifest):\n%s", diff)
 	}
 	// installation is delivered to every App without subscribing; GitHub does not accept it here.
-	if diff := cmp.Diff([]string{"pull_request", "issue_comment", "pull_request_review_thread"}, m.DefaultEvents); diff != "" {
+	if diff := cmp.Diff([]string{"pull_request", "issue_comment", "pull_request_review_thread", "pull_request_review_comment"}, m.DefaultEvents); diff != "" {
 		t.Errorf("manifest events (-want +got):\n%s", diff)
 	}
 	if m.Public || m.HookAttributes.URL == "" {

@@ -309,6 +309,8 @@ func TestParseEventExamples(t *testing.T) {
 			kind = "installation"
 		case *github.ThreadResolvedEvent:
 			kind = "thread"
+		case *github.ThreadCommandEvent:
+			kind = "thread command"
 		case *github.Ignored:
 			kind, reason = "ignored", e.Reason
 		}
@@ -428,7 +430,72 @@ func TestParseEventExamples(t *testing.T) {
 			check(t, "pull_request_review_thread", unmarked, want{"ignored", "not a thread Aster opened"})
 		})
 	}
-	for _, event := range []string{"push", "ping", "check_run", "pull_request_review", "pull_request_review_comment", "installation_repositories"} {
+	for _, ex := range githubtest.WebhookExamples(t, "pull_request_review_comment") {
+		t.Run(fmt.Sprintf("pull_request_review_comment/%s/%d", ex.Action, ex.Index), func(t *testing.T) {
+			body := withInstallation(t, ex.Body, 42)
+			if ex.Action != "created" && ex.Action != "edited" {
+				check(t, "pull_request_review_comment", body, want{"ignored", "action not handled"})
+				return
+			}
+			check(t, "pull_request_review_comment", body, want{"ignored", "not an /aster thread command"})
+			// A person's reply in a thread, "/aster ignore" as its first line.
+			reply := patch(t, body, func(m map[string]any) {
+				c := m["comment"].(map[string]any)
+				c["body"] = "/aster ignore the path is fixed\nthanks"
+				c["in_reply_to_id"] = float64(7)
+				m["sender"].(map[string]any)["type"] = "User"
+				// Fields GitHub's schema requires that the older examples lack.
+				for k, v := range map[string]any{"start_line": nil, "original_start_line": nil, "original_line": float64(1),
+					"line": float64(1), "start_side": nil, "side": "RIGHT"} {
+					if _, ok := c[k]; !ok {
+						c[k] = v
+					}
+				}
+				if _, ok := c["reactions"]; !ok {
+					c["reactions"] = map[string]any{"url": c["url"], "total_count": float64(0), "+1": float64(0), "-1": float64(0),
+						"laugh": float64(0), "confused": float64(0), "heart": float64(0), "hooray": float64(0), "eyes": float64(0),
+						"rocket": float64(0)}
+				}
+			})
+			if err := spec.ValidateWebhook("pull_request_review_comment", ex.Action, reply, "action", "comment", "sender"); err != nil {
+				t.Fatalf("the payload does not match GitHub's schema: %v", err)
+			}
+			check(t, "pull_request_review_comment", patch(t, reply, func(m map[string]any) { delete(m, "installation") }),
+				want{"ignored", "no installation"})
+			ev := check(t, "pull_request_review_comment", reply, want{kind: "thread command"}).(*github.ThreadCommandEvent)
+			var raw struct {
+				PullRequest struct{ Number int } `json:"pull_request"`
+				Comment     struct{ ID int64 }
+				Sender      struct{ Login string }
+			}
+			_ = json.Unmarshal(reply, &raw)
+			if ev.Number != raw.PullRequest.Number || ev.CommentID != raw.Comment.ID || ev.Sender != raw.Sender.Login ||
+				ev.Action != ex.Action || ev.InstallationID != 42 || ev.Repo.Owner == "" {
+				t.Errorf("thread command event %+v does not match the payload", ev)
+			}
+			unignore := patch(t, reply, func(m map[string]any) { m["comment"].(map[string]any)["body"] = "  /aster unignore" })
+			check(t, "pull_request_review_comment", unignore, want{kind: "thread command"})
+			// A command that opens a thread of its own is in no thread of Aster's.
+			top := patch(t, reply, func(m map[string]any) { delete(m["comment"].(map[string]any), "in_reply_to_id") })
+			check(t, "pull_request_review_comment", top, want{"ignored", "not a reply in a thread"})
+			// Aster's own answers quote no command, but a bot's comment is never one.
+			byBot := patch(t, reply, func(m map[string]any) { m["sender"].(map[string]any)["type"] = "Bot" })
+			check(t, "pull_request_review_comment", byBot, want{"ignored", "bot"})
+			conversation := patch(t, reply, func(m map[string]any) { m["comment"].(map[string]any)["body"] = "/aster review" })
+			check(t, "pull_request_review_comment", conversation, want{"ignored", "not an /aster thread command"})
+			for _, bad := range []func(map[string]any){
+				func(m map[string]any) { delete(m, "comment") },
+				func(m map[string]any) { m["pull_request"].(map[string]any)["number"] = float64(0) },
+				func(m map[string]any) { m["comment"].(map[string]any)["id"] = float64(-1) },
+				func(m map[string]any) { m["repository"].(map[string]any)["name"] = "../x" },
+			} {
+				if _, err := github.ParseEvent("pull_request_review_comment", "d", patch(t, reply, bad)); !errors.Is(err, github.ErrMalformedPayload) {
+					t.Errorf("a malformed thread command gave %v, want ErrMalformedPayload", err)
+				}
+			}
+		})
+	}
+	for _, event := range []string{"push", "ping", "check_run", "pull_request_review", "installation_repositories"} {
 		for _, ex := range githubtest.WebhookExamples(t, event) {
 			t.Run(fmt.Sprintf("%s/%s/%d", event, ex.Action, ex.Index), func(t *testing.T) {
 				check(t, event, withInstallation(t, ex.Body, 42), want{"ignored", "event not handled"})
@@ -534,6 +601,33 @@ func TestCommandOf(t *testing.T) {
 	}
 }
 
+func TestThreadCommandOf(t *testing.T) {
+	t.Parallel()
+	type got struct {
+		word, reason string
+		ok           bool
+	}
+	tests := map[string]got{
+		"/aster ignore":                           {"ignore", "", true},
+		"/aster ignore the directory exists":      {"ignore", "the directory exists", true},
+		"  /aster ignore\tgenerated  \nmore text": {"ignore", "generated", true},
+		"\n/aster unignore":                       {"unignore", "", true},
+		"/aster ignored":                          {},
+		"/aster review":                           {},
+		"> /aster ignore":                         {},
+		"please /aster ignore":                    {},
+		"hello\n/aster ignore":                    {},
+		"/ASTER IGNORE":                           {},
+		"":                                        {},
+	}
+	for body, want := range tests {
+		word, reason, ok := github.ThreadCommandOf(body)
+		if (got{word, reason, ok}) != want {
+			t.Errorf("ThreadCommandOf(%q) = %q, %q, %v, want %+v", body, word, reason, ok, want)
+		}
+	}
+}
+
 func TestIsReviewCommand(t *testing.T) {
 	t.Parallel()
 	tests := map[string]bool{
@@ -568,14 +662,15 @@ func TestIsReviewCommand(t *testing.T) {
 }
 
 func FuzzParseEvent(f *testing.F) {
-	for _, ev := range []string{"pull_request", "issue_comment", "installation"} {
+	for _, ev := range []string{"pull_request", "issue_comment", "installation", "pull_request_review_comment"} {
+		f.Add(ev, []byte(`{"action":"created","installation":{"id":1},"pull_request":{"number":1},"comment":{"id":2,"in_reply_to_id":1,"body":"/aster ignore x"},"repository":{"full_name":"o/r"}}`))
 		f.Add(ev, []byte(`{"action":"opened","installation":{"id":1},"repository":{"name":"r","owner":{"login":"o"}},"pull_request":{"head":{"sha":"`+strings.Repeat("a", 40)+`"},"base":{"sha":"`+strings.Repeat("b", 40)+`"}},"number":1}`))
 		f.Add(ev, []byte(`{"action":"created","installation":{"id":1},"issue":{"number":1,"pull_request":{}},"comment":{"id":1,"body":"/aster review"},"repository":{"full_name":"o/r"}}`))
 		f.Add(ev, []byte(`null`))
 		f.Add(ev, []byte(`[]`))
 	}
 	if _, err := githubtest.DataDir(); err == nil {
-		for _, event := range []string{"pull_request", "issue_comment", "installation"} {
+		for _, event := range []string{"pull_request", "issue_comment", "installation", "pull_request_review_thread", "pull_request_review_comment"} {
 			for _, ex := range githubtest.WebhookExamples(f, event) {
 				f.Add(event, ex.Body)
 			}
@@ -604,6 +699,15 @@ func FuzzParseEvent(f *testing.F) {
 		case *github.InstallationEvent:
 			if e.InstallationID <= 0 {
 				t.Fatalf("installation without id: %+v", e)
+			}
+		case *github.ThreadResolvedEvent:
+			if e.Number <= 0 || e.InstallationID <= 0 || strings.Contains(e.Repo.Owner, "/") {
+				t.Fatalf("invalid thread resolution accepted: %+v", e)
+			}
+		case *github.ThreadCommandEvent:
+			if e.Number <= 0 || e.InstallationID <= 0 || e.CommentID <= 0 || strings.Contains(e.Repo.Owner, "/") ||
+				(e.Action != "created" && e.Action != "edited") {
+				t.Fatalf("invalid thread command accepted: %+v", e)
 			}
 		case *github.Ignored:
 		default:

@@ -44,8 +44,8 @@ type ReviewRequest struct {
 	// Command identifies the comment of a command (nil for other requests): each
 	// (comment, edit time) asks for one run, whatever delivery id it arrives under.
 	Command *Command
-	// Threads: a person resolved one of Aster's review threads; the job reads the threads
-	// (a dismissal) whatever else it does.
+	// Threads: a person resolved one of Aster's review threads or gave a thread command in
+	// one; the job reads the threads (a dismissal) whatever else it does.
 	Threads bool
 }
 

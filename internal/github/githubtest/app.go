@@ -8,13 +8,15 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/asterhq/aster/internal/github"
 )
 
 func (s *Server) getApp(w http.ResponseWriter, req *apiRequest) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"id": s.opts.AppID, "slug": s.opts.AppSlug, "name": s.opts.AppSlug,
 		"owner": s.account("aster-owner"), "permissions": AppPermissions(),
-		"events": []string{"pull_request", "issue_comment", "installation"},
+		"events": github.ManifestEvents(),
 	})
 }
 
