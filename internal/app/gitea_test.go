@@ -444,6 +444,35 @@ func testGiteaLifecycle(t *testing.T, gs *giteatest.Server) {
 		t.Errorf("status on the second head: %+v, want success", st)
 	}
 
+	// The owner answers "/aster ignore" in the TODO's conversation: Gitea sends the reply as
+	// the pull request's issue_comment, and Aster records the dismissal and answers in the
+	// conversation at once, without a push.
+	todo := byLine[4][0]
+	var cmd giteaComment
+	gs.MustAPI(t, gs.Admin.Token, "POST", repo.Path(fmt.Sprintf("pulls/%d/comments/%d/replies", pr.Number, todo.ID)),
+		map[string]any{"body": "/aster ignore tidied in the next release"}, &cmd)
+	if d := a.waitDelivery("issue_comment", "/aster ignore"); d.status != http.StatusAccepted {
+		t.Fatalf("the reply's delivery answered %d, want 202", d.status)
+	}
+	recs = a.waitHistory(repo, pr.Number, 3)
+	if recs[2].Outcome != store.OutcomeSkipped || recs[2].Reason != "answered the review threads" {
+		t.Fatalf("the reply's job: %+v, want the conversations read and nothing reviewed", recs[2])
+	}
+	ds, err := a.store.Dismissals(t.Context(), repo.Owner, repo.Name)
+	if err != nil || len(ds) != 1 || ds[0].By != gs.Admin.Login || ds[0].Reason != "tidied in the next release" ||
+		ds[0].FindingID != publish.Markers(todo.Body)[0] {
+		t.Fatalf("dismissals after /aster ignore: %+v, %v", ds, err)
+	}
+	var answers []giteaComment
+	for _, c := range a.reviewComments(repo, pr.Number) {
+		if c.Position == 4 && c.User.Login == gs.Bot.Login && c.ID != todo.ID {
+			answers = append(answers, c)
+		}
+	}
+	if len(answers) != 1 || !strings.Contains(answers[0].Body, "Dismissed by `"+gs.Admin.Login+"`") {
+		t.Errorf("Aster's answers in the TODO's conversation: %+v, want one dismissal notice", answers)
+	}
+
 	// Nothing secret in the logs (Aster's, Gitea's), the posts or what the reviewer (the
 	// pipeline: sandboxes, the prompt) was given.
 	given := fmt.Sprintf("%+v", a.rev.calls())

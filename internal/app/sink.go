@@ -89,7 +89,7 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 		// The same reading of the threads: the command's author, access and thread are
 		// checked there, and each command is answered once in its thread.
 		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
-			Delivery: store.Delivery{ID: e.DeliveryID, Event: "pull_request_review_comment", Action: e.Action,
+			Delivery: store.Delivery{ID: e.DeliveryID, Event: e.Event, Action: e.Action,
 				Repo: e.Repo.FullName(), Number: e.Number, Sender: e.Sender},
 			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
 			InstallationID: e.InstallationID,

@@ -81,7 +81,9 @@ type wireCommentPayload struct {
 // ParseEvent turns a verified Gitea delivery into one of the App's events: a
 // *github.PullRequestEvent (opened, reopened, synchronized), a *github.ReviewCommandEvent
 // (an issue_comment created or edited on a pull request whose first line is an /aster
-// command: review, resolve, pause, resume, help), or a *github.Ignored. Gitea has no
+// command: review, resolve, pause, resume, help), a *github.ThreadCommandEvent (the same
+// with /aster ignore or unignore: Gitea sends a reply in a conversation this way too), or a
+// *github.Ignored. Gitea has no
 // installations: InstallationID is 0. A body that is not the JSON Gitea sends wraps
 // github.ErrMalformedPayload.
 func ParseEvent(event, deliveryID string, body []byte) (github.Event, error) {
@@ -123,7 +125,8 @@ func ParseEvent(event, deliveryID string, body []byte) (github.Event, error) {
 		return ignored(w.Action, "comment on an issue, not a pull request")
 	}
 	command := github.CommandOf(w.Comment.Body)
-	if command == "" {
+	_, _, threadCommand := github.ThreadCommandOf(w.Comment.Body)
+	if command == "" && !threadCommand {
 		return ignored(w.Action, "comment is not an /aster command")
 	}
 	repo, err := parseRepo(w.Repository)
@@ -143,6 +146,13 @@ func ParseEvent(event, deliveryID string, body []byte) (github.Event, error) {
 	updated, err := time.Parse(time.RFC3339, stamp)
 	if err != nil {
 		return nil, fmt.Errorf("%w: comment updated_at %q is not a time", github.ErrMalformedPayload, stamp)
+	}
+	if threadCommand {
+		// A reply in a conversation (Gitea sends it as a pull request's issue_comment): the
+		// job reads the conversations through the API, where the command's thread and
+		// author are checked.
+		return &github.ThreadCommandEvent{DeliveryID: deliveryID, Event: event, Repo: repo, Number: w.Issue.Number,
+			Action: w.Action, CommentID: w.Comment.ID, Sender: w.Sender.Login}, nil
 	}
 	return &github.ReviewCommandEvent{DeliveryID: deliveryID, Repo: repo, Number: w.Issue.Number, Command: command, CommentID: w.Comment.ID,
 		UpdatedAt: updated.UTC(), Edited: w.Action == "edited", Sender: w.Sender.Login}, nil

@@ -54,7 +54,19 @@ func TestParseEvent(t *testing.T) {
 	if cmd, ok := ev.(*github.ReviewCommandEvent); err != nil || !ok || cmd.Command != github.CmdPause {
 		t.Fatalf("/aster pause: %+v, %v", ev, err)
 	}
+	// A reply in a conversation comes as a pull request's issue_comment.
+	ev, err = ParseEvent("issue_comment", "d4", []byte(commentBody("created", "/aster ignore generated\nthanks", true)))
+	if tc, ok := ev.(*github.ThreadCommandEvent); err != nil || !ok || tc.Event != "issue_comment" || tc.Sender != "bob" ||
+		tc.CommentID != 42 || tc.Number != 3 || tc.Action != "created" || tc.Repo.FullName() != "acme/widgets" {
+		t.Fatalf("/aster ignore: %+v, %v", ev, err)
+	}
+	ev, err = ParseEvent("issue_comment", "d5", []byte(commentBody("edited", "/aster unignore", true)))
+	if tc, ok := ev.(*github.ThreadCommandEvent); err != nil || !ok || tc.Action != "edited" {
+		t.Fatalf("/aster unignore: %+v, %v", ev, err)
+	}
 	ignored := []struct{ event, body string }{
+		{"issue_comment", commentBody("created", "/aster ignore", false)},
+		{"issue_comment", commentBody("created", "/aster ignored", true)},
 		{"pull_request", pullBody("closed")},
 		{"pull_request", pullBody("edited")},
 		{"issue_comment", commentBody("created", "looks good, /aster review later", true)},
@@ -91,6 +103,7 @@ func FuzzParseEvent(f *testing.F) {
 	f.Add("pull_request", pullBody("synchronized"))
 	f.Add("issue_comment", commentBody("created", "/aster review", true))
 	f.Add("issue_comment", commentBody("edited", "/aster resolve", true))
+	f.Add("issue_comment", commentBody("created", "/aster ignore generated", true))
 	f.Fuzz(func(t *testing.T, event, body string) {
 		ev, err := ParseEvent(event, "d", []byte(body))
 		if err != nil {
@@ -107,6 +120,10 @@ func FuzzParseEvent(f *testing.F) {
 		case *github.ReviewCommandEvent:
 			if !validName(e.Repo.Owner) || !validName(e.Repo.Name) || e.Number <= 0 || !validName(e.Sender) {
 				t.Fatalf("unsafe command %+v", e)
+			}
+		case *github.ThreadCommandEvent:
+			if !validName(e.Repo.Owner) || !validName(e.Repo.Name) || e.Number <= 0 || e.CommentID <= 0 || !validName(e.Sender) {
+				t.Fatalf("unsafe thread command %+v", e)
 			}
 		}
 	})

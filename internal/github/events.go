@@ -97,6 +97,7 @@ type ThreadResolvedEvent struct {
 // anything. The payload is only the reason to look.
 type ThreadCommandEvent struct {
 	DeliveryID     string
+	Event          string // the delivery's event: pull_request_review_comment (Gitea: issue_comment)
 	InstallationID int64
 	Repo           Repo
 	Number         int
@@ -530,7 +531,7 @@ func parseThreadCommand(deliveryID string, w *wireReviewComment, ignored func(ac
 	if w.Comment.ID <= 0 {
 		return nil, fmt.Errorf("%w: comment id %d", ErrMalformedPayload, w.Comment.ID)
 	}
-	return &ThreadCommandEvent{DeliveryID: deliveryID, InstallationID: w.Installation.ID, Repo: repo,
+	return &ThreadCommandEvent{DeliveryID: deliveryID, Event: "pull_request_review_comment", InstallationID: w.Installation.ID, Repo: repo,
 		Number: w.PullRequest.Number, Action: w.Action, CommentID: w.Comment.ID, Sender: w.Sender.Login}, nil
 }
 
