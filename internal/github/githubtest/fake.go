@@ -316,9 +316,10 @@ func (s *Server) checkJWT(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// checkToken enforces an installation token, its repository scope and its permissions.
-func (s *Server) checkToken(w http.ResponseWriter, req *apiRequest, perm, level string) bool {
-	h := req.r.Header.Get("Authorization")
+// grantOf returns the installation token a request carries ("token T" or "Bearer T"), if
+// the fake issued it.
+func (s *Server) grantOf(r *http.Request) (TokenGrant, bool) {
+	h := r.Header.Get("Authorization")
 	tok, ok := strings.CutPrefix(h, "token ")
 	if !ok {
 		tok, ok = strings.CutPrefix(h, "Bearer ")
@@ -326,7 +327,13 @@ func (s *Server) checkToken(w http.ResponseWriter, req *apiRequest, perm, level 
 	s.mu.Lock()
 	grant, known := s.tokens[tok]
 	s.mu.Unlock()
-	if !ok || !known {
+	return grant, ok && known
+}
+
+// checkToken enforces an installation token, its repository scope and its permissions.
+func (s *Server) checkToken(w http.ResponseWriter, req *apiRequest, perm, level string) bool {
+	grant, ok := s.grantOf(req.r)
+	if !ok {
 		s.reject(w, http.StatusUnauthorized, "%s %s without a valid installation token", req.op.Method, req.op.Template)
 		return false
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/vektah/gqlparser/v2"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -166,16 +167,13 @@ func (s *Server) serveGraphQL(w http.ResponseWriter, r *http.Request) {
 
 // graphQLToken checks the installation token of a GraphQL request.
 func (s *Server) graphQLToken(w http.ResponseWriter, r *http.Request) (TokenGrant, bool) {
-	h := r.Header.Get("Authorization")
-	tok, ok := strings.CutPrefix(h, "token ")
+	grant, ok := s.grantOf(r)
 	if !ok {
-		tok, ok = strings.CutPrefix(h, "Bearer ")
-	}
-	s.mu.Lock()
-	grant, known := s.tokens[tok]
-	s.mu.Unlock()
-	if !ok || !known {
 		s.reject(w, http.StatusUnauthorized, "graphql without a valid installation token")
+		return TokenGrant{}, false
+	}
+	if time.Now().After(grant.ExpiresAt) {
+		writeError(w, http.StatusUnauthorized, "Bad credentials")
 		return TokenGrant{}, false
 	}
 	return grant, true
