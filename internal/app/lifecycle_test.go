@@ -148,42 +148,53 @@ func testFixedFindingThreadResolved(t *testing.T, dbURL string) {
 // checked against the schema of GitHub's description where Aster reads it.
 func (h *harness) threadResolvedEvent(number int, th githubtest.Thread, resolver string, bot bool) []byte {
 	h.t.Helper()
-	m := example(h.t, "pull_request_review_thread", "resolved")
+	return h.webhookPayload("pull_request_review_thread", "resolved", resolver, bot, []string{"thread"}, func(m map[string]any) {
+		m["pull_request"].(map[string]any)["number"] = float64(number)
+		thread := m["thread"].(map[string]any)
+		proto := thread["comments"].([]any)[0].(map[string]any)
+		var comments []any
+		for _, c := range th.Comments {
+			cm := map[string]any{}
+			for k, v := range proto {
+				cm[k] = v
+			}
+			user := map[string]any{}
+			for k, v := range proto["user"].(map[string]any) {
+				user[k] = v
+			}
+			user["login"], user["type"] = c.Author, "User"
+			if c.Author == h.fake.BotLogin() {
+				user["type"] = "Bot"
+			}
+			cm["id"], cm["body"], cm["path"], cm["user"] = float64(c.ID), c.Body, c.Path, user
+			comments = append(comments, cm)
+		}
+		thread["node_id"], thread["comments"] = th.ID, comments
+	})
+}
+
+// webhookPayload is GitHub's example delivery of event and action, pointed at the
+// harness's repository and installation, sent by sender (a bot or a user), changed by fill,
+// and checked against the webhook's schema in GitHub's OpenAPI description (the parts named,
+// with action and sender).
+func (h *harness) webhookPayload(event, action, sender string, bot bool, parts []string, fill func(map[string]any)) []byte {
+	h.t.Helper()
+	m := example(h.t, event, action)
 	h.repoJSON(m["repository"].(map[string]any))
-	m["pull_request"].(map[string]any)["number"] = float64(number)
 	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
-	thread := m["thread"].(map[string]any)
-	proto := thread["comments"].([]any)[0].(map[string]any)
-	var comments []any
-	for _, c := range th.Comments {
-		cm := map[string]any{}
-		for k, v := range proto {
-			cm[k] = v
-		}
-		user := map[string]any{}
-		for k, v := range proto["user"].(map[string]any) {
-			user[k] = v
-		}
-		user["login"], user["type"] = c.Author, "User"
-		if c.Author == h.fake.BotLogin() {
-			user["type"] = "Bot"
-		}
-		cm["id"], cm["body"], cm["path"], cm["user"] = float64(c.ID), c.Body, c.Path, user
-		comments = append(comments, cm)
-	}
-	thread["node_id"], thread["comments"] = th.ID, comments
-	sender := m["sender"].(map[string]any)
-	sender["login"], sender["type"] = resolver, "User"
+	s := m["sender"].(map[string]any)
+	s["login"], s["type"] = sender, "User"
 	if bot {
-		sender["type"] = "Bot"
+		s["type"] = "Bot"
 	}
+	fill(m)
 	body := mustJSON(h.t, m)
 	spec, err := githubtest.LoadSpec()
 	if err != nil {
 		h.t.Fatal(err)
 	}
-	if err := spec.ValidateWebhook("pull_request_review_thread", "resolved", body, "action", "thread", "sender"); err != nil {
-		h.t.Fatalf("the thread event does not have GitHub's shape: %v", err)
+	if err := spec.ValidateWebhook(event, action, body, append([]string{"action", "sender"}, parts...)...); err != nil {
+		h.t.Fatalf("the %s event does not have GitHub's shape: %v", event, err)
 	}
 	return body
 }
@@ -275,29 +286,17 @@ func TestResolvedThreadDismisses(t *testing.T) {
 // comment c (a reply in a thread), written by c.Author, checked against the webhook's schema.
 func (h *harness) threadCommandEvent(c githubtest.Comment) []byte {
 	h.t.Helper()
-	m := example(h.t, "pull_request_review_comment", "created")
-	h.repoJSON(m["repository"].(map[string]any))
-	m["pull_request"].(map[string]any)["number"] = float64(c.Number)
-	m["installation"] = map[string]any{"id": float64(h.fake.InstallationID())}
-	cm := m["comment"].(map[string]any)
-	cm["id"], cm["body"], cm["path"], cm["in_reply_to_id"] = float64(c.ID), c.Body, c.Path, float64(c.InReplyTo)
-	// Fields GitHub's schema requires that the example lacks.
-	cm["line"], cm["original_line"], cm["side"] = float64(c.Line), float64(c.Line), "RIGHT"
-	cm["start_line"], cm["original_start_line"], cm["start_side"] = nil, nil, nil
-	cm["reactions"] = map[string]any{"url": cm["url"], "total_count": float64(0), "+1": float64(0), "-1": float64(0),
-		"laugh": float64(0), "confused": float64(0), "heart": float64(0), "hooray": float64(0), "eyes": float64(0), "rocket": float64(0)}
-	cm["user"].(map[string]any)["login"] = c.Author
-	sender := m["sender"].(map[string]any)
-	sender["login"], sender["type"] = c.Author, "User"
-	body := mustJSON(h.t, m)
-	spec, err := githubtest.LoadSpec()
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	if err := spec.ValidateWebhook("pull_request_review_comment", "created", body, "action", "comment", "sender"); err != nil {
-		h.t.Fatalf("the comment event does not have GitHub's shape: %v", err)
-	}
-	return body
+	return h.webhookPayload("pull_request_review_comment", "created", c.Author, false, []string{"comment"}, func(m map[string]any) {
+		m["pull_request"].(map[string]any)["number"] = float64(c.Number)
+		cm := m["comment"].(map[string]any)
+		cm["id"], cm["body"], cm["path"], cm["in_reply_to_id"] = float64(c.ID), c.Body, c.Path, float64(c.InReplyTo)
+		cm["user"].(map[string]any)["login"] = c.Author
+		// Fields GitHub's schema requires that the example lacks.
+		cm["line"], cm["original_line"], cm["side"] = float64(c.Line), float64(c.Line), "RIGHT"
+		cm["start_line"], cm["original_start_line"], cm["start_side"] = nil, nil, nil
+		cm["reactions"] = map[string]any{"url": cm["url"], "total_count": float64(0), "+1": float64(0), "-1": float64(0),
+			"laugh": float64(0), "confused": float64(0), "heart": float64(0), "hooray": float64(0), "eyes": float64(0), "rocket": float64(0)}
+	})
 }
 
 // TestThreadCommandActsAtOnce: "/aster ignore" in one of Aster's threads by someone with

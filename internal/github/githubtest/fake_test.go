@@ -51,14 +51,22 @@ func signJWT(t *testing.T, key *rsa.PrivateKey, alg string, claims map[string]an
 	return signing + "." + base64.RawURLEncoding.EncodeToString(sig)
 }
 
-func TestFakeRejectsWhatGitHubWouldNot(t *testing.T) {
-	t.Parallel()
+// fakeWithPull is a fake whose rejections are recorded, with repository o/r holding one
+// commit (file a) and pull request 1 on it.
+func fakeWithPull(t *testing.T) (*Server, *rejections) {
+	t.Helper()
 	rej := &rejections{}
 	s := New(t, Options{OnReject: rej.add})
 	g := NewGitRepo(t)
 	sha := g.Commit("", "init", map[string]string{"a": "a\n"})
 	s.AddRepo(Repository{Owner: "o", Name: "r", Git: g})
 	s.AddPullRequest("o", "r", PullRequest{Number: 1, BaseSHA: sha, HeadSHA: sha})
+	return s, rej
+}
+
+func TestFakeRejectsWhatGitHubWouldNot(t *testing.T) {
+	t.Parallel()
+	s, rej := fakeWithPull(t)
 
 	now := time.Now().Unix()
 	good := signJWT(t, appKey(), "RS256", map[string]any{"iss": fmt.Sprint(s.AppID()), "iat": now - 30, "exp": now + 90})

@@ -37,12 +37,7 @@ func installationToken(t *testing.T, s *Server, body string) string {
 // unknown thread like GitHub does.
 func TestGraphQLAgainstGitHubsSchema(t *testing.T) {
 	t.Parallel()
-	rej := &rejections{}
-	s := New(t, Options{OnReject: rej.add})
-	g := NewGitRepo(t)
-	sha := g.Commit("", "init", map[string]string{"a": "a\n"})
-	s.AddRepo(Repository{Owner: "o", Name: "r", Git: g})
-	s.AddPullRequest("o", "r", PullRequest{Number: 1, BaseSHA: sha, HeadSHA: sha})
+	s, rej := fakeWithPull(t)
 	first := s.AddReviewComment("o", "r", Comment{Number: 1, Author: s.BotLogin(), Body: "finding", Path: "a", Line: 1})
 	s.AddReviewComment("o", "r", Comment{Number: 1, Author: "octocat", Body: "/aster ignore", Path: "a", Line: 1, InReplyTo: first})
 	s.AddReviewComment("o", "r", Comment{Number: 1, Author: "octocat", Body: "human thread", Path: "a", Line: 1})
