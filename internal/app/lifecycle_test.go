@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -199,6 +200,26 @@ func (h *harness) webhookPayload(event, action, sender string, bot bool, parts [
 	return body
 }
 
+// twoTODOThreads opens pull request number with two TODOs, which the scripted reviewer
+// comments on (two threads of Aster's), with octocat a writer and mallory a reader of the
+// repository; it returns the base, the head and the threads.
+func (h *harness) twoTODOThreads(number int) (base, head string, threads []githubtest.Thread) {
+	h.t.Helper()
+	h.fake.SetPermission(h.owner, h.repo, "octocat", "write")
+	h.fake.SetPermission(h.owner, h.repo, "mallory", "read")
+	base = h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head = h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "// TODO one\n// TODO two\n"})
+	h.push(fmt.Sprintf("todo-%d", number), "opened", number, base, head, "")
+	if r := h.waitHistory(number, 1, 20*time.Second)[0]; r.Outcome != store.OutcomePosted || r.InlineComments != 2 {
+		h.t.Fatalf("first review: %+v", r)
+	}
+	threads = h.fake.Threads(h.owner, h.repo, number)
+	if len(threads) != 2 {
+		h.t.Fatalf("%d threads, want 2", len(threads))
+	}
+	return base, head, threads
+}
+
 // TestResolvedThreadDismisses: a person with write access resolving the thread of a finding
 // the last review still raised records a dismissal at once (the pull_request_review_thread
 // webhook, no push needed); a reader resolving one records nothing; Aster's own resolution
@@ -206,20 +227,8 @@ func (h *harness) webhookPayload(event, action, sender string, bot bool, parts [
 // and the summary counts it.
 func TestResolvedThreadDismisses(t *testing.T) {
 	forEachDB(t, func(t *testing.T, dbURL string) {
-		rv := &scripted{}
-		h := newHarness(t, harnessOptions{reviewer: rv, dbURL: dbURL})
-		h.fake.SetPermission(h.owner, h.repo, "octocat", "write")
-		h.fake.SetPermission(h.owner, h.repo, "mallory", "read")
-		base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
-		head1 := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "// TODO one\n// TODO two\n"})
-		h.push("t-1", "opened", 41, base, head1, "")
-		if r := h.waitHistory(41, 1, 20*time.Second)[0]; r.Outcome != store.OutcomePosted || r.InlineComments != 2 {
-			t.Fatalf("first review: %+v", r)
-		}
-		threads := h.fake.Threads(h.owner, h.repo, 41)
-		if len(threads) != 2 {
-			t.Fatalf("%d threads, want 2", len(threads))
-		}
+		h := newHarness(t, harnessOptions{reviewer: &scripted{}, dbURL: dbURL})
+		base, head1, threads := h.twoTODOThreads(41)
 		one, two := threads[0], threads[1]
 
 		// Aster resolving a thread itself is not a dismissal: the event is not even stored.
@@ -307,18 +316,7 @@ func (h *harness) threadCommandEvent(c githubtest.Comment) []byte {
 func TestThreadCommandActsAtOnce(t *testing.T) {
 	forEachDB(t, func(t *testing.T, dbURL string) {
 		h := newHarness(t, harnessOptions{reviewer: &scripted{}, dbURL: dbURL})
-		h.fake.SetPermission(h.owner, h.repo, "octocat", "write")
-		h.fake.SetPermission(h.owner, h.repo, "mallory", "read")
-		base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
-		head1 := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "// TODO one\n// TODO two\n"})
-		h.push("c-1", "opened", 43, base, head1, "")
-		if r := h.waitHistory(43, 1, 20*time.Second)[0]; r.Outcome != store.OutcomePosted || r.InlineComments != 2 {
-			t.Fatalf("first review: %+v", r)
-		}
-		threads := h.fake.Threads(h.owner, h.repo, 43)
-		if len(threads) != 2 {
-			t.Fatalf("%d threads, want 2", len(threads))
-		}
+		_, _, threads := h.twoTODOThreads(43)
 		one, two := threads[0].Comments[0], threads[1].Comments[0]
 		reply := func(to githubtest.Comment, author, body string) githubtest.Comment {
 			c := githubtest.Comment{Number: 43, Author: author, Path: to.Path, Line: to.Line, Body: body, InReplyTo: to.ID}
