@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -420,5 +421,69 @@ func TestRefusedPlacementFoldsIntoBody(t *testing.T) {
 	second := fingerprintsOf(revs[1].Body)
 	if len(second) != 1 || slices.Contains(first, second[0]) || !strings.Contains(revs[1].Body, "TODO left in: // TODO two") {
 		t.Fatalf("second folded body repeats or misses a comment (%v, first %v):\n%s", second, first, revs[1].Body)
+	}
+}
+
+// pushDuringDiff moves the pull request to another head just before the first read of its
+// diff by number: a push landing between the worker's read of the pull request and of its
+// diff.
+type pushDuringDiff struct {
+	RepoAPI
+	once *sync.Once
+	push func()
+}
+
+func (p pushDuringDiff) GetDiff(ctx context.Context, o github.DiffOptions) (github.Diff, error) {
+	if o.Number != 0 {
+		p.once.Do(p.push)
+	}
+	return p.RepoAPI.GetDiff(ctx, o)
+}
+
+// TestPushDuringDiffRead: a push between reading the pull request and reading its diff never
+// pairs one head's check run and snapshot with the other head's diff: the attempt gives way,
+// the retry reviews the new head, and the older head's check run is closed as superseded.
+func TestPushDuringDiffRead(t *testing.T) {
+	rv := &scripted{}
+	var (
+		once        sync.Once
+		h           *harness
+		base, head2 string
+		moved       atomic.Bool
+	)
+	h = newHarness(t, harnessOptions{reviewer: rv, wrap: func(a RepoAPI) RepoAPI {
+		return pushDuringDiff{RepoAPI: a, once: &once, push: func() { h.openPR(5, base, head2); moved.Store(true) }}
+	}})
+	base = h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head1 := h.git.Commit(base, "one", map[string]string{"main.go": baseMain + "// TODO one\n"})
+	head2 = h.git.Commit(head1, "two", map[string]string{"main.go": baseMain + "// TODO one\n// TODO two\n"})
+	h.push("d-1", "opened", 5, base, head1, "")
+	var posted store.ReviewRecord
+	testkit.WaitFor(t, "a posted review", 30*time.Second, func() bool {
+		for _, r := range h.history(5) {
+			if r.Outcome == store.OutcomePosted {
+				posted = r
+				return true
+			}
+		}
+		return false
+	})
+	if !moved.Load() || posted.HeadSHA != head2 {
+		t.Fatalf("posted %+v (moved %v), want the review of %s", posted, moved.Load(), head2[:7])
+	}
+	for _, in := range rv.calls() {
+		if in.Head.SHA != head2 || !strings.Contains(string(in.Diff), "+// TODO two") {
+			t.Errorf("the reviewer was given head %s with a diff that does not match it:\n%s", review.ShortSHA(in.Head.SHA), in.Diff)
+		}
+	}
+	for _, r := range h.fake.Reviews("acme", "widgets", 5) {
+		if r.CommitID != head2 {
+			t.Errorf("review posted on %s, want %s", review.ShortSHA(r.CommitID), head2[:7])
+		}
+	}
+	for _, run := range h.fake.CheckRuns("acme", "widgets") {
+		if run.HeadSHA == head1 && (run.Status != "completed" || run.Title != "Superseded") {
+			t.Errorf("the older head's check run: %+v, want completed as superseded", run)
+		}
 	}
 }

@@ -462,6 +462,18 @@ func (r *run) gather(ctx context.Context, pr github.PullRequest, since string) (
 	if err != nil {
 		return nil, nil, fmt.Errorf("get diff: %w", err)
 	}
+	// The diff by number is the pull request's as it is now, not as pr saw it: a push (or a
+	// new base) landing between the two reads would pair one head's snapshot and check run
+	// with another head's diff. Read the pull request again; when it moved, this attempt
+	// gives way and the retry reviews the new head.
+	now, err := api.GetPullRequest(ctx, pr.Number)
+	if err != nil {
+		return nil, nil, fmt.Errorf("get pull request: %w", err)
+	}
+	if now.Head.SHA != pr.Head.SHA || now.Base.SHA != pr.Base.SHA {
+		return nil, nil, fmt.Errorf("the pull request moved (head %s, base %s) while its diff was read for head %s: reviewing it again",
+			review.ShortSHA(now.Head.SHA), review.ShortSHA(now.Base.SHA), review.ShortSHA(pr.Head.SHA))
+	}
 	in := &gathered{ReviewInput: ReviewInput{
 		Repository: r.job.Pull.Owner + "/" + r.job.Pull.Repo, Number: pr.Number, Title: pr.Title, Body: pr.Body,
 		Author: pr.Author, Fork: pr.Fork, Base: review.Revision{Ref: pr.Base.Ref, SHA: pr.Base.SHA},
