@@ -52,6 +52,13 @@ const maxNoticesShown = 5
 // per-file budget).
 func analyzerNotes(a gate.AnalyzerResult) string {
 	var parts []string
+	if a.Dropped > 0 {
+		parts = append(parts, fmt.Sprintf("%d more finding%s past the cap of %d dropped, the least severe first.",
+			a.Dropped, plural(a.Dropped), finding.DefaultMaxFindings))
+	}
+	if a.Suppressed > 0 {
+		parts = append(parts, fmt.Sprintf("%d finding%s suppressed in the source.", a.Suppressed, plural(a.Suppressed)))
+	}
 	if a.Superseded > 0 {
 		parts = append(parts, fmt.Sprintf("%d finding%s of rules without data flow left to taint-python.", a.Superseded, plural(a.Superseded)))
 	}

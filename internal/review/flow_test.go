@@ -54,7 +54,8 @@ func TestRedactFindingFlow(t *testing.T) {
 }
 
 // TestAnalyzerNotes: an analyzer's row says how many findings it left to the
-// taint engine and names the files an engine left out (at most five).
+// taint engine, names the files an engine left out (at most five), and counts what the
+// findings cap dropped and what the source suppressed.
 func TestAnalyzerNotes(t *testing.T) {
 	a := gate.AnalyzerResult{Superseded: 3}
 	for i := 0; i < 7; i++ {
@@ -67,5 +68,10 @@ func TestAnalyzerNotes(t *testing.T) {
 	}
 	if analyzerNotes(gate.AnalyzerResult{}) != "" {
 		t.Error("notes for an analyzer with nothing to say")
+	}
+	// Bandit over a large change: what the cap dropped and what the source suppressed.
+	got = analyzerNotes(gate.AnalyzerResult{Dropped: 40653, Suppressed: 1})
+	if want := "40653 more findings past the cap of 5000 dropped, the least severe first. 1 finding suppressed in the source."; got != want {
+		t.Errorf("notes %q, want %q", got, want)
 	}
 }
