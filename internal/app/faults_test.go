@@ -487,3 +487,49 @@ func TestPushDuringDiffRead(t *testing.T) {
 		}
 	}
 }
+
+// checkRunUpdates records what each update of a check run said.
+type checkRunUpdates struct {
+	RepoAPI
+	mu   *sync.Mutex
+	seen *[]github.CheckRunOptions
+}
+
+func (c checkRunUpdates) UpdateCheckRun(ctx context.Context, id int64, o github.CheckRunOptions) (github.CheckRun, error) {
+	c.mu.Lock()
+	*c.seen = append(*c.seen, o)
+	c.mu.Unlock()
+	return c.RepoAPI.UpdateCheckRun(ctx, id, o)
+}
+
+// TestRetryShownOnTheCheckRun: a failed attempt that is retried says so on the check run,
+// with the attempt and the reason, instead of leaving "Reviewing" up through the backoff;
+// the last attempt completes it as neutral.
+func TestRetryShownOnTheCheckRun(t *testing.T) {
+	var (
+		mu   sync.Mutex
+		seen []github.CheckRunOptions
+	)
+	rv := &scripted{err: fmt.Errorf("sandbox engine unreachable")}
+	h := newHarness(t, harnessOptions{reviewer: rv, queue: store.QueueOptions{MaxAttempts: 2},
+		wrap: func(a RepoAPI) RepoAPI { return checkRunUpdates{RepoAPI: a, mu: &mu, seen: &seen} }})
+	base := h.git.Commit("", "base", map[string]string{"main.go": baseMain})
+	head := h.git.Commit(base, "change", map[string]string{"main.go": baseMain + "// x\n"})
+	h.openPR(6, base, head)
+	h.deliver("pull_request", "d-1", h.prEvent("opened", 6, head, base, ""))
+	if r := h.waitHistory(6, 1, 30*time.Second)[0]; r.Outcome != store.OutcomeFailed || r.Attempt != 2 {
+		t.Fatalf("record: %+v", r)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("%d check run updates, want the retry notice and the neutral end: %+v", len(seen), seen)
+	}
+	if u := seen[0]; u.Status != "in_progress" || u.Title != "Retrying" || !strings.Contains(u.Summary, "Attempt 1 of 2") ||
+		!strings.Contains(u.Summary, "sandbox engine unreachable") {
+		t.Errorf("the retry's update: %+v", u)
+	}
+	if u := seen[1]; u.Status != "completed" || u.Conclusion != ConclusionNeutral {
+		t.Errorf("the last update: %+v", u)
+	}
+}

@@ -109,6 +109,9 @@ func (w *Worker) Handle(ctx context.Context, job *store.Job) error {
 	if errors.Is(err, store.ErrPullBusy) || (!permanent && !job.LastAttempt()) {
 		if !errors.Is(err, store.ErrPullBusy) {
 			log.Warn("review attempt failed; it is retried", "err", err)
+			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+			r.retrying(dctx, err)
+			cancel()
 		}
 		return err
 	}
@@ -612,6 +615,23 @@ func (r *run) checkRunOf(ctx context.Context, head string, jobs ...int64) (int64
 		}
 	}
 	return 0, nil
+}
+
+// retrying says on the check run of a failed attempt that the job is tried again, and why,
+// so a pull request does not show "Reviewing" through minutes of backoff. It is best effort:
+// when GitHub is what failed, this may fail too, and the next attempt says more.
+func (r *run) retrying(ctx context.Context, cause error) {
+	if r.api == nil || r.state.CheckRunID == 0 || r.state.CheckDone {
+		return
+	}
+	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
+		Name: CheckRunName, HeadSHA: r.state.HeadSHA, Status: "in_progress", Title: "Retrying",
+		Summary: fmt.Sprintf("Attempt %d of %d could not finish: %s\n\nAster tries again after a pause.", r.job.Attempt, r.job.MaxAttempts,
+			safetext.Escape(r.w.red.RedactString(textclip.OneLine(cause.Error(), maxReasonBytes)), 500)),
+	})
+	if err != nil {
+		r.log.Debug("say on the check run that the review is retried", "err", err)
+	}
 }
 
 // abandon completes the check run of a job that gives up, so it does not spin forever.
