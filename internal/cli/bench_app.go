@@ -44,7 +44,10 @@ Python, JavaScript, TypeScript and Go files its tip modified as the pool of
 changes; pull request i changes --files of them (consecutive in the pool,
 wrapping around) to their tip content. The repository has no .aster.yml: the
 App reviews with its defaults, the gate only (no model is configured for the
-child unless your configuration names one).
+child unless your configuration names one). Any git bundle with two commits or
+more will do; scripts/noise-bundle.sh GITDIR N OUT.bundle makes a small one of
+the last N commits of a clone (the ../noise bundles of the examples were made
+so).
 
 Reports per cell: the time from a pull request's delivery to its completed
 check run (p50, p95, p99, max; polled every 100 ms), reviews a minute (the
