@@ -83,9 +83,8 @@ type wireCommentPayload struct {
 // (an issue_comment created or edited on a pull request whose first line is an /aster
 // command: review, resolve, pause, resume, help), a *github.ThreadCommandEvent (the same
 // with /aster ignore or unignore: Gitea sends a reply in a conversation this way too), or a
-// *github.Ignored. Gitea has no
-// installations: InstallationID is 0. A body that is not the JSON Gitea sends wraps
-// github.ErrMalformedPayload.
+// *github.Ignored. Gitea has no installations: InstallationID is 0. A body that is not the
+// JSON Gitea sends wraps github.ErrMalformedPayload.
 func ParseEvent(event, deliveryID string, body []byte) (github.Event, error) {
 	ignored := func(action, reason string) (github.Event, error) {
 		return &github.Ignored{DeliveryID: deliveryID, Event: event, Action: action, Reason: reason}, nil
