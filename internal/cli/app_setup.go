@@ -33,7 +33,9 @@ func newAppSetupCmd(g *globals) *cobra.Command {
 		Long: `Create Aster's GitHub App with GitHub's App-manifest flow. Aster serves a page on
 this machine (--listen, loopback only) that sends the manifest to GitHub: the
 App's webhook is --url plus /webhook, its permissions are exactly the four Aster
-uses, its events pull_request and issue_comment. Confirm on GitHub; GitHub sends
+uses, its events pull_request, issue_comment, pull_request_review_thread and
+pull_request_review_comment (a person resolving or answering one of Aster's
+threads: a dismissal acts at once). Confirm on GitHub; GitHub sends
 the browser back to Aster with a one-time code, which Aster exchanges for the
 App's id, private key and webhook secret. They are written to the data
 directory (--dir): app.pem and webhook-secret with mode 0600, github-app.json
