@@ -70,7 +70,7 @@ func (r *run) controls(ctx context.Context) (bool, error) {
 			}
 			if !answered[c.CommentID] {
 				if _, err := r.api.CreateIssueComment(ctx, r.job.Pull.Number, ack(c.CommentID, text)); err != nil {
-					return false, fmt.Errorf("answer /aster %s: %w", c.Name, err)
+					return false, fmt.Errorf("answer /aster %s: %w", commandLabel(c.Name), err)
 				}
 				answered[c.CommentID] = true
 			}
@@ -83,8 +83,8 @@ func (r *run) controls(ctx context.Context) (bool, error) {
 			case store.PauseLifted:
 				r.pausedBy = ""
 			}
-			r.log.Info("command answered", "command", c.Name, "user", c.By, "permitted", may)
-			r.note = append(r.note, fmt.Sprintf("/aster %s by %s", c.Name, c.By))
+			r.log.Info("command answered", "command", commandLabel(c.Name), "user", c.By, "permitted", may)
+			r.note = append(r.note, fmt.Sprintf("/aster %s by %s", commandLabel(c.Name), c.By))
 		}
 	}
 	if claim.Threads {
@@ -103,9 +103,23 @@ func (r *run) controls(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// commandLabel names a control command for people: a thread command given in the
+// conversation is named for what was written.
+func commandLabel(name string) string {
+	if name == store.CmdInThread {
+		return "ignore (in the conversation)"
+	}
+	return name
+}
+
 // control decides what one control command does and says.
 func (r *run) control(c store.Control, mayWrite bool) (string, store.PauseChange) {
 	who := safetext.Code(c.By, 60)
+	if c.Name == store.CmdInThread {
+		// Changes nothing, so anyone is told where it works.
+		return "`/aster ignore` and `/aster unignore` work in a reply to one of Aster's comments on a line of the change " +
+			"(its thread), where they dismiss that finding on this repository or undo it. Here, in the conversation, they do nothing.", store.PauseKeep
+	}
 	if !mayWrite {
 		return fmt.Sprintf("`/aster %s` by %s ignored: it needs write access to the repository.", c.Name, who), store.PauseKeep
 	}

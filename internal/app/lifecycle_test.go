@@ -312,7 +312,8 @@ func (h *harness) threadCommandEvent(c githubtest.Comment) []byte {
 // write access records the dismissal and is answered in the thread at once (the
 // pull_request_review_comment webhook, no push needed); a reader's command is answered with a
 // refusal and records nothing; a redelivery and a replay answer nothing twice; "/aster
-// unignore" undoes the dismissal at once.
+// unignore" undoes the dismissal at once; "/aster ignore" in the conversation is answered
+// with where it works.
 func TestThreadCommandActsAtOnce(t *testing.T) {
 	forEachDB(t, func(t *testing.T, dbURL string) {
 		h := newHarness(t, harnessOptions{reviewer: &scripted{}, dbURL: dbURL})
@@ -385,6 +386,23 @@ func TestThreadCommandActsAtOnce(t *testing.T) {
 		}
 		if cs := thread(one); len(cs) != 5 || !strings.Contains(cs[4].Body, "Undone by `octocat`") {
 			t.Errorf("thread after /aster unignore: %+v", cs)
+		}
+
+		// In the conversation a thread command has no finding to act on: it is answered
+		// once, in place, with where it works, and dismisses nothing.
+		before := len(h.fake.IssueComments(h.owner, h.repo, 43))
+		if got := h.deliver("issue_comment", "c-conversation", h.commentEventAs("created", 901, "", 43, "mallory", "/aster ignore all of it")); got != http.StatusAccepted {
+			t.Fatalf("/aster ignore in the conversation: %d", got)
+		}
+		if r := h.waitHistory(43, 6, 20*time.Second)[5]; r.Outcome != store.OutcomeSkipped || r.Reason != "answered /aster ignore (in the conversation) by mallory" {
+			t.Fatalf("record of the conversation's /aster ignore: %+v", r)
+		}
+		cs := h.fake.IssueComments(h.owner, h.repo, 43)
+		if len(cs) != before+1 || !strings.Contains(cs[len(cs)-1].Body, "work in a reply to one of Aster's comments") {
+			t.Errorf("answer in the conversation: %+v", cs[before:])
+		}
+		if ds, _ := h.store.Dismissals(t.Context(), h.owner, h.repo); len(ds) != 0 {
+			t.Errorf("dismissals after a conversation's /aster ignore: %+v", ds)
 		}
 	})
 }

@@ -62,7 +62,8 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 			action = "edited"
 		}
 		// An event without a command word (another forge's adapter) is a review command.
-		control := e.Command == github.CmdPause || e.Command == github.CmdResume || e.Command == github.CmdHelp
+		control := e.Command == github.CmdPause || e.Command == github.CmdResume || e.Command == github.CmdHelp ||
+			e.Command == github.CmdInThread
 		req := store.ReviewRequest{
 			Delivery: store.Delivery{ID: e.DeliveryID, Event: "issue_comment", Action: action, Repo: e.Repo.FullName(),
 				Number: e.Number, Sender: e.Sender},

@@ -123,8 +123,10 @@ func ParseEvent(event, deliveryID string, body []byte) (github.Event, error) {
 	if !w.IsPull && (len(w.Issue.PullRequest) == 0 || string(w.Issue.PullRequest) == "null") {
 		return ignored(w.Action, "comment on an issue, not a pull request")
 	}
-	command := github.CommandOf(w.Comment.Body)
+	// Gitea sends a reply in a conversation as the pull request's issue_comment: a thread
+	// command is read as one, never as the conversation's.
 	_, _, threadCommand := github.ThreadCommandOf(w.Comment.Body)
+	command := github.CommandOf(w.Comment.Body)
 	if command == "" && !threadCommand {
 		return ignored(w.Action, "comment is not an /aster command")
 	}

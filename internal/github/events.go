@@ -153,11 +153,15 @@ const (
 	CmdPause  = "pause"  // no automatic reviews of this pull request until /aster resume
 	CmdResume = "resume" // automatic reviews again (and a review of a head not reviewed yet)
 	CmdHelp   = "help"   // the commands, answered in place
+	// CmdInThread is a thread command (/aster ignore, unignore) given in the conversation,
+	// where it has no finding to act on: answered in place with where it works.
+	CmdInThread = "in-thread"
 )
 
 // commandWords maps the word after "/aster " to the command it is.
 var commandWords = map[string]string{
 	"review": CmdReview, "resolve": CmdReview, "pause": CmdPause, "resume": CmdResume, "help": CmdHelp,
+	"ignore": CmdInThread, "unignore": CmdInThread,
 }
 
 // reviewActions are the pull_request actions that start a review.
@@ -588,7 +592,7 @@ func ThreadCommandOf(body string) (word, reason string, ok bool) {
 }
 
 // CommandOf returns the command a pull request comment gives (CmdReview, CmdPause,
-// CmdResume, CmdHelp), or "" when it gives none: its first non-blank line, trimmed, must be
+// CmdResume, CmdHelp, or CmdInThread for a thread command), or "" when it gives none: its first non-blank line, trimmed, must be
 // "/aster WORD", optionally followed by whitespace and more words.
 func CommandOf(body string) string {
 	for line := range strings.Lines(body) {

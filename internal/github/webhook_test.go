@@ -585,7 +585,8 @@ func TestCommandOf(t *testing.T) {
 		"/aster  pause":               "",
 		"> /aster pause":              "",
 		"please /aster help":          "",
-		"/aster ignore":               "", // a thread command, not the conversation's
+		"/aster ignore":               github.CmdInThread, // a thread command, in the conversation
+		"/aster unignore x":           github.CmdInThread,
 		"/ASTER PAUSE":                "",
 		"/aster pause\u200b":          "",
 		"`/aster help`":               "",

@@ -63,6 +63,8 @@ const (
 	CmdPause  = "pause"
 	CmdResume = "resume"
 	CmdHelp   = "help"
+	// CmdInThread: /aster ignore or unignore in the conversation, answered with where it works.
+	CmdInThread = "in-thread"
 )
 
 // Enqueued says what RequestReview did.
@@ -322,7 +324,7 @@ type Claim struct {
 type Control struct {
 	CommentID int64
 	UpdatedAt time.Time
-	Name      string // CmdPause, CmdResume or CmdHelp
+	Name      string // CmdPause, CmdResume, CmdHelp or CmdInThread
 	By        string // who wrote it; the job checks their permission
 }
 
