@@ -300,11 +300,7 @@ func (h *harness) threadCommandEvent(c githubtest.Comment) []byte {
 		cm := m["comment"].(map[string]any)
 		cm["id"], cm["body"], cm["path"], cm["in_reply_to_id"] = float64(c.ID), c.Body, c.Path, float64(c.InReplyTo)
 		cm["user"].(map[string]any)["login"] = c.Author
-		// Fields GitHub's schema requires that the example lacks.
-		cm["line"], cm["original_line"], cm["side"] = float64(c.Line), float64(c.Line), "RIGHT"
-		cm["start_line"], cm["original_start_line"], cm["start_side"] = nil, nil, nil
-		cm["reactions"] = map[string]any{"url": cm["url"], "total_count": float64(0), "+1": float64(0), "-1": float64(0),
-			"laugh": float64(0), "confused": float64(0), "heart": float64(0), "hooray": float64(0), "eyes": float64(0), "rocket": float64(0)}
+		githubtest.CompleteReviewComment(cm, c.Line)
 	})
 }
 

@@ -79,23 +79,13 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 		_, err = s.Store.RequestReview(ctx, req)
 	case *github.ThreadResolvedEvent:
 		// The job reads the threads through the API: who resolved which, with what access.
-		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
-			Delivery: store.Delivery{ID: e.DeliveryID, Event: "pull_request_review_thread", Action: "resolved",
-				Repo: e.Repo.FullName(), Number: e.Number, Sender: e.Sender},
-			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
-			InstallationID: e.InstallationID,
-			Threads:        true,
-		})
+		_, err = s.Store.RequestReview(ctx, readThreads(store.Delivery{ID: e.DeliveryID, Event: "pull_request_review_thread",
+			Action: "resolved", Sender: e.Sender}, e.Repo, e.Number, e.InstallationID))
 	case *github.ThreadCommandEvent:
 		// The same reading of the threads: the command's author, access and thread are
 		// checked there, and each command is answered once in its thread.
-		_, err = s.Store.RequestReview(ctx, store.ReviewRequest{
-			Delivery: store.Delivery{ID: e.DeliveryID, Event: e.Event, Action: e.Action,
-				Repo: e.Repo.FullName(), Number: e.Number, Sender: e.Sender},
-			Pull:           store.PullKey{Owner: e.Repo.Owner, Repo: e.Repo.Name, Number: e.Number},
-			InstallationID: e.InstallationID,
-			Threads:        true,
-		})
+		_, err = s.Store.RequestReview(ctx, readThreads(store.Delivery{ID: e.DeliveryID, Event: e.Event,
+			Action: e.Action, Sender: e.Sender}, e.Repo, e.Number, e.InstallationID))
 	case *github.InstallationEvent:
 		err = s.Store.RecordInstallation(ctx, store.Delivery{ID: e.DeliveryID, Event: "installation", Action: e.Action,
 			Sender: e.Sender}, store.Installation{ID: e.InstallationID, Action: e.Action, Account: e.Account,
@@ -110,4 +100,12 @@ func (s *Sink) Accept(ctx context.Context, ev github.Event) error {
 		return fmt.Errorf("%w: %w", github.ErrDuplicateCommand, err)
 	}
 	return err
+}
+
+// readThreads asks for a job that reads the pull request's review threads (a person
+// resolved one of Aster's or gave a thread command in one); d names the delivery.
+func readThreads(d store.Delivery, repo github.Repo, number int, installation int64) store.ReviewRequest {
+	d.Repo, d.Number = repo.FullName(), number
+	return store.ReviewRequest{Delivery: d, Pull: store.PullKey{Owner: repo.Owner, Repo: repo.Name, Number: number},
+		InstallationID: installation, Threads: true}
 }

@@ -627,11 +627,17 @@ func (r *run) retrying(ctx context.Context, cause error) {
 	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
 		Name: CheckRunName, HeadSHA: r.state.HeadSHA, Status: "in_progress", Title: "Retrying",
 		Summary: fmt.Sprintf("Attempt %d of %d could not finish: %s\n\nAster tries again after a pause.", r.job.Attempt, r.job.MaxAttempts,
-			safetext.Escape(r.w.red.RedactString(textclip.OneLine(cause.Error(), maxReasonBytes)), 500)),
+			r.reasonText(cause)),
 	})
 	if err != nil {
 		r.log.Debug("say on the check run that the review is retried", "err", err)
 	}
+}
+
+// reasonText is an attempt's error as a check run shows it: one line, secrets redacted,
+// Markdown escaped, bounded.
+func (r *run) reasonText(cause error) string {
+	return safetext.Escape(r.w.red.RedactString(textclip.OneLine(cause.Error(), maxReasonBytes)), 500)
 }
 
 // abandon completes the check run of a job that gives up, so it does not spin forever.
@@ -652,7 +658,7 @@ func (r *run) abandon(ctx context.Context, cause error) {
 	}
 	_, err := r.api.UpdateCheckRun(ctx, r.state.CheckRunID, github.CheckRunOptions{
 		Name: CheckRunName, HeadSHA: r.state.HeadSHA, Status: "completed", Conclusion: ConclusionNeutral, CompletedAt: time.Now(),
-		Title: "Aster could not finish the review", Summary: safetext.Escape(r.w.red.RedactString(textclip.OneLine(cause.Error(), maxReasonBytes)), 500),
+		Title: "Aster could not finish the review", Summary: r.reasonText(cause),
 	})
 	if err != nil {
 		r.log.Warn("close check run of a failed review", "err", err)

@@ -105,3 +105,23 @@ func DeliveryRequest(secret []byte, event, deliveryID string, body []byte) *http
 	r.Header.Set(github.SignatureHeader, github.Sign(secret, body))
 	return r
 }
+
+// CompleteReviewComment adds to the comment of a pull_request_review_comment example the
+// fields GitHub's webhook schema now requires and the older published examples lack (the
+// comment's line and side, its reactions), the comment on line of the new side. Fields the
+// example has are kept.
+func CompleteReviewComment(c map[string]any, line int) {
+	for k, v := range map[string]any{"start_line": nil, "original_start_line": nil, "start_side": nil,
+		"line": float64(line), "original_line": float64(line), "side": "RIGHT"} {
+		if _, ok := c[k]; !ok {
+			c[k] = v
+		}
+	}
+	if _, ok := c["reactions"]; !ok {
+		reactions := map[string]any{"url": c["url"]}
+		for _, k := range []string{"total_count", "+1", "-1", "laugh", "confused", "heart", "hooray", "eyes", "rocket"} {
+			reactions[k] = float64(0)
+		}
+		c["reactions"] = reactions
+	}
+}
